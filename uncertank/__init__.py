@@ -1,0 +1,34 @@
+"""uncertank: can a ranker's scores be trusted?
+
+Calibration, ranking effectiveness, uncertainty, risk-aware reranking, NOTA
+prediction and Bayesian comparison of systems, for any ranker. Importing this
+package is light: torch, transformers and PyMC load only inside the modules
+that need them.
+"""
+
+from __future__ import annotations
+
+from uncertank._types import PredictiveSamples, Predictions, QuerySet, RankedLists
+from uncertank.adapters import CallableRanker, EnsembleRanker
+from uncertank.hookspecs import hookimpl
+from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
+from uncertank.protocols import Ranker, StochasticRanker, TrainableRanker
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CallableRanker",
+    "EnsembleRanker",
+    "PredictiveSamples",
+    "Predictions",
+    "QuerySet",
+    "RankedLists",
+    "Ranker",
+    "StochasticRanker",
+    "TrainableRanker",
+    "__version__",
+    "get_plugin_manager",
+    "hookimpl",
+    "list_plugins",
+    "make_ranker",
+]

@@ -1,0 +1,145 @@
+"""Input checks shared by the data model and the evaluators.
+
+Every check raises ``ValueError`` (or ``TypeError``) naming the argument, what
+was expected and what arrived. None of them uses ``assert``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+E = TypeVar("E", bound=str)
+
+
+def _example(values: NDArray[Any]) -> str:
+    """Format the first offending value for an error message."""
+    v = values.ravel()[0]
+    return repr(float(v)) if np.issubdtype(values.dtype, np.floating) else repr(v.item())
+
+
+def as_float_array(x: ArrayLike, name: str, *, ndim: int | tuple[int, ...] = 1) -> NDArray[np.float64]:
+    """Convert ``x`` to a float64 array, rejecting NaN, inf, empties and wrong ranks."""
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be numeric; got {type(x).__name__} ({exc})") from None
+    ndims = (ndim,) if isinstance(ndim, int) else ndim
+    if arr.ndim not in ndims:
+        want = " or ".join(f"{d}-D" for d in ndims)
+        raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty; got an array of shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise ValueError(
+            f"{name} must be finite; got {int(bad.sum())} NaN or inf values, "
+            f"e.g. {_example(arr[bad])}"
+        )
+    return arr
+
+
+def as_label_array(x: ArrayLike, name: str = "labels", *, ndim: int | tuple[int, ...] = 1) -> NDArray[np.int64]:
+    """Convert ``x`` to an int64 array of non-negative integer labels."""
+    arr = np.asarray(x)
+    ndims = (ndim,) if isinstance(ndim, int) else ndim
+    if arr.ndim not in ndims:
+        want = " or ".join(f"{d}-D" for d in ndims)
+        raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty; got an array of shape {arr.shape}")
+    if arr.dtype == bool:
+        return arr.astype(np.int64)
+    if not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name} must be integers >= 0; got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise ValueError(f"{name} must be finite integers; got {int(bad.sum())} NaN or inf values")
+        frac = arr != np.round(arr)
+        if frac.any():
+            raise ValueError(
+                f"{name} must be integers >= 0; got {int(frac.sum())} non-integer values, "
+                f"e.g. {_example(arr[frac])}"
+            )
+    out = arr.astype(np.int64)
+    neg = out < 0
+    if neg.any():
+        raise ValueError(
+            f"{name} must be integers >= 0; got {int(neg.sum())} negative values, "
+            f"e.g. {_example(out[neg])}"
+        )
+    return out
+
+
+def check_probabilities(probs: NDArray[np.float64], name: str = "probs") -> None:
+    """Raise unless every value lies in [0, 1]."""
+    bad = (probs < 0.0) | (probs > 1.0)
+    if bad.any():
+        raise ValueError(
+            f"{name} must lie in [0, 1]; got {int(bad.sum())} values outside, "
+            f"e.g. {_example(probs[bad])}"
+        )
+
+
+def check_offsets(offsets: ArrayLike, n_pairs: int, name: str = "offsets") -> NDArray[np.int64]:
+    """Validate CSR-style ``offsets`` for ``n_pairs`` flat items.
+
+    ``offsets`` must be 1-D integers of length ``n_queries + 1`` (at least 2),
+    start at 0, end at ``n_pairs`` and increase strictly (no empty query).
+    """
+    arr = np.asarray(offsets)
+    if arr.ndim != 1 or arr.size < 2:
+        raise ValueError(
+            f"{name} must be 1-D of shape (n_queries + 1,) with n_queries >= 1; "
+            f"got shape {arr.shape}"
+        )
+    if not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"{name} must be integers; got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr[0] != 0:
+        raise ValueError(f"{name} must start at 0; got {int(arr[0])}")
+    if arr[-1] != n_pairs:
+        raise ValueError(
+            f"{name} must end at the number of pairs ({n_pairs}); got {int(arr[-1])}"
+        )
+    lengths = np.diff(arr)
+    if (lengths <= 0).any():
+        q = int(np.flatnonzero(lengths <= 0)[0])
+        if (lengths < 0).any():
+            raise ValueError(f"{name} must be non-decreasing; it decreases at query {q}")
+        raise ValueError(f"every query needs at least one candidate; query {q} has none")
+    return arr
+
+
+def check_same_length(a: NDArray[Any], a_name: str, b: NDArray[Any], b_name: str) -> None:
+    """Raise unless ``a`` and ``b`` have the same shape."""
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{a_name} and {b_name} must have the same shape; got {a.shape} and {b.shape}"
+        )
+
+
+def check_choice(value: Any, name: str, allowed: Iterable[E]) -> E:
+    """Raise unless ``value`` is one of ``allowed``; the error lists them."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ValueError(
+            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}"
+        )
+    return value  # type: ignore[no-any-return]
+
+
+def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
+    """Raise unless ``value`` is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value}")
+    return int(value)

@@ -1,0 +1,125 @@
+"""Adapters that make arbitrary rankers first-class.
+
+- :class:`CallableRanker` wraps any ``fn(context, candidates) -> scores``.
+- :class:`EnsembleRanker` turns any list of rankers into a stochastic ranker
+  whose joint draws are the members' predictions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from uncertank._types import Predictions, PredictiveSamples, QuerySet
+from uncertank._validation import as_float_array, check_positive_int
+from uncertank.protocols import Ranker
+
+__all__ = ["CallableRanker", "EnsembleRanker"]
+
+
+class CallableRanker:
+    """Any function ``fn(context, candidates) -> scores`` as a :class:`~uncertank.Ranker`.
+
+    Parameters
+    ----------
+    fn : callable
+        Called once per query with the context (a list of utterances) and the
+        candidate texts (a list of str); returns one score per candidate.
+    name : str, optional
+        Report name; the function's ``__name__`` by default.
+    probabilistic : bool
+        Whether ``fn`` returns probabilities in [0, 1]. When False the
+        scores are kept as they are (fine for ranking metrics, not for
+        calibration).
+
+    Examples
+    --------
+    >>> from uncertank import QuerySet
+    >>> def overlap(context, candidates):
+    ...     words = set(" ".join(context).split())
+    ...     return [len(words & set(c.split())) / (1 + len(c.split())) for c in candidates]
+    >>> qs = QuerySet.from_lists(["my wifi is down"], [["restart the wifi", "hello"]], [[1, 0]])
+    >>> CallableRanker(overlap).predict(qs).scores.round(3)
+    array([0.25, 0.  ])
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[list[str], list[str]], Any],
+        *,
+        name: str | None = None,
+        probabilistic: bool = True,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"fn must be callable; got {type(fn).__name__}")
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", type(fn).__name__)
+        self.probabilistic = probabilistic
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        """Score every query with one call of ``fn`` each."""
+        out = np.empty(queries.n_pairs, dtype=np.float64)
+        for q in range(queries.n_queries):
+            context, candidates, _ = queries.query(q)
+            scores = as_float_array(self.fn(context, candidates), f"scores returned by {self.name}")
+            if scores.shape != (len(candidates),):
+                raise ValueError(
+                    f"{self.name} must return one score per candidate ({len(candidates)}) for "
+                    f"query {q}; got shape {scores.shape}"
+                )
+            out[queries.offsets[q] : queries.offsets[q + 1]] = scores
+        return Predictions(out, queries.offsets, ranker=self.name, probabilistic=self.probabilistic)
+
+    def __repr__(self) -> str:
+        return f"CallableRanker({self.name!r})"
+
+
+class EnsembleRanker:
+    """Any list of rankers as one stochastic ranker (a deep ensemble in general form).
+
+    Member ``m``'s predictions are joint draw ``m``; the mean and variance over
+    members are the ensemble's predictive mean and uncertainty (Lakshminarayanan
+    et al. 2017; Penha & Hauff 2021, section 3.2).
+
+    Parameters
+    ----------
+    rankers : sequence of Ranker
+        At least two members.
+    name : str
+        Report name.
+    """
+
+    def __init__(self, rankers: Sequence[Ranker], *, name: str = "ensemble") -> None:
+        members = list(rankers)
+        if len(members) < 2:
+            raise ValueError(f"rankers must hold at least 2 members; got {len(members)}")
+        for i, r in enumerate(members):
+            if not callable(getattr(r, "predict", None)):
+                raise TypeError(f"rankers[{i}] must have a predict(queries) method; got {type(r).__name__}")
+        self.rankers = members
+        self.name = name
+
+    def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
+        """Stack the members' predictions: shape (n_members, n_pairs).
+
+        ``n_samples`` may select the first ``n_samples`` members.
+        """
+        members = self.rankers
+        if n_samples is not None:
+            check_positive_int(n_samples, "n_samples")
+            if n_samples > len(members):
+                raise ValueError(
+                    f"n_samples must be <= the number of members ({len(members)}); got {n_samples}"
+                )
+            members = members[:n_samples]
+        rows = np.stack([r.predict(queries).scores for r in members])
+        return PredictiveSamples(rows, queries.offsets, ranker=self.name)
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        """The members' mean prediction."""
+        return self.predict_samples(queries).to_predictions()
+
+    def __repr__(self) -> str:
+        return f"EnsembleRanker({[getattr(r, 'name', type(r).__name__) for r in self.rankers]})"
