@@ -51,6 +51,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "uncertank.metrics._plugin",
     "uncertank.datasets._plugin",
     "uncertank.recalibration",
+    "uncertank.baselines",
 )
 
 
