@@ -202,8 +202,8 @@ def registry(kind: Kind) -> dict[str, PluginInfo]:
             return dict(cache[kind])
         caller = getattr(pm.hook, f"uncertank_{kind}")
         out: dict[str, PluginInfo] = {}
-        # pluggy calls the latest registered first; reverse for registration order.
-        for impl in reversed(caller.get_hookimpls()):
+        # get_hookimpls() lists implementations in registration order.
+        for impl in caller.get_hookimpls():
             plugin_name = impl.plugin_name
             result = impl.function()
             if result is None:

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from uncertank import __version__
+from uncertank.cli import cli
+
+
+def test_plugins_command_lists_builtins_as_json():
+    result = CliRunner().invoke(cli, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    names = {(r["kind"], r["name"]) for r in payload["registered"]}
+    assert ("recalibrators", "platt") in names
+    assert payload["failed"] == []
+
+
+def test_plugins_command_table_and_kind_filter():
+    result = CliRunner().invoke(cli, ["plugins", "--kind", "recalibrators"])
+    assert result.exit_code == 0
+    assert "temperature" in result.output
+    bad = CliRunner().invoke(cli, ["plugins", "--kind", "widgets"])
+    assert bad.exit_code != 0 and "widgets" in bad.output
+
+
+def test_version():
+    result = CliRunner().invoke(cli, ["--version"])
+    assert __version__ in result.output
