@@ -1,0 +1,37 @@
+"""The docs must keep up with the code."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from uncertank import hookspecs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _hook_signatures() -> dict[str, str]:
+    out = {}
+    for name, fn in inspect.getmembers(hookspecs, inspect.isfunction):
+        if name.startswith("uncertank_"):
+            sig = inspect.signature(fn)
+            out[name] = f"{name}{sig}".replace("'", "")
+    return out
+
+
+def test_every_hook_has_a_heading_with_its_exact_signature():
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    headings = set(re.findall(r"^### `(.+)`$", text, flags=re.M))
+    sigs = _hook_signatures()
+    assert len(sigs) == 5
+    missing = [sig for sig in sigs.values() if sig not in headings]
+    assert missing == [], f"undocumented hooks (add a '### `signature`' heading): {missing}"
+    stale = [h for h in headings if h.startswith("uncertank_") and h not in sigs.values()]
+    assert stale == [], f"docs/plugins.md documents hooks that do not exist: {stale}"
+
+
+def test_every_docs_page_is_in_the_nav():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert [p for p in pages if p not in nav] == []
