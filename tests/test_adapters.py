@@ -7,7 +7,9 @@ from uncertank import CallableRanker, EnsembleRanker, QuerySet, Ranker, Stochast
 
 
 def _qs() -> QuerySet:
-    return QuerySet.from_lists(["wifi down", "sound broken"], [["fix wifi", "hi", "wifi"], ["sound", "x"]], [[1, 0, 0], [1, 0]])
+    return QuerySet.from_lists(
+        ["wifi down", "sound broken"], [["fix wifi", "hi", "wifi"], ["sound", "x"]], [[1, 0, 0], [1, 0]]
+    )
 
 
 def _overlap(context, candidates):

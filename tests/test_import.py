@@ -8,7 +8,8 @@ def test_import_is_light():
     code = (
         "import sys, uncertank, uncertank.metrics, uncertank.plugins;"
         "uncertank.list_plugins();"
-        "heavy = [m for m in ('torch', 'transformers', 'pymc', 'pytensor', 'matplotlib', 'sklearn') if m in sys.modules];"
+        "heavy = [m for m in ('torch', 'transformers', 'pymc', 'pytensor', 'matplotlib', 'sklearn')"
+        " if m in sys.modules];"
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -117,7 +117,8 @@ def test_duplicate_names_raise_naming_both(fake_entry_points):
     fake_entry_points.append(_EntryPoint("first", _hook_module("m3", _rankers_hook)))
     fake_entry_points.append(_EntryPoint("second", _hook_module("m4", _clashing_hook)))
     host.get_plugin_manager(refresh=True)
-    with pytest.raises(host.DuplicateNameError, match="'constant' is registered by both plugin 'first' and plugin 'second'"):
+    msg = "'constant' is registered by both plugin 'first' and plugin 'second'"
+    with pytest.raises(host.DuplicateNameError, match=msg):
         host.registry("rankers")
 
 
@@ -134,7 +135,7 @@ def test_allow_list_restricts_entry_points(fake_entry_points, monkeypatch):
 def test_unknown_name_lists_the_known_ones(fake_entry_points):
     fake_entry_points.append(_EntryPoint("first", _hook_module("m6", _rankers_hook)))
     host.get_plugin_manager(refresh=True)
-    with pytest.raises(host.UnknownNameError, match="unknown ranker 'nope'; known: .*constant"):
+    with pytest.raises(host.UnknownNameError, match=r"unknown ranker 'nope'; known: .*constant"):
         uncertank.make_ranker("nope")
 
 

@@ -331,7 +331,9 @@ class RankedLists:
         )
 
 
-def as_ranked_lists(scores: ArrayLike | RankedLists, labels: ArrayLike | None = None, *, name: str = "scores") -> RankedLists:
+def as_ranked_lists(
+    scores: ArrayLike | RankedLists, labels: ArrayLike | None = None, *, name: str = "scores"
+) -> RankedLists:
     """Accept a :class:`RankedLists` or a dense 2-D pair ``(scores, labels)``."""
     if isinstance(scores, RankedLists):
         if labels is not None:

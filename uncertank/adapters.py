@@ -55,7 +55,7 @@ class CallableRanker:
         if not callable(fn):
             raise TypeError(f"fn must be callable; got {type(fn).__name__}")
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", type(fn).__name__)
+        self.name: str = name or str(getattr(fn, "__name__", type(fn).__name__))
         self.probabilistic = probabilistic
 
     def predict(self, queries: QuerySet) -> Predictions:

@@ -8,7 +8,6 @@ dependencies are imported inside the command that needs them, so
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
@@ -64,4 +63,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

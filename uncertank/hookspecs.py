@@ -46,6 +46,7 @@ def uncertank_rankers() -> Mapping[str, Callable[..., Any]]:
     :func:`uncertank.make_ranker` and must return an object satisfying
     :class:`uncertank.Ranker` (or :class:`uncertank.StochasticRanker`).
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -57,6 +58,7 @@ def uncertank_datasets() -> Mapping[str, Callable[..., Any]]:
     :class:`uncertank.QuerySet`. A name ending in ``":"`` is a prefix: the text
     after it (a path, say) is passed as the loader's first argument.
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -66,6 +68,7 @@ def uncertank_negative_samplers() -> Mapping[str, Callable[..., Any]]:
     A sampler is built as ``factory(pool, seed=...)`` over a pool of candidate
     responses and called as ``sampler.sample(contexts, positives, k)``.
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -75,6 +78,7 @@ def uncertank_recalibrators() -> Mapping[str, Callable[..., Any]]:
     A recalibrator has ``fit(scores, labels)`` and ``transform(scores)``, both on
     flat arrays of shape (n_pairs,), and maps scores to calibrated probabilities.
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -85,3 +89,4 @@ def uncertank_metrics() -> Mapping[str, Callable[..., Any]]:
     is a :class:`uncertank.RankedLists` (``labels`` is then None) or a dense
     2-D array, and returns a float (or an array with ``per_query=True``).
     """
+    raise NotImplementedError

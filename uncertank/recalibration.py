@@ -37,7 +37,9 @@ def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.log(p) - np.log1p(-p)
 
 
-def _nll_affine(params: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+def _nll_affine(
+    params: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64]
+) -> tuple[float, NDArray[np.float64]]:
     a, b = params
     z = a * x + b
     # log(1 + exp(z)) - y z, stable
