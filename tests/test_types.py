@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from uncertank import PredictiveSamples, Predictions, QuerySet, RankedLists
+from uncertank import Predictions, PredictiveSamples, QuerySet, RankedLists
 
 
 def _qs() -> QuerySet:
