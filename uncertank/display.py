@@ -1,0 +1,182 @@
+"""Plots of calibration: reliability diagrams.
+
+matplotlib is imported inside :meth:`ReliabilityDisplay.plot` only, so this
+module is as light to import as the rest of the core. Install it with
+``pip install "uncertank[plot]"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from uncertank._types import RankedLists
+from uncertank._validation import check_choice
+from uncertank.metrics.calibration import (
+    ReliabilityCurve,
+    Strategy,
+    expected_calibration_error,
+    reliability_curve,
+)
+
+__all__ = ["ReliabilityDisplay"]
+
+Kind = Literal["line", "bar"]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(
+            'ReliabilityDisplay.plot needs matplotlib: pip install "uncertank[plot]"'
+        ) from exc
+    return plt
+
+
+class ReliabilityDisplay:
+    """A reliability diagram: fraction relevant against mean confidence per bin.
+
+    Build it with :meth:`from_predictions` (which computes the curve and
+    draws it), or from a :class:`~uncertank.metrics.ReliabilityCurve` and
+    call :meth:`plot`. After plotting, ``ax_``, ``figure_`` and ``artist_``
+    (the line or the bar container) hold the matplotlib objects, as
+    scikit-learn's ``CalibrationDisplay`` does.
+
+    Parameters
+    ----------
+    curve : ReliabilityCurve
+        Per-bin statistics from :func:`~uncertank.metrics.reliability_curve`.
+    ece : float, optional
+        The ECE to show in the legend.
+    name : str, optional
+        The system's name for the legend.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> disp = ReliabilityDisplay.from_predictions([0.1, 0.3, 0.8, 0.9], [0, 1, 1, 1],
+    ...                                            n_bins=2, name="bert")
+    >>> disp.curve.counts.tolist(), round(disp.ece, 3)
+    ([2, 2], 0.225)
+    >>> disp.ax_.get_legend_handles_labels()[1]
+    ['perfectly calibrated', 'bert (ECE 0.225)']
+    """
+
+    def __init__(self, curve: ReliabilityCurve, *, ece: float | None = None, name: str | None = None) -> None:
+        if not isinstance(curve, ReliabilityCurve):
+            raise TypeError(
+                f"curve must be a ReliabilityCurve (from uncertank.metrics.reliability_curve); "
+                f"got {type(curve).__name__}"
+            )
+        self.curve = curve
+        self.ece = ece
+        self.name = name
+        self.ax_: Any = None
+        self.figure_: Any = None
+        self.artist_: Any = None
+
+    @classmethod
+    def from_predictions(
+        cls,
+        probs: RankedLists | ArrayLike,
+        labels: ArrayLike | None = None,
+        *,
+        n_bins: int = 10,
+        strategy: Strategy = "uniform",
+        name: str | None = None,
+        kind: Kind = "line",
+        ax: Any = None,
+        **plot_kwargs: Any,
+    ) -> ReliabilityDisplay:
+        """Compute the reliability curve and ECE of ``probs`` and draw the diagram.
+
+        Parameters
+        ----------
+        probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
+            Probabilities of relevance in [0, 1].
+        labels : array-like of the same shape, optional
+            Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+        n_bins : int
+            Number of bins.
+        strategy : {"uniform", "quantile"}
+            Equal-width or equal-mass bins.
+        name : str, optional
+            Legend label.
+        kind : {"line", "bar"}
+            Markers joined by a line at the bins' mean confidence, or bars
+            over the bins' extent (the style of Guo et al. 2017).
+        ax : matplotlib Axes, optional
+            Where to draw; a new figure when None.
+        **plot_kwargs
+            Passed to the matplotlib call that draws the curve.
+
+        Returns
+        -------
+        ReliabilityDisplay
+        """
+        curve = reliability_curve(probs, labels, n_bins=n_bins, strategy=strategy)
+        ece = expected_calibration_error(probs, labels, n_bins=n_bins, strategy=strategy)
+        return cls(curve, ece=ece, name=name).plot(ax=ax, kind=kind, **plot_kwargs)
+
+    def plot(
+        self,
+        ax: Any = None,
+        *,
+        name: str | None = None,
+        kind: Kind = "line",
+        ref_line: bool = True,
+        **kwargs: Any,
+    ) -> ReliabilityDisplay:
+        """Draw the diagram.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw; a new figure and axes when None.
+        name : str, optional
+            Legend label; defaults to the display's ``name``.
+        kind : {"line", "bar"}
+            Line through the bins' (mean confidence, fraction relevant), or
+            bars spanning each bin.
+        ref_line : bool
+            Draw the diagonal of perfect calibration (once per axes).
+        **kwargs
+            Passed to ``ax.plot`` (line) or ``ax.bar`` (bar).
+
+        Returns
+        -------
+        ReliabilityDisplay
+            ``self``, with ``ax_``, ``figure_`` and ``artist_`` set.
+        """
+        kind = check_choice(kind, "kind", ("line", "bar"))
+        if ax is None:
+            _, ax = _pyplot().subplots()
+        name = self.name if name is None else name
+        label = name or "model"
+        if self.ece is not None:
+            label = f"{label} (ECE {self.ece:.3f})"
+        ref_label = "perfectly calibrated"
+        if ref_line and ref_label not in ax.get_legend_handles_labels()[1]:
+            ax.plot([0, 1], [0, 1], linestyle="--", color="0.5", label=ref_label)
+        full = self.curve.counts > 0
+        if kind == "line":
+            (artist,) = ax.plot(
+                self.curve.mean_confidence[full], self.curve.fraction_relevant[full],
+                marker="s", label=label, **kwargs,
+            )
+        else:
+            edges = self.curve.edges
+            widths = np.diff(edges)
+            artist = ax.bar(
+                edges[:-1][full], self.curve.fraction_relevant[full], width=widths[full],
+                align="edge", edgecolor="black", alpha=0.7, label=label, **kwargs,
+            )
+        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="Mean predicted probability of relevance",
+               ylabel="Fraction relevant")
+        ax.legend(loc="upper left")
+        self.ax_, self.figure_, self.artist_ = ax, ax.figure, artist
+        return self

@@ -1,0 +1,652 @@
+r"""Calibration metrics: ECE (and MCE, l2), reliability curves, Brier score, NLL.
+
+Scores here are probabilities of relevance in [0, 1]; a pair is relevant
+when its label is ``> 0``. Every function takes ``probs`` and ``labels`` as
+arrays of the same shape (1-D over pairs, or 2-D over queries and
+candidates, flattened), or a :class:`~uncertank.RankedLists` whose scores are
+the probabilities (``labels`` is then None). :func:`calibration_by_rank` and
+:func:`imbalance_sweep` need the query structure: 2-D arrays or a
+RankedLists.
+
+Binning
+-------
+``strategy="uniform"`` splits [0, 1] into ``n_bins`` equal-width bins; pair
+``i`` falls in bin ``floor(n_bins * p_i)``, so bin ``b`` holds
+``b / n_bins <= p < (b + 1) / n_bins`` and 1.0 falls in the last bin.
+``strategy="quantile"`` uses equal-mass bins: the edges are the quantiles
+of ``probs`` at ``0, 1/n_bins, ..., 1`` (linear interpolation, as
+``numpy.quantile``), a value equal to an inner edge goes to the upper bin,
+and the maximum to the last; tied values always share a bin, so the result
+does not depend on the order of the pairs.
+
+Conventions
+-----------
+``convention="naeini"`` (default) is the ECE of Naeini et al. (2015), as
+used by the GP rankers of Ye et al. (2023):
+
+.. math:: \mathrm{ECE} = \sum_{b=1}^{c} \frac{|B_b|}{n}\,
+          \left|\mathrm{conf}(B_b) - \mathrm{acc}(B_b)\right|
+
+``convention="penha-hauff"`` reproduces the released code of Penha & Hauff
+(2021): 50 equal-width bins ``[e_b, e_{b+1})`` whose edges are ``1/50`` added
+up in floating point (so the last edge is 1.0000000000000004 and 1.0 lands
+in the last bin; with 10 bins the last edge is 0.9999999999999999 and 1.0
+falls in no bin, though it still counts in ``n``), and the sum is divided by
+the number of bins once more. Their ECE values (about 0.003) are therefore
+roughly 50 times smaller than the same quantity under the Naeini
+convention (about 0.1 in the GP papers), and only values computed under the
+same convention can be compared.
+
+All sums are accumulated in float64.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from uncertank._types import RankedLists
+from uncertank._validation import (
+    as_float_array,
+    as_label_array,
+    check_choice,
+    check_positive_int,
+    check_probabilities,
+)
+from uncertank.metrics.ranking import _as_lists, _Lists, _pair_ranks
+
+__all__ = [
+    "ImbalanceSweep",
+    "ReliabilityCurve",
+    "brier_score",
+    "calibration_by_rank",
+    "expected_calibration_error",
+    "imbalance_sweep",
+    "negative_log_likelihood",
+    "reliability_curve",
+]
+
+Strategy = Literal["uniform", "quantile"]
+Norm = Literal["l1", "l2", "max"]
+Convention = Literal["naeini", "penha-hauff"]
+
+STRATEGIES: tuple[Strategy, ...] = ("uniform", "quantile")
+NORMS: tuple[Norm, ...] = ("l1", "l2", "max")
+CONVENTIONS: tuple[Convention, ...] = ("naeini", "penha-hauff")
+
+#: Default number of bins under each convention.
+DEFAULT_BINS: dict[str, int] = {"naeini": 10, "penha-hauff": 50}
+
+
+# --------------------------------------------------------------------------- input
+
+
+def _check_probs(x: ArrayLike, name: str) -> NDArray[np.float64]:
+    """Flat float64 probabilities in [0, 1], shape (n_pairs,)."""
+    arr = np.asarray(x)
+    if arr.dtype == np.float64 and arr.ndim in (1, 2) and arr.size:
+        # min/max propagate NaN and expose inf: two fast passes cover every check.
+        lo, hi = arr.min(), arr.max()
+        if lo >= 0.0 and hi <= 1.0:
+            return arr.reshape(-1)
+    out = as_float_array(arr, name, ndim=(1, 2)).reshape(-1)
+    check_probabilities(out, name)
+    return out
+
+
+def _check_binary_labels(x: ArrayLike, name: str = "labels") -> NDArray[np.bool_]:
+    """Flat relevance (label > 0), shape (n_pairs,)."""
+    arr = np.asarray(x)
+    if arr.ndim in (1, 2) and arr.size:
+        if arr.dtype == bool:
+            return arr.reshape(-1)
+        if np.issubdtype(arr.dtype, np.unsignedinteger) or (
+            np.issubdtype(arr.dtype, np.signedinteger) and arr.min() >= 0
+        ):
+            return arr.reshape(-1) > 0
+    return as_label_array(arr, name, ndim=(1, 2)).reshape(-1) > 0
+
+
+def _as_pairs(
+    probs: RankedLists | ArrayLike, labels: ArrayLike | None, name: str = "probs"
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Flat probabilities and relevance from arrays or a RankedLists."""
+    if isinstance(probs, RankedLists):
+        if labels is not None:
+            raise ValueError(
+                f"labels must be None when {name} is a RankedLists (it carries its labels); "
+                f"got {type(labels).__name__}"
+            )
+        p = probs.scores
+        check_probabilities(p, f"{name} (the RankedLists scores)")
+        return p, probs.labels > 0
+    if labels is None:
+        raise ValueError(f"labels are required when {name} is an array; got None")
+    p_arr, y_arr = np.asarray(probs), np.asarray(labels)
+    if p_arr.shape != y_arr.shape:
+        raise ValueError(
+            f"{name} and labels must have the same shape; got {p_arr.shape} and {y_arr.shape}"
+        )
+    return _check_probs(p_arr, name), _check_binary_labels(y_arr)
+
+
+def _as_structured(
+    probs: RankedLists | ArrayLike, labels: ArrayLike | None, name: str = "probs"
+) -> tuple[_Lists, NDArray[np.float64], NDArray[np.bool_]]:
+    """Query structure plus flat probabilities and relevance."""
+    lists = _as_lists(probs, labels, name)
+    p, y = lists.flat()
+    check_probabilities(p, name)
+    return lists, p, y > 0
+
+
+def _options(
+    n_bins: Any, strategy: Any, norm: Any, convention: Any
+) -> tuple[int, Strategy, Norm, Convention]:
+    convention = check_choice(convention, "convention", CONVENTIONS)
+    strategy = check_choice(strategy, "strategy", STRATEGIES)
+    norm = check_choice(norm, "norm", NORMS)
+    bins = DEFAULT_BINS[convention] if n_bins is None else check_positive_int(n_bins, "n_bins")
+    if convention == "penha-hauff":
+        if strategy != "uniform":
+            raise ValueError(
+                f"convention='penha-hauff' bins by equal width only; got strategy={strategy!r} "
+                "(use strategy='uniform')"
+            )
+        if norm != "l1":
+            raise ValueError(
+                f"convention='penha-hauff' defines the l1 ECE only; got norm={norm!r} (use norm='l1')"
+            )
+    return bins, strategy, norm, convention
+
+
+# --------------------------------------------------------------------------- binning
+
+
+@dataclass(frozen=True, eq=False)
+class _BinStats:
+    counts: NDArray[np.int64]      # (n_bins,)
+    sum_conf: NDArray[np.float64]  # (n_bins,)
+    sum_pos: NDArray[np.float64]   # (n_bins,)
+    edges: NDArray[np.float64]     # (n_bins + 1,)
+    n: int                         # pairs counted in the denominator
+
+
+def _bin_stats(
+    p: NDArray[np.float64], y: NDArray[np.bool_], n_bins: int, strategy: str, convention: str = "naeini"
+) -> _BinStats:
+    """Per-bin count, sum of confidences and number relevant (float64 accumulation)."""
+    minlength = n_bins
+    if strategy == "uniform":
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+        if convention == "penha-hauff":
+            # Their edges: 1/M added up M times in float64, bins [e_b, e_b+1); a value at
+            # or past the last edge falls in no bin (overflow slot n_bins, dropped).
+            edges = np.concatenate([[0.0], np.cumsum(np.full(n_bins, 1.0 / n_bins))])
+            idx = np.searchsorted(edges, p, side="right") - 1
+            minlength = n_bins + 1
+        else:
+            idx = (p * n_bins).astype(np.intp)
+            np.minimum(idx, n_bins - 1, out=idx)
+    else:
+        edges = np.quantile(p, np.linspace(0.0, 1.0, n_bins + 1))
+        idx = np.searchsorted(edges[1:-1], p, side="right")
+    counts = np.bincount(idx, minlength=minlength)[:n_bins]
+    # bincount with weights sums in float64 (typed as intp by the numpy stubs)
+    sum_conf = np.bincount(idx, weights=p, minlength=minlength)[:n_bins].astype(np.float64, copy=False)
+    sum_pos = np.bincount(idx, weights=y, minlength=minlength)[:n_bins].astype(np.float64, copy=False)
+    return _BinStats(counts.astype(np.int64, copy=False), sum_conf, sum_pos, edges, int(p.size))
+
+
+def _ece_from_stats(st: _BinStats, norm: str, convention: str) -> float:
+    gap = st.sum_conf - st.sum_pos  # |B| * (conf - acc) per bin
+    if norm == "l1":
+        ece = float(np.abs(gap).sum()) / st.n
+        if convention == "penha-hauff":
+            ece /= st.counts.size
+        return ece
+    full = st.counts > 0
+    if not full.any():
+        return 0.0
+    if norm == "l2":
+        return math.sqrt(float((gap[full] ** 2 / st.counts[full]).sum()) / st.n)
+    return float((np.abs(gap[full]) / st.counts[full]).max())
+
+
+def _balanced_subset(
+    p: NDArray[np.float64], y: NDArray[np.bool_], seed: Any
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """As many non-relevant as relevant pairs (the larger class subsampled), seeded."""
+    pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
+    m = min(pos.size, neg.size)
+    if m == 0:
+        raise ValueError(
+            "balanced=True needs both relevant and non-relevant pairs; "
+            f"got {pos.size} relevant and {neg.size} non-relevant"
+        )
+    rng = np.random.default_rng(seed)
+    if pos.size > m:
+        pos = rng.choice(pos, m, replace=False)
+    if neg.size > m:
+        neg = rng.choice(neg, m, replace=False)
+    keep = np.sort(np.concatenate([pos, neg]))
+    return p[keep], y[keep]
+
+
+# --------------------------------------------------------------------------- ECE
+
+
+def expected_calibration_error(
+    probs: RankedLists | ArrayLike,
+    labels: ArrayLike | None = None,
+    *,
+    n_bins: int | None = None,
+    strategy: Strategy = "uniform",
+    norm: Norm = "l1",
+    balanced: bool = False,
+    seed: int | np.random.Generator | None = None,
+    convention: Convention = "naeini",
+) -> float:
+    r"""Expected calibration error of probabilities of relevance (Naeini et al. 2015).
+
+    .. math:: \mathrm{ECE} = \sum_{b=1}^{c} \frac{|B_b|}{n}
+              \left|\overline{p}(B_b) - \overline{y}(B_b)\right|
+
+    where :math:`\overline{p}(B_b)` is the mean probability and
+    :math:`\overline{y}(B_b)` the fraction relevant in bin :math:`B_b`.
+    ``norm="max"`` gives the maximum calibration error (MCE) over non-empty
+    bins, ``norm="l2"`` the root of the count-weighted mean squared gap
+    (Kumar et al. 2019, without debiasing).
+
+    Parameters
+    ----------
+    probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
+        Probabilities of relevance in [0, 1].
+    labels : array-like of the same shape, optional
+        Integer labels ``>= 0`` (relevant is ``> 0``); None when ``probs`` is
+        a RankedLists.
+    n_bins : int, optional
+        Number of bins ``c >= 1``; default 10, or 50 under
+        ``convention="penha-hauff"``.
+    strategy : {"uniform", "quantile"}
+        Equal-width or equal-mass bins (see the module notes).
+    norm : {"l1", "l2", "max"}
+        ECE, l2-ECE or MCE.
+    balanced : bool
+        Evaluate on as many non-relevant as relevant pairs, subsampling the
+        larger class at random (the balanced setting of Penha & Hauff's
+        Table 1).
+    seed : int or numpy.random.Generator, optional
+        Seeds the subsample of ``balanced=True``.
+    convention : {"naeini", "penha-hauff"}
+        ``"penha-hauff"`` reproduces Penha & Hauff's released code: it
+        divides the l1 ECE by the number of bins once more (see the module
+        notes).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    Examples
+    --------
+    Two bins: {0.1, 0.2} with one relevant (gap |0.15 - 0.5|) and {0.8, 0.9}
+    with both relevant (gap |0.85 - 1|): ECE = (2 * 0.35 + 2 * 0.15) / 4.
+
+    >>> probs, labels = [0.1, 0.2, 0.8, 0.9], [0, 1, 1, 1]
+    >>> round(expected_calibration_error(probs, labels, n_bins=2), 6)
+    0.25
+    >>> round(expected_calibration_error(probs, labels, n_bins=2, norm="max"), 6)  # MCE
+    0.35
+    """
+    c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
+    p, y = _as_pairs(probs, labels)
+    if balanced:
+        p, y = _balanced_subset(p, y, seed)
+    return _ece_from_stats(_bin_stats(p, y, c, strategy, convention), norm, convention)
+
+
+@dataclass(frozen=True, eq=False)
+class ReliabilityCurve:
+    """Per-bin statistics of a reliability diagram.
+
+    Attributes
+    ----------
+    mean_confidence : ndarray of shape (n_bins,)
+        Mean predicted probability per bin (NaN for an empty bin).
+    fraction_relevant : ndarray of shape (n_bins,)
+        Fraction of relevant pairs per bin (NaN for an empty bin).
+    counts : ndarray of shape (n_bins,)
+        Number of pairs per bin.
+    edges : ndarray of shape (n_bins + 1,)
+        Bin edges.
+
+    Unpacks as ``mean_confidence, fraction_relevant, counts``.
+    """
+
+    mean_confidence: NDArray[np.float64]
+    fraction_relevant: NDArray[np.float64]
+    counts: NDArray[np.int64]
+    edges: NDArray[np.float64]
+
+    def __iter__(self) -> Iterator[NDArray[Any]]:
+        return iter((self.mean_confidence, self.fraction_relevant, self.counts))
+
+    @property
+    def n_bins(self) -> int:
+        """Number of bins."""
+        return int(self.counts.size)
+
+    def nonempty(self) -> ReliabilityCurve:
+        """The same curve without its empty bins (``edges`` keeps every bin)."""
+        keep = self.counts > 0
+        return ReliabilityCurve(
+            self.mean_confidence[keep], self.fraction_relevant[keep], self.counts[keep], self.edges
+        )
+
+    def ece(self) -> float:
+        """The l1 ECE (Naeini convention) of these bins."""
+        full = self.counts > 0
+        n = int(self.counts.sum())
+        gap = np.abs(self.mean_confidence[full] - self.fraction_relevant[full])
+        return float((gap * self.counts[full]).sum()) / n if n else 0.0
+
+
+def reliability_curve(
+    probs: RankedLists | ArrayLike,
+    labels: ArrayLike | None = None,
+    *,
+    n_bins: int = 10,
+    strategy: Strategy = "uniform",
+    balanced: bool = False,
+    seed: int | np.random.Generator | None = None,
+) -> ReliabilityCurve:
+    r"""Mean confidence, fraction relevant and count per bin (a reliability diagram).
+
+    For bin :math:`B_b`: :math:`\overline{p}(B_b) = \frac{1}{|B_b|}\sum_{i \in B_b} p_i`
+    and :math:`\overline{y}(B_b) = \frac{1}{|B_b|}\sum_{i \in B_b} \mathbb{1}[y_i > 0]`
+    (DeGroot & Fienberg 1983; Niculescu-Mizil & Caruana 2005). Bins as in
+    :func:`expected_calibration_error`.
+
+    Parameters
+    ----------
+    probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
+        Probabilities of relevance in [0, 1].
+    labels : array-like of the same shape, optional
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+    n_bins : int
+        Number of bins, ``>= 1``.
+    strategy : {"uniform", "quantile"}
+        Equal-width or equal-mass bins.
+    balanced : bool
+        Subsample to as many non-relevant as relevant pairs.
+    seed : int or numpy.random.Generator, optional
+        Seeds that subsample.
+
+    Returns
+    -------
+    ReliabilityCurve
+        Arrays of shape (n_bins,); empty bins have NaN means and count 0.
+
+    Examples
+    --------
+    >>> conf, frac, count = reliability_curve([0.1, 0.2, 0.8, 0.9], [0, 1, 1, 1], n_bins=2)
+    >>> conf.round(2).tolist(), frac.tolist(), count.tolist()
+    ([0.15, 0.85], [0.5, 1.0], [2, 2])
+    """
+    c, strategy, _, _ = _options(n_bins, strategy, "l1", "naeini")
+    p, y = _as_pairs(probs, labels)
+    if balanced:
+        p, y = _balanced_subset(p, y, seed)
+    st = _bin_stats(p, y, c, strategy)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        conf = st.sum_conf / st.counts
+        frac = st.sum_pos / st.counts
+    return ReliabilityCurve(conf, frac, st.counts, st.edges)
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def brier_score(probs: RankedLists | ArrayLike, labels: ArrayLike | None = None) -> float:
+    r"""Brier score: the mean squared difference between probability and relevance.
+
+    .. math:: \mathrm{BS} = \frac{1}{n} \sum_i (p_i - \mathbb{1}[y_i > 0])^2
+
+    (Brier 1950). Lower is better; 0 is perfect.
+
+    Parameters
+    ----------
+    probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
+        Probabilities of relevance in [0, 1].
+    labels : array-like of the same shape, optional
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(brier_score([0.1, 0.2, 0.8, 0.9], [0, 1, 1, 1]), 6)  # (0.01 + 0.64 + 0.04 + 0.01) / 4
+    0.175
+    """
+    p, y = _as_pairs(probs, labels)
+    d = p - y
+    return float(np.dot(d, d)) / p.size
+
+
+def negative_log_likelihood(
+    probs: RankedLists | ArrayLike, labels: ArrayLike | None = None, *, eps: float | None = None
+) -> float:
+    r"""Mean binary negative log-likelihood (log loss) of the relevance labels.
+
+    .. math:: \mathrm{NLL} = -\frac{1}{n} \sum_i \left[ y_i \log p_i + (1 - y_i) \log(1 - p_i) \right]
+
+    with :math:`y_i = \mathbb{1}[\text{label}_i > 0]` and :math:`p_i` clipped
+    to ``[eps, 1 - eps]`` so that a confident mistake costs a large but finite
+    amount.
+
+    Parameters
+    ----------
+    probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
+        Probabilities of relevance in [0, 1].
+    labels : array-like of the same shape, optional
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+    eps : float, optional
+        Clipping constant in (0, 0.5); default the float64 machine epsilon
+        (as scikit-learn's ``log_loss``).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(negative_log_likelihood([0.5, 0.5], [0, 1]), 6)  # log 2
+    0.693147
+    """
+    e = float(np.finfo(np.float64).eps) if eps is None else eps
+    if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
+        raise ValueError(f"eps must be a float in (0, 0.5); got {eps!r}")
+    p, y = _as_pairs(probs, labels)
+    pc = np.clip(p, e, 1.0 - e)
+    ll = np.where(y, np.log(pc), np.log1p(-pc))
+    return float(-ll.mean())
+
+
+# --------------------------------------------------------------------------- structure
+
+
+def calibration_by_rank(
+    probs: RankedLists | ArrayLike,
+    labels: ArrayLike | None = None,
+    *,
+    n_bins: int | None = None,
+    strategy: Strategy = "uniform",
+    norm: Norm = "l1",
+    convention: Convention = "naeini",
+    max_rank: int | None = None,
+) -> NDArray[np.float64]:
+    r"""ECE per rank position: the calibration of the candidates ranked r-th.
+
+    The candidates of each query are ranked by ``probs`` (descending, ties by
+    input position, as the ranking metrics); entry ``r`` is the ECE of all
+    candidates at rank ``r + 1`` across queries. A well-ranked list has
+    mostly relevant pairs at the top and few below, so the calibration of
+    each position shows where confidence and relevance part ways (Penha &
+    Hauff 2021).
+
+    Parameters
+    ----------
+    probs : RankedLists or array-like of shape (n_queries, n_candidates)
+        Probabilities of relevance in [0, 1].
+    labels : array-like of shape (n_queries, n_candidates), optional
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+    n_bins, strategy, norm, convention
+        As in :func:`expected_calibration_error`.
+    max_rank : int, optional
+        Report the first ``max_rank`` positions only; default all.
+
+    Returns
+    -------
+    ndarray of shape (n_positions,)
+        ECE at ranks 1, 2, ...; ``n_positions`` is the longest list (or
+        ``max_rank``). A position held by no query (``max_rank`` past the
+        longest list) is NaN.
+
+    Examples
+    --------
+    At rank 1 the probabilities 0.9 and 0.8 are both relevant (ECE 0.15);
+    at rank 2, 0.3 and 0.1 are both non-relevant (ECE 0.2).
+
+    >>> calibration_by_rank([[0.9, 0.3], [0.1, 0.8]], [[1, 0], [0, 1]], n_bins=1).round(2)
+    array([0.15, 0.2 ])
+    """
+    c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
+    mr = None if max_rank is None else check_positive_int(max_rank, "max_rank")
+    lists, p, y = _as_structured(probs, labels)
+    rank = _pair_ranks(lists)
+    n_pos = int(lists.lengths.max()) if mr is None else mr
+    order = np.argsort(rank, kind="stable")
+    bounds = np.zeros(n_pos + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rank, minlength=n_pos)[:n_pos], out=bounds[1:])
+    out = np.full(n_pos, np.nan)
+    for r in range(n_pos):  # one pass per rank position, over that position's pairs
+        sel = order[bounds[r]:bounds[r + 1]]
+        if sel.size:
+            st = _bin_stats(p[sel], y[sel], c, strategy, convention)
+            out[r] = _ece_from_stats(st, norm, convention)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class ImbalanceSweep:
+    """ECE as the number of non-relevant candidates per relevant grows.
+
+    Attributes
+    ----------
+    n_negatives : ndarray of shape (n_steps,)
+        Non-relevant candidates kept per query at each step.
+    ece : ndarray of shape (n_steps,)
+        The ECE at each step.
+    n_pairs : ndarray of shape (n_steps,)
+        Pairs evaluated at each step.
+    """
+
+    n_negatives: NDArray[np.int64]
+    ece: NDArray[np.float64]
+    n_pairs: NDArray[np.int64]
+
+
+def imbalance_sweep(
+    probs: RankedLists | ArrayLike,
+    labels: ArrayLike | None = None,
+    *,
+    n_negatives: Sequence[int] | None = None,
+    seed: int | np.random.Generator | None = None,
+    n_bins: int | None = None,
+    strategy: Strategy = "uniform",
+    norm: Norm = "l1",
+    convention: Convention = "naeini",
+) -> ImbalanceSweep:
+    """ECE as the number of non-relevant candidates per relevant one grows.
+
+    At step ``m`` each query keeps all its relevant candidates and its first
+    ``m`` non-relevant ones (in input order, or in a random order when
+    ``seed`` is given), and the ECE of the kept pairs is computed: the
+    setting of Penha & Hauff (2021), Figure 2, where calibration worsens as
+    the class imbalance grows. Queries with fewer than ``m`` non-relevant
+    candidates keep all of theirs.
+
+    Parameters
+    ----------
+    probs : RankedLists or array-like of shape (n_queries, n_candidates)
+        Probabilities of relevance in [0, 1].
+    labels : array-like of shape (n_queries, n_candidates), optional
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+    n_negatives : sequence of int, optional
+        The steps, each ``>= 1``; default ``1, 2, ...`` up to the largest
+        number of non-relevant candidates of any query.
+    seed : int or numpy.random.Generator, optional
+        Choose which non-relevant candidates come first at random; default
+        the input order (Penha & Hauff's code takes the first ones).
+    n_bins, strategy, norm, convention
+        As in :func:`expected_calibration_error`.
+
+    Returns
+    -------
+    ImbalanceSweep
+
+    Examples
+    --------
+    One bin. With one negative: mean probability (0.9 + 0.2) / 2 = 0.55 against
+    1/2 relevant; with two: 1.7 / 3 against 1/3.
+
+    >>> sweep = imbalance_sweep([[0.9, 0.2, 0.6]], [[1, 0, 0]], n_bins=1)
+    >>> sweep.n_negatives.tolist(), sweep.ece.round(3).tolist()
+    ([1, 2], [0.05, 0.233])
+    """
+    c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
+    lists, p, y = _as_structured(probs, labels)
+    neg = ~y
+    qidx = lists.query_index()
+    starts = np.zeros(lists.n_queries, dtype=np.int64)
+    np.cumsum(lists.lengths[:-1], out=starts[1:])
+    if seed is None:
+        order = None
+        neg_in_order = neg
+    else:
+        keys = np.random.default_rng(seed).random(p.size)
+        order = np.lexsort((keys, qidx))
+        neg_in_order = neg[order]
+    cum = np.cumsum(neg_in_order)
+    base: NDArray[np.int64] = cum[starts] - neg_in_order[starts]
+    rank_in_order = cum - 1 - base[qidx]  # rank among the query's negatives
+    if order is None:
+        neg_rank = rank_in_order
+    else:
+        neg_rank = np.empty_like(rank_in_order)
+        neg_rank[order] = rank_in_order
+    if n_negatives is None:
+        most = int(np.bincount(qidx, weights=neg, minlength=lists.n_queries).max())
+        if most == 0:
+            raise ValueError("imbalance_sweep needs non-relevant candidates; labels hold none")
+        steps = np.arange(1, most + 1, dtype=np.int64)
+    else:
+        steps = np.asarray([check_positive_int(m, "n_negatives") for m in n_negatives], dtype=np.int64)
+        if steps.size == 0:
+            raise ValueError("n_negatives must hold at least one step; got an empty sequence")
+    eces = np.empty(steps.size)
+    sizes = np.empty(steps.size, dtype=np.int64)
+    for i, m in enumerate(steps):  # one pass per step
+        keep = y | (neg_rank < m)
+        st = _bin_stats(p[keep], y[keep], c, strategy, convention)
+        eces[i] = _ece_from_stats(st, norm, convention)
+        sizes[i] = st.n
+    return ImbalanceSweep(steps, eces, sizes)

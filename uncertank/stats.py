@@ -1,0 +1,529 @@
+"""Paired significance tests over per-query scores, and multiple-comparison corrections.
+
+Every test compares two systems evaluated on the same queries: ``a`` and
+``b`` are arrays of shape (n_queries,) (for example the ``per_query=True``
+output of a ranking metric) and the tests work on the differences
+``d = a - b``. Each returns a :class:`SignificanceResult`.
+
+- :func:`paired_ttest`: Student's paired t-test, as used for the
+  significance markers of Penha & Hauff (2021) (with a Bonferroni
+  correction) and their NOTA experiment.
+- :func:`wilcoxon_signed_rank`: Wilcoxon's signed-rank test (Wilcoxon 1945).
+- :func:`paired_bootstrap_test`: the bootstrap test of Efron & Tibshirani
+  (1993, sec. 16.4), recommended for IR by Sakai (2006).
+- :func:`randomization_test`: Fisher's paired randomisation (sign-flip)
+  test, recommended for IR by Smucker, Allan & Carterette (2007); exact when
+  all ``2^n`` sign patterns fit in ``n_resamples``.
+- :func:`bonferroni`, :func:`holm`: adjusted p-values (Holm 1979).
+- :func:`significance_marks`: one symbol per comparison for result tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from uncertank._validation import as_float_array, check_choice, check_positive_int
+
+__all__ = [
+    "SignificanceResult",
+    "adjust_pvalues",
+    "bonferroni",
+    "holm",
+    "paired_bootstrap_test",
+    "paired_ttest",
+    "randomization_test",
+    "significance_marks",
+    "wilcoxon_signed_rank",
+]
+
+Alternative = Literal["two-sided", "greater", "less"]
+ALTERNATIVES: tuple[Alternative, ...] = ("two-sided", "greater", "less")
+Correction = Literal["bonferroni", "holm", "none"]
+CORRECTIONS: tuple[Correction, ...] = ("bonferroni", "holm", "none")
+
+#: Resamples drawn per chunk by the resampling tests (bounds memory at ~n * this).
+_CHUNK = 2048
+
+
+@dataclass(frozen=True)
+class SignificanceResult:
+    """The outcome of a paired test.
+
+    Attributes
+    ----------
+    statistic : float
+        The test statistic (t, W, or the mean difference for the resampling tests).
+    pvalue : float
+        The p-value under the chosen alternative.
+    mean_difference : float
+        ``mean(a - b)``.
+    n : int
+        Number of pairs used.
+    method : str
+        Which test (and variant) produced it.
+    alternative : str
+        ``"two-sided"``, ``"greater"`` (a > b) or ``"less"`` (a < b).
+    """
+
+    statistic: float
+    pvalue: float
+    mean_difference: float
+    n: int
+    method: str
+    alternative: str
+
+    def significant(self, alpha: float = 0.05) -> bool:
+        """Whether ``pvalue < alpha``."""
+        return bool(self.pvalue < alpha)
+
+
+def _differences(a: ArrayLike, b: ArrayLike, minimum: int = 2) -> NDArray[np.float64]:
+    x = as_float_array(a, "a")
+    y = as_float_array(b, "b")
+    if x.shape != y.shape:
+        raise ValueError(
+            f"a and b must hold one score per query each, paired; got shapes {x.shape} and {y.shape}"
+        )
+    if x.size < minimum:
+        raise ValueError(f"a paired test needs at least {minimum} pairs; got {x.size}")
+    return x - y
+
+
+def _pvalue_from_tails(p_greater: float, p_less: float, alternative: str) -> float:
+    if alternative == "greater":
+        return p_greater
+    if alternative == "less":
+        return p_less
+    return min(1.0, 2.0 * min(p_greater, p_less))
+
+
+def paired_ttest(a: ArrayLike, b: ArrayLike, *, alternative: Alternative = "two-sided") -> SignificanceResult:
+    r"""Student's paired t-test on the per-query differences.
+
+    .. math:: t = \frac{\bar d}{s_d / \sqrt{n}}, \qquad d_i = a_i - b_i
+
+    with :math:`s_d` the sample standard deviation (ddof 1) and ``n - 1``
+    degrees of freedom (Student 1908). When every difference is equal the
+    statistic is ``inf`` (or NaN if all are zero) and the p-value 0 (or NaN),
+    as in :func:`scipy.stats.ttest_rel`.
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_queries,)
+        Paired scores of two systems, ``n_queries >= 2``.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"`` tests mean(a - b) > 0.
+
+    Returns
+    -------
+    SignificanceResult
+
+    Examples
+    --------
+    Differences (1, 2, 3): mean 2, sd 1, t = 2 / (1 / sqrt(3)).
+
+    >>> res = paired_ttest([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
+    >>> round(res.statistic, 4), round(res.pvalue, 4)
+    (3.4641, 0.0742)
+    """
+    from scipy import special
+
+    alternative = check_choice(alternative, "alternative", ALTERNATIVES)
+    d = _differences(a, b)
+    n = d.size
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = float(np.divide(mean, sd / math.sqrt(n)))
+    if math.isnan(t):
+        p = math.nan
+    else:
+        p_less = float(special.stdtr(n - 1, t))
+        p_greater = float(special.stdtr(n - 1, -t))
+        p = _pvalue_from_tails(p_greater, p_less, alternative)
+    return SignificanceResult(t, p, mean, n, "paired t-test", alternative)
+
+
+def _signed_rank_counts(n: int) -> NDArray[np.float64]:
+    """Number of sign patterns of ranks 1..n with each positive-rank sum, shape (n(n+1)/2 + 1,)."""
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    counts[0] = 1.0
+    top = 0
+    for i in range(1, n + 1):  # add rank i: W -> W or W + i
+        counts[i:top + i + 1] += counts[:top + 1].copy()
+        top += i
+    return counts
+
+
+def wilcoxon_signed_rank(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    alternative: Alternative = "two-sided",
+    method: Literal["auto", "exact", "approx"] = "auto",
+    correction: bool = False,
+) -> SignificanceResult:
+    r"""Wilcoxon's signed-rank test on the per-query differences (Wilcoxon 1945).
+
+    Zero differences are dropped (Wilcoxon's convention); the absolute
+    differences are ranked with ties given their average rank; :math:`W^+`
+    is the sum of the ranks of the positive differences. The exact null
+    distribution of :math:`W^+` (all :math:`2^n` sign patterns equally
+    likely) is used when ``method="exact"``, or for ``"auto"`` when at most
+    50 differences remain with no ties and no zeros; otherwise the normal
+    approximation with mean :math:`n(n+1)/4` and variance
+    :math:`n(n+1)(2n+1)/24 - \sum_t (t^3 - t)/48` over tie groups ``t``.
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_queries,)
+        Paired scores of two systems.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"`` tests whether a tends to exceed b.
+    method : {"auto", "exact", "approx"}
+        Null distribution (see above).
+    correction : bool
+        Continuity correction of 0.5 in the normal approximation.
+
+    Returns
+    -------
+    SignificanceResult
+        ``statistic`` is :math:`\min(W^+, W^-)` for a two-sided test and
+        :math:`W^+` otherwise (as :func:`scipy.stats.wilcoxon` reports);
+        ``n`` counts the non-zero differences.
+
+    Examples
+    --------
+    Five positive differences: W+ = 15, the largest of 2^5 equally likely sums.
+
+    >>> res = wilcoxon_signed_rank([2, 3, 4, 5, 6], [1.5, 2.1, 2.5, 3, 3.5], alternative="greater")
+    >>> res.statistic, res.pvalue  # 1 / 32
+    (15.0, 0.03125)
+    """
+    from scipy import special
+    from scipy.stats import rankdata
+
+    alternative = check_choice(alternative, "alternative", ALTERNATIVES)
+    method = check_choice(method, "method", ("auto", "exact", "approx"))
+    d_all = _differences(a, b, minimum=1)
+    mean = float(d_all.mean())
+    d = d_all[d_all != 0]
+    n = d.size
+    if n == 0:
+        raise ValueError("wilcoxon_signed_rank needs at least one non-zero difference; a == b everywhere")
+    ranks = rankdata(np.abs(d))
+    r_plus = float(ranks[d > 0].sum())
+    r_minus = float(ranks[d < 0].sum())
+    _, tie_sizes = np.unique(np.abs(d), return_counts=True)
+    ties = bool((tie_sizes > 1).any())
+    if method == "auto":
+        method = "exact" if n <= 50 and not ties and d.size == d_all.size else "approx"
+    if method == "exact":
+        counts = _signed_rank_counts(n)
+        cdf = np.cumsum(counts) / counts.sum()
+        upper = np.concatenate([[1.0], 1.0 - cdf[:-1]])  # P(W >= w)
+        hi = min(math.floor(r_plus), counts.size - 1)
+        lo = min(math.ceil(r_plus), counts.size - 1)
+        p_greater, p_less = float(upper[hi]), float(cdf[lo])
+    else:
+        mu = n * (n + 1) / 4.0
+        var = n * (n + 1) * (2 * n + 1) / 24.0 - float((tie_sizes**3 - tie_sizes).sum()) / 48.0
+        se = math.sqrt(var)
+        shift = 0.0
+        if correction:
+            sign = {"greater": 1.0, "less": -1.0}.get(alternative, float(np.sign(r_plus - mu)))
+            shift = sign * 0.5
+        z = (r_plus - mu - shift) / se
+        p_greater = float(special.ndtr(-z))
+        p_less = float(special.ndtr(z))
+    p = _pvalue_from_tails(p_greater, p_less, alternative)
+    stat = min(r_plus, r_minus) if alternative == "two-sided" else r_plus
+    return SignificanceResult(stat, p, mean, n, f"Wilcoxon signed-rank ({method})", alternative)
+
+
+def _resampled_means(
+    d: NDArray[np.float64], n_resamples: int, rng: np.random.Generator, kind: str
+) -> NDArray[np.float64]:
+    """Means of ``n_resamples`` bootstrap resamples or random sign flips of ``d``."""
+    n = d.size
+    out = np.empty(n_resamples)
+    step = max(1, _CHUNK * 64 // max(n, 1))
+    for a in range(0, n_resamples, step):  # chunks of resamples, bounded memory
+        m = min(step, n_resamples - a)
+        if kind == "bootstrap":
+            idx = rng.integers(0, n, size=(m, n))
+            out[a:a + m] = d[idx].mean(axis=1)
+        else:
+            signs = rng.integers(0, 2, size=(m, n)) * 2 - 1
+            out[a:a + m] = (signs * d).mean(axis=1)
+    return out
+
+
+def _tail_probabilities(
+    null: NDArray[np.float64], observed: float, adjustment: int
+) -> tuple[float, float]:
+    # Relative tolerance so that a resample equal to the observed value counts as
+    # at least as extreme despite rounding (as scipy.stats.permutation_test).
+    gamma = abs(observed) * 1e-12 + 1e-15
+    n = null.size
+    p_greater = (int(np.count_nonzero(null >= observed - gamma)) + adjustment) / (n + adjustment)
+    p_less = (int(np.count_nonzero(null <= observed + gamma)) + adjustment) / (n + adjustment)
+    return p_greater, p_less
+
+
+def paired_bootstrap_test(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    n_resamples: int = 10_000,
+    alternative: Alternative = "two-sided",
+    seed: int | np.random.Generator | None = None,
+) -> SignificanceResult:
+    r"""Paired bootstrap test of a zero mean difference (Efron & Tibshirani 1993, 16.4).
+
+    The differences are shifted to mean zero (the null hypothesis), resampled
+    with replacement ``n_resamples`` times, and the p-value is the share of
+    resampled means at least as extreme as the observed mean :math:`\bar d`:
+
+    .. math:: p_{>} = \frac{1 + \#\{\bar d^*_0 \ge \bar d\}}{1 + B}
+
+    (two-sided: twice the smaller tail, at most 1). Sakai (2006) uses this
+    test for IR evaluation.
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_queries,)
+        Paired scores of two systems.
+    n_resamples : int
+        Number of bootstrap resamples ``B``.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"`` tests mean(a - b) > 0.
+    seed : int or numpy.random.Generator, optional
+        Seeds the resampling. Resample ``r`` uses the indices
+        ``rng.integers(0, n, size=n)``, drawn in order.
+
+    Returns
+    -------
+    SignificanceResult
+        ``statistic`` is the observed mean difference.
+
+    Examples
+    --------
+    >>> res = paired_bootstrap_test([0.5, 0.6, 0.7, 0.8], [0.1, 0.2, 0.3, 0.4], seed=0)
+    >>> round(res.statistic, 6), round(res.pvalue, 6)  # constant difference: 2 / (1 + 10000)
+    (0.4, 0.0002)
+    """
+    alternative = check_choice(alternative, "alternative", ALTERNATIVES)
+    b_count = check_positive_int(n_resamples, "n_resamples")
+    d = _differences(a, b)
+    observed = float(d.mean())
+    null = _resampled_means(d - observed, b_count, np.random.default_rng(seed), "bootstrap")
+    p = _pvalue_from_tails(*_tail_probabilities(null, observed, 1), alternative)
+    return SignificanceResult(observed, p, observed, d.size, "paired bootstrap", alternative)
+
+
+def randomization_test(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    n_resamples: int = 10_000,
+    alternative: Alternative = "two-sided",
+    seed: int | np.random.Generator | None = None,
+) -> SignificanceResult:
+    r"""Paired randomisation (sign-flip permutation) test of the mean difference.
+
+    Under the null hypothesis the labels "a" and "b" are exchangeable within
+    each query, so every sign pattern of the differences is equally likely
+    (Fisher 1935; Smucker et al. 2007). When :math:`2^n \le` ``n_resamples``
+    all patterns are enumerated and the p-value is exact,
+    :math:`\#\{\bar d^* \ge \bar d\} / 2^n`; otherwise ``n_resamples``
+    random patterns give :math:`(1 + \#\{\bar d^* \ge \bar d\}) / (1 + B)`.
+    Two-sided: twice the smaller tail, at most 1 (as
+    :func:`scipy.stats.permutation_test`).
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_queries,)
+        Paired scores of two systems.
+    n_resamples : int
+        Number of random sign patterns ``B`` (or the threshold for exact enumeration).
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"`` tests mean(a - b) > 0.
+    seed : int or numpy.random.Generator, optional
+        Seeds the random patterns.
+
+    Returns
+    -------
+    SignificanceResult
+        ``statistic`` is the observed mean difference.
+
+    Examples
+    --------
+    Three positive differences: only the identity pattern (of 8) is as large.
+
+    >>> res = randomization_test([3.0, 2.0, 4.0], [1.0, 1.0, 1.0], alternative="greater")
+    >>> res.pvalue
+    0.125
+    """
+    alternative = check_choice(alternative, "alternative", ALTERNATIVES)
+    b_count = check_positive_int(n_resamples, "n_resamples")
+    d = _differences(a, b, minimum=1)
+    n = d.size
+    observed = float(d.mean())
+    if n < 63 and 2**n <= b_count:
+        patterns = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+        null = ((patterns * 2 - 1) * d).mean(axis=1)
+        tails = _tail_probabilities(null, observed, 0)
+        method = "randomisation (exact)"
+    else:
+        null = _resampled_means(d, b_count, np.random.default_rng(seed), "signflip")
+        tails = _tail_probabilities(null, observed, 1)
+        method = "randomisation (Monte Carlo)"
+    p = _pvalue_from_tails(*tails, alternative)
+    return SignificanceResult(observed, p, observed, n, method, alternative)
+
+
+# --------------------------------------------------------------------------- corrections
+
+
+def _pvalues(pvalues: ArrayLike) -> NDArray[np.float64]:
+    p = as_float_array(pvalues, "pvalues")
+    bad = (p < 0) | (p > 1)
+    if bad.any():
+        raise ValueError(
+            f"pvalues must lie in [0, 1]; got {int(bad.sum())} values outside, e.g. {float(p[bad][0])!r}"
+        )
+    return p
+
+
+def bonferroni(pvalues: ArrayLike) -> NDArray[np.float64]:
+    """Bonferroni-adjusted p-values: ``min(1, m * p)`` for ``m`` comparisons.
+
+    Parameters
+    ----------
+    pvalues : array-like of shape (m,)
+        Raw p-values in [0, 1].
+
+    Returns
+    -------
+    ndarray of shape (m,)
+
+    Examples
+    --------
+    >>> bonferroni([0.01, 0.02, 0.5]).tolist()
+    [0.03, 0.06, 1.0]
+    """
+    p = _pvalues(pvalues)
+    return np.minimum(1.0, p * p.size)
+
+
+def holm(pvalues: ArrayLike) -> NDArray[np.float64]:
+    r"""Holm's step-down adjusted p-values (Holm 1979).
+
+    With the raw p-values sorted ascending, :math:`p_{(1)} \le \dots \le p_{(m)}`,
+    the adjusted value of :math:`p_{(i)}` is
+    :math:`\max_{j \le i} \min(1, (m - j + 1)\, p_{(j)})`; it controls
+    the family-wise error rate like Bonferroni and rejects at least as often.
+
+    Parameters
+    ----------
+    pvalues : array-like of shape (m,)
+        Raw p-values in [0, 1].
+
+    Returns
+    -------
+    ndarray of shape (m,)
+        In the input order.
+
+    Examples
+    --------
+    >>> holm([0.01, 0.04, 0.03]).round(6).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    p = _pvalues(pvalues)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = stepped
+    return out
+
+
+def adjust_pvalues(pvalues: ArrayLike, method: Correction = "holm") -> NDArray[np.float64]:
+    """Adjusted p-values by ``"bonferroni"``, ``"holm"`` or ``"none"``.
+
+    Parameters
+    ----------
+    pvalues : array-like of shape (m,)
+        Raw p-values in [0, 1].
+    method : {"bonferroni", "holm", "none"}
+        The correction.
+
+    Returns
+    -------
+    ndarray of shape (m,)
+
+    Examples
+    --------
+    >>> adjust_pvalues([0.01, 0.02], "bonferroni").tolist()
+    [0.02, 0.04]
+    """
+    method = check_choice(method, "method", CORRECTIONS)
+    if method == "bonferroni":
+        return bonferroni(pvalues)
+    if method == "holm":
+        return holm(pvalues)
+    return _pvalues(pvalues).copy()
+
+
+def significance_marks(
+    results: Sequence[SignificanceResult] | ArrayLike,
+    *,
+    alpha: float = 0.05,
+    correction: Correction = "bonferroni",
+    mark: str = "†",
+) -> list[str]:
+    """One marker per comparison: ``mark`` where the adjusted p-value is below ``alpha``.
+
+    Penha & Hauff (2021) mark with † the results that differ significantly
+    from the baseline under a paired t-test with Bonferroni correction; pass
+    the per-comparison results (or raw p-values) of one table.
+
+    Parameters
+    ----------
+    results : sequence of SignificanceResult, or array-like of shape (m,)
+        The tests of one family, or their raw p-values.
+    alpha : float
+        Significance level in (0, 1).
+    correction : {"bonferroni", "holm", "none"}
+        Multiple-comparison correction over the family.
+    mark : str
+        The symbol for a significant result.
+
+    Returns
+    -------
+    list of str
+        ``mark`` or ``""`` per comparison.
+
+    Examples
+    --------
+    >>> significance_marks([0.01, 0.02, 0.4], correction="bonferroni")
+    ['†', '', '']
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    items: Any = results if isinstance(results, np.ndarray) else list(results)  # type: ignore[arg-type]
+    if len(items) and all(isinstance(r, SignificanceResult) for r in items):
+        raw = np.array([r.pvalue for r in items], dtype=np.float64)
+    else:
+        raw = np.asarray(items, dtype=np.float64) if len(items) else np.empty(0)
+    if raw.size == 0:
+        return []
+    adjusted = adjust_pvalues(raw, correction)
+    return [mark if v < alpha else "" for v in adjusted]
