@@ -9,6 +9,7 @@ for the file format; :func:`demo_config` is the bundled default.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from dataclasses import dataclass, field, fields
 from os import PathLike
@@ -198,7 +199,7 @@ def demo_config(size: Size = "default") -> StudyConfig:
     ]
     if backbone is not None:
         conditions.append(ConditionConfig("cross-NS embedding", "ubuntu-sample", "embedding"))
-    if "chitchat" in registry("datasets"):
+    if "chitchat" in registry("datasets") and importlib.util.find_spec("chitchat_dataset") is not None:
         conditions.append(ConditionConfig("cross-domain chitchat", "chitchat", "bm25"))
     return StudyConfig(
         name=f"uncertank demo ({size})",

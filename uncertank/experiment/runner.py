@@ -218,10 +218,12 @@ def run_study(
             if prob:
                 result["calibration"].append({"ranker": rc.key, "condition": cond.name,
                                               **_calibration(qs, mean, config.n_bins, config.seed)})
-                conf, frac, count = metrics.reliability_curve(mean, qs.labels, n_bins=config.n_bins)
+                curve = metrics.reliability_curve(mean, qs.labels, n_bins=config.n_bins)
+                filled = curve.counts > 0
                 result["reliability"].setdefault(cond.name, {})[rc.key] = {
-                    "mean_confidence": np.asarray(conf).tolist(), "fraction_relevant": np.asarray(frac).tolist(),
-                    "count": np.asarray(count).tolist(),
+                    "mean_confidence": curve.mean_confidence[filled].tolist(),
+                    "fraction_relevant": curve.fraction_relevant[filled].tolist(),
+                    "count": curve.counts[filled].tolist(),
                 }
             if samples is not None and b is not None:
                 reranked = risk_aware_rerank(samples, b=b)
