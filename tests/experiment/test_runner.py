@@ -21,7 +21,8 @@ def _overlap(context, candidates, weight=1.0):
 
 
 def _make_noisy_ensemble(n_members: int = 3) -> EnsembleRanker:
-    members = [CallableRanker(lambda c, x, w=w: _overlap(c, x, w), name=f"m{w}") for w in np.linspace(0.6, 1.0, n_members)]
+    weights = np.linspace(0.6, 1.0, n_members)
+    members = [CallableRanker(lambda c, x, w=w: _overlap(c, x, w), name=f"m{w}") for w in weights]
     return EnsembleRanker(members, name="overlap-ensemble")
 
 
