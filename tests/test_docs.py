@@ -35,3 +35,25 @@ def test_every_docs_page_is_in_the_nav():
     nav = (ROOT / "mkdocs.yml").read_text()
     pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
     assert [p for p in pages if p not in nav] == []
+
+
+def _python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+
+
+def test_readme_example_runs_and_prints_what_the_readme_says(capsys):
+    code = _python_blocks(ROOT / "README.md")[0]
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    out = capsys.readouterr().out
+    text = (ROOT / "README.md").read_text()
+    for line in out.splitlines():
+        name, value = line.split()
+        assert value in text, f"README quotes a different {name} than the example prints ({value})"
+
+
+def test_readme_test_command_is_what_ci_runs():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    pytest_cmd = re.search(r"(python -m pytest[^\n`]*)", readme).group(1).strip()
+    assert pytest_cmd in ci
+    assert "torch==2.13.0" in ci and ci.index("torch==2.13.0") < ci.index('pip install -q -e ".[')
