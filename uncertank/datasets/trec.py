@@ -1,3 +1,419 @@
-"""TREC run files, qrels and the bundled TREC-COVID round 1 data (in progress)."""
+"""TREC run files, qrels, and the bundled TREC-COVID round 1 data.
+
+- :func:`read_trec_run` reads a run file (``qid Q0 docno rank score tag``).
+- :func:`read_qrels` reads relevance judgements (``qid iter docno rel``).
+- :func:`ranked_lists_from_run` pairs a run with qrels as
+  :class:`~uncertank.RankedLists`, ordered as ``trec_eval`` orders a run.
+- :func:`load_trec_covid_round1` returns the data of Benham, Moffat &
+  Culpepper, "Bayesian System Inference on Shallow Pools" (ECIR 2021),
+  bundled with the package under its MIT licence.
+
+Every reader names the file and the line of a malformed entry.
+"""
 
 from __future__ import annotations
+
+import gzip
+import io
+import os
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from uncertank._types import RankedLists
+from uncertank._validation import check_choice
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "TREC_COVID_ROUND1_BM25_BASELINE",
+    "load_trec_covid_round1",
+    "ranked_lists_from_run",
+    "read_qrels",
+    "read_trec_run",
+]
+
+#: The run the paper's URisk analysis uses as its BM25 baseline.
+TREC_COVID_ROUND1_BM25_BASELINE = "bm25_baseline"
+
+_RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "system")
+_QRELS_COLUMNS = ("query_id", "doc_id", "relevance")
+
+
+def _check_path(path: object, name: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike); got {type(path).__name__}")
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{name} must be an existing file; got {str(p)!r}, which does not exist")
+    return p
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for the non-blank lines of a text or ``.gz`` file."""
+    raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    with raw, io.TextIOWrapper(raw, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            text = line.strip()
+            if text:
+                yield number, text
+
+
+def read_trec_run(path: str | os.PathLike[str], *, system: str | None = None) -> pd.DataFrame:
+    r"""Read a TREC run file.
+
+    Each line holds six whitespace-separated fields, ``query_id Q0 doc_id
+    rank score tag``, as ``trec_eval`` expects. Blank lines are skipped; a
+    ``.gz`` suffix is read through gzip.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The run file.
+    system : str, optional
+        Overrides the run tag (sixth field) as the ``system`` column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per line, in file order, with columns ``query_id`` (str),
+        ``q0`` (str, the unused second field), ``doc_id`` (str), ``rank``
+        (int64), ``score`` (float64) and ``system`` (str).
+
+    Raises
+    ------
+    ValueError
+        On a line with other than six fields, a rank that is not an integer,
+        a score that is not a finite number, or a document retrieved twice
+        for one query by one system; the message names the file and line.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.txt"
+    >>> _ = p.write_text("1 Q0 d1 1 2.5 bm25\n1 Q0 d2 2 1.0 bm25\n")
+    >>> read_trec_run(p)[["query_id", "doc_id", "score"]].values.tolist()
+    [['1', 'd1', 2.5], ['1', 'd2', 1.0]]
+    """
+    import pandas as pd
+
+    p = _check_path(path, "path")
+    qids: list[str] = []
+    q0s: list[str] = []
+    docs: list[str] = []
+    ranks: list[int] = []
+    scores: list[float] = []
+    tags: list[str] = []
+    first_line: dict[tuple[str, str, str], int] = {}
+    for number, text in _lines(p):
+        fields = text.split()
+        where = f"{p}, line {number}"
+        if len(fields) != 6:
+            raise ValueError(
+                f"run file {where}: expected 6 fields (query_id Q0 doc_id rank score tag); "
+                f"got {len(fields)}: {text[:80]!r}"
+            )
+        qid, q0, doc, rank_s, score_s, tag = fields
+        try:
+            rank = int(rank_s)
+        except ValueError:
+            raise ValueError(f"run file {where}: rank must be an integer; got {rank_s!r}") from None
+        try:
+            score = float(score_s)
+        except ValueError:
+            raise ValueError(f"run file {where}: score must be a number; got {score_s!r}") from None
+        if not np.isfinite(score):
+            raise ValueError(f"run file {where}: score must be finite; got {score_s!r}")
+        tag = system if system is not None else tag
+        key = (tag, qid, doc)
+        if key in first_line:
+            raise ValueError(
+                f"run file {where}: document {doc!r} is retrieved twice for query {qid!r} "
+                f"by {tag!r} (first at line {first_line[key]})"
+            )
+        first_line[key] = number
+        qids.append(qid)
+        q0s.append(q0)
+        docs.append(doc)
+        ranks.append(rank)
+        scores.append(score)
+        tags.append(tag)
+    if not qids:
+        raise ValueError(f"run file {p} holds no entries")
+    return pd.DataFrame({
+        "query_id": pd.Series(qids, dtype=object),
+        "q0": pd.Series(q0s, dtype=object),
+        "doc_id": pd.Series(docs, dtype=object),
+        "rank": np.asarray(ranks, dtype=np.int64),
+        "score": np.asarray(scores, dtype=np.float64),
+        "system": pd.Series(tags, dtype=object),
+    })
+
+
+def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a TREC qrels file.
+
+    Each line holds four whitespace-separated fields, ``query_id iteration
+    doc_id relevance``; the iteration field is ignored, as ``trec_eval``
+    ignores it. Blank lines are skipped; a ``.gz`` suffix is read through gzip.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The qrels file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per judgement, in file order, with columns ``query_id``
+        (str), ``doc_id`` (str) and ``relevance`` (int64; negative grades,
+        which some collections use for "junk", are kept as they are).
+
+    Raises
+    ------
+    ValueError
+        On a line with other than four fields, a relevance that is not an
+        integer, or a document judged twice for one query with different
+        grades; the message names the file and line.
+    """
+    import pandas as pd
+
+    p = _check_path(path, "path")
+    qids: list[str] = []
+    docs: list[str] = []
+    rels: list[int] = []
+    seen: dict[tuple[str, str], tuple[int, int]] = {}
+    for number, text in _lines(p):
+        fields = text.split()
+        where = f"{p}, line {number}"
+        if len(fields) != 4:
+            raise ValueError(
+                f"qrels file {where}: expected 4 fields (query_id iteration doc_id relevance); "
+                f"got {len(fields)}: {text[:80]!r}"
+            )
+        qid, _, doc, rel_s = fields
+        try:
+            rel = int(rel_s)
+        except ValueError:
+            raise ValueError(
+                f"qrels file {where}: relevance must be an integer; got {rel_s!r}"
+            ) from None
+        key = (qid, doc)
+        if key in seen:
+            prev_rel, prev_line = seen[key]
+            if prev_rel != rel:
+                raise ValueError(
+                    f"qrels file {where}: document {doc!r} of query {qid!r} is judged {rel} here "
+                    f"and {prev_rel} at line {prev_line}"
+                )
+            continue
+        seen[key] = (rel, number)
+        qids.append(qid)
+        docs.append(doc)
+        rels.append(rel)
+    if not qids:
+        raise ValueError(f"qrels file {p} holds no judgements")
+    return pd.DataFrame({
+        "query_id": pd.Series(qids, dtype=object),
+        "doc_id": pd.Series(docs, dtype=object),
+        "relevance": np.asarray(rels, dtype=np.int64),
+    })
+
+
+def _as_frame(obj: object, name: str, columns: tuple[str, ...], reader: object) -> pd.DataFrame:
+    import pandas as pd
+
+    if isinstance(obj, (str, os.PathLike)):
+        return reader(obj)  # type: ignore[operator, no-any-return]
+    if not isinstance(obj, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame or a path; got {type(obj).__name__}")
+    missing = [c for c in columns if c not in obj.columns]
+    if missing:
+        raise ValueError(
+            f"{name} must have columns {list(columns)}; missing {missing} (has {list(obj.columns)})"
+        )
+    return obj
+
+
+def _query_order(ids: np.ndarray) -> np.ndarray:
+    """Sort query ids numerically when all are integers, else as strings."""
+    uniq = np.unique(ids.astype(str))
+    try:
+        keys = np.array([int(u) for u in uniq])
+    except ValueError:
+        return uniq
+    return uniq[np.argsort(keys, kind="stable")]
+
+
+def ranked_lists_from_run(
+    run: pd.DataFrame | str | os.PathLike[str],
+    qrels: pd.DataFrame | str | os.PathLike[str],
+    *,
+    system: str | None = None,
+) -> RankedLists:
+    """Pair a run with qrels as :class:`~uncertank.RankedLists`.
+
+    Parameters
+    ----------
+    run : pandas.DataFrame or path
+        A frame as :func:`read_trec_run` returns (columns ``query_id``,
+        ``doc_id``, ``score`` and, when it holds several runs, ``system``),
+        or the path of a run file.
+    qrels : pandas.DataFrame or path
+        A frame as :func:`read_qrels` returns, or the path of a qrels file.
+    system : str, optional
+        Which run to take when ``run`` holds several; required then.
+
+    Returns
+    -------
+    RankedLists
+        One list per query that is both in the run and in the qrels (the
+        queries ``trec_eval`` evaluates by default), queries in numeric order
+        when every id is an integer and in string order otherwise. Within a
+        query the documents are ordered as ``trec_eval`` orders them: by
+        descending score, ties by descending ``doc_id``; the ``rank`` field
+        is ignored, as ``trec_eval`` ignores it. Labels are the qrels grades,
+        with unjudged documents and negative grades set to 0. ``query_ids``
+        and ``candidate_ids`` carry the TREC ids.
+
+    Raises
+    ------
+    ValueError
+        When ``run`` holds several systems and ``system`` is None, names a
+        system it does not hold, or no query of the run is judged.
+    """
+    import pandas as pd
+
+    run_df = _as_frame(run, "run", ("query_id", "doc_id", "score"), read_trec_run)
+    qrels_df = _as_frame(qrels, "qrels", _QRELS_COLUMNS, read_qrels)
+    if "system" in run_df.columns:
+        systems = pd.unique(run_df["system"].astype(str))
+        if system is None:
+            if systems.size > 1:
+                raise ValueError(
+                    f"run holds {systems.size} systems ({', '.join(map(repr, systems[:5]))}"
+                    f"{', ...' if systems.size > 5 else ''}); pass system= to choose one"
+                )
+        else:
+            if system not in set(systems):
+                raise ValueError(
+                    f"system must be one of the run's systems {sorted(systems)[:10]}; got {system!r}"
+                )
+            run_df = run_df[run_df["system"].astype(str) == system]
+    elif system is not None:
+        raise ValueError("system was given but run has no 'system' column")
+
+    qid = run_df["query_id"].astype(str).to_numpy()
+    doc = run_df["doc_id"].astype(str).to_numpy()
+    score = run_df["score"].to_numpy(dtype=np.float64)
+    judged_q = set(qrels_df["query_id"].astype(str))
+    keep = np.isin(qid, list(judged_q))
+    if not keep.any():
+        raise ValueError("no query of run is judged in qrels; check that the query ids match")
+    qid, doc, score = qid[keep], doc[keep], score[keep]
+
+    order_q = _query_order(qid)
+    q_pos = {q: i for i, q in enumerate(order_q)}
+    q_code = np.fromiter((q_pos[q] for q in qid), dtype=np.int64, count=qid.size)
+    # trec_eval: descending score, ties by descending docno. lexsort's last key is primary;
+    # reversing the string order of doc ids gives the descending tie-break.
+    doc_rank = np.unique(doc, return_inverse=True)[1]
+    order = np.lexsort((-doc_rank, -score, q_code))
+
+    rel_map = dict(zip(
+        zip(qrels_df["query_id"].astype(str), qrels_df["doc_id"].astype(str), strict=True),
+        qrels_df["relevance"].to_numpy(dtype=np.int64),
+        strict=True,
+    ))
+    labels = np.fromiter(
+        (rel_map.get((q, d), 0) for q, d in zip(qid[order], doc[order], strict=True)),
+        dtype=np.int64, count=qid.size,
+    )
+    labels = np.maximum(labels, 0)
+    counts = np.bincount(q_code, minlength=order_q.size)
+    offsets = np.zeros(order_q.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return RankedLists(
+        score[order], labels, offsets,
+        query_ids=[str(q) for q in order_q], candidate_ids=[str(d) for d in doc[order]],
+    )
+
+
+_KINDS = ("scores", "rbp_gain", "pooled")
+_FILES = {"scores": "round1_data.csv", "rbp_gain": "round1_rbpgain.csv", "pooled": "round1_pooled.csv"}
+
+
+def _read_bundled(name: str) -> pd.DataFrame:
+    import pandas as pd
+
+    ref = resources.files("uncertank.datasets").joinpath("_data", "trec-covid-round1", name)
+    with ref.open("rb") as fh:
+        return pd.read_csv(fh)
+
+
+def load_trec_covid_round1(
+    kind: Literal["scores", "rbp_gain", "pooled"] = "scores", *, pooled_only: bool = False
+) -> pd.DataFrame:
+    """The bundled TREC-COVID round 1 data of Benham, Moffat & Culpepper (ECIR 2021).
+
+    Copied unedited from the ``rmit-ir/bayesian-shallow`` repository (MIT
+    licence, Copyright (c) 2021 Rodger Benham; the notice ships beside the
+    files).
+
+    Parameters
+    ----------
+    kind : {"scores", "rbp_gain", "pooled"}
+        - ``"scores"``: 107 runs x 30 topics, columns ``system``, ``topic``
+          (int), ``score``: one per-topic score in [0, 1]. The source does
+          not label it; on the 3,150 (system, topic) cells shared with
+          ``"rbp_gain"``, 3,137 lie within the depth-7 truncation residual of
+          binary RBP with persistence 0.5 computed from those gains (grade >
+          0 counts as relevant), so it is most likely RBP(0.5) over the whole
+          run; the 13 others differ, by up to 0.12.
+        - ``"rbp_gain"``: columns ``system``, ``topic``, ``rank``, ``score``:
+          the RBP (persistence 0.8) gain of each ranked document, ranks 1-7
+          (a few 8-9), ``(1 - 0.8) * 0.8 ** (rank - 1) * g`` with graded gain
+          g in {0, 0.5, 1}. Its run set differs from ``"scores"`` by two
+          runs each way (none of the four pooled).
+        - ``"pooled"``: 143 runs, columns ``system`` and ``pooled`` (bool):
+          whether the run contributed to the judgement pool (56 did).
+    pooled_only : bool
+        Keep only the pooled runs: 42 runs in ``"scores"`` and
+        ``"rbp_gain"``. This is the paper's setting: its code keeps
+        ``pooled == 1``, and the 14 pooled runs absent from the files are
+        the bottom 25% of the 56 pooled runs that the paper discards.
+
+    Returns
+    -------
+    pandas.DataFrame
+        In file order. :data:`TREC_COVID_ROUND1_BM25_BASELINE`
+        (``"bm25_baseline"``) is the BM25 baseline run of the paper's risk
+        analysis.
+
+    Examples
+    --------
+    >>> df = load_trec_covid_round1("scores", pooled_only=True)
+    >>> df["system"].nunique(), df["topic"].nunique()
+    (42, 30)
+    """
+    check_choice(kind, "kind", _KINDS)
+    if not isinstance(pooled_only, bool):
+        raise TypeError(f"pooled_only must be a bool; got {type(pooled_only).__name__}")
+    df = _read_bundled(_FILES[kind])
+    df["system"] = df["system"].astype(str)
+    if kind == "pooled":
+        df["pooled"] = df["pooled"].astype(bool)
+        return df[df["pooled"]].reset_index(drop=True) if pooled_only else df
+    df["topic"] = df["topic"].astype(np.int64)
+    if kind == "rbp_gain":
+        df["rank"] = df["rank"].astype(np.int64)
+    df["score"] = df["score"].astype(np.float64)
+    if pooled_only:
+        pooled = _read_bundled(_FILES["pooled"])
+        keep = set(pooled.loc[pooled["pooled"].astype(bool), "system"].astype(str))
+        df = df[df["system"].isin(keep)].reset_index(drop=True)
+    return df
