@@ -5,9 +5,9 @@ Every test compares two systems evaluated on the same queries: ``a`` and
 output of a ranking metric) and the tests work on the differences
 ``d = a - b``. Each returns a :class:`SignificanceResult`.
 
-- :func:`paired_ttest`: Student's paired t-test, as used for the
-  significance markers of Penha & Hauff (2021) (with a Bonferroni
-  correction) and their NOTA experiment.
+- :func:`paired_ttest`: Student's paired t-test, the test of Penha & Hauff
+  (2021) (their released code calls ``scipy.stats.ttest_rel``, for example
+  to compare NOTA feature sets).
 - :func:`wilcoxon_signed_rank`: Wilcoxon's signed-rank test (Wilcoxon 1945).
 - :func:`paired_bootstrap_test`: the bootstrap test of Efron & Tibshirani
   (1993, sec. 16.4), recommended for IR by Sakai (2006).
@@ -106,9 +106,11 @@ def _pvalue_from_tails(p_greater: float, p_less: float, alternative: str) -> flo
 def paired_ttest(a: ArrayLike, b: ArrayLike, *, alternative: Alternative = "two-sided") -> SignificanceResult:
     r"""Student's paired t-test on the per-query differences.
 
-    .. math:: t = \frac{\bar d}{s_d / \sqrt{n}}, \qquad d_i = a_i - b_i
+    $$
+    t = \frac{\bar d}{s_d / \sqrt{n}}, \qquad d_i = a_i - b_i
+    $$
 
-    with :math:`s_d` the sample standard deviation (ddof 1) and ``n - 1``
+    with $s_d$ the sample standard deviation (ddof 1) and ``n - 1``
     degrees of freedom (Student 1908). When every difference is equal the
     statistic is ``inf`` (or NaN if all are zero) and the p-value 0 (or NaN),
     as in :func:`scipy.stats.ttest_rel`.
@@ -172,13 +174,13 @@ def wilcoxon_signed_rank(
     r"""Wilcoxon's signed-rank test on the per-query differences (Wilcoxon 1945).
 
     Zero differences are dropped (Wilcoxon's convention); the absolute
-    differences are ranked with ties given their average rank; :math:`W^+`
+    differences are ranked with ties given their average rank; $W^+$
     is the sum of the ranks of the positive differences. The exact null
-    distribution of :math:`W^+` (all :math:`2^n` sign patterns equally
+    distribution of $W^+$ (all $2^n$ sign patterns equally
     likely) is used when ``method="exact"``, or for ``"auto"`` when at most
     50 differences remain with no ties and no zeros; otherwise the normal
-    approximation with mean :math:`n(n+1)/4` and variance
-    :math:`n(n+1)(2n+1)/24 - \sum_t (t^3 - t)/48` over tie groups ``t``.
+    approximation with mean $n(n+1)/4$ and variance
+    $n(n+1)(2n+1)/24 - \sum_t (t^3 - t)/48$ over tie groups ``t``.
 
     Parameters
     ----------
@@ -194,8 +196,8 @@ def wilcoxon_signed_rank(
     Returns
     -------
     SignificanceResult
-        ``statistic`` is :math:`\min(W^+, W^-)` for a two-sided test and
-        :math:`W^+` otherwise (as :func:`scipy.stats.wilcoxon` reports);
+        ``statistic`` is $\min(W^+, W^-)$ for a two-sided test and
+        $W^+$ otherwise (as :func:`scipy.stats.wilcoxon` reports);
         ``n`` counts the non-zero differences.
 
     Examples
@@ -289,9 +291,11 @@ def paired_bootstrap_test(
 
     The differences are shifted to mean zero (the null hypothesis), resampled
     with replacement ``n_resamples`` times, and the p-value is the share of
-    resampled means at least as extreme as the observed mean :math:`\bar d`:
+    resampled means at least as extreme as the observed mean $\bar d$:
 
-    .. math:: p_{>} = \frac{1 + \#\{\bar d^*_0 \ge \bar d\}}{1 + B}
+    $$
+    p_{>} = \frac{1 + \#\{\bar d^*_0 \ge \bar d\}}{1 + B}
+    $$
 
     (two-sided: twice the smaller tail, at most 1). Sakai (2006) uses this
     test for IR evaluation.
@@ -340,10 +344,10 @@ def randomization_test(
 
     Under the null hypothesis the labels "a" and "b" are exchangeable within
     each query, so every sign pattern of the differences is equally likely
-    (Fisher 1935; Smucker et al. 2007). When :math:`2^n \le` ``n_resamples``
+    (Fisher 1935; Smucker et al. 2007). When $2^n \le$ ``n_resamples``
     all patterns are enumerated and the p-value is exact,
-    :math:`\#\{\bar d^* \ge \bar d\} / 2^n`; otherwise ``n_resamples``
-    random patterns give :math:`(1 + \#\{\bar d^* \ge \bar d\}) / (1 + B)`.
+    $\#\{\bar d^* \ge \bar d\} / 2^n$; otherwise ``n_resamples``
+    random patterns give $(1 + \#\{\bar d^* \ge \bar d\}) / (1 + B)$.
     Two-sided: twice the smaller tail, at most 1 (as
     :func:`scipy.stats.permutation_test`).
 
@@ -426,9 +430,9 @@ def bonferroni(pvalues: ArrayLike) -> NDArray[np.float64]:
 def holm(pvalues: ArrayLike) -> NDArray[np.float64]:
     r"""Holm's step-down adjusted p-values (Holm 1979).
 
-    With the raw p-values sorted ascending, :math:`p_{(1)} \le \dots \le p_{(m)}`,
-    the adjusted value of :math:`p_{(i)}` is
-    :math:`\max_{j \le i} \min(1, (m - j + 1)\, p_{(j)})`; it controls
+    With the raw p-values sorted ascending, $p_{(1)} \le \dots \le p_{(m)}$,
+    the adjusted value of $p_{(i)}$ is
+    $\max_{j \le i} \min(1, (m - j + 1)\, p_{(j)})$; it controls
     the family-wise error rate like Bonferroni and rejects at least as often.
 
     Parameters
@@ -491,9 +495,11 @@ def significance_marks(
 ) -> list[str]:
     """One marker per comparison: ``mark`` where the adjusted p-value is below ``alpha``.
 
-    Penha & Hauff (2021) mark with † the results that differ significantly
-    from the baseline under a paired t-test with Bonferroni correction; pass
-    the per-comparison results (or raw p-values) of one table.
+    Result tables mark the systems that differ significantly from a baseline
+    (for example with †); when one table makes several comparisons, the
+    p-values are corrected for their number (Bonferroni, or Holm's uniformly
+    more powerful step-down). Pass the per-comparison results (or raw
+    p-values) of one table.
 
     Parameters
     ----------

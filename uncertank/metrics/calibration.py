@@ -24,8 +24,9 @@ Conventions
 ``convention="naeini"`` (default) is the ECE of Naeini et al. (2015), as
 used by the GP rankers of Ye et al. (2023):
 
-.. math:: \mathrm{ECE} = \sum_{b=1}^{c} \frac{|B_b|}{n}\,
-          \left|\mathrm{conf}(B_b) - \mathrm{acc}(B_b)\right|
+$$
+\mathrm{ECE} = \sum_{b=1}^{c} \frac{|B_b|}{n}\, \left|\mathrm{conf}(B_b) - \mathrm{acc}(B_b)\right|
+$$
 
 ``convention="penha-hauff"`` reproduces the released code of Penha & Hauff
 (2021): 50 equal-width bins ``[e_b, e_{b+1})`` whose edges are ``1/50`` added
@@ -177,10 +178,10 @@ class _BinStats:
     n: int                         # pairs counted in the denominator
 
 
-def _bin_stats(
-    p: NDArray[np.float64], y: NDArray[np.bool_], n_bins: int, strategy: str, convention: str = "naeini"
-) -> _BinStats:
-    """Per-bin count, sum of confidences and number relevant (float64 accumulation)."""
+def _bin_index(
+    p: NDArray[np.float64], n_bins: int, strategy: str, convention: str
+) -> tuple[NDArray[np.intp], NDArray[np.float64], int]:
+    """Bin of every pair (``n_bins`` for none), the edges, and the bincount length."""
     minlength = n_bins
     if strategy == "uniform":
         edges = np.linspace(0.0, 1.0, n_bins + 1)
@@ -191,11 +192,20 @@ def _bin_stats(
             idx = np.searchsorted(edges, p, side="right") - 1
             minlength = n_bins + 1
         else:
-            idx = (p * n_bins).astype(np.intp)
+            idx = np.empty(p.size, dtype=np.intp)
+            np.multiply(p, n_bins, out=idx, casting="unsafe")  # floor(c * p), one pass
             np.minimum(idx, n_bins - 1, out=idx)
     else:
         edges = np.quantile(p, np.linspace(0.0, 1.0, n_bins + 1))
         idx = np.searchsorted(edges[1:-1], p, side="right")
+    return idx, edges, minlength
+
+
+def _bin_stats(
+    p: NDArray[np.float64], y: NDArray[np.bool_], n_bins: int, strategy: str, convention: str = "naeini"
+) -> _BinStats:
+    """Per-bin count, sum of confidences and number relevant (float64 accumulation)."""
+    idx, edges, minlength = _bin_index(p, n_bins, strategy, convention)
     counts = np.bincount(idx, minlength=minlength)[:n_bins]
     # bincount with weights sums in float64 (typed as intp by the numpy stubs)
     sum_conf = np.bincount(idx, weights=p, minlength=minlength)[:n_bins].astype(np.float64, copy=False)
@@ -254,11 +264,12 @@ def expected_calibration_error(
 ) -> float:
     r"""Expected calibration error of probabilities of relevance (Naeini et al. 2015).
 
-    .. math:: \mathrm{ECE} = \sum_{b=1}^{c} \frac{|B_b|}{n}
-              \left|\overline{p}(B_b) - \overline{y}(B_b)\right|
+    $$
+    \mathrm{ECE} = \sum_{b=1}^{c} \frac{|B_b|}{n} \left|\overline{p}(B_b) - \overline{y}(B_b)\right|
+    $$
 
-    where :math:`\overline{p}(B_b)` is the mean probability and
-    :math:`\overline{y}(B_b)` the fraction relevant in bin :math:`B_b`.
+    where $\overline{p}(B_b)$ is the mean probability and
+    $\overline{y}(B_b)$ the fraction relevant in bin $B_b$.
     ``norm="max"`` gives the maximum calibration error (MCE) over non-empty
     bins, ``norm="l2"`` the root of the count-weighted mean squared gap
     (Kumar et al. 2019, without debiasing).
@@ -308,6 +319,12 @@ def expected_calibration_error(
     p, y = _as_pairs(probs, labels)
     if balanced:
         p, y = _balanced_subset(p, y, seed)
+    if norm == "l1":
+        # The l1 ECE needs only the per-bin sums of p - y: one weighted bincount.
+        idx, _, minlength = _bin_index(p, c, strategy, convention)
+        gap = np.bincount(idx, weights=p - y, minlength=minlength)[:c]
+        ece = float(np.abs(gap).sum()) / p.size
+        return ece / c if convention == "penha-hauff" else ece
     return _ece_from_stats(_bin_stats(p, y, c, strategy, convention), norm, convention)
 
 
@@ -368,8 +385,8 @@ def reliability_curve(
 ) -> ReliabilityCurve:
     r"""Mean confidence, fraction relevant and count per bin (a reliability diagram).
 
-    For bin :math:`B_b`: :math:`\overline{p}(B_b) = \frac{1}{|B_b|}\sum_{i \in B_b} p_i`
-    and :math:`\overline{y}(B_b) = \frac{1}{|B_b|}\sum_{i \in B_b} \mathbb{1}[y_i > 0]`
+    For bin $B_b$: $\overline{p}(B_b) = \frac{1}{|B_b|}\sum_{i \in B_b} p_i$
+    and $\overline{y}(B_b) = \frac{1}{|B_b|}\sum_{i \in B_b} \mathbb{1}[y_i > 0]$
     (DeGroot & Fienberg 1983; Niculescu-Mizil & Caruana 2005). Bins as in
     :func:`expected_calibration_error`.
 
@@ -416,7 +433,9 @@ def reliability_curve(
 def brier_score(probs: RankedLists | ArrayLike, labels: ArrayLike | None = None) -> float:
     r"""Brier score: the mean squared difference between probability and relevance.
 
-    .. math:: \mathrm{BS} = \frac{1}{n} \sum_i (p_i - \mathbb{1}[y_i > 0])^2
+    $$
+    \mathrm{BS} = \frac{1}{n} \sum_i (p_i - \mathbb{1}[y_i > 0])^2
+    $$
 
     (Brier 1950). Lower is better; 0 is perfect.
 
@@ -446,9 +465,11 @@ def negative_log_likelihood(
 ) -> float:
     r"""Mean binary negative log-likelihood (log loss) of the relevance labels.
 
-    .. math:: \mathrm{NLL} = -\frac{1}{n} \sum_i \left[ y_i \log p_i + (1 - y_i) \log(1 - p_i) \right]
+    $$
+    \mathrm{NLL} = -\frac{1}{n} \sum_i \left[ y_i \log p_i + (1 - y_i) \log(1 - p_i) \right]
+    $$
 
-    with :math:`y_i = \mathbb{1}[\text{label}_i > 0]` and :math:`p_i` clipped
+    with $y_i = \mathbb{1}[\text{label}_i > 0]$ and $p_i$ clipped
     to ``[eps, 1 - eps]`` so that a confident mistake costs a large but finite
     amount.
 

@@ -395,7 +395,9 @@ def recall_at_k(
 ) -> float | NDArray[np.float64]:
     r"""R_n@k: the fraction of queries with a relevant candidate in the top ``k``.
 
-    .. math:: R_n@k = \frac{1}{|Q|} \sum_{q} \mathbb{1}[\exists\, d \in \mathrm{top}_k(q): y_d > 0]
+    $$
+    R_n@k = \frac{1}{|Q|} \sum_{q} \mathbb{1}[\exists\, d \in \mathrm{top}_k(q): y_d > 0]
+    $$
 
     the recall of conversation response ranking (Lowe et al. 2015; Penha &
     Hauff 2021), where each query has ``n`` candidates.
@@ -465,7 +467,9 @@ def mean_reciprocal_rank(
 ) -> float | NDArray[np.float64]:
     r"""MRR: the mean over queries of one over the rank of the first relevant candidate.
 
-    .. math:: \mathrm{RR}(q) = 1 / \mathrm{rank}_q, \qquad \mathrm{MRR} = \frac{1}{|Q|}\sum_q \mathrm{RR}(q)
+    $$
+    \mathrm{RR}(q) = 1 / \mathrm{rank}_q, \qquad \mathrm{MRR} = \frac{1}{|Q|}\sum_q \mathrm{RR}(q)
+    $$
 
     as trec_eval's ``recip_rank`` (Voorhees 1999). RR is 0 for a query with
     no relevant candidate, or (with ``k``) none in the top ``k``.
@@ -523,13 +527,14 @@ def mean_average_precision(
 ) -> float | NDArray[np.float64]:
     r"""MAP: the mean over queries of average precision, as trec_eval's ``map``.
 
-    .. math:: \mathrm{AP}(q) = \frac{1}{R_q} \sum_{d:\, y_d > 0,\ \mathrm{rank}_d \le k}
-              \mathrm{P@rank}_d
+    $$
+    \mathrm{AP}(q) = \frac{1}{R_q} \sum_{d:\, y_d > 0,\ \mathrm{rank}_d \le k} \mathrm{P@rank}_d
+    $$
 
-    where :math:`R_q` is the number of relevant candidates of ``q`` and
+    where $R_q$ is the number of relevant candidates of ``q`` and
     P@r the precision of the top r (Buckley & Voorhees 2000). AP is 0 when
-    :math:`R_q = 0`. With ``k`` this is trec_eval's ``map_cut_k`` (the
-    denominator stays :math:`R_q`).
+    $R_q = 0$. With ``k`` this is trec_eval's ``map_cut_k`` (the
+    denominator stays $R_q$).
 
     Parameters
     ----------
@@ -582,11 +587,16 @@ def ndcg_at_k(
 ) -> float | NDArray[np.float64]:
     r"""nDCG@k with linear gains, as trec_eval's ``ndcg_cut_k``.
 
-    .. math:: \mathrm{DCG@k}(q) = \sum_{r=1}^{k} \frac{g_{(r)}}{\log_2(r + 1)}, \qquad
-              \mathrm{nDCG@k}(q) = \frac{\mathrm{DCG@k}(q)}{\mathrm{IDCG@k}(q)}
+    $$
+    \mathrm{DCG@k}(q) = \sum_{r=1}^{k} \frac{g_{(r)}}{\log_2(r + 1)}
+    $$
 
-    with gain :math:`g = y` (the label itself, trec_eval's linear gain, not
-    :math:`2^y - 1`), and IDCG the DCG of the candidates sorted by label
+    $$
+    \mathrm{nDCG@k}(q) = \frac{\mathrm{DCG@k}(q)}{\mathrm{IDCG@k}(q)}
+    $$
+
+    with gain $g = y$ (the label itself, trec_eval's linear gain, not
+    $2^y - 1$), and IDCG the DCG of the candidates sorted by label
     (Järvelin & Kekäläinen 2002). nDCG is 0 for a query with no relevant
     candidate.
 
@@ -649,13 +659,14 @@ def rank_biased_precision(
 ) -> tuple[float, float] | tuple[NDArray[np.float64], NDArray[np.float64]]:
     r"""Rank-biased precision RBP(p) and its residual (Moffat & Zobel 2008).
 
-    .. math:: \mathrm{RBP}(q) = (1 - p) \sum_{r=1}^{d} g_{(r)}\, p^{\,r-1}, \qquad
-              \mathrm{residual}(q) = p^{\,d}
+    $$
+    \mathrm{RBP}(q) = (1 - p) \sum_{r=1}^{d} g_{(r)}\, p^{\,r-1}, \qquad \mathrm{residual}(q) = p^{\,d}
+    $$
 
     where ``d`` is the evaluated depth (the list length, or ``depth`` if
-    shorter) and :math:`g \in [0, 1]` the gain. Every candidate in the list
+    shorter) and $g \in [0, 1]$ the gain. Every candidate in the list
     is judged, so the residual, the most RBP could still grow if everything
-    past depth ``d`` were relevant, is :math:`p^d`.
+    past depth ``d`` were relevant, is $p^d$.
 
     Parameters
     ----------
