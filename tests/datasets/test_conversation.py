@@ -37,8 +37,17 @@ def test_bundled_copy_is_the_shared_sample():
     assert sum(len(d.utterances) for d in dialogues) == 20487 - 1
 
 
-@pytest.mark.parametrize("negatives", ["random", "bm25"])
-@pytest.mark.parametrize("split", ["train", "valid", "test"])
+@pytest.mark.parametrize(
+    ("split", "negatives"),
+    [
+        ("train", "random"),
+        pytest.param("train", "bm25", marks=pytest.mark.slow),
+        ("valid", "random"),
+        ("valid", "bm25"),
+        ("test", "random"),
+        ("test", "bm25"),
+    ],
+)
 def test_structure_one_relevant_among_n(split, negatives):
     qs = load("ubuntu-sample", split=split, negatives=negatives, n_candidates=10, seed=0, cache=False)
     assert qs.n_queries > 500
@@ -61,7 +70,7 @@ def test_negatives_never_repeat_positive_context_or_own_dialogue(ubuntu_test_ran
     qs = ubuntu_test_random
     by_id = {d.dialogue_id: d for d in ubuntu_dialogues()}
     for q in range(qs.n_queries):
-        ctx, cands, labs = qs.query(q)
+        _, cands, labs = qs.query(q)
         keys = [normalize_text(c) for c in cands]
         assert len(set(keys)) == len(keys), "negatives must be distinct texts"
         own = {normalize_text(u) for u in by_id[_dialogue_of(qs.query_ids[q])].utterances}
@@ -158,24 +167,36 @@ def test_describe_counts_duplicates():
     assert summary["train"].pool.n_duplicates <= len(texts) - len(set(texts))
 
 
-def test_cache_second_load_is_identical_and_fast():
+def test_cache_second_load_is_identical_and_not_rebuilt(monkeypatch):
+    from uncertank.datasets import conversation
+
     t0 = time.perf_counter()
-    a = load("ubuntu-sample", split="train", negatives="bm25")
+    a = load("ubuntu-sample", split="train", negatives="random")
     first = time.perf_counter() - t0
     files = list(cache_dir().glob("*.json"))
     assert len(files) == 1
+
+    def no_rebuild(*args, **kwargs):
+        raise AssertionError("a cached set must not be rebuilt")
+
+    monkeypatch.setattr(conversation, "assemble_query_set", no_rebuild)
     t0 = time.perf_counter()
-    b = load("ubuntu-sample", split="train", negatives="bm25")
+    b = load("ubuntu-sample", split="train", negatives="random")
     second = time.perf_counter() - t0
-    assert second < first / 2
+    assert second < first
     assert list(a.candidates) == list(b.candidates)
     assert [list(c) for c in a.contexts] == [list(c) for c in b.contexts]
     assert np.array_equal(a.labels, b.labels) and np.array_equal(a.offsets, b.offsets)
     assert list(a.query_ids) == list(b.query_ids) and list(a.candidate_ids) == list(b.candidate_ids)
     assert a.name == b.name
-    # another parameter, another file
-    load("ubuntu-sample", split="train", negatives="bm25", seed=1)
-    assert len(list(cache_dir().glob("*.json"))) == 2
+    # any other parameter is another key, so it is built
+    with pytest.raises(AssertionError, match="must not be rebuilt"):
+        load("ubuntu-sample", split="train", negatives="random", seed=1)
+    with pytest.raises(AssertionError, match="must not be rebuilt"):
+        load("ubuntu-sample", split="train", negatives="random", max_context_turns=3)
+    # cache=False always builds
+    with pytest.raises(AssertionError, match="must not be rebuilt"):
+        load("ubuntu-sample", split="train", negatives="random", cache=False)
 
 
 def test_corrupt_cache_file_is_rebuilt():
@@ -204,7 +225,7 @@ def test_list_datasets():
 def test_unknown_dataset_lists_known():
     with pytest.raises(UnknownNameError, match=r"unknown dataset 'msdialog'; known: .*ubuntu-sample"):
         load("msdialog")
-    with pytest.raises(UnknownNameError, match="known: .*tsv:"):
+    with pytest.raises(UnknownNameError, match=r"known: .*tsv:"):
         load("csv:/tmp/x.csv")
 
 
@@ -269,3 +290,40 @@ def test_lazy_trec_reexport():
                 getattr(ds, name)
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         ds.nope  # noqa: B018
+
+
+@pytest.mark.slow
+def test_chitchat_structure_and_turns():
+    import chitchat_dataset
+
+    from uncertank.datasets import chitchat_dialogues
+
+    dialogues = chitchat_dialogues()
+    assert len(dialogues) == 3462
+    assert min(len(d.utterances) for d in dialogues) >= 3
+    raw = chitchat_dataset.Dataset()
+    d = dialogues[0]
+    first = raw[d.dialogue_id]["messages"][0]
+    assert d.utterances[0] == normalize_text(" ".join(m["text"] for m in first))
+    parts = split_dialogues(dialogues)
+    ids = {k: {x.dialogue_id for x in v} for k, v in parts.items()}
+    assert not ids["train"] & ids["test"] and not ids["valid"] & ids["test"] and not ids["train"] & ids["valid"]
+    qs = load("chitchat", split="test", negatives="bm25", cache=False)
+    assert qs.name == "chitchat/test/bm25"
+    assert (qs.lengths == 10).all() and (np.add.reduceat(qs.labels, qs.offsets[:-1]) == 1).all()
+    assert {_dialogue_of(i) for i in qs.candidate_ids} <= ids["test"]
+    assert qs.n_queries == describe("chitchat")["test"].n_instances
+
+
+def test_chitchat_missing_package_names_the_extra(monkeypatch):
+    import sys
+
+    from uncertank.datasets import conversation
+
+    monkeypatch.setitem(sys.modules, "chitchat_dataset", None)
+    conversation.chitchat_dialogues.cache_clear()
+    try:
+        with pytest.raises(ImportError, match=r'pip install "uncertank\[retrieval\]"'):
+            load("chitchat", cache=False)
+    finally:
+        conversation.chitchat_dialogues.cache_clear()

@@ -97,7 +97,7 @@ class BM25Index:
         self.vocab: dict[str, int] = vocab
         # token x doc, CSR: row t holds the documents containing token t.
         self._s_tok = sparse.csr_matrix(
-            (sc["data"].astype(np.float64), sc["indices"], sc["indptr"]),
+            (sc["data"].astype(np.float32), sc["indices"], sc["indptr"]),
             shape=(len(sc["indptr"]) - 1, self.n_docs),
         )
         self._s_doc = self._s_tok.T.tocsr()  # doc x token
@@ -120,7 +120,7 @@ class BM25Index:
         indptr = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
         cols = np.fromiter((t for row in ids for t in row), dtype=np.int64, count=int(indptr[-1]))
-        data = np.ones(cols.size, dtype=np.float64)
+        data = np.ones(cols.size, dtype=np.float32)
         q = sparse.csr_matrix((data, cols, indptr), shape=(len(ids), self._s_tok.shape[0]))
         q.sum_duplicates()
         return q
@@ -145,45 +145,61 @@ class BM25Index:
         q = self.query_matrix(queries)
         rows_q = q[np.asarray(query_index, dtype=np.int64)]
         rows_d = self._s_doc[np.asarray(doc_index, dtype=np.int64)]
-        return np.asarray(rows_q.multiply(rows_d).sum(axis=1), dtype=np.float64).ravel()
+        prod = rows_q.multiply(rows_d).tocsr()
+        # sum each row's products in float64
+        rows = np.repeat(np.arange(prod.shape[0]), np.diff(prod.indptr))
+        out = np.bincount(rows, weights=prod.data.astype(np.float64), minlength=prod.shape[0])
+        return out.astype(np.float64, copy=False)
 
     def top_k(
-        self, queries: Sequence[str], k: int, *, chunk_size: int = 512
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        self, queries: Sequence[str], k: int, *, max_cells: int = 1 << 23
+    ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
         """The ``k`` best documents per query, best first.
 
-        Within the ``k`` returned, ties are ordered by ascending document index;
-        which of several documents tied at the ``k``-th place is returned is
-        deterministic but otherwise unspecified. When fewer than ``k``
-        documents match, documents scoring 0 fill the rest.
+        Only documents scoring above 0 (sharing a term with the query) are
+        returned; where fewer than ``k`` do, the row is padded with id -1 and
+        score 0. Ties are broken by ascending document index.
 
         Parameters
         ----------
         queries : sequence of n_queries str
         k : int
             Number of documents per query (at most ``n_docs``).
-        chunk_size : int
-            Queries scored per sparse product.
+        max_cells : int
+            Bound on ``queries per chunk * n_docs``: the score block scored
+            at once (float32, 32 MiB by default).
 
         Returns
         -------
         ids : ndarray of shape (n_queries, k)
-        scores : ndarray of shape (n_queries, k)
+        scores : ndarray of shape (n_queries, k), float32
         """
         k = min(int(k), self.n_docs)
         q = self.query_matrix(queries)
         n = q.shape[0]
-        ids = np.empty((n, k), dtype=np.int64)
-        scores = np.empty((n, k), dtype=np.float64)
+        ids = np.full((n, k), -1, dtype=np.int64)
+        scores = np.zeros((n, k), dtype=np.float32)
+        chunk_size = max(1, int(max_cells) // self.n_docs)
         for lo in range(0, n, chunk_size):
-            dense = (q[lo : lo + chunk_size] @ self._s_tok).toarray()
-            if k < self.n_docs:
-                top = np.argpartition(-dense, k - 1, axis=1)[:, :k]
+            block = (q[lo : lo + chunk_size] @ self._s_tok).tocsr()
+            block.eliminate_zeros()
+            n_rows = block.shape[0]
+            if block.nnz > 0.1 * n_rows * self.n_docs:
+                # dense block: keep the entries at or above each row's k-th best score
+                dense = block.toarray()
+                kth = -np.partition(-dense, k - 1, axis=1)[:, k - 1]
+                row_of, col = np.nonzero((dense >= kth[:, None]) & (dense > 0))
+                val = dense[row_of, col]
             else:
-                top = np.broadcast_to(np.arange(self.n_docs), dense.shape)
-            top_scores = np.take_along_axis(dense, top, axis=1)
-            # sort the k by descending score, then ascending document index
-            order = np.lexsort((top, -top_scores), axis=1)
-            ids[lo : lo + chunk_size] = np.take_along_axis(top, order, axis=1)
-            scores[lo : lo + chunk_size] = np.take_along_axis(top_scores, order, axis=1)
+                row_of = np.repeat(np.arange(n_rows), np.diff(block.indptr))
+                col, val = block.indices, block.data
+            # sort the candidates by (row, -score, doc) and keep the first k of each row
+            order = np.lexsort((col, -val, row_of))
+            row_sorted = row_of[order]
+            starts = np.searchsorted(row_sorted, np.arange(n_rows))
+            rank = np.arange(order.size) - starts[row_sorted]
+            keep = rank < k
+            r = row_sorted[keep] + lo
+            ids[r, rank[keep]] = col[order[keep]]
+            scores[r, rank[keep]] = val[order[keep]]
         return ids, scores

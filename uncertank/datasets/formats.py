@@ -317,12 +317,14 @@ class FileLoader:
     def __init__(self, fmt: str) -> None:
         self.fmt = check_choice(fmt, "fmt", ("tsv", "jsonl"))
 
-    @staticmethod
-    def resolve(arg: str, split: str) -> Path:
-        """The file for ``split``: ``arg`` with ``{split}`` replaced."""
+    def resolve(self, arg: str, split: str) -> Path:
+        """The file for ``split``: ``arg`` with ``{split}`` replaced; it must exist."""
         if not arg:
-            raise ValueError("a file dataset needs a path after the prefix, e.g. 'tsv:data/test.tsv'")
-        return Path(arg.replace("{split}", split)).expanduser()
+            raise ValueError(f"a file dataset needs a path after the prefix, e.g. '{self.fmt}:data/test.{self.fmt}'")
+        path = Path(arg.replace("{split}", split)).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"{self.fmt}: no such file {path} (from {arg!r}, split={split!r})")
+        return path
 
     def cache_token(self, arg: str, *, split: str = "train") -> str:
         """The SHA-256 of the file, so that an edited file is read again."""
@@ -348,8 +350,6 @@ class FileLoader:
     ) -> QuerySet:
         """Load the file for ``split``; see :func:`uncertank.datasets.load`."""
         path = self.resolve(arg, split)
-        if not path.is_file():
-            raise FileNotFoundError(f"{self.fmt}: no such file {path} (from {arg!r}, split={split!r})")
         qs = self.read(path)
         negatives = "file" if negatives is None else negatives
         if max_context_turns is not None:
@@ -400,7 +400,7 @@ class FileLoader:
             warnings.warn(
                 f"{path}: {int((~has).sum())} of {qs.n_queries} queries have no relevant candidate "
                 f"and are dropped when negatives are resampled",
-                RuntimeWarning, stacklevel=3,
+                RuntimeWarning, stacklevel=4,
             )
         # first relevant candidate of every query that has one
         first_rel = np.full(qs.n_queries, -1, dtype=np.int64)

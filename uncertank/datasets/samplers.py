@@ -120,6 +120,22 @@ def duplicate_stats(texts: Sequence[str], *, top: int = 10) -> DuplicateStats:
     )
 
 
+def _sorted_unique(a: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Sorted distinct values (a plain sort: faster than ``np.unique`` on large key arrays)."""
+    a = np.sort(a, kind="stable")
+    if a.size == 0:
+        return a
+    return a[np.concatenate(([True], a[1:] != a[:-1]))]
+
+
+def _in_sorted(values: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """``np.isin(values, keys)`` for sorted distinct ``keys``, by binary search."""
+    if keys.size == 0:
+        return np.zeros(values.shape, dtype=bool)
+    pos = np.minimum(np.searchsorted(keys, values), keys.size - 1)
+    return keys[pos] == values
+
+
 def _later_duplicates(ids: NDArray[np.int64]) -> NDArray[np.bool_]:
     """Mark, per row, every entry equal to an entry to its left."""
     order = np.argsort(ids, axis=1, kind="stable")
@@ -182,6 +198,8 @@ class NegativeSampler:
         if not first:
             raise ValueError("pool must hold at least one non-empty text; got none")
         self._key_to_uid = {key: u for u, key in enumerate(first)}
+        # raw pool text -> unique id, a fast path before normalising a lookup text
+        self._raw_to_uid = {self.pool[i]: self._key_to_uid[k] for k, i in first.items()}
         self.unique_index = np.fromiter(first.values(), dtype=np.int64, count=len(first))
         self.unique_texts = [self.pool[i] for i in self.unique_index]
         self.n_unique = len(first)
@@ -199,16 +217,17 @@ class NegativeSampler:
             for g, u in zip(groups, pos_uid.tolist(), strict=True):
                 if u >= 0:
                     by_group.setdefault(str(g), []).append(u)
-            self._group_uids = {g: np.unique(np.asarray(v, dtype=np.int64)) for g, v in by_group.items()}
+            self._group_uids = {g: _sorted_unique(np.asarray(v, dtype=np.int64)) for g, v in by_group.items()}
 
     # -- helpers shared by the strategies -------------------------------------------------
 
+    def _uid(self, text: str) -> int:
+        uid = self._raw_to_uid.get(text)
+        return self._key_to_uid.get(normalize_text(text), -1) if uid is None else uid
+
     def positive_ids(self, positives: Sequence[str]) -> NDArray[np.int64]:
         """Unique-pool id of each positive's text, or -1 where it is not in the pool."""
-        lookup = self._key_to_uid
-        return np.fromiter(
-            (lookup.get(normalize_text(p), -1) for p in positives), dtype=np.int64, count=len(positives)
-        )
+        return np.fromiter((self._uid(p) for p in positives), dtype=np.int64, count=len(positives))
 
     def _check_request(
         self,
@@ -239,7 +258,6 @@ class NegativeSampler:
         groups: Sequence[str] | None,
     ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Sorted keys ``row * n_unique + uid`` a row may not use, and their count per row."""
-        lookup = self._key_to_uid
         rows: list[NDArray[np.int64]] = []
         uids: list[NDArray[np.int64]] = []
         n = len(positives)
@@ -251,7 +269,7 @@ class NegativeSampler:
         rows.append(np.repeat(np.arange(n, dtype=np.int64), lengths))
         uids.append(
             np.fromiter(
-                (lookup.get(normalize_text(u), -1) for c in ctx_lists for u in c), dtype=np.int64,
+                (self._uid(u) for c in ctx_lists for u in c), dtype=np.int64,
                 count=int(lengths.sum()),
             )
         )
@@ -264,14 +282,14 @@ class NegativeSampler:
         r = np.concatenate(rows)
         u = np.concatenate(uids)
         keep = u >= 0
-        keys = np.unique(r[keep] * self.n_unique + u[keep])
+        keys = _sorted_unique(r[keep] * self.n_unique + u[keep])
         counts = np.bincount(keys // self.n_unique, minlength=n).astype(np.int64)
         return keys, counts
 
     def _invalid(self, ids: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np.bool_]:
         rows = np.arange(ids.shape[0], dtype=np.int64)[:, None]
         bad = ids < 0
-        bad |= np.isin(rows * self.n_unique + ids, keys)
+        bad |= _in_sorted(rows * self.n_unique + ids, keys)
         bad |= _later_duplicates(ids)
         return bad
 
@@ -448,8 +466,8 @@ class BM25Sampler(NegativeSampler):
         keys, counts = self._forbidden(contexts, positives, groups)
         self._check_room(counts, k)
         depth = k + min(int(counts.max()), _MAX_MARGIN)
-        ids, scores = self.index.top_k(self._query_texts(contexts), depth)
-        ids = self._compact(np.where(scores > 0, ids, -1), keys, k)
+        ids, _ = self.index.top_k(self._query_texts(contexts), depth)
+        ids = self._compact(ids, keys, k)
         self.last_n_random = int((ids < 0).sum())
         return self._to_pool_index(self._fill(ids, keys))
 
@@ -525,6 +543,7 @@ class EmbeddingSampler(NegativeSampler):
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.max_length = check_positive_int(max_length, "max_length", minimum=8)
         self.progress = bool(progress)
+        self.model_path = model if model is not None else _default_model_path()
         try:
             import faiss
             import torch
@@ -534,7 +553,6 @@ class EmbeddingSampler(NegativeSampler):
                 "the embedding sampler needs torch, transformers and faiss; install them with "
                 f'pip install "uncertank[torch,retrieval]" ({exc})'
             ) from exc
-        self.model_path = model if model is not None else _default_model_path()
         self._torch = torch
         self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
         self._model = transformers.AutoModel.from_pretrained(self.model_path, local_files_only=True)
