@@ -300,6 +300,12 @@ def test_queries_without_relevant_count_zero():
         assert fn(s, y) == 0.5
     value, residual = rank_biased_precision(s, y, p=0.5, per_query=True)
     assert value.tolist() == [0.0, 0.5] and residual.tolist() == [0.25, 0.25]
+    # no relevant candidate anywhere, in every layout
+    rl = RankedLists.from_flat([0.1, 0.2, 0.3], [0, 0, 0], [0, 1, 3])
+    for fn in (recall_at_k, mean_reciprocal_rank, mean_average_precision, ndcg_at_k):
+        assert fn(rl, per_query=True).tolist() == [0.0, 0.0]
+        assert fn(np.ones((2, 3)), np.zeros((2, 3), dtype=int)) == 0.0
+    assert rank_biased_precision(rl, p=0.5) == (0.0, (0.5 + 0.25) / 2)
 
 
 def test_rbp_residual_depth_and_grades():
