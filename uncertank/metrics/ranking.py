@@ -385,6 +385,11 @@ def recall_at_k(
     scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int = ...,
     n: int | None = ..., per_query: Literal[True],
 ) -> NDArray[np.float64]: ...
+@overload
+def recall_at_k(
+    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int = ...,
+    n: int | None = ..., per_query: bool = ...,
+) -> float | NDArray[np.float64]: ...
 def recall_at_k(
     scores: RankedLists | ArrayLike,
     labels: ArrayLike | None = None,
@@ -458,6 +463,11 @@ def mean_reciprocal_rank(
     scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
     per_query: Literal[True],
 ) -> NDArray[np.float64]: ...
+@overload
+def mean_reciprocal_rank(
+    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
+    per_query: bool = ...,
+) -> float | NDArray[np.float64]: ...
 def mean_reciprocal_rank(
     scores: RankedLists | ArrayLike,
     labels: ArrayLike | None = None,
@@ -518,6 +528,11 @@ def mean_average_precision(
     scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
     per_query: Literal[True],
 ) -> NDArray[np.float64]: ...
+@overload
+def mean_average_precision(
+    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
+    per_query: bool = ...,
+) -> float | NDArray[np.float64]: ...
 def mean_average_precision(
     scores: RankedLists | ArrayLike,
     labels: ArrayLike | None = None,
@@ -578,6 +593,11 @@ def ndcg_at_k(
     scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
     per_query: Literal[True],
 ) -> NDArray[np.float64]: ...
+@overload
+def ndcg_at_k(
+    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
+    per_query: bool = ...,
+) -> float | NDArray[np.float64]: ...
 def ndcg_at_k(
     scores: RankedLists | ArrayLike,
     labels: ArrayLike | None = None,
@@ -648,6 +668,11 @@ def rank_biased_precision(
     scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, p: float = ...,
     depth: int | None = ..., max_grade: int | None = ..., per_query: Literal[True],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+@overload
+def rank_biased_precision(
+    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, p: float = ...,
+    depth: int | None = ..., max_grade: int | None = ..., per_query: bool = ...,
+) -> tuple[float, float] | tuple[NDArray[np.float64], NDArray[np.float64]]: ...
 def rank_biased_precision(
     scores: RankedLists | ArrayLike,
     labels: ArrayLike | None = None,
