@@ -54,7 +54,7 @@ def plugins_command(kind: str | None, as_json: bool) -> None:
 
     table = Table(title="uncertank plugins")
     for col in ("kind", "name", "plugin", "distribution", "version"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for i in infos:
         table.add_row(i.kind, i.name, i.plugin, i.distribution, i.version)
     console = Console()
