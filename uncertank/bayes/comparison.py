@@ -347,6 +347,7 @@ class SystemComparison:
             raise ValueError("data holds systems or topics that the posterior has no coords for")
         self._ppc_cache: dict[tuple[int, int], NDArray[np.float64]] = {}
         self._diag: Diagnostics | None = None
+        self._warned = False
 
     def __repr__(self) -> str:
         return (f"SystemComparison(family={self.family!r}, sampler={self.sampler!r}, "
@@ -482,8 +483,9 @@ class SystemComparison:
         A fit passes when R-hat <= 1.01, bulk and tail ESS >= 100 per chain
         (Vehtari et al., "Rank-normalization, folding, and localization",
         Bayesian Analysis 2021) and no transition diverged. A failure warns
-        with :class:`ConvergenceWarning`, or raises :class:`ConvergenceError`
-        under ``strict=True``.
+        with :class:`ConvergenceWarning` (once per comparison: :func:`compare`
+        already checks), or raises :class:`ConvergenceError` under
+        ``strict=True``.
 
         Parameters
         ----------
@@ -501,7 +503,9 @@ class SystemComparison:
             msg = f"{self.family} fit ({self.sampler}) fails convergence checks: " + "; ".join(d.problems)
             if strict:
                 raise ConvergenceError(msg)
-            warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+            if not self._warned:
+                self._warned = True
+                warnings.warn(msg, ConvergenceWarning, stacklevel=2)
         return d
 
     def _compute_diagnostics(self) -> Diagnostics:

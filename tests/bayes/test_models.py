@@ -1,0 +1,155 @@
+"""Each model's full log-density equals the same density written with scipy.stats."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from uncertank.bayes import gaussian, zoib, zoib_rank
+from uncertank.bayes.likelihood import zoib_logpdf
+
+pm = pytest.importorskip("pymc")
+
+S, T = 3, 5
+SYS = np.repeat([f"sys{i}" for i in range(S)], T)
+TOP = np.tile(np.arange(T), S)
+
+
+def _scores(seed=0):
+    y = np.random.default_rng(seed).uniform(0.05, 0.95, S * T)
+    y[[0, 4]] = 0.0
+    y[7] = 1.0
+    return y
+
+
+def _logp(model, point):
+    # PyMC's Student-t log-density differs from scipy's by ~1e-8 (its constants), hence abs=1e-6 below.
+    return float(model.compile_logp(jacobian=False, mode="FAST_COMPILE")(point))
+
+
+def _random_point(model, seed):
+    rng = np.random.default_rng(seed)
+    return {k: np.asarray(v) + rng.normal(scale=0.4, size=np.shape(v)) for k, v in model.initial_point().items()}
+
+
+def _half_t(x, scale):
+    return stats.t.logpdf(x, 3, 0, scale) + np.log(2)
+
+
+def _effects(pt, sys_code, top_code, scale=2.5):
+    sd_s, sd_t = np.exp(pt["sd_system_log__"]), np.exp(pt["sd_topic_log__"])
+    prior = (_half_t(sd_s, scale) + _half_t(sd_t, scale)
+             + stats.norm.logpdf(pt["z_system"]).sum() + stats.norm.logpdf(pt["z_topic"]).sum())
+    return sd_s * pt["z_system"][sys_code] + sd_t * pt["z_topic"][top_code], prior
+
+
+def test_gaussian_logp_equals_scipy():
+    y = np.random.default_rng(0).normal(0.5, 0.3, S * T)
+    model = gaussian(SYS, TOP, y)
+    assert model.coords["system"] == ("sys0", "sys1", "sys2")
+    assert model.coords["topic"] == tuple(range(T))
+    pt = _random_point(model, 1)
+    scale = max(2.5, 1.4826 * np.median(np.abs(y - np.median(y))))
+    eff, prior = _effects(pt, np.repeat(np.arange(S), T), TOP, scale)
+    sigma = np.exp(pt["sigma_log__"])
+    ref = (prior + stats.t.logpdf(pt["Intercept"], 3, np.median(y), scale) + _half_t(sigma, scale)
+           + stats.norm.logpdf(y, pt["Intercept"] + eff, sigma).sum())
+    assert _logp(model, pt) == pytest.approx(ref, abs=1e-6)
+
+
+def test_zoib_logp_equals_scipy():
+    y = _scores()
+    model = zoib(SYS, TOP, y)
+    pt = _random_point(model, 2)
+    eff, prior = _effects(pt, np.repeat(np.arange(S), T), TOP)
+    phi = np.exp(pt["phi_log__"])
+    zoi, coi = special.expit(pt["zoi_logodds__"]), special.expit(pt["coi_logodds__"])
+    mu = special.expit(pt["Intercept"] + eff)
+    inner = stats.beta.logpdf(np.clip(y, 1e-12, 1 - 1e-12), mu * phi, (1 - mu) * phi)
+    lik = np.where(y == 0, np.log(zoi * (1 - coi)), np.where(y == 1, np.log(zoi * coi), np.log(1 - zoi) + inner))
+    ref = (prior + stats.t.logpdf(pt["Intercept"], 3, 0, 2.5) + stats.gamma.logpdf(phi, 0.01, scale=100)
+           + stats.beta.logpdf(zoi, 1, 1) + stats.beta.logpdf(coi, 1, 1) + lik.sum())
+    assert _logp(model, pt) == pytest.approx(ref, abs=1e-6)
+
+
+@pytest.mark.parametrize("rank_effect", ["linear", "categorical"])
+def test_zoib_rank_logp_equals_scipy(rank_effect):
+    sys_ = np.repeat(SYS, 3)
+    top = np.repeat(TOP, 3)
+    rank = np.tile([1, 2, 3], S * T)
+    y = np.random.default_rng(3).uniform(0.0, 0.2, rank.size)
+    y[::4] = 0.0  # gains: many zeros, no ones
+    model = zoib_rank(sys_, top, rank, y, rank_effect=rank_effect)
+    assert "coi" not in model.named_vars  # one_inflation defaults to False without ones
+    assert model.coords["rank"] == (1, 2, 3)
+    pt = _random_point(model, 4)
+    eff, prior = _effects(pt, np.repeat(np.arange(S), 3 * T), top)
+    if rank_effect == "linear":
+        term = pt["b_rank"] * (rank - rank.mean())
+    else:
+        dummies = np.stack([(rank == 2), (rank == 3)], axis=1).astype(float)
+        term = (dummies - dummies.mean(axis=0)) @ pt["b_rank_free"]
+    phi, zoi = np.exp(pt["phi_log__"]), special.expit(pt["zoi_logodds__"])
+    mu = special.expit(pt["Intercept"] + term + eff)
+    lik = zoib_logpdf(y, mu, phi, zoi, 0.0)
+    ref = (prior + stats.t.logpdf(pt["Intercept"], 3, 0, 2.5) + stats.gamma.logpdf(phi, 0.01, scale=100)
+           + stats.beta.logpdf(zoi, 1, 1) + lik.sum())  # b_rank: flat prior, log-density 0
+    assert _logp(model, pt) == pytest.approx(ref, abs=1e-6)
+
+
+def test_zoib_rank_options():
+    rank = np.tile([1, 2, 3], S * T)
+    y = np.full(rank.size, 0.1)
+    y[0] = 1.0
+    m = zoib_rank(np.repeat(SYS, 3), np.repeat(TOP, 3), rank, y, rank_prior_scale=1.0)
+    assert "coi" in m.named_vars  # a 1 in the data switches one-inflation on
+    assert isinstance(m["b_rank"].owner.op, type(pm.Normal.dist(0, 1).owner.op))
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: zoib(SYS, TOP, _scores() + 0.5), r"score must lie in \[0, 1\] for a beta family"),
+        (lambda: zoib(["a"] * (S * T), TOP, _scores()), "system must hold at least 2 distinct values; got 1"),
+        (lambda: gaussian(SYS, np.zeros(S * T), _scores()), "topic must hold at least 2 distinct values"),
+        (lambda: gaussian(SYS[:-1], TOP, _scores()), r"system must be 1-D with one entry per score \(15\)"),
+        (lambda: gaussian(SYS, TOP, np.full(S * T, np.nan)), "score must be finite"),
+        (lambda: zoib_rank(SYS, TOP, np.ones(S * T - 1), _scores()), "rank must have one entry per score"),
+        (lambda: zoib_rank(SYS, TOP, np.full(S * T, 1.5), _scores()), "rank must hold integers >= 1"),
+        (lambda: zoib_rank(SYS, TOP, np.ones(S * T), _scores(), rank_effect="spline"),
+         "rank_effect must be one of 'linear', 'categorical'"),
+        (lambda: zoib_rank(SYS, TOP, np.ones(S * T), _scores(), one_inflation=False),
+         "one_inflation=False gives a 1 zero probability"),
+        (lambda: zoib_rank(SYS, TOP, np.ones(S * T), _scores(), rank_prior_scale=0.0),
+         "rank_prior_scale must be > 0 or None"),
+        (lambda: zoib_rank(SYS, TOP, np.ones(S * T), _scores(), rank_effect="categorical"),
+         "at least 2 distinct values for rank_effect='categorical'"),
+    ],
+)
+def test_model_input_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_missing_pymc_names_the_extra(monkeypatch):
+    import sys
+
+    from uncertank.bayes import _deps
+
+    monkeypatch.setitem(sys.modules, "pymc", None)
+    with pytest.raises(ImportError, match=r'pip install "uncertank\[bayes\]"'):
+        _deps.require_pymc()
+    monkeypatch.setitem(sys.modules, "arviz", None)
+    with pytest.raises(ImportError, match=r'pip install "uncertank\[bayes\]"'):
+        _deps.require_arviz()
+
+
+def test_import_is_light():
+    import subprocess
+    import sys
+
+    code = ("import sys, uncertank.bayes, uncertank.bayes.cli; "
+            "print(sorted(m for m in ('pymc', 'pytensor', 'arviz', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

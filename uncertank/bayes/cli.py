@@ -1,0 +1,245 @@
+"""``uncertank compare``: the Bayesian comparison from the command line.
+
+Three sources::
+
+    uncertank compare SCORES.csv            # columns system,topic,score[,rank]
+    uncertank compare RUNS_DIR QRELS        # TREC runs and qrels: RBP per topic (or per rank)
+    uncertank compare trec-covid-round1     # the bundled data, the paper's 42 pooled runs
+
+The output folder receives ``results.json`` (settings, timings, diagnostics,
+distinguishability counts, URisk), ``effects.csv`` (system effects),
+``posterior.nc`` (the fit, readable with
+:meth:`uncertank.bayes.SystemComparison.from_netcdf`) and, when matplotlib
+is installed, ``effects.png`` and ``ppc.png``. Every file is written
+atomically. PyMC is imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from uncertank.bayes.comparison import SystemComparison
+
+__all__ = ["BUNDLED", "compare_command"]
+
+#: The name that selects the bundled TREC-COVID round 1 data.
+BUNDLED = "trec-covid-round1"
+_FAMILIES = ("gaussian", "zoib", "zoib_rank")
+_SAMPLERS = ("pymc", "nutpie", "numpyro")
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _load_source(
+    source: str, qrels: str | None, *, family: str, all_systems: bool, phi: float, depth: int | None, gain: str
+) -> tuple[pd.DataFrame, str]:
+    import pandas as pd
+
+    from uncertank.bayes.data import frame_from_runs, frame_from_trec_covid
+
+    path = Path(source)
+    if source == BUNDLED and not path.exists():
+        if qrels is not None:
+            raise click.UsageError(f"{BUNDLED} takes no QRELS argument")
+        return frame_from_trec_covid(family, pooled_only=not all_systems), BUNDLED
+    if not path.exists():
+        raise click.BadParameter(f"{source!r} is neither an existing file or folder nor {BUNDLED!r}",
+                                 param_hint="SOURCE")
+    if all_systems:
+        raise click.UsageError(f"--all-systems applies to {BUNDLED} only")
+    if qrels is None:
+        if path.is_dir():
+            raise click.UsageError("a folder of runs needs a QRELS argument")
+        try:
+            return pd.read_csv(path), str(path)
+        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise click.BadParameter(f"cannot read {source!r} as CSV: {exc}", param_hint="SOURCE") from None
+    if not Path(qrels).is_file():
+        raise click.BadParameter(f"{qrels!r} is not a file", param_hint="QRELS")
+    per_rank = family == "zoib_rank"
+    if per_rank and depth is None:
+        raise click.UsageError("--family zoib_rank on runs needs --depth (the pool depth)")
+    df = frame_from_runs(path, qrels, phi=phi, per_rank=per_rank, depth=depth, gain=gain)  # type: ignore[arg-type]
+    return df, f"{path} + {qrels}"
+
+
+def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[float, ...],
+              convention: str) -> dict[str, Any]:
+    """The JSON-ready summary that ``results.json`` holds.
+
+    Parameters
+    ----------
+    cmp : SystemComparison
+        A fitted comparison.
+    baseline : str, optional
+        URisk baseline; no URisk without it.
+    risk_r : tuple of float
+        The loss weights (or TREC alphas) URisk is computed for.
+    convention : {"benham", "trec"}
+        URisk convention.
+
+    Returns
+    -------
+    dict
+    """
+    distinguishable: dict[str, Any] = {}
+    effects = cmp.system_effects()
+    for ref in ("best", "worst"):
+        entry: dict[str, Any] = {"system": effects["system"].iloc[0 if ref == "best" else -1]}
+        for method in ("interval", "contrast"):
+            d = cmp.distinguishable(ref, method=method)  # type: ignore[arg-type]
+            entry[method] = len(d)
+            entry[f"{method}_systems"] = d["system"].tolist()
+        distinguishable[ref] = entry
+    out: dict[str, Any] = {
+        "family": cmp.family, "sampler": cmp.sampler, "n_systems": len(cmp.systems),
+        "n_topics": len(cmp.topics), "n_obs": len(cmp.data), "chains": cmp.n_chains,
+        "draws": cmp.n_draws, "timings": cmp.timings, "diagnostics": cmp.diagnostics().to_dict(),
+        "distinguishable": distinguishable,
+        "effects": effects.to_dict(orient="records"),
+    }
+    if baseline is not None:
+        out["urisk"] = {
+            "baseline": baseline, "convention": convention,
+            "tables": {f"r={r:g}": cmp.urisk(baseline, r=r, convention=convention).to_dict(orient="records")  # type: ignore[arg-type]
+                       for r in risk_r},
+        }
+    return _jsonable(out)  # type: ignore[no-any-return]
+
+
+@click.command("compare")
+@click.argument("source")
+@click.argument("qrels", required=False)
+@click.option("--family", type=click.Choice(_FAMILIES), default="zoib", show_default=True,
+              help="Model: Gaussian, zero-one-inflated beta, or per-rank ZOiB.")
+@click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True, help="Draws per chain.")
+@click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")
+@click.option("--chains", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--sampler", type=click.Choice(_SAMPLERS), default="pymc", show_default=True,
+              help="NUTS implementation (nutpie is faster once compiled).")
+@click.option("--drop-bottom", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0, show_default=True,
+              help="Fraction of systems, lowest mean score first, discarded before fitting.")
+@click.option("--baseline", default=None,
+              help="URisk baseline system (default for trec-covid-round1: bm25_baseline).")
+@click.option("--risk-r", "risk_r", type=float, multiple=True, default=(1.0, 2.0), show_default=True,
+              help="URisk loss weight r (repeatable).")
+@click.option("--convention", type=click.Choice(["benham", "trec"]), default="benham", show_default=True,
+              help="URisk sign and weight convention.")
+@click.option("--phi", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.8,
+              show_default=True, help="RBP persistence (runs only).")
+@click.option("--depth", type=click.IntRange(min=1), default=None,
+              help="Evaluation depth for runs (required with --family zoib_rank).")
+@click.option("--gain", type=click.Choice(["graded", "binary"]), default="graded", show_default=True,
+              help="Gain of a judged document (runs only).")
+@click.option("--all-systems", is_flag=True, help="trec-covid-round1: all 107 runs, not just the 42 pooled.")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=Path("compare-results"),
+              show_default=True, help="Output folder.")
+@click.option("--strict", is_flag=True, help="Fail when the fit misses a convergence threshold.")
+@click.option("--plots/--no-plots", default=True, show_default=True, help="Write effects.png and ppc.png.")
+@click.option("--progress/--no-progress", default=False, show_default=True, help="Show the sampler's progress.")
+def compare_command(
+    source: str, qrels: str | None, family: str, draws: int, tune: int, chains: int, seed: int, sampler: str,
+    drop_bottom: float, baseline: str | None, risk_r: tuple[float, ...], convention: str, phi: float,
+    depth: int | None, gain: str, all_systems: bool, output: Path, strict: bool, plots: bool, progress: bool,
+) -> None:
+    """Compare systems with a Bayesian hierarchical model (Benham, Moffat & Culpepper, ECIR 2021).
+
+    SOURCE is a CSV with columns system,topic,score (and rank for zoib_rank),
+    a folder of TREC run files (then QRELS is required), or trec-covid-round1
+    for the bundled TREC-COVID round 1 data.
+    """
+    from uncertank.bayes.comparison import ConvergenceError, compare
+    from uncertank.datasets.trec import TREC_COVID_ROUND1_BM25_BASELINE
+
+    df, label = _load_source(source, qrels, family=family, all_systems=all_systems, phi=phi, depth=depth,
+                             gain=gain)
+    if baseline is None and label == BUNDLED:
+        baseline = TREC_COVID_ROUND1_BM25_BASELINE
+    if baseline is not None and baseline not in set(df["system"].astype(str)):
+        raise click.BadParameter(f"{baseline!r} is not a system of {label}", param_hint="--baseline")
+    click.echo(f"fitting {family} on {label}: {df['system'].nunique()} systems, "
+               f"{df['topic'].nunique()} topics, {len(df)} rows ({sampler}, {chains}x{draws})", err=True)
+    try:
+        cmp = compare(df, family=family, draws=draws, tune=tune, chains=chains, seed=seed,  # type: ignore[arg-type]
+                      sampler=sampler, drop_bottom=drop_bottom, strict=strict,  # type: ignore[arg-type]
+                      progressbar=progress)
+    except ConvergenceError as exc:
+        raise click.ClickException(str(exc)) from None
+    except (ValueError, TypeError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if baseline is not None and baseline not in [str(s) for s in cmp.systems]:
+        click.echo(f"baseline {baseline!r} was dropped by --drop-bottom; no URisk", err=True)
+        baseline = None
+    output.mkdir(parents=True, exist_ok=True)
+    results = summarise(cmp, baseline=baseline, risk_r=tuple(risk_r), convention=convention)
+    results["source"] = label
+    results["settings"] = {"tune": tune, "seed": seed, "drop_bottom": drop_bottom, "phi": phi, "depth": depth,
+                           "gain": gain, "all_systems": all_systems}
+    _atomic_write_text(output / "results.json", json.dumps(results, indent=2) + "\n")
+    _atomic_write_text(output / "effects.csv", cmp.system_effects().to_csv(index=False))
+    cmp.to_netcdf(output / "posterior.nc")
+    written = ["results.json", "effects.csv", "posterior.nc"]
+    if plots:
+        written += _write_plots(cmp, output)
+    d = results["distinguishable"]
+    diag = results["diagnostics"]
+    click.echo(
+        f"best {d['best']['system']}: distinguishable from {d['best']['interval']} systems "
+        f"(intervals), {d['best']['contrast']} (contrasts); worst {d['worst']['system']}: "
+        f"{d['worst']['interval']} and {d['worst']['contrast']}"
+    )
+    click.echo(f"R-hat max {diag['max_rhat']:.3f}, bulk ESS min {diag['min_ess_bulk']:.0f}, "
+               f"{diag['n_divergences']} divergences; wrote {', '.join(written)} to {output}")
+
+
+def _write_plots(cmp: SystemComparison, output: Path) -> list[str]:
+    try:
+        import matplotlib
+    except ImportError:
+        click.echo('matplotlib is missing (pip install "uncertank[plot]"): no plots', err=True)
+        return []
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from uncertank.bayes.comparison import _atomic_write
+
+    written = []
+    for name, draw in (("effects.png", lambda: cmp.plot_effects()), ("ppc.png", lambda: cmp.plot_ppc())):
+        fig: Any = draw().figure
+        fig.tight_layout()
+        _atomic_write(output / name, lambda tmp, fig=fig: fig.savefig(tmp, dpi=120, format="png"))
+        plt.close(fig)
+        written.append(name)
+    return written
