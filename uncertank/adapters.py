@@ -16,7 +16,7 @@ from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank._validation import as_float_array, check_positive_int
 from uncertank.protocols import Ranker
 
-__all__ = ["CallableRanker", "EnsembleRanker"]
+__all__ = ["CallableRanker", "CrossEncoderRanker", "EnsembleRanker"]
 
 
 class CallableRanker:
@@ -123,3 +123,72 @@ class EnsembleRanker:
 
     def __repr__(self) -> str:
         return f"EnsembleRanker({[getattr(r, 'name', type(r).__name__) for r in self.rankers]})"
+
+
+class CrossEncoderRanker:
+    """Any sentence-transformers ``CrossEncoder`` as a :class:`~uncertank.Ranker`.
+
+    Each pair is scored as ``(context text, candidate)``, where the context
+    text is the query's utterances joined by ``context_sep``; all pairs go to
+    one ``model.predict`` call, which batches them.
+
+    Parameters
+    ----------
+    model : sentence_transformers.CrossEncoder
+        With one output (its activation, a sigmoid by default, gives the
+        score) or two (the softmax's second column is P(relevant), as for
+        the models of Penha & Hauff 2021).
+    batch_size : int
+        Pairs per forward pass.
+    context_sep : str
+        Joins the context utterances into one text.
+    name : str, optional
+        Report name; the model's class name by default.
+
+    Notes
+    -----
+    The scores count as probabilities (``Predictions.probabilistic``) when
+    they all lie in [0, 1]: true for a sigmoid or softmax output, not for a
+    model returning raw logits.
+    """
+
+    def __init__(
+        self, model: Any, *, batch_size: int = 32, context_sep: str = " ", name: str | None = None
+    ) -> None:
+        if not callable(getattr(model, "predict", None)):
+            raise TypeError(
+                f"model must be a sentence-transformers CrossEncoder (with predict(pairs)); got {type(model).__name__}"
+            )
+        self.model = model
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        if not isinstance(context_sep, str):
+            raise TypeError(f"context_sep must be a str; got {type(context_sep).__name__}")
+        self.context_sep = context_sep
+        self.name = name or type(model).__name__
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        """Score all pairs of ``queries`` in one batched call; shape (n_pairs,)."""
+        if not isinstance(queries, QuerySet):
+            raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
+        texts = [self.context_sep.join(c) for c in queries.contexts]
+        qidx = queries.query_index
+        pairs = [(texts[q], c) for q, c in zip(qidx.tolist(), queries.candidates, strict=True)]
+        n_labels = int(getattr(self.model, "num_labels", 1))
+        raw = self.model.predict(
+            pairs, batch_size=self.batch_size, show_progress_bar=False,
+            apply_softmax=n_labels > 1, convert_to_numpy=True,
+        )
+        out = np.asarray(raw, dtype=np.float64)
+        if out.ndim == 2 and out.shape[1] == 2:
+            out = out[:, 1]
+        if out.shape != (queries.n_pairs,):
+            raise ValueError(
+                f"model.predict must return one score (or two class probabilities) per pair; "
+                f"got shape {np.asarray(raw).shape} for {queries.n_pairs} pairs"
+            )
+        scores = as_float_array(out, f"scores returned by {self.name}")
+        probabilistic = bool(((scores >= 0) & (scores <= 1)).all())
+        return Predictions(scores, queries.offsets, ranker=self.name, probabilistic=probabilistic)
+
+    def __repr__(self) -> str:
+        return f"CrossEncoderRanker({self.name!r})"

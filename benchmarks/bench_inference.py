@@ -1,0 +1,151 @@
+"""Inference cost of bert, mc_dropout (T passes) and ensemble (M members), as ratios to bert.
+
+One backbone, one batch of real Ubuntu-sample pairs; each configuration is
+timed ``--repeats`` times after a warm-up and the median is kept. Targets:
+mc_dropout <= 1.05 x T and ensemble <= 1.05 x M times bert (no overhead beyond
+the passes themselves); PG-DRR's Table 2 (Ye et al., AAAI 2023) reports 9.7x
+and 5.0x on a GPU.
+
+    python benchmarks/bench_inference.py            # packaged MiniLM, 64 pairs, T=10, M=5
+
+The results replace this script's section of benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+NAME = "bench_inference"
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def _time(fn: Callable[[], Any], repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def write_section(body: str, path: Path = RESULTS) -> None:
+    """Replace (or append) this script's section of RESULTS.md, atomically."""
+    begin, end = f"<!-- begin: {NAME} -->", f"<!-- end: {NAME} -->"
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backbone", choices=["minilm", "tiny"], default="minilm")
+    ap.add_argument("--pairs", type=int, default=64, help="pairs in the batch")
+    ap.add_argument("--max-length", type=int, default=100)
+    ap.add_argument("--passes", type=int, default=10)
+    ap.add_argument("--members", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    args = ap.parse_args(argv)
+    cli = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--no-write"]
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    import torch
+
+    import uncertank.datasets as ud
+    from uncertank.nn import (
+        NeuralRanker,
+        encode_queries,
+        get_accelerator,
+        resolve_device,
+        score_probabilities,
+    )
+    from uncertank.nn.testing import tiny_config
+
+    backbone = None if args.backbone == "minilm" else tiny_config(max_position_embeddings=512)
+    test = ud.load("ubuntu-sample", split="test", negatives="bm25", n_candidates=10, seed=0)
+    n_queries = -(-args.pairs // 10)
+    queries = test.subset(np.arange(n_queries))
+    members = [
+        NeuralRanker(backbone, seed=m, max_length=args.max_length, eval_batch_size=args.pairs,
+                     device=args.device, show_progress=False)
+        for m in range(args.members)
+    ]
+    models = [m._build() for m in members]
+    enc = encode_queries(members[0].tokenizer, queries, max_length=args.max_length)
+    keep = np.arange(min(args.pairs, enc.n_pairs))
+    from uncertank.nn.inputs import EncodedPairs
+
+    lo, hi = enc.offsets[keep[0]], enc.offsets[keep[-1] + 1]
+    batch = EncodedPairs(
+        enc.input_ids[lo:hi], enc.token_type_ids[lo:hi], enc.offsets[: keep.size + 1] - lo, enc.pad_token_id
+    )
+    acc = get_accelerator(args.device)
+    device = resolve_device(args.device)
+
+    def run(ms: list[Any], **kw: Any) -> Callable[[], Any]:
+        return lambda: score_probabilities(ms, batch, batch_size=args.pairs, accelerator=acc, **kw)
+
+    t = {
+        "bert": _time(run(models[:1]), args.repeats),
+        "dropout_1": _time(run(models[:1], mc=True, n_passes=1, seed=0), args.repeats),
+        "mc_dropout": _time(run(models[:1], mc=True, n_passes=args.passes, seed=0), args.repeats),
+        "ensemble": _time(run(models, stacked=False), args.repeats),
+        "ensemble_vmap": _time(run(models, stacked=True), args.repeats),
+    }
+    per_k = {k: v / batch.n_pairs * 1000 for k, v in t.items()}
+    bert = t["bert"]
+    tokens = float(batch.lengths.mean())
+    lines = [
+        "## Inference cost: bert, mc_dropout, ensemble (`benchmarks/bench_inference.py`)",
+        "",
+        f"Command: `{' '.join(['python', 'benchmarks/bench_inference.py', *cli])}`",
+        "",
+        f"Backbone: {'packaged all-MiniLM-L6-v2' if backbone is None else 'tiny random BERT (2 layers, hidden 32)'}; "
+        f"one batch of {batch.n_pairs} Ubuntu-sample test pairs (mean {tokens:.0f} tokens, max_length "
+        f"{args.max_length}); T = {args.passes}, M = {args.members}; median of {args.repeats} runs after a warm-up. "
+        f"Device: {device.type} ({platform.processor() or platform.machine()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads).",
+        "",
+        "| ranker | s per 1,000 pairs | ratio to bert | target | papers (PG-DRR Table 2) |",
+        "|---|---:|---:|---:|---:|",
+        f"| bert | {per_k['bert']:.2f} | 1.00 | 1 | 1 |",
+        f"| mc_dropout (T={args.passes}) | {per_k['mc_dropout']:.2f} | {t['mc_dropout'] / bert:.2f} | "
+        f"<= {1.05 * args.passes:.1f} | 9.7 |",
+        f"| ensemble (M={args.members}), member by member | {per_k['ensemble']:.2f} | {t['ensemble'] / bert:.2f} | "
+        f"<= {1.05 * args.members:.2f} | 5.0 |",
+        f"| ensemble (M={args.members}), vmap over stacked weights | {per_k['ensemble_vmap']:.2f} | "
+        f"{t['ensemble_vmap'] / bert:.2f} | <= {1.05 * args.members:.2f} | 5.0 |",
+        "",
+        f"One pass with dropout on costs {t['dropout_1'] / bert:.2f} x an eval pass on this device, so the "
+        f"overhead of MC dropout beyond its passes is mc_dropout / (T x one dropout pass) = "
+        f"{t['mc_dropout'] / (args.passes * t['dropout_1']):.2f}.",
+        "",
+        "The GPU path (device='auto' picks CUDA, bf16 autocast) was not measured: no GPU was available.",
+    ]
+    body = "\n".join(lines)
+    print(body)
+    if not args.no_write:
+        write_section(body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Fine-tune the packaged MiniLM on the Ubuntu sample and evaluate bert, mc_dropout, ensemble.
+
+Reproduces the "Real run" section of docs/rankers.md::
+
+    python docs/scripts/real_run_neural.py
+
+Stages (each resumes from what the previous run left in --workdir):
+
+1. train: M cross-encoders (seeds 0..M-1) fine-tuned on a random subset of
+   the train split, each keeping its best epoch on a subset of the valid split.
+2. predict: on a random subset of the test split, ``bert`` (member 0, dropout
+   off), ``mc_dropout`` (member 0's weights, T passes with dropout on) and
+   ``ensemble`` (all M members); scores saved as .npz.
+3. evaluate: R_10@1, MAP and ECE (10 uniform bins) with uncertank.metrics;
+   the numbers, sizes, timings and this command go to --out (JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(payload, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def _atomic_npz(path: Path, **arrays: Any) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
+    os.close(fd)
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def _subset(qs: Any, n: int | None, seed: int) -> Any:
+    if n is None or n >= qs.n_queries:
+        return qs
+    idx = np.sort(np.random.default_rng(seed).choice(qs.n_queries, size=n, replace=False))
+    return qs.subset(idx)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train-queries", type=int, default=600)
+    ap.add_argument("--valid-queries", type=int, default=40)
+    ap.add_argument("--test-queries", type=int, default=80)
+    ap.add_argument("--max-length", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=2e-4)
+    ap.add_argument("--members", type=int, default=3)
+    ap.add_argument("--passes", type=int, default=10)
+    ap.add_argument("--negatives", default="bm25")
+    ap.add_argument("--workdir", type=Path, default=ROOT / ".cache" / "real_run_neural")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "real_run_neural.json")
+    ap.add_argument("--stage", choices=["all", "train", "predict", "evaluate"], default="all")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    import torch
+    from uncertank_bert import BertRanker
+    from uncertank_ensemble import DeepEnsembleRanker
+    from uncertank_mcdropout import MCDropoutRanker
+
+    import uncertank.datasets as ud
+    from uncertank.nn import NeuralRanker
+
+    work: Path = args.workdir
+    work.mkdir(parents=True, exist_ok=True)
+    data = {
+        split: ud.load("ubuntu-sample", split=split, negatives="bm25", n_candidates=10, seed=0)
+        for split in ("train", "valid", "test")
+    }
+    train = _subset(data["train"], args.train_queries, 0)
+    valid = _subset(data["valid"], args.valid_queries, 1)
+    test = _subset(data["test"], args.test_queries, 2)
+    timings_file = work / "timings.json"
+    timings: dict[str, Any] = json.loads(timings_file.read_text()) if timings_file.exists() else {}
+
+    members: list[NeuralRanker] = []
+    if args.stage in ("all", "train", "predict"):
+        for m in range(args.members):
+            folder = work / f"member_{m}"
+            if (folder / "uncertank.json").exists():
+                members.append(BertRanker.load(folder))
+                continue
+            if args.stage == "predict":
+                raise SystemExit(f"member {m} is not trained yet ({folder}); run --stage train")
+            ranker = BertRanker(
+                max_length=args.max_length, epochs=args.epochs, batch_size=args.batch_size,
+                lr=args.lr, seed=m, negatives=args.negatives, device="auto",
+            )
+            t0 = time.perf_counter()
+            ranker.fit(train, valid)
+            timings[f"train_member_{m}_s"] = round(time.perf_counter() - t0, 1)
+            ranker.save(folder)
+            _atomic_json(timings_file, timings)
+            hist = ranker.history_
+            assert hist is not None
+            print(f"member {m}: {timings[f'train_member_{m}_s']} s, first/last loss "
+                  f"{np.mean(hist.loss[:10]):.3f}/{np.mean(hist.loss[-10:]):.3f}, valid MAP {hist.valid_map}",
+                  flush=True)
+            members.append(ranker)
+
+    scores_file = work / "test_scores.npz"
+    if args.stage in ("all", "predict") and not scores_file.exists():
+        bert = members[0]
+        t0 = time.perf_counter()
+        p_bert = bert.predict(test).scores
+        timings["predict_bert_s"] = round(time.perf_counter() - t0, 1)
+        mc = MCDropoutRanker.from_ranker(bert, n_passes=args.passes)
+        t0 = time.perf_counter()
+        s_mc = mc.predict_samples(test).samples
+        timings["predict_mc_dropout_s"] = round(time.perf_counter() - t0, 1)
+        ens = DeepEnsembleRanker.from_members(members)
+        t0 = time.perf_counter()
+        s_ens = ens.predict_samples(test).samples
+        timings["predict_ensemble_s"] = round(time.perf_counter() - t0, 1)
+        _atomic_npz(scores_file, bert=p_bert, mc_dropout=s_mc, ensemble=s_ens,
+                    labels=test.labels, offsets=test.offsets)
+        _atomic_json(timings_file, timings)
+        print("predictions saved", timings, flush=True)
+
+    if args.stage in ("all", "evaluate"):
+        from uncertank.metrics import expected_calibration_error, mean_average_precision, recall_at_k
+
+        z = np.load(scores_file)
+        from uncertank import RankedLists
+
+        results: dict[str, Any] = {}
+        preds = {"bert": z["bert"], "mc_dropout": z["mc_dropout"].mean(0), "ensemble": z["ensemble"].mean(0)}
+        for name, scores in preds.items():
+            rl = RankedLists.from_flat(scores, z["labels"], z["offsets"])
+            row = {
+                "R10@1": float(recall_at_k(rl, k=1)),
+                "MAP": float(mean_average_precision(rl)),
+                "ECE": float(expected_calibration_error(rl.scores, rl.labels, n_bins=10, strategy="uniform")),
+            }
+            if name != "bert":
+                row["mean_predictive_std"] = float(z[name].std(0).mean())
+            results[name] = row
+        payload = {
+            "command": "python docs/scripts/real_run_neural.py " + " ".join(sys.argv[1:] if argv is None else argv),
+            "data": {
+                "dataset": "ubuntu-sample (Ubuntu Dialogue Corpus sample), negatives=bm25, n_candidates=10, seed=0",
+                "train_queries": train.n_queries, "train_pairs_per_epoch": 2 * int((train.labels > 0).sum()),
+                "valid_queries": valid.n_queries, "test_queries": test.n_queries, "test_pairs": test.n_pairs,
+            },
+            "settings": {
+                "backbone": "packaged all-MiniLM-L6-v2", "max_length": args.max_length, "epochs": args.epochs,
+                "batch_size": args.batch_size, "lr": args.lr, "members": args.members,
+                "passes": args.passes, "training_negatives": args.negatives,
+                "ece": "10 equal-width bins on [0, 1] over all test pairs",
+            },
+            "results": results,
+            "timings_s": timings,
+            "machine": {
+                "platform": platform.platform(), "torch": torch.__version__,
+                "threads": torch.get_num_threads(), "cuda": torch.cuda.is_available(),
+            },
+        }
+        _atomic_json(args.out, payload)
+        print(json.dumps(payload["results"], indent=2), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from uncertank_ensemble import DeepEnsembleRanker
+
+import uncertank
+from uncertank import PredictiveSamples
+from uncertank.nn import NeuralRanker, load_ranker
+from uncertank.nn.testing import tiny_config, toy_queries
+
+PARAMS = dict(max_length=32, epochs=1, batch_size=4, lr=3e-3, negatives="given", show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    ranker = uncertank.make_ranker("ensemble", backbone=tiny_config(), n_members=3, **PARAMS)
+    return ranker.fit(toy_queries())
+
+
+def test_entry_point_and_members_from_different_seeds(fitted):
+    assert isinstance(fitted, DeepEnsembleRanker)
+    assert isinstance(fitted, uncertank.StochasticRanker)
+    assert [m.training_config.seed for m in fitted.members] == [0, 1, 2]
+    assert all(m.history_ is not None for m in fitted.members)
+
+
+def test_ensemble_variance_and_rows_are_members(fitted):
+    queries = toy_queries()
+    samples = fitted.predict_samples(queries)
+    assert isinstance(samples, PredictiveSamples)
+    assert samples.samples.shape == (3, 100)
+    assert samples.var().mean() > 1e-8
+    for m, member in enumerate(fitted.members):
+        np.testing.assert_allclose(samples.samples[m], member.predict(queries).scores, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(fitted.predict(queries).scores, samples.mean())
+    assert fitted.predict_samples(queries, n_samples=2).samples.shape == (2, 100)
+
+
+def test_a_member_equals_the_same_seed_trained_alone(fitted):
+    queries = toy_queries()
+    alone = NeuralRanker(tiny_config(), seed=1, **PARAMS).fit(queries)
+    np.testing.assert_array_equal(alone.predict(queries).scores, fitted.members[1].predict(queries).scores)
+
+
+def test_stacked_vmap_inference_matches_member_by_member(fitted):
+    queries = toy_queries()
+    loop = DeepEnsembleRanker.from_members(fitted.members, stacked=False).predict_samples(queries)
+    vmapped = DeepEnsembleRanker.from_members(fitted.members, stacked=True).predict_samples(queries)
+    np.testing.assert_allclose(vmapped.samples, loop.samples, rtol=0, atol=1e-5)
+
+
+def test_save_load_round_trip(tmp_path, fitted):
+    queries = toy_queries()
+    fitted.save(tmp_path / "ens")
+    assert sorted(p.name for p in (tmp_path / "ens").iterdir()) == [
+        "member_0", "member_1", "member_2", "uncertank.json",
+    ]
+    again = DeepEnsembleRanker.load(tmp_path / "ens")
+    np.testing.assert_array_equal(again.predict_samples(queries).samples, fitted.predict_samples(queries).samples)
+    assert isinstance(load_ranker(tmp_path / "ens"), DeepEnsembleRanker)
+
+
+def test_errors(fitted):
+    with pytest.raises(ValueError, match="n_members"):
+        DeepEnsembleRanker(tiny_config(), n_members=1)
+    with pytest.raises(TypeError, match="stacked"):
+        DeepEnsembleRanker(tiny_config(), stacked="yes")
+    with pytest.raises(ValueError, match="members must hold at least 2"):
+        DeepEnsembleRanker.from_members(fitted.members[:1])
+    with pytest.raises(TypeError, match=r"members\[1\] must be a NeuralRanker"):
+        DeepEnsembleRanker.from_members([fitted.members[0], "x"])
+    with pytest.raises(ValueError, match="n_samples must be <= n_members"):
+        fitted.predict_samples(toy_queries(), n_samples=4)
+    with pytest.raises(TypeError, match="queries must be a QuerySet"):
+        fitted.predict_samples([1])

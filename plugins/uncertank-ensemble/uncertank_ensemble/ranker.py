@@ -1,0 +1,175 @@
+"""Deep ensembles: M cross-encoders fine-tuned from different seeds."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from typing_extensions import Self
+
+from uncertank._types import Predictions, PredictiveSamples, QuerySet
+from uncertank._validation import check_positive_int
+from uncertank.nn import (
+    NeuralRanker,
+    atomic_directory,
+    encode_queries,
+    get_accelerator,
+    read_manifest,
+    resolve_device,
+    score_probabilities,
+)
+from uncertank.nn.checkpoint import FORMAT, MANIFEST
+
+__all__ = ["DeepEnsembleRanker"]
+
+
+class DeepEnsembleRanker:
+    """M cross-encoders trained from different seeds on the same data.
+
+    Deep ensembles (Lakshminarayanan et al., NeurIPS 2017) as Penha & Hauff
+    use them (EACL 2021, section 3.2): member ``m`` is a
+    :class:`~uncertank.nn.NeuralRanker` fine-tuned with seed ``seed + m``
+    (its own head initialisation, negatives and batch order); the mean over
+    members is the prediction and their spread its uncertainty. Row ``m`` of
+    :meth:`predict_samples` is member ``m``'s prediction, a joint draw.
+
+    Inference encodes every batch once and runs it through all members, either
+    one member after another or, with ``stacked=True``, in one
+    ``torch.func.vmap`` call over the stacked weights
+    (``torch.func.stack_module_state``).
+
+    Parameters
+    ----------
+    backbone : None, str, path or transformers.PretrainedConfig
+        As in :class:`uncertank.nn.NeuralRanker`; shared by all members.
+    n_members : int
+        M (5 by default, as in the paper); at least 2.
+    stacked : bool or None
+        Evaluate the members with ``vmap`` over stacked weights. ``None``
+        (the default) does so on CUDA and runs members one by one elsewhere,
+        which measured faster on CPU (see the benchmark in the user guide).
+    **params
+        Every other parameter of :class:`uncertank.nn.NeuralRanker`.
+    """
+
+    name = "ensemble"
+
+    def __init__(
+        self, backbone: Any = None, *, n_members: int = 5, stacked: bool | None = None, **params: Any
+    ) -> None:
+        self.n_members = check_positive_int(n_members, "n_members", minimum=2)
+        if stacked is not None and not isinstance(stacked, bool):
+            raise TypeError(f"stacked must be True, False or None; got {type(stacked).__name__}")
+        self.stacked = stacked
+        if "name" in params:
+            self.name = str(params.pop("name"))
+        seed = params.pop("seed", 0)
+        check_positive_int(seed, "seed", minimum=0)
+        self.seed = int(seed)
+        self.backbone = backbone
+        self.params = params
+        self.members: list[NeuralRanker] = [
+            NeuralRanker(backbone, seed=self.seed + m, name=f"{self.name}[{m}]", **params)
+            for m in range(self.n_members)
+        ]
+
+    @classmethod
+    def from_members(
+        cls, members: Sequence[NeuralRanker], *, name: str = "ensemble", stacked: bool | None = None
+    ) -> Self:
+        """Build from already fitted cross-encoders (sharing one tokenizer and architecture)."""
+        members = list(members)
+        if len(members) < 2:
+            raise ValueError(f"members must hold at least 2 rankers; got {len(members)}")
+        for i, m in enumerate(members):
+            if not isinstance(m, NeuralRanker):
+                raise TypeError(f"members[{i}] must be a NeuralRanker; got {type(m).__name__}")
+        first = members[0]
+        params = {k: v for k, v in first._params().items() if k not in ("name", "seed")}
+        new = cls.__new__(cls)
+        new.n_members, new.stacked, new.name = len(members), stacked, name
+        new.seed, new.backbone, new.params = first.training_config.seed, first.backbone, params
+        new.members = members
+        return new
+
+    @property
+    def device(self) -> str:
+        """The device of the members."""
+        return str(self.members[0].device)
+
+    def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
+        """Fine-tune every member on ``train`` (each keeps its best validation epoch)."""
+        for member in self.members:
+            member.fit(train, valid)
+        return self
+
+    def _use_stacked(self) -> bool:
+        if self.stacked is not None:
+            return self.stacked
+        return resolve_device(self.device).type == "cuda"
+
+    def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
+        """Member predictions, shape (n_samples, n_pairs).
+
+        Parameters
+        ----------
+        queries : QuerySet
+        n_samples : int, optional
+            Use the first ``n_samples`` members; all by default.
+        """
+        if not isinstance(queries, QuerySet):
+            raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
+        members = self.members
+        if n_samples is not None:
+            check_positive_int(n_samples, "n_samples")
+            if n_samples > len(members):
+                raise ValueError(f"n_samples must be <= n_members ({len(members)}); got {n_samples}")
+            members = members[:n_samples]
+        models = [m._build() for m in members]
+        first = members[0]
+        enc = encode_queries(first.tokenizer, queries, max_length=first.training_config.max_length)
+        probs = score_probabilities(
+            models, enc, batch_size=first.training_config.eval_batch_size,
+            accelerator=get_accelerator(first.device), stacked=self._use_stacked() and len(models) > 1,
+            show_progress=first.training_config.show_progress, desc=self.name,
+        )
+        return PredictiveSamples(probs, queries.offsets, ranker=self.name)
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        """The members' mean prediction, shape (n_pairs,)."""
+        return self.predict_samples(queries).to_predictions()
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the ensemble into the folder ``path``: one sub-folder per member."""
+        import json
+
+        with atomic_directory(path) as tmp:
+            for m, member in enumerate(self.members):
+                (tmp / f"member_{m}").mkdir()
+                member._save_into(tmp / f"member_{m}", member._build())
+            manifest = {
+                "format": FORMAT,
+                "class": f"{type(self).__module__}:{type(self).__qualname__}",
+                "params": {**self.params, "seed": self.seed, "name": self.name},
+                "extra": {"n_members": self.n_members, "stacked": self.stacked},
+            }
+            with open(tmp / MANIFEST, "w", encoding="utf-8") as fh:
+                json.dump(manifest, fh, indent=2, sort_keys=True)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> Self:
+        """Rebuild an ensemble written by :meth:`save`."""
+        manifest = read_manifest(path)
+        n = int(manifest["extra"]["n_members"])
+        member_overrides = {k: v for k, v in overrides.items() if k not in ("stacked", "name")}
+        members = [NeuralRanker.load(Path(path) / f"member_{m}", **member_overrides) for m in range(n)]
+        stacked = overrides.get("stacked", manifest["extra"].get("stacked"))
+        name = overrides.get("name", manifest["params"].get("name", "ensemble"))
+        return cls.from_members(members, name=name, stacked=stacked)
+
+    def __repr__(self) -> str:
+        return f"DeepEnsembleRanker(n_members={self.n_members}, name={self.name!r})"
+
+

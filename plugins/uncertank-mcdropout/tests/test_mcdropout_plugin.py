@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from uncertank_mcdropout import MCDropoutRanker
+
+import uncertank
+from uncertank import PredictiveSamples
+from uncertank.nn import (
+    CrossEncoderModel,
+    NeuralRanker,
+    build_backbone,
+    dropout_owners,
+    encode_queries,
+    mc_dropout,
+    score_probabilities,
+    seed_everything,
+)
+from uncertank.nn.testing import tiny_config, toy_queries
+
+ATTENTION_ONLY = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.3)
+
+
+def tiny_model(**dropouts):
+    seed_everything(0)
+    encoder, tok = build_backbone(tiny_config(**dropouts))
+    return CrossEncoderModel(encoder, dropout=0.0 if "hidden_dropout_prob" in dropouts else None), tok
+
+
+@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
+def test_attention_dropout_alone_gives_variance(attn_implementation):
+    model, tok = tiny_model(**ATTENTION_ONLY)
+    model.encoder.set_attn_implementation(attn_implementation)
+    enc = encode_queries(tok, toy_queries(), max_length=32)
+    probs = score_probabilities([model], enc, n_passes=4, mc=True, seed=0)
+    assert probs.var(axis=0).mean() > 1e-8
+    # The pitfall: switching on only the nn.Dropout modules leaves attention dropout off.
+    model.eval()
+    for m in model.modules():
+        if isinstance(m, nn.Dropout):
+            m.train()
+    with torch.no_grad():
+        outs = [torch.softmax(model(**enc.batch(np.arange(enc.n_pairs))), -1)[:, 1] for _ in range(3)]
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+def test_no_dropout_anywhere_gives_no_variance():
+    model, tok = tiny_model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    enc = encode_queries(tok, toy_queries(), max_length=32)
+    probs = score_probabilities([model], enc, n_passes=3, mc=True, seed=0)
+    np.testing.assert_allclose(probs.var(axis=0), 0.0, atol=1e-12)
+
+
+def test_mc_dropout_switches_only_dropout_owners_and_restores():
+    model, _ = tiny_model()
+    owners = set(map(id, dropout_owners(model)))
+    names = {type(m).__name__ for m in dropout_owners(model)}
+    assert {"Dropout", "BertSelfAttention", "BertEmbeddings", "BertSelfOutput", "BertOutput"} <= names
+    assert {"LayerNorm", "Linear", "BertModel", "BertLayer"}.isdisjoint(names)
+    model.train()
+    with mc_dropout(model) as switched:
+        assert {id(m) for m in switched} == owners
+        for m in model.modules():
+            assert m.training == (id(m) in owners)
+    assert all(m.training for m in model.modules())
+
+
+def test_batch_norm_owning_dropout_is_refused():
+    class Odd(nn.BatchNorm1d):
+        def __init__(self):
+            super().__init__(4)
+            self.drop = nn.Dropout(0.1)
+
+    with (
+        pytest.raises(ValueError, match=r"Odd that owns a dropout.*batch statistics"),
+        mc_dropout(nn.Sequential(Odd())),
+    ):
+        pass
+
+
+def test_ranker_through_the_entry_point():
+    ranker = uncertank.make_ranker("mc_dropout", backbone=tiny_config(), n_passes=5, show_progress=False)
+    assert isinstance(ranker, MCDropoutRanker)
+    assert isinstance(ranker, uncertank.StochasticRanker)
+    queries = toy_queries()
+    samples = ranker.predict_samples(queries)
+    assert isinstance(samples, PredictiveSamples)
+    assert samples.samples.shape == (5, 100)
+    assert ((samples.samples >= 0) & (samples.samples <= 1)).all()
+    assert samples.var().mean() > 0
+    np.testing.assert_array_equal(ranker.predict(queries).scores, samples.mean())
+    # Seeded: the same draws again, without touching the global generator's stream.
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    np.testing.assert_array_equal(ranker.predict_samples(queries).samples, samples.samples)
+    assert torch.equal(torch.rand(3), expected)
+    assert ranker.predict_samples(queries, n_samples=2).samples.shape == (2, 100)
+
+
+def test_passes_are_batched_not_one_example_at_a_time():
+    model, tok = tiny_model()
+    enc = encode_queries(tok, toy_queries(), max_length=32)
+    calls = []
+    handle = model.register_forward_hook(lambda mod, args, kwargs_out: calls.append(1))
+    try:
+        score_probabilities([model], enc, n_passes=3, mc=True, batch_size=64, seed=0)
+    finally:
+        handle.remove()
+    assert len(calls) == 3 * 2  # 100 pairs -> 2 batches, 3 passes each
+
+
+def test_loads_a_bert_checkpoint_and_from_ranker(tmp_path):
+    queries = toy_queries()
+    bert = NeuralRanker(tiny_config(), max_length=32, epochs=1, batch_size=4, negatives="given", show_progress=False)
+    bert.fit(queries)
+    bert.save(tmp_path / "bert")
+    mc = MCDropoutRanker.load(tmp_path / "bert", n_passes=3)
+    assert mc.n_passes == 3 and mc.name == "mc_dropout"
+    shared = MCDropoutRanker.from_ranker(bert, n_passes=3)
+    np.testing.assert_array_equal(mc.predict_samples(queries).samples, shared.predict_samples(queries).samples)
+    mc.save(tmp_path / "mc")
+    again = MCDropoutRanker.load(tmp_path / "mc")
+    assert again.n_passes == 3
+    np.testing.assert_array_equal(again.predict_samples(queries).samples, mc.predict_samples(queries).samples)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="n_passes"):
+        MCDropoutRanker(tiny_config(), n_passes=0)
+    with pytest.raises(TypeError, match="ranker must be a NeuralRanker"):
+        MCDropoutRanker.from_ranker("bert")
+    ranker = MCDropoutRanker(tiny_config(), n_passes=2, show_progress=False)
+    with pytest.raises(ValueError, match="n_samples"):
+        ranker.predict_samples(toy_queries(), n_samples=0)
+    with pytest.raises(TypeError, match="queries must be a QuerySet"):
+        ranker.predict_samples("queries")
+    with pytest.raises(ValueError, match="models must hold at least one"):
+        score_probabilities([], None)

@@ -1,0 +1,20 @@
+"""The entry point ``mc_dropout`` of the group ``uncertank`` (torch loads on first use)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uncertank import hookimpl
+
+
+def mc_dropout(**params: Any) -> Any:
+    """Build :class:`uncertank_mcdropout.MCDropoutRanker` with ``params``."""
+    from uncertank_mcdropout.ranker import MCDropoutRanker
+
+    return MCDropoutRanker(**params)
+
+
+@hookimpl
+def uncertank_rankers() -> dict[str, Any]:
+    """Register the ranker ``mc_dropout``."""
+    return {"mc_dropout": mc_dropout}

@@ -1,0 +1,188 @@
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import average_precision_score
+
+from uncertank import QuerySet
+from uncertank.nn import (
+    CrossEncoderModel,
+    TrainingConfig,
+    average_precision,
+    balanced_pairs,
+    build_backbone,
+    encode_pairs,
+    seed_everything,
+    train_cross_encoder,
+)
+from uncertank.nn.testing import tiny_config, toy_queries
+
+
+def test_average_precision_matches_sklearn():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 12, size=40)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    scores = rng.random(offsets[-1]).round(1)  # ties on purpose
+    labels = (rng.random(offsets[-1]) < 0.3).astype(np.int64)
+    ours = average_precision(scores, labels, offsets)
+    for q in range(lengths.size):
+        s, y = scores[offsets[q] : offsets[q + 1]], labels[offsets[q] : offsets[q + 1]]
+        if y.sum() == 0:
+            assert ours[q] == 0.0
+            continue
+        # sklearn averages over tied scores; compare against a loop with our tie order instead.
+        order = np.lexsort((np.arange(s.size), -s))
+        hits, total = 0, 0.0
+        for rank, i in enumerate(order, start=1):
+            if y[i]:
+                hits += 1
+                total += hits / rank
+        assert ours[q] == pytest.approx(total / y.sum())
+        if np.unique(s).size == s.size:
+            assert ours[q] == pytest.approx(average_precision_score(y, s))
+
+
+def test_balanced_pairs_given_negatives(queries):
+    ctx, cands, qidx, labels = balanced_pairs(queries, "given", seed=3)
+    assert len(ctx) == 10 and labels.sum() == 10 and (labels == 0).sum() == 10
+    for text, q, y in zip(cands, qidx, labels, strict=True):
+        _, own, own_labels = queries.query(int(q))
+        assert text in own
+        assert own_labels[own.index(text)] == y
+    _, cands2, _, _ = balanced_pairs(queries, "given", seed=4)
+    assert cands2[10:] != cands[10:]  # another seed, other negatives
+    assert balanced_pairs(queries, "given", seed=3)[1] == cands
+
+
+def test_balanced_pairs_skip_queries_without_relevant_and_cap_negatives():
+    qs = QuerySet.from_lists(
+        [["a"], ["b"], ["c"]], [["x", "y"], ["p", "q", "r"], ["u", "v"]], [[0, 0], [1, 1, 0], [1, 0]]
+    )
+    ctx, cands, qidx, labels = balanced_pairs(qs, "given", seed=0)
+    assert ctx == [["b"], ["c"]]
+    assert labels.tolist() == [1, 1, 1, 0, 0]  # query b has one negative for two positives
+    assert sorted(cands[3:]) == ["r", "v"]
+    assert qidx.tolist() == [0, 0, 1, 0, 1]
+
+
+class RecordingSampler:
+    """A sampler factory for tests: the negative of a positive is the next pool text."""
+
+    calls: ClassVar[list[int]] = []
+
+    def __init__(self, pool, *, seed=0):
+        self.pool = pool
+        RecordingSampler.calls.append(seed)
+
+    def sample(self, contexts, positives, k):
+        idx = np.array([(self.pool.index(p) + 1) % len(self.pool) for p in positives])
+        return idx[:, None]
+
+
+def test_balanced_pairs_from_a_sampler_factory(queries):
+    _, cands, _, _ = balanced_pairs(queries, RecordingSampler, seed=7)
+    pool = sorted(set(queries.candidates))
+    pos = cands[:10]
+    assert cands[10:] == [pool[(pool.index(p) + 1) % len(pool)] for p in pos]
+    assert RecordingSampler.calls[-1] == 7
+
+
+def test_balanced_pairs_from_the_registered_bm25_sampler(queries):
+    _, cands, _, labels = balanced_pairs(queries, "bm25", seed=0)
+    assert labels.tolist() == [1] * 10 + [0] * 10
+    assert all(n not in cands[:10] or n != p for n, p in zip(cands[10:], cands[:10], strict=True))
+
+
+def test_balanced_pairs_errors(queries):
+    with pytest.raises(TypeError, match="train must be a QuerySet"):
+        balanced_pairs([1, 2], "given")
+    unlabelled = QuerySet.from_lists([["a"]], [["x", "y"]])
+    with pytest.raises(ValueError, match="train must carry labels"):
+        balanced_pairs(unlabelled, "given")
+    none_relevant = QuerySet.from_lists([["a"]], [["x", "y"]], [[0, 0]])
+    with pytest.raises(ValueError, match="at least one query with a relevant"):
+        balanced_pairs(none_relevant, "given")
+
+    class Bad:
+        def __init__(self, pool, *, seed=0):
+            pass
+
+        def sample(self, contexts, positives, k):
+            return np.zeros((len(positives), 2), dtype=np.int64)
+
+    with pytest.raises(ValueError, match="pool indices of shape"):
+        balanced_pairs(queries, Bad)
+    from uncertank.plugins import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="no-such-sampler"):
+        balanced_pairs(queries, "no-such-sampler")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("epochs", 0, ValueError), ("batch_size", 1.5, TypeError), ("lr", 0.0, ValueError),
+        ("lr", float("nan"), ValueError), ("weight_decay", -1.0, ValueError),
+        ("warmup_ratio", 1.0, ValueError), ("negatives", 3, TypeError), ("seed", -1, ValueError),
+    ],
+)
+def test_training_config_errors(field, value, error):
+    with pytest.raises(error, match=field):
+        TrainingConfig(**{field: value})
+
+
+def _pair_loss(model, tokenizer, queries):
+    ctx, cands, qidx, labels = balanced_pairs(queries, "given", seed=0)
+    enc = encode_pairs(tokenizer, ctx, cands, qidx, max_length=32)
+    model.eval()
+    with torch.no_grad():
+        logits = model(**enc.batch(np.arange(enc.n_pairs)))
+    return float(torch.nn.functional.cross_entropy(logits, torch.from_numpy(labels)))
+
+
+def test_training_lowers_the_loss():
+    queries = toy_queries()
+    seed_everything(0)
+    encoder, tok = build_backbone(tiny_config())
+    model = CrossEncoderModel(encoder)
+    before = _pair_loss(model, tok, queries)
+    cfg = TrainingConfig(
+        max_length=32, epochs=6, batch_size=4, lr=1e-2, warmup_ratio=0.0, negatives="given",
+        show_progress=False,
+    )
+    history = train_cross_encoder(model, tok, queries, config=cfg)
+    after = _pair_loss(model, tok, queries)
+    assert len(history.loss) == 6 * 5  # 20 balanced pairs per epoch, batches of 4
+    assert history.valid_map == [] and history.best_epoch == 5
+    assert after < 0.25 * before, (before, after)
+    assert np.mean(history.loss[-5:]) < np.mean(history.loss[:5])
+    assert not model.training
+
+
+def test_the_best_validation_epoch_is_kept():
+    train, valid = toy_queries(), toy_queries(n_queries=6, seed=1)
+    seed_everything(0)
+    encoder, tok = build_backbone(tiny_config())
+    model = CrossEncoderModel(encoder)
+    cfg = TrainingConfig(max_length=32, epochs=3, batch_size=4, lr=3e-3, negatives="given", show_progress=False)
+    history = train_cross_encoder(model, tok, train, valid, config=cfg)
+    assert len(history.valid_map) == 3
+    assert history.best_epoch == int(np.argmax(history.valid_map))  # first of the best on ties
+    from uncertank.nn import encode_queries, score_probabilities
+
+    probs = score_probabilities([model], encode_queries(tok, valid, max_length=32))[0]
+    kept = average_precision(probs, valid.labels, valid.offsets).mean()
+    assert kept == pytest.approx(history.valid_map[history.best_epoch])
+
+
+def test_validation_must_be_labelled(queries):
+    encoder, tok = build_backbone(tiny_config())
+    model = CrossEncoderModel(encoder)
+    cfg = TrainingConfig(epochs=1, negatives="given", show_progress=False)
+    with pytest.raises(ValueError, match="valid must carry labels"):
+        train_cross_encoder(model, tok, queries, QuerySet.from_lists([["a"]], [["x"]]), config=cfg)
+    with pytest.raises(TypeError, match="valid must be a QuerySet"):
+        train_cross_encoder(model, tok, queries, "valid", config=cfg)

@@ -1,0 +1,84 @@
+"""Shared machinery of the neural (cross-encoder) rankers; needs the ``torch`` extra.
+
+- :mod:`~uncertank.nn.inputs`: (context, response) pairs as token sequences,
+  with the ``[U]``/``[T]`` separators and truncation from the oldest turn.
+- :mod:`~uncertank.nn.model`: the backbone (the packaged all-MiniLM-L6-v2, any
+  local folder, or a random config) and the cross-encoder head.
+- :mod:`~uncertank.nn.training`: balanced pairs, AdamW with warm-up, clipping,
+  validation per epoch, best epoch kept; under Hugging Face Accelerate.
+- :mod:`~uncertank.nn.inference`: batched scoring for one model, T MC-dropout
+  passes (every dropout site, attention included) or M ensemble members.
+- :mod:`~uncertank.nn.checkpoint`: safetensors + JSON, written atomically.
+- :mod:`~uncertank.nn.runtime`: seeding, ``device="auto"``, bf16 on CUDA, progress.
+- :class:`NeuralRanker`: the base ranker the plugins build on.
+
+Importing this package raises ImportError naming ``pip install "uncertank[torch]"``
+when torch, transformers, accelerate, safetensors or tqdm is missing.
+"""
+
+from __future__ import annotations
+
+from uncertank.nn._deps import require_torch
+
+require_torch()
+
+from uncertank.nn.checkpoint import atomic_directory, load_model, read_manifest, save_model  # noqa: E402
+from uncertank.nn.inference import dropout_owners, mc_dropout, score_probabilities  # noqa: E402
+from uncertank.nn.inputs import (  # noqa: E402
+    TURN_TOKEN,
+    UTTERANCE_TOKEN,
+    EncodedPairs,
+    add_separator_tokens,
+    encode_pairs,
+    encode_queries,
+    turn_text,
+)
+from uncertank.nn.model import CrossEncoderModel, build_backbone, default_backbone_path  # noqa: E402
+from uncertank.nn.ranker import NeuralRanker, load_ranker  # noqa: E402
+from uncertank.nn.runtime import (  # noqa: E402
+    autocast,
+    get_accelerator,
+    progress,
+    resolve_device,
+    seed_everything,
+)
+from uncertank.nn.training import (  # noqa: E402
+    TrainingConfig,
+    TrainingHistory,
+    average_precision,
+    balanced_pairs,
+    train_cross_encoder,
+)
+
+__all__ = [
+    "TURN_TOKEN",
+    "UTTERANCE_TOKEN",
+    "CrossEncoderModel",
+    "EncodedPairs",
+    "NeuralRanker",
+    "TrainingConfig",
+    "TrainingHistory",
+    "add_separator_tokens",
+    "atomic_directory",
+    "autocast",
+    "average_precision",
+    "balanced_pairs",
+    "build_backbone",
+    "default_backbone_path",
+    "dropout_owners",
+    "encode_pairs",
+    "encode_queries",
+    "get_accelerator",
+    "load_model",
+    "load_ranker",
+    "mc_dropout",
+    "progress",
+    "read_manifest",
+    "require_torch",
+    "resolve_device",
+    "save_model",
+    "score_probabilities",
+    "seed_everything",
+    "train_cross_encoder",
+    "turn_text",
+]

@@ -1,0 +1,103 @@
+"""Checkpoints: weights as safetensors, settings as JSON, written atomically.
+
+A checkpoint is a folder::
+
+    uncertank.json      what to rebuild: format, ranker class, its parameters
+    model.safetensors   the CrossEncoderModel's state dict
+    backbone/           the encoder's transformers config
+    tokenizer/          the tokenizer, [U] and [T] included
+
+The folder is first written next to its destination under a temporary name
+and then moved into place with :func:`os.replace`, so a reader never sees a
+half-written checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["FORMAT", "atomic_directory", "load_model", "read_manifest", "save_model"]
+
+FORMAT = "uncertank.nn/1"
+MANIFEST = "uncertank.json"
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary folder that replaces ``path`` when the block succeeds.
+
+    An existing folder at ``path`` is replaced; on error the temporary folder
+    is removed and ``path`` is left as it was.
+    """
+    dest = Path(path)
+    if dest.exists() and not dest.is_dir():
+        raise ValueError(f"path must be a folder (or not exist); {str(dest)!r} is a file")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if dest.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
+        os.replace(dest, old / "x")
+    os.replace(tmp, dest)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def save_model(folder: Path, model: Any, tokenizer: Any, manifest: dict[str, Any]) -> None:
+    """Write ``model``, ``tokenizer`` and ``manifest`` into ``folder`` (which exists)."""
+    from safetensors.torch import save_file
+
+    state = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": FORMAT})
+    model.encoder.config.save_pretrained(str(folder / "backbone"))
+    tokenizer.save_pretrained(str(folder / "tokenizer"))
+    with open(folder / MANIFEST, "w", encoding="utf-8") as fh:
+        json.dump({"format": FORMAT, **manifest}, fh, indent=2, sort_keys=True)
+
+
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest of the checkpoint folder ``path``.
+
+    Raises
+    ------
+    ValueError
+        When ``path`` is not a checkpoint of this format.
+    """
+    file = Path(path) / MANIFEST
+    if not file.is_file():
+        raise ValueError(f"path must be a checkpoint folder written by save(); {str(path)!r} has no {MANIFEST}")
+    with open(file, encoding="utf-8") as fh:
+        manifest: dict[str, Any] = json.load(fh)
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"checkpoint {str(path)!r} has format {manifest.get('format')!r}; expected {FORMAT!r}")
+    return manifest
+
+
+def load_model(folder: str | os.PathLike[str]) -> tuple[torch.nn.Module, Any]:
+    """Rebuild the :class:`CrossEncoderModel` and tokenizer saved in ``folder``."""
+    from safetensors.torch import load_file
+    from transformers import AutoConfig
+
+    from uncertank.nn.model import CrossEncoderModel, build_backbone
+
+    folder = Path(folder)
+    config = AutoConfig.from_pretrained(str(folder / "backbone"), local_files_only=True)
+    encoder, tokenizer = build_backbone(config, tokenizer=folder / "tokenizer")
+    model = CrossEncoderModel(encoder)
+    model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=True)
+    model.eval()
+    return model, tokenizer

@@ -1,0 +1,218 @@
+"""Batched scoring: one model, T MC-dropout passes, or M ensemble members.
+
+All three go through :func:`score_probabilities`: the pairs are sorted by
+length (less padding), cut into batches, and every batch is encoded once and
+fed to each model ``n_passes`` times, so the work beyond one deterministic
+pass is exactly the extra passes. Under several processes (``accelerate
+launch``, ``torchrun``) each process scores a contiguous shard of the sorted
+pairs and the shards are gathered, so every process returns the full result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from torch import nn
+
+from uncertank._validation import check_positive_int
+from uncertank.nn.inputs import EncodedPairs
+from uncertank.nn.runtime import autocast, progress
+
+__all__ = ["dropout_owners", "mc_dropout", "score_probabilities"]
+
+_DROPOUT_TYPES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+_MODE_SENSITIVE = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
+
+
+def dropout_owners(model: nn.Module) -> list[nn.Module]:
+    """The modules whose training flag turns a dropout on.
+
+    These are every dropout module, every module holding a dropout module as
+    a direct child (attention modules in transformers 5 read their *own*
+    ``training`` flag to pass ``dropout_p`` to the attention kernel), and every
+    module with a positive float attribute whose name contains ``dropout``
+    (attention modules that keep the rate as a float).
+
+    Raises
+    ------
+    ValueError
+        When one of them also changes behaviour in training mode for another
+        reason (batch or instance norm); BERT-style encoders have none.
+    """
+    owners: list[nn.Module] = []
+    for module in model.modules():
+        own = isinstance(module, _DROPOUT_TYPES)
+        own = own or any(isinstance(c, _DROPOUT_TYPES) for c in module.children())
+        own = own or any(
+            "dropout" in k and isinstance(v, float) and v > 0 for k, v in vars(module).items()
+        )
+        if own:
+            if isinstance(module, _MODE_SENSITIVE):
+                raise ValueError(
+                    f"model has a {type(module).__name__} that owns a dropout; MC dropout would "
+                    "also switch its batch statistics to training mode"
+                )
+            owners.append(module)
+    return owners
+
+
+@contextlib.contextmanager
+def mc_dropout(model: nn.Module) -> Iterator[list[nn.Module]]:
+    """Evaluation mode everywhere except the dropout sites, attention included.
+
+    Only the modules returned by :func:`dropout_owners` go to training mode,
+    so dropout is active at every site (Gal & Ghahramani 2016; Penha & Hauff
+    2021, section 3.2) and nothing else changes. The previous modes are
+    restored on exit.
+
+    Yields
+    ------
+    list of nn.Module
+        The modules switched to training mode.
+    """
+    before = {m: m.training for m in model.modules()}
+    model.eval()
+    owners = dropout_owners(model)
+    for m in owners:
+        m.training = True
+    try:
+        yield owners
+    finally:
+        for m, flag in before.items():
+            m.training = flag
+
+
+def _stacked_call(models: Sequence[nn.Module]) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
+    """One call that evaluates all ``models`` (same architecture) with ``torch.func.vmap``."""
+    from torch.func import functional_call, stack_module_state, vmap
+
+    params, buffers = stack_module_state(list(models))  # type: ignore[arg-type]
+    base = copy.deepcopy(models[0]).to("meta")
+
+    def one(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return functional_call(base, (p, b), (), batch)  # type: ignore[no-any-return]
+
+    batched = vmap(one, in_dims=(0, 0, None), randomness="different")
+    return lambda batch: batched(params, buffers, batch)
+
+
+def score_probabilities(
+    models: Sequence[nn.Module],
+    encoded: EncodedPairs,
+    *,
+    n_passes: int = 1,
+    mc: bool = False,
+    batch_size: int = 64,
+    device: torch.device | None = None,
+    accelerator: Any = None,
+    seed: int | None = None,
+    stacked: bool = False,
+    show_progress: bool = False,
+    desc: str = "scoring",
+) -> NDArray[np.float64]:
+    """P(relevant) of every pair under every model and pass.
+
+    Parameters
+    ----------
+    models : sequence of CrossEncoderModel
+        One model, or the members of an ensemble.
+    encoded : EncodedPairs
+        The ``n_pairs`` pairs to score.
+    n_passes : int
+        Forward passes per model (T for MC dropout).
+    mc : bool
+        Run with dropout on at every site (:func:`mc_dropout`); otherwise in
+        evaluation mode.
+    batch_size : int
+        Pairs per forward pass.
+    device : torch.device, optional
+        Where to score on one process; ignored under several processes.
+    accelerator : accelerate.Accelerator, optional
+        Gives the process index, count and device, and gathers the shards.
+    seed : int, optional
+        Seeds the dropout masks (per process: ``seed + process_index``)
+        without touching the global generator.
+    stacked : bool
+        Evaluate all models in one ``torch.func.vmap`` call per batch
+        (needs identical architectures) instead of one call per model.
+    show_progress : bool
+        Show a progress bar on the main process.
+    desc : str
+        The bar's label.
+
+    Returns
+    -------
+    ndarray of shape (n_models * n_passes, n_pairs)
+        Row ``m * n_passes + t`` is pass ``t`` of model ``m``: a joint draw
+        over all pairs.
+    """
+    models = list(models)
+    if not models:
+        raise ValueError("models must hold at least one model; got none")
+    n_passes = check_positive_int(n_passes, "n_passes")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    world, rank = 1, 0
+    if accelerator is not None:
+        world, rank = int(accelerator.num_processes), int(accelerator.process_index)
+        device = accelerator.device
+    device = device or torch.device("cpu")
+    n = encoded.n_pairs
+    order = np.argsort(encoded.lengths, kind="stable")
+    shard = -(-n // world)
+    padded = np.concatenate([order, np.full(shard * world - n, order[-1] if n else 0, dtype=np.int64)])
+    mine = padded[rank * shard : (rank + 1) * shard]
+    rows = len(models) * n_passes
+    out = torch.empty((mine.size, rows), dtype=torch.float32)
+    for m in models:
+        m.to(device)
+    modes = [mc_dropout(m) if mc else _eval_mode(m) for m in models]
+    rng = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
+    with contextlib.ExitStack() as stack:
+        for ctx in modes:
+            stack.enter_context(ctx)
+        stack.enter_context(rng)
+        stack.enter_context(torch.inference_mode())
+        if seed is not None:
+            torch.manual_seed(int(seed) + rank)
+        call = _stacked_call(models) if stacked and len(models) > 1 else None
+        bar = stack.enter_context(progress(mine.size, desc, enabled=show_progress and rank == 0))
+        for lo in range(0, mine.size, batch_size):
+            idx = mine[lo : lo + batch_size]
+            batch = encoded.batch(idx, device)
+            with autocast(device):
+                if call is not None:
+                    for t in range(n_passes):
+                        logits = call(batch)  # (M, B, 2)
+                        probs = torch.softmax(logits.float(), dim=-1)[..., 1]
+                        out[lo : lo + idx.size, t::n_passes] = probs.T.cpu()
+                else:
+                    for k, model in enumerate(models):
+                        for t in range(n_passes):
+                            logits = model(**batch)
+                            probs = torch.softmax(logits.float(), dim=-1)[:, 1]
+                            out[lo : lo + idx.size, k * n_passes + t] = probs.cpu()
+            bar.update(idx.size)
+    if world > 1:
+        gathered = accelerator.gather(out.to(device)).cpu()[:n]
+    else:
+        gathered = out[:n]
+    result = np.empty((rows, n), dtype=np.float64)
+    result[:, order] = gathered.numpy().astype(np.float64).T
+    return result
+
+
+@contextlib.contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    before = {m: m.training for m in model.modules()}
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, flag in before.items():
+            m.training = flag

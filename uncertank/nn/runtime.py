@@ -1,0 +1,96 @@
+"""Seeding, device selection, Accelerate set-up and progress bars."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from uncertank._validation import check_positive_int
+
+__all__ = [
+    "autocast",
+    "get_accelerator",
+    "progress",
+    "resolve_device",
+    "seed_everything",
+]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global generators (all devices).
+
+    Parameters
+    ----------
+    seed : int
+        A non-negative integer.
+    """
+    seed = check_positive_int(seed, "seed", minimum=0)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)  # noqa: NPY002 - seeding the legacy global generator is the point
+    torch.manual_seed(seed)
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """Turn ``device`` into a :class:`torch.device`.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        ``"auto"`` picks CUDA when present, else the CPU; otherwise any
+        device torch accepts (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``).
+    """
+    if isinstance(device, torch.device):
+        return device
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a str or torch.device; got {type(device).__name__}")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(
+            f"device must be 'auto' or a torch device string such as 'cpu' or 'cuda:0'; got {device!r} ({exc})"
+        ) from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} was requested but CUDA is not available; use device='auto' or 'cpu'")
+    return dev
+
+
+def get_accelerator(device: str | torch.device = "auto") -> Any:
+    """An :class:`accelerate.Accelerator` for ``device``.
+
+    Under ``torchrun`` (or ``accelerate launch`` with several GPUs) every
+    process joins the process group: NCCL on CUDA, gloo on CPUs (``device``
+    resolving to the CPU). bf16 mixed precision is used on CUDA only.
+    """
+    from accelerate import Accelerator
+
+    dev = resolve_device(device)
+    cuda = dev.type == "cuda"
+    mixed = "bf16" if cuda and torch.cuda.is_bf16_supported() else "no"
+    return Accelerator(cpu=dev.type == "cpu", mixed_precision=mixed)
+
+
+def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
+    """bf16 autocast on CUDA; nothing elsewhere (CPU runs stay float32)."""
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def progress(total: int, desc: str, *, enabled: bool = True) -> Iterator[Any]:
+    """A tqdm bar (or a silent stand-in when ``enabled`` is False)."""
+    from tqdm.auto import tqdm
+
+    check_positive_int(total, "total", minimum=0)
+    bar = tqdm(total=total, desc=desc, disable=not enabled, leave=False, dynamic_ncols=True)
+    try:
+        yield bar
+    finally:
+        bar.close()

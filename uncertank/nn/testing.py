@@ -1,0 +1,65 @@
+"""Tiny fixtures for testing neural rankers (yours included) in seconds on a CPU.
+
+- :func:`tiny_config`: a random 2-layer BERT with hidden size 32.
+- :func:`toy_queries`: ten queries of ten candidates with a signal a tiny
+  model learns in a few steps (the relevant response says it fixed the problem).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from uncertank._types import QuerySet
+from uncertank._validation import check_positive_int
+
+__all__ = ["TOPICS", "tiny_config", "toy_queries"]
+
+TOPICS = (
+    "wifi network driver", "sound card audio", "mount usb drive", "install package apt",
+    "grub boot loader", "screen resolution display", "python version pip", "ssh server key",
+    "firewall port iptables", "kernel module load",
+)
+
+
+def tiny_config(**overrides: Any) -> Any:
+    """A ``transformers.BertConfig`` with 2 layers, hidden 32, 2 heads, intermediate 37.
+
+    Parameters
+    ----------
+    **overrides
+        Any BertConfig field, e.g. ``hidden_dropout_prob=0.0``.
+    """
+    from transformers import BertConfig
+
+    params: dict[str, Any] = {
+        "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 2,
+        "intermediate_size": 37, "max_position_embeddings": 64, "vocab_size": 128,
+    }
+    params.update(overrides)
+    return BertConfig(**params)
+
+
+def toy_queries(n_queries: int = 10, n_candidates: int = 10, *, seed: int = 0) -> QuerySet:
+    """``n_queries`` queries of ``n_candidates`` candidates, one relevant each.
+
+    Every context has two turns (the second of two utterances); the relevant
+    candidate, at a random position, says the problem is fixed, the others
+    decline. Returns a labelled :class:`~uncertank.QuerySet`.
+    """
+    n_queries = check_positive_int(n_queries, "n_queries")
+    n_candidates = check_positive_int(n_candidates, "n_candidates", minimum=2)
+    rng = np.random.default_rng(seed)
+    contexts, candidates, labels = [], [], []
+    for q in range(n_queries):
+        topic = TOPICS[q % len(TOPICS)]
+        contexts.append([f"hello my {topic} is broken", "what did you try\nand which release"])
+        pos = int(rng.integers(n_candidates))
+        cands = [
+            f"thanks that fixed my {topic}" if j == pos else f"no idea about {TOPICS[(q + j + 1) % len(TOPICS)]} sorry"
+            for j in range(n_candidates)
+        ]
+        candidates.append(cands)
+        labels.append([int(j == pos) for j in range(n_candidates)])
+    return QuerySet.from_lists(contexts, candidates, labels, name="toy")

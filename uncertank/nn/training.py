@@ -1,0 +1,347 @@
+"""Fine-tuning a cross-encoder: balanced pairs, AdamW, warm-up, clipping, best epoch kept.
+
+The recipe of Penha & Hauff (EACL 2021, section 4): pointwise cross-entropy on
+(context, response) pairs with as many non-relevant as relevant responses, the
+non-relevant ones drawn by a negative sampler (BM25 by default); AdamW with a
+linear warm-up then linear decay; gradient-norm clipping; validation after
+every epoch, and the weights of the best epoch kept. It runs under Hugging
+Face Accelerate, so the same code trains on one CPU, one GPU (bf16 autocast)
+or several processes (``accelerate launch``, ``torchrun``; DDP).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from uncertank._types import QuerySet
+from uncertank._validation import check_positive_int
+from uncertank.nn.inference import score_probabilities
+from uncertank.nn.inputs import EncodedPairs, encode_pairs, encode_queries
+from uncertank.nn.model import CrossEncoderModel
+from uncertank.nn.runtime import progress
+
+__all__ = [
+    "TrainingConfig",
+    "TrainingHistory",
+    "average_precision",
+    "balanced_pairs",
+    "train_cross_encoder",
+]
+
+
+@dataclass
+class TrainingConfig:
+    """Hyper-parameters of :func:`train_cross_encoder`.
+
+    Parameters
+    ----------
+    max_length : int
+        Tokens per pair (special tokens included).
+    epochs : int
+        Passes over the training pairs.
+    batch_size : int
+        Training pairs per step (per process).
+    lr : float
+        Peak AdamW learning rate.
+    seed : int
+        Seeds initialisation, negative sampling and shuffling.
+    warmup_ratio : float
+        Fraction of the steps with a linear warm-up, in [0, 1).
+    weight_decay : float
+        AdamW weight decay (not applied to biases and LayerNorm weights).
+    max_grad_norm : float
+        Gradient-norm clipping bound (0 switches clipping off).
+    eval_batch_size : int
+        Pairs per forward pass when validating and predicting.
+    negatives : str or sampler factory
+        ``"given"`` uses each training query's own non-relevant candidates;
+        any other string names a registered negative sampler (``"bm25"``, the
+        default, as in the paper), built over the distinct candidate texts of
+        the training set; a factory ``factory(pool, seed=...)`` (a sampler
+        class) is built over the same pool; its ``sample(contexts, positives,
+        k)`` returns pool indices of shape (n, k).
+    show_progress : bool
+        Progress bars on the main process.
+    """
+
+    max_length: int = 128
+    epochs: int = 1
+    batch_size: int = 16
+    lr: float = 2e-5
+    seed: int = 0
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    eval_batch_size: int = 64
+    negatives: Any = "bm25"
+    show_progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("max_length", "epochs", "batch_size", "eval_batch_size"):
+            check_positive_int(getattr(self, name), name)
+        check_positive_int(self.seed, "seed", minimum=0)
+        for name in ("lr", "weight_decay", "max_grad_norm"):
+            v = getattr(self, name)
+            positive = name == "lr"
+            ok = not isinstance(v, bool) and isinstance(v, (int, float)) and bool(np.isfinite(v))
+            if not ok or v < 0 or (positive and v == 0):
+                raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}; got {v!r}")
+        if not isinstance(self.warmup_ratio, (int, float)) or not 0 <= self.warmup_ratio < 1:
+            raise ValueError(f"warmup_ratio must lie in [0, 1); got {self.warmup_ratio!r}")
+        if not isinstance(self.negatives, str) and not callable(self.negatives):
+            raise TypeError(
+                "negatives must be 'given', a registered negative sampler name, or a sampler "
+                f"factory called as factory(pool, seed=...); got {type(self.negatives).__name__}"
+            )
+
+
+@dataclass
+class TrainingHistory:
+    """What happened during training.
+
+    Attributes
+    ----------
+    loss : list of float
+        Training cross-entropy of every step (mean over the batch).
+    valid_map : list of float
+        Validation MAP after every epoch (empty without validation data).
+    best_epoch : int
+        The epoch whose weights were kept (0-based; the last without validation).
+    """
+
+    loss: list[float] = field(default_factory=list)
+    valid_map: list[float] = field(default_factory=list)
+    best_epoch: int = -1
+
+
+def average_precision(
+    scores: NDArray[np.float64], labels: NDArray[np.int64], offsets: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Average precision of every query, vectorised (for model selection).
+
+    Parameters
+    ----------
+    scores, labels : ndarray of shape (n_pairs,)
+        Ties are broken by input position (stable sort on descending score).
+    offsets : ndarray of shape (n_queries + 1,)
+
+    Returns
+    -------
+    ndarray of shape (n_queries,)
+        AP of each query; 0 for a query with no relevant candidate.
+    """
+    n_q = offsets.size - 1
+    qidx = np.repeat(np.arange(n_q), np.diff(offsets))
+    order = np.lexsort((np.arange(scores.size), -scores, qidx))
+    rel = (labels[order] > 0).astype(np.float64)
+    rank = np.arange(scores.size) - np.repeat(offsets[:-1], np.diff(offsets)) + 1
+    cum = np.cumsum(rel)
+    start = np.repeat(np.concatenate([[0.0], cum])[offsets[:-1]], np.diff(offsets))
+    hits = cum - start
+    prec = np.where(rel > 0, hits / rank, 0.0)
+    n_rel = np.add.reduceat(rel, offsets[:-1])
+    sums = np.add.reduceat(prec, offsets[:-1])
+    return np.where(n_rel > 0, sums / np.maximum(n_rel, 1), 0.0)
+
+
+def _sampler(negatives: Any, pool: Sequence[str], seed: int) -> Any:
+    if isinstance(negatives, str):
+        from uncertank.plugins import get_factory
+
+        negatives = get_factory("negative_samplers", negatives)
+    return negatives(list(pool), seed=seed)
+
+
+def balanced_pairs(
+    train: QuerySet, negatives: Any = "given", *, seed: int = 0
+) -> tuple[list[list[str]], list[str], NDArray[np.int64], NDArray[np.int64]]:
+    """Training pairs with one non-relevant response per relevant one.
+
+    Parameters
+    ----------
+    train : QuerySet
+        Labelled queries; queries with no relevant candidate are skipped.
+    negatives : str or sampler factory
+        See :class:`TrainingConfig`. With ``"given"``, the non-relevant
+        candidates of each query are drawn without replacement (as many as
+        it has relevant ones, fewer when it has fewer). With a sampler, the
+        pool is every distinct candidate text of ``train``.
+    seed : int
+        Seeds the draw.
+
+    Returns
+    -------
+    contexts : list of n_queries lists of str
+        The queries that have a relevant candidate.
+    candidates : list of n_train_pairs str
+    query_index : ndarray of shape (n_train_pairs,)
+    labels : ndarray of shape (n_train_pairs,)
+        1 for relevant, 0 for non-relevant.
+    """
+    if not isinstance(train, QuerySet):
+        raise TypeError(f"train must be a QuerySet; got {type(train).__name__}")
+    if train.labels is None:
+        raise ValueError(f"train must carry labels; QuerySet {train.name or '(unnamed)'} has none")
+    rel = train.labels > 0
+    qidx = train.query_index
+    n_pos = np.bincount(qidx[rel], minlength=train.n_queries)
+    keep = np.flatnonzero(n_pos > 0)
+    if keep.size == 0:
+        raise ValueError("train must hold at least one query with a relevant candidate; it has none")
+    new_q = np.full(train.n_queries, -1, dtype=np.int64)
+    new_q[keep] = np.arange(keep.size)
+    contexts = [list(train.contexts[int(q)]) for q in keep]
+    pos_idx = np.flatnonzero(rel)
+    cands = np.asarray(train.candidates, dtype=object)
+    rng = np.random.default_rng(seed)
+    if isinstance(negatives, str) and negatives == "given":
+        neg_idx = np.flatnonzero(~rel)
+        # A random rank among each query's negatives; keep the first n_pos of them.
+        key = rng.random(neg_idx.size)
+        order = np.lexsort((key, qidx[neg_idx]))
+        neg_sorted = neg_idx[order]
+        q_sorted = qidx[neg_sorted]
+        first = np.searchsorted(q_sorted, q_sorted, side="left")
+        within = np.arange(neg_sorted.size) - first
+        chosen = neg_sorted[within < n_pos[q_sorted]]
+        neg_texts = cands[chosen].tolist()
+        neg_q = new_q[qidx[chosen]]
+    else:
+        pool = sorted(set(train.candidates))
+        sampler = _sampler(negatives, pool, seed)
+        pos_q = qidx[pos_idx]
+        drawn = np.asarray(sampler.sample([train.contexts[q] for q in pos_q], cands[pos_idx].tolist(), 1))
+        if drawn.shape != (pos_idx.size, 1) or not np.issubdtype(drawn.dtype, np.integer):
+            raise ValueError(
+                f"the negative sampler must return pool indices of shape ({pos_idx.size}, 1); "
+                f"got {drawn.dtype} of shape {drawn.shape}"
+            )
+        neg_texts = [pool[i] for i in drawn[:, 0]]
+        neg_q = new_q[pos_q]
+    pos_texts = cands[pos_idx].tolist()
+    candidates = [str(t) for t in pos_texts] + [str(t) for t in neg_texts]
+    query_index = np.concatenate([new_q[qidx[pos_idx]], np.asarray(neg_q, dtype=np.int64)])
+    labels = np.concatenate([np.ones(pos_idx.size, np.int64), np.zeros(len(neg_texts), np.int64)])
+    return contexts, candidates, query_index, labels
+
+
+def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "LayerNorm" in name or "norm" in name.lower() else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def train_cross_encoder(
+    model: CrossEncoderModel,
+    tokenizer: Any,
+    train: QuerySet,
+    valid: QuerySet | None = None,
+    *,
+    config: TrainingConfig | None = None,
+    accelerator: Any = None,
+) -> TrainingHistory:
+    """Fine-tune ``model`` in place on ``train``; keep the best validation epoch.
+
+    Parameters
+    ----------
+    model : CrossEncoderModel
+        Trained in place; on return it holds the best epoch's weights.
+    tokenizer : transformers tokenizer
+        With ``[U]`` and ``[T]`` added.
+    train : QuerySet
+        Labelled training queries (see :func:`balanced_pairs`).
+    valid : QuerySet, optional
+        Labelled validation queries; scored after every epoch, and the epoch
+        with the highest MAP is kept.
+    config : TrainingConfig, optional
+    accelerator : accelerate.Accelerator, optional
+        One for the CPU is made when omitted.
+
+    Returns
+    -------
+    TrainingHistory
+    """
+    from accelerate.utils import set_seed
+    from transformers import get_linear_schedule_with_warmup
+
+    from uncertank.nn.runtime import get_accelerator
+
+    cfg = config or TrainingConfig()
+    if valid is not None:
+        if not isinstance(valid, QuerySet):
+            raise TypeError(f"valid must be a QuerySet or None; got {type(valid).__name__}")
+        if valid.labels is None:
+            raise ValueError("valid must carry labels to select the best epoch")
+    acc = accelerator or get_accelerator("cpu")
+    set_seed(cfg.seed)
+    main = acc.is_main_process
+    epochs_pairs: list[tuple[EncodedPairs, NDArray[np.int64]]] = []
+    for epoch in range(cfg.epochs):
+        ctx, cands, qidx, labels = balanced_pairs(train, cfg.negatives, seed=cfg.seed + epoch)
+        enc = encode_pairs(tokenizer, ctx, cands, qidx, max_length=cfg.max_length)
+        epochs_pairs.append((enc, labels))
+    valid_enc = encode_queries(tokenizer, valid, max_length=cfg.max_length) if valid is not None else None
+
+    steps_per_epoch = -(-epochs_pairs[0][0].n_pairs // (cfg.batch_size * acc.num_processes))
+    total = steps_per_epoch * cfg.epochs
+    optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
+    wrapped, optimizer, scheduler = acc.prepare(model, optimizer, scheduler)
+    history = TrainingHistory()
+    best_state: dict[str, torch.Tensor] | None = None
+    best = -np.inf
+    gen = torch.Generator().manual_seed(cfg.seed)
+    for epoch, (enc, labels) in enumerate(epochs_pairs):
+        wrapped.train()
+        perm = torch.randperm(enc.n_pairs, generator=gen).numpy()
+        # Every process walks its own slice of the same permutation (DDP averages gradients).
+        shard = -(-enc.n_pairs // acc.num_processes)
+        perm = np.resize(perm, shard * acc.num_processes)[acc.process_index :: acc.num_processes]
+        y_all = torch.from_numpy(labels)
+        with progress(perm.size, f"epoch {epoch + 1}/{cfg.epochs}", enabled=cfg.show_progress and main) as bar:
+            for lo in range(0, perm.size, cfg.batch_size):
+                idx = perm[lo : lo + cfg.batch_size]
+                batch = enc.batch(idx, acc.device)
+                y = y_all[idx].to(acc.device)
+                with acc.autocast():
+                    logits = wrapped(**batch)
+                loss = torch.nn.functional.cross_entropy(logits.float(), y)
+                acc.backward(loss)
+                if cfg.max_grad_norm > 0:
+                    acc.clip_grad_norm_(wrapped.parameters(), cfg.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                history.loss.append(float(loss.detach()))
+                bar.update(idx.size)
+                bar.set_postfix(loss=f"{history.loss[-1]:.4f}")
+        if valid is not None and valid_enc is not None:
+            net = acc.unwrap_model(wrapped)
+            probs = score_probabilities(
+                [net], valid_enc, batch_size=cfg.eval_batch_size, accelerator=acc,
+                show_progress=cfg.show_progress, desc=f"validating epoch {epoch + 1}",
+            )[0]
+            assert valid.labels is not None
+            value = float(average_precision(probs, valid.labels, valid.offsets).mean())
+            history.valid_map.append(value)
+            if value > best:
+                best, history.best_epoch = value, epoch
+                best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    net = acc.unwrap_model(wrapped)
+    if best_state is not None:
+        net.load_state_dict(best_state)
+    else:
+        history.best_epoch = cfg.epochs - 1
+    net.eval()
+    acc.free_memory()
+    return history
