@@ -327,3 +327,13 @@ def test_chitchat_missing_package_names_the_extra(monkeypatch):
             load("chitchat", cache=False)
     finally:
         conversation.chitchat_dialogues.cache_clear()
+
+
+def test_relevant_first_layout():
+    a = load("ubuntu-sample", split="test", negatives="bm25", cache=False)
+    b = load("ubuntu-sample", split="test", negatives="bm25", relevant_first=True, cache=False)
+    assert (b.labels.reshape(-1, 10)[:, 0] == 1).all()
+    # same lists, another order
+    for q in range(0, a.n_queries, 50):
+        assert sorted(a.query(q)[1]) == sorted(b.query(q)[1])
+    assert b.name == a.name

@@ -200,6 +200,8 @@ def test_load_tsv_with_split_placeholder(tmp_path, ubuntu_test):
         load(f"tsv:{tmp_path}/{{split}}.tsv", split="valid")
     with pytest.raises(ValueError, match="needs a path after the prefix"):
         load("tsv:")
+    with pytest.raises(ValueError, match="relevant_first=True reorders sampled lists"):
+        load(f"tsv:{tmp_path}/test.tsv", relevant_first=True)
 
 
 def test_load_jsonl_and_max_context_turns(tmp_path, ubuntu_test):

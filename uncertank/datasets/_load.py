@@ -81,7 +81,11 @@ def load(
         Passed to the loader: for bundled corpora ``max_instances_per_dialogue``
         (default 10, None for every turn), ``split_seed`` (default 0); for all
         built-ins ``sampler_options`` (a dict for the sampler, e.g.
-        ``{"k1": 1.2}`` for ``bm25``, ``{"progress": False}`` for ``embedding``).
+        ``{"k1": 1.2}`` for ``bm25``, ``{"progress": False}`` for ``embedding``)
+        and ``relevant_first`` (default False: each list is shuffled; True
+        puts the relevant candidate first, the UDC test-file layout from
+        which R_2@1 is read off the first two candidates; ties then favour it
+        under position tie-breaking).
 
     Returns
     -------
@@ -124,10 +128,10 @@ def load(
     loader_name, arg = resolve_dataset(name)
     loader = get_factory("datasets", loader_name)
     args: tuple[Any, ...] = () if arg is None else (arg,)
-    kwargs: dict[str, Any] = dict(
-        split=split, negatives=negatives, n_candidates=n_candidates,
-        max_context_turns=max_context_turns, seed=seed, **options,
-    )
+    kwargs: dict[str, Any] = dict(split=split, negatives=negatives, n_candidates=n_candidates, seed=seed)
+    if max_context_turns is not None:  # passed only when set, so a loader need not know it
+        kwargs["max_context_turns"] = max_context_turns
+    kwargs.update(options)
     token_fn = getattr(loader, "cache_token", None)
     key = None
     if cache and callable(token_fn):

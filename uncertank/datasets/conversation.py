@@ -274,13 +274,15 @@ def build_query_set(
     seed: int = 0,
     name: str = "",
     sampler_options: Mapping[str, Any] | None = None,
+    relevant_first: bool = False,
 ) -> QuerySet:
-    """Response-ranking queries over ``dialogues``, negatives from their own utterances.
+    """Response-ranking queries over ``dialogues``, negatives from the other dialogues' utterances.
 
     Parameters
     ----------
     dialogues : sequence of Dialogue
-        One split's dialogues; all their utterances form the response pool.
+        One split's dialogues; all their utterances form the response pool
+        (a query's negatives never come from its own dialogue).
     negatives : str
         A registered negative sampler (``random``, ``bm25``, ``embedding``, ...).
     n_candidates : int
@@ -293,6 +295,8 @@ def build_query_set(
         Name of the resulting set.
     sampler_options : mapping, optional
         Extra keyword arguments of the sampler's factory.
+    relevant_first : bool
+        See :func:`assemble_query_set`.
 
     Returns
     -------
@@ -311,7 +315,7 @@ def build_query_set(
     return assemble_query_set(
         contexts, responses, ids, pool, pool_ids, groups=groups, pool_groups=pool_groups,
         negatives=negatives, n_candidates=n_candidates, seed=seed, name=name,
-        sampler_options=sampler_options,
+        sampler_options=sampler_options, relevant_first=relevant_first,
     )
 
 
@@ -343,6 +347,7 @@ def assemble_query_set(
     seed: int = 0,
     name: str = "",
     sampler_options: Mapping[str, Any] | None = None,
+    relevant_first: bool = False,
 ) -> QuerySet:
     """Add sampled negatives to (context, positive) instances and shuffle each list.
 
@@ -365,12 +370,18 @@ def assemble_query_set(
         text of the query's own dialogue.
     negatives, n_candidates, seed, name, sampler_options
         See :func:`build_query_set`.
+    relevant_first : bool
+        Put the relevant candidate first and the negatives after it in the
+        sampler's order (the layout of the UDC test files, from which R_2@1 is
+        read off the first two candidates) instead of shuffling each list.
+        Beware: a metric that breaks ties by input position then favours the
+        relevant candidate (BM25 gives many zero-score ties).
 
     Returns
     -------
     QuerySet
         ``n_queries`` queries of exactly ``n_candidates`` candidates, one
-        labelled 1, in a seeded random order. ``candidate_ids`` give, for a
+        labelled 1, in a seeded random order (unless ``relevant_first``). ``candidate_ids`` give, for a
         negative, the id of its text's first occurrence in the pool.
 
     Raises
@@ -406,10 +417,12 @@ def assemble_query_set(
             f"negative sampler {negatives!r} returned shape {neg.shape}; expected ({n}, {n_candidates - 1})"
         )
     # column 0 holds the positive; a seeded permutation per row shuffles it in
-    rng = np.random.default_rng([seed, 1])
-    perm = np.argsort(rng.random((n, n_candidates)), axis=1)
     src = np.concatenate([np.full((n, 1), -1, dtype=np.int64), neg], axis=1)
-    src = np.take_along_axis(src, perm, axis=1).ravel()
+    if not relevant_first:
+        rng = np.random.default_rng([seed, 1])
+        perm = np.argsort(rng.random((n, n_candidates)), axis=1)
+        src = np.take_along_axis(src, perm, axis=1)
+    src = src.ravel()
     owner = np.repeat(np.arange(n), n_candidates)
     pairs = list(zip(src.tolist(), owner.tolist(), strict=True))
     candidates = [positives[r] if s < 0 else pool[s] for s, r in pairs]
@@ -511,6 +524,7 @@ class ConversationLoader:
         max_instances_per_dialogue: int | None = MAX_INSTANCES_PER_DIALOGUE,
         split_seed: int = 0,
         sampler_options: Mapping[str, Any] | None = None,
+        relevant_first: bool = False,
     ) -> QuerySet:
         """Build one split; see :func:`uncertank.datasets.load`."""
         split = check_choice(split, "split", SPLITS)
@@ -526,6 +540,7 @@ class ConversationLoader:
             seed=seed,
             name=f"{self.name}/{split}/{negatives}",
             sampler_options=sampler_options,
+            relevant_first=bool(relevant_first),
         )
 
     def __repr__(self) -> str:

@@ -347,6 +347,7 @@ class FileLoader:
         max_context_turns: int | None = None,
         seed: int = 0,
         sampler_options: Mapping[str, Any] | None = None,
+        relevant_first: bool = False,
     ) -> QuerySet:
         """Load the file for ``split``; see :func:`uncertank.datasets.load`."""
         path = self.resolve(arg, split)
@@ -359,6 +360,11 @@ class FileLoader:
                 query_ids=qs.query_ids, candidate_ids=qs.candidate_ids, name=qs.name,
             )
         if negatives == "file":
+            if relevant_first:
+                raise ValueError(
+                    "relevant_first=True reorders sampled lists; with negatives='file' the file's "
+                    "order is kept, so pass a sampler name or relevant_first=False"
+                )
             if n_candidates is not None:
                 n_candidates = check_positive_int(n_candidates, "n_candidates")
                 bad = np.flatnonzero(qs.lengths != n_candidates)
@@ -374,7 +380,7 @@ class FileLoader:
                 query_ids=qs.query_ids, candidate_ids=qs.candidate_ids, name=f"{path.name}/{split}/file",
             )
         n_sampled = 10 if n_candidates is None else n_candidates
-        return self._resample(qs, path, split, negatives, n_sampled, seed, sampler_options)
+        return self._resample(qs, path, split, negatives, n_sampled, seed, sampler_options, relevant_first)
 
     def _resample(
         self,
@@ -385,6 +391,7 @@ class FileLoader:
         n_candidates: int,
         seed: int,
         sampler_options: Mapping[str, Any] | None,
+        relevant_first: bool,
     ) -> QuerySet:
         from uncertank.datasets.conversation import assemble_query_set
 
@@ -420,6 +427,7 @@ class FileLoader:
             positive_ids=[pool_ids[first_rel[q]] for q in keep],
             negatives=negatives, n_candidates=n_candidates, seed=seed,
             name=f"{path.name}/{split}/{negatives}", sampler_options=sampler_options,
+            relevant_first=bool(relevant_first),
         )
 
     def __repr__(self) -> str:

@@ -229,13 +229,20 @@ class NegativeSampler:
         """Unique-pool id of each positive's text, or -1 where it is not in the pool."""
         return np.fromiter((self._uid(p) for p in positives), dtype=np.int64, count=len(positives))
 
-    def _check_request(
+    def check_request(
         self,
         contexts: Sequence[Sequence[str]],
         positives: Sequence[str],
         k: int,
         groups: Sequence[str] | None,
     ) -> int:
+        """Validate a :meth:`sample` request and return ``k`` as an int.
+
+        Raises
+        ------
+        ValueError
+            When lengths disagree or the pool has fewer than ``k + 1`` distinct texts.
+        """
         k = check_positive_int(k, "k")
         if len(contexts) != len(positives):
             raise ValueError(
@@ -251,13 +258,22 @@ class NegativeSampler:
             )
         return k
 
-    def _forbidden(
+    def forbidden(
         self,
         contexts: Sequence[Sequence[str]],
         positives: Sequence[str],
         groups: Sequence[str] | None,
     ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """Sorted keys ``row * n_unique + uid`` a row may not use, and their count per row."""
+        """What each query may not use: its positive, its context utterances, its own dialogue.
+
+        Returns
+        -------
+        keys : ndarray of shape (n_forbidden,)
+            Sorted distinct keys ``row * n_unique + uid`` of the forbidden
+            (query, distinct text) pairs.
+        counts : ndarray of shape (n_queries,)
+            Number of forbidden distinct texts per query.
+        """
         rows: list[NDArray[np.int64]] = []
         uids: list[NDArray[np.int64]] = []
         n = len(positives)
@@ -287,18 +303,31 @@ class NegativeSampler:
         return keys, counts
 
     def _invalid(self, ids: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Entries that are -1, forbidden for their row, or repeat an entry to their left."""
         rows = np.arange(ids.shape[0], dtype=np.int64)[:, None]
         bad = ids < 0
         bad |= _in_sorted(rows * self.n_unique + ids, keys)
         bad |= _later_duplicates(ids)
         return bad
 
-    def _fill(self, ids: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Replace every invalid entry of ``ids`` by a uniform draw from the unique pool.
+    def fill(self, ids: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Replace every invalid entry of ``ids`` by a uniform draw from the distinct texts.
 
-        Invalid entries (-1, forbidden for the row, or repeating an entry to
-        their left) are redrawn, vectorised, until none is left; valid
-        entries are kept, leftmost first.
+        Invalid entries (-1, forbidden for the row by ``keys``, or repeating an
+        entry to their left) are redrawn, vectorised, until none is left
+        (rows with barely enough allowed texts are completed by an explicit
+        choice); valid entries are kept.
+
+        Parameters
+        ----------
+        ids : ndarray of shape (n_queries, k)
+            Distinct-text ids, -1 where still to be drawn.
+        keys : ndarray
+            From :meth:`forbidden`.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, k)
         """
         ids = ids.copy()
         ids[self._invalid(ids, keys)] = -1
@@ -318,7 +347,8 @@ class NegativeSampler:
             ids[r, holes] = self._rng.choice(allowed, size=holes.size, replace=False)
         return ids
 
-    def _check_room(self, counts: NDArray[np.int64], k: int) -> None:
+    def check_room(self, counts: NDArray[np.int64], k: int) -> None:
+        """Raise unless every query has at least ``k`` allowed distinct texts (``counts`` from :meth:`forbidden`)."""
         room = self.n_unique - counts
         if (room < k).any():
             q = int(np.argmin(room))
@@ -327,16 +357,18 @@ class NegativeSampler:
                 f"(the rest are its positive, its context or its own dialogue); it needs k={k}"
             )
 
-    def _compact(self, ids: NDArray[np.int64], keys: NDArray[np.int64], k: int) -> NDArray[np.int64]:
-        """Drop invalid entries of ranked ``ids``, move the valid ones left in order, keep ``k``."""
+    def compact(self, ids: NDArray[np.int64], keys: NDArray[np.int64], k: int) -> NDArray[np.int64]:
+        """Keep the first ``k`` allowed entries of each row of ranked ``ids``, in order (-1 pads)."""
         ids = np.where(self._invalid(ids, keys), -1, ids)
         order = np.argsort(ids < 0, axis=1, kind="stable")
         return np.take_along_axis(ids, order, axis=1)[:, :k]
 
-    def _to_pool_index(self, uids: NDArray[np.int64]) -> NDArray[np.int64]:
+    def to_pool_index(self, uids: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Map distinct-text ids to indices into ``pool`` (first occurrences)."""
         return self.unique_index[uids]
 
-    def _query_texts(self, contexts: Sequence[Sequence[str]]) -> list[str]:
+    def query_texts(self, contexts: Sequence[Sequence[str]]) -> list[str]:
+        """Each context's utterances joined by spaces (the query of BM25 and embeddings)."""
         return [c if isinstance(c, str) else " ".join(c) for c in contexts]
 
     def sample(
@@ -397,11 +429,11 @@ class RandomSampler(NegativeSampler):
         groups: Sequence[str] | None = None,
     ) -> NDArray[np.int64]:
         """Draw ``k`` uniform negatives per query; see :meth:`NegativeSampler.sample`."""
-        k = self._check_request(contexts, positives, k, groups)
-        keys, counts = self._forbidden(contexts, positives, groups)
-        self._check_room(counts, k)
-        ids = self._fill(np.full((len(positives), k), -1, dtype=np.int64), keys)
-        return self._to_pool_index(ids)
+        k = self.check_request(contexts, positives, k, groups)
+        keys, counts = self.forbidden(contexts, positives, groups)
+        self.check_room(counts, k)
+        ids = self.fill(np.full((len(positives), k), -1, dtype=np.int64), keys)
+        return self.to_pool_index(ids)
 
 
 #: Extra hits retrieved per query beyond ``k + 1``, at most, to make up for excluded ones.
@@ -462,14 +494,14 @@ class BM25Sampler(NegativeSampler):
         groups: Sequence[str] | None = None,
     ) -> NDArray[np.int64]:
         """Draw ``k`` BM25 negatives per query; see :meth:`NegativeSampler.sample`."""
-        k = self._check_request(contexts, positives, k, groups)
-        keys, counts = self._forbidden(contexts, positives, groups)
-        self._check_room(counts, k)
+        k = self.check_request(contexts, positives, k, groups)
+        keys, counts = self.forbidden(contexts, positives, groups)
+        self.check_room(counts, k)
         depth = k + min(int(counts.max()), _MAX_MARGIN)
-        ids, _ = self.index.top_k(self._query_texts(contexts), depth)
-        ids = self._compact(ids, keys, k)
+        ids, _ = self.index.top_k(self.query_texts(contexts), depth)
+        ids = self.compact(ids, keys, k)
         self.last_n_random = int((ids < 0).sum())
-        return self._to_pool_index(self._fill(ids, keys))
+        return self.to_pool_index(self.fill(ids, keys))
 
 
 _MINILM_INSTALL = (
@@ -614,12 +646,12 @@ class EmbeddingSampler(NegativeSampler):
         groups: Sequence[str] | None = None,
     ) -> NDArray[np.int64]:
         """Draw the ``k`` nearest allowed negatives per query; see :meth:`NegativeSampler.sample`."""
-        k = self._check_request(contexts, positives, k, groups)
-        keys, counts = self._forbidden(contexts, positives, groups)
-        self._check_room(counts, k)
+        k = self.check_request(contexts, positives, k, groups)
+        keys, counts = self.forbidden(contexts, positives, groups)
+        self.check_room(counts, k)
         depth = min(k + min(int(counts.max()), _MAX_MARGIN), self.n_unique)
-        q = self.encode(self._query_texts(contexts), desc="embedding the contexts", left_truncate=True)
+        q = self.encode(self.query_texts(contexts), desc="embedding the contexts", left_truncate=True)
         _, ids = self.index.search(q, depth)
-        ids = self._compact(ids.astype(np.int64), keys, k)
+        ids = self.compact(ids.astype(np.int64), keys, k)
         self.last_n_random = int((ids < 0).sum())
-        return self._to_pool_index(self._fill(ids, keys))
+        return self.to_pool_index(self.fill(ids, keys))
