@@ -28,3 +28,17 @@ def test_plugins_command_table_and_kind_filter():
 def test_version():
     result = CliRunner().invoke(cli, ["--version"])
     assert __version__ in result.output
+
+
+def test_compare_command_is_attached():
+    result = CliRunner().invoke(cli, ["compare", "--help"])
+    assert result.exit_code == 0
+    assert "zoib" in result.output
+
+
+def test_run_command_reports_a_bad_config(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[study]\nnope = 1\n")
+    result = CliRunner().invoke(cli, ["run", str(bad)])
+    assert result.exit_code == 2
+    assert "unknown keys nope" in result.output

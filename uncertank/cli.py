@@ -123,6 +123,16 @@ def _run(config: StudyConfig, out_dir: str, resume: bool) -> None:
     click.echo(f"Report: {out_dir}/report.html (and results.json, report.md, figures/)")
 
 
+def _attach_commands() -> None:
+    """Attach sub-commands that live next to the code they drive (imported lazily inside)."""
+    from uncertank.bayes.cli import compare_command
+
+    cli.add_command(compare_command, "compare")
+
+
+_attach_commands()
+
+
 def main() -> None:
     """Entry point of the console script."""
     cli(prog_name="uncertank")
