@@ -56,7 +56,7 @@ def _subset(qs: QuerySet, cap: int | None, seed: int) -> QuerySet:
 def _load_data(config: StudyConfig, log: Log) -> tuple[QuerySet, QuerySet, dict[str, QuerySet]]:
     from uncertank.datasets import load
 
-    common = {"n_candidates": config.n_candidates, "seed": config.seed}
+    common: dict[str, Any] = {"n_candidates": config.n_candidates, "seed": config.seed}
     log(f"data: {config.train_dataset} train/valid with {config.train_negatives} negatives")
     train = _subset(load(config.train_dataset, split="train", negatives=config.train_negatives, **common),
                     config.max_train_queries, config.seed)
@@ -205,6 +205,7 @@ def run_study(
         v_samples, _, _ = _predict(ranker, rc, valid, f"valid-{data_key}", out, resume, say)
         b = None
         if v_samples is not None:
+            assert valid.labels is not None  # the datasets are labelled
             sel = select_b(v_samples, valid.labels, lambda r: metrics.recall_at_k(r, k=1), grid=config.risk_grid)
             b = sel.b
             say(f"{rc.key}: risk aversion b = {b} chosen on validation R@1")
@@ -260,17 +261,15 @@ def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> dict[str, 
     if resume and path.exists():
         log("bayes: reusing the finished comparison")
         return json.loads(path.read_text())  # type: ignore[no-any-return]
-    from uncertank.bayes import compare
-    from uncertank.datasets import load_trec_covid_round1
+    from uncertank.bayes import compare, frame_from_trec_covid
 
-    df = load_trec_covid_round1("scores")
     out_rows: dict[str, Any] = {}
     for family in config.bayes.families:
-        log(f"bayes: fitting the {family} model on TREC-COVID round 1 ({df['system'].nunique()} systems)")
+        frame = frame_from_trec_covid(family)
+        log(f"bayes: fitting the {family} model on TREC-COVID round 1 ({frame['system'].nunique()} pooled runs)")
         t0 = time.perf_counter()
-        frame = load_trec_covid_round1("rbp_gain") if family == "zoib_rank" else df
-        cmp = compare(frame, family=family, draws=config.bayes.draws, tune=config.bayes.tune,
-                      chains=config.bayes.chains, seed=config.seed, sampler=config.bayes.sampler,
+        cmp = compare(frame, family=family, draws=config.bayes.draws, tune=config.bayes.tune,  # type: ignore[arg-type]
+                      chains=config.bayes.chains, seed=config.seed, sampler=config.bayes.sampler,  # type: ignore[arg-type]
                       drop_bottom=config.bayes.drop_bottom)
         best = cmp.distinguishable(reference="best")
         worst = cmp.distinguishable(reference="worst")
@@ -280,6 +279,13 @@ def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> dict[str, 
             "worst distinguishable from": len(worst),
             "diagnostics": _jsonable(cmp.diagnostics()),
         }
+        baseline = config.bayes.baseline or "bm25_baseline"
+        if baseline in {str(x) for x in cmp.systems}:
+            for r in (1, 2):
+                ur = cmp.urisk(baseline, r=r)
+                # Benham convention: URisk > 0 is riskier than the baseline.
+                out_rows[family][f"credibly riskier than {baseline} (r={r})"] = int((ur["urisk_lower"] > 0).sum())
+                out_rows[family][f"credibly less risky than {baseline} (r={r})"] = int((ur["urisk_upper"] < 0).sum())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(out_rows, indent=2))
