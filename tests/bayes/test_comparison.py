@@ -285,6 +285,9 @@ def test_plots(tmp_path: Path):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["alpha", "echo"]
     ax = cmp.plot_ppc(n_replicates=12)
     assert len(ax.lines) == 12 + 2  # replicates, observed, legend proxy
+    assert ax.get_xlim() == (0.0, 1.0) and "outside" not in ax.get_title()
+    gax = _fake("gaussian").plot_ppc(n_replicates=5)
+    assert gax.get_xlim()[0] < 0 and "of replicated scores outside [0, 1]" in gax.get_title()
     ax.figure.savefig(tmp_path / "ppc.png")
     assert (tmp_path / "ppc.png").stat().st_size > 1000
     with pytest.raises(TypeError, match="n_replicates must be an integer"):

@@ -243,3 +243,7 @@ def _write_plots(cmp: SystemComparison, output: Path) -> list[str]:
         plt.close(fig)
         written.append(name)
     return written
+
+
+if __name__ == "__main__":  # pragma: no cover - ``python -m uncertank.bayes.cli``
+    compare_command()

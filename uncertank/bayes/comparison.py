@@ -793,6 +793,11 @@ class SystemComparison:
     ) -> Axes:
         """Densities of replicated scores over the observed one (the tops of the paper's Figure 1).
 
+        Kernel density estimates, as bayesplot's ``ppc_dens_overlay``. When
+        the data and every replicate lie in [0, 1] the densities are drawn on
+        [0, 1]; otherwise the range outside is shaded and the title gives
+        the share of replicated scores that fall there.
+
         Parameters
         ----------
         n_replicates : int
@@ -812,22 +817,31 @@ class SystemComparison:
         n_replicates = check_positive_int(n_replicates, "n_replicates")
         rep = self.posterior_predictive(n_replicates, seed=seed)
         y = self.data["score"].to_numpy(dtype=np.float64)
-        lo = min(float(y.min()), float(np.quantile(rep, 0.001)))
-        hi = max(float(y.max()), float(np.quantile(rep, 0.999)))
-        pad = 0.05 * (hi - lo)
-        grid = np.linspace(lo - pad, hi + pad, 256)
+        outside = float(((rep < 0) | (rep > 1)).mean())
+        if outside == 0.0 and 0.0 <= y.min() and y.max() <= 1.0:
+            grid = np.linspace(0.0, 1.0, 256)  # bounded family: draw the densities on [0, 1] only
+        else:
+            lo = min(float(y.min()), float(np.quantile(rep, 0.001)))
+            hi = max(float(y.max()), float(np.quantile(rep, 0.999)))
+            pad = 0.05 * (hi - lo)
+            grid = np.linspace(lo - pad, hi + pad, 256)
         if ax is None:
             _, ax = plt.subplots(figsize=(5.0, 2.4))
         for row in rep:
             ax.plot(grid, gaussian_kde(row)(grid), color="#9ecae1", lw=0.5, alpha=0.5)
         ax.plot(grid, gaussian_kde(y)(grid), color="#08306b", lw=1.8, label="observed")
         ax.plot([], [], color="#9ecae1", lw=1, label=f"{rep.shape[0]} replicates")
-        ax.axvspan(grid[0], 0.0, color="0.92", zorder=0)
-        ax.axvspan(1.0, grid[-1], color="0.92", zorder=0)
+        if grid[0] < 0.0:
+            ax.axvspan(grid[0], 0.0, color="0.92", zorder=0)
+        if grid[-1] > 1.0:
+            ax.axvspan(1.0, grid[-1], color="0.92", zorder=0)
         ax.set_xlim(grid[0], grid[-1])
+        title = f"posterior predictive check: {self.family}"
+        if outside > 0:
+            title += f" ({outside:.1%} of replicated scores outside [0, 1])"
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("score" if self.family != "zoib_rank" else "per-rank gain")
         ax.set_ylabel("density")
-        ax.set_title(f"posterior predictive check: {self.family}", fontsize=9)
         ax.legend(fontsize=7, frameon=False)
         return ax
 

@@ -373,7 +373,7 @@ def load_trec_covid_round1(
           ``"rbp_gain"``, 3,137 lie within the depth-7 truncation residual of
           binary RBP with persistence 0.5 computed from those gains (grade >
           0 counts as relevant), so it is most likely RBP(0.5) over the whole
-          run; the 13 others differ, by up to 0.12.
+          run; the 13 others differ, by up to 0.124.
         - ``"rbp_gain"``: columns ``system``, ``topic``, ``rank``, ``score``:
           the RBP (persistence 0.8) gain of each ranked document, ranks 1-7
           (a few 8-9), ``(1 - 0.8) * 0.8 ** (rank - 1) * g`` with graded gain
