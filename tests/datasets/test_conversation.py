@@ -337,3 +337,19 @@ def test_relevant_first_layout():
     for q in range(0, a.n_queries, 50):
         assert sorted(a.query(q)[1]) == sorted(b.query(q)[1])
     assert b.name == a.name
+
+
+def test_max_queries_subsets_before_sampling():
+    full = load("ubuntu-sample", split="test", cache=False)
+    part = load("ubuntu-sample", split="test", max_queries=50, cache=False)
+    assert part.n_queries == 50
+    assert set(part.query_ids) <= set(full.query_ids)
+    order = [list(full.query_ids).index(i) for i in part.query_ids]
+    assert order == sorted(order)
+    # the pool is still the whole split: negatives come from dialogues outside the 50 queries
+    assert len({_dialogue_of(i) for i in part.candidate_ids}) > len({_dialogue_of(i) for i in part.query_ids})
+    again = load("ubuntu-sample", split="test", max_queries=50, cache=False)
+    assert list(again.candidates) == list(part.candidates)
+    assert load("ubuntu-sample", split="test", max_queries=10**6, cache=False).n_queries == full.n_queries
+    with pytest.raises(ValueError, match="max_queries must be an integer >= 1; got 0"):
+        load("ubuntu-sample", split="test", max_queries=0, cache=False)

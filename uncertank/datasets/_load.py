@@ -79,7 +79,10 @@ def load(
         ``~/.cache/uncertank``), keyed by every parameter and the data's version.
     **options
         Passed to the loader: for bundled corpora ``max_instances_per_dialogue``
-        (default 10, None for every turn), ``split_seed`` (default 0); for all
+        (default 10, None for every turn), ``split_seed`` (default 0) and
+        ``max_queries`` (a seeded subset of that many queries, taken before the
+        negatives are drawn so that an expensive sampler such as ``embedding``
+        works for them only; the response pool stays the whole split); for all
         built-ins ``sampler_options`` (a dict for the sampler, e.g.
         ``{"k1": 1.2}`` for ``bm25``, ``{"progress": False}`` for ``embedding``)
         and ``relevant_first`` (default False: each list is shuffled; True

@@ -275,6 +275,7 @@ def build_query_set(
     name: str = "",
     sampler_options: Mapping[str, Any] | None = None,
     relevant_first: bool = False,
+    max_queries: int | None = None,
 ) -> QuerySet:
     """Response-ranking queries over ``dialogues``, negatives from the other dialogues' utterances.
 
@@ -297,6 +298,10 @@ def build_query_set(
         Extra keyword arguments of the sampler's factory.
     relevant_first : bool
         See :func:`assemble_query_set`.
+    max_queries : int, optional
+        Keep a seeded random subset of this many queries (in their original
+        order) *before* negatives are drawn, so that an expensive sampler
+        works for them only. The response pool stays the whole split.
 
     Returns
     -------
@@ -308,6 +313,13 @@ def build_query_set(
     )
     if not ids:
         raise ValueError(f"{name or 'the dialogues'}: no dialogue has two utterances, so there is no instance")
+    if max_queries is not None:
+        max_queries = check_positive_int(max_queries, "max_queries")
+        if max_queries < len(ids):
+            keep = np.sort(np.random.default_rng([seed, 2]).permutation(len(ids))[:max_queries])
+            contexts = [contexts[i] for i in keep]
+            responses = [responses[i] for i in keep]
+            ids = [ids[i] for i in keep]
     pool = [u for d in dialogues for u in d.utterances]
     pool_ids = [f"{d.dialogue_id}#{t}" for d in dialogues for t in range(len(d.utterances))]
     groups = [i.rsplit("#", 1)[0] for i in ids]
@@ -525,6 +537,7 @@ class ConversationLoader:
         split_seed: int = 0,
         sampler_options: Mapping[str, Any] | None = None,
         relevant_first: bool = False,
+        max_queries: int | None = None,
     ) -> QuerySet:
         """Build one split; see :func:`uncertank.datasets.load`."""
         split = check_choice(split, "split", SPLITS)
@@ -541,6 +554,7 @@ class ConversationLoader:
             name=f"{self.name}/{split}/{negatives}",
             sampler_options=sampler_options,
             relevant_first=bool(relevant_first),
+            max_queries=max_queries,
         )
 
     def __repr__(self) -> str:
