@@ -278,16 +278,17 @@ def test_split_needs_unique_ids():
         split_dialogues([d, d])
 
 
-def test_lazy_trec_reexport():
+def test_lazy_trec_reexport(monkeypatch):
     import uncertank.datasets as ds
     from uncertank.datasets import trec
 
     for name in ("read_trec_run", "read_qrels", "ranked_lists_from_run", "load_trec_covid_round1"):
+        assert name in dir(ds)
         if hasattr(trec, name):
             assert getattr(ds, name) is getattr(trec, name)
-        else:
-            with pytest.raises(AttributeError, match=f"uncertank.datasets.{name} is not available"):
-                getattr(ds, name)
+        monkeypatch.delattr(trec, name, raising=False)
+        with pytest.raises(AttributeError, match=f"uncertank.datasets.{name} is not available"):
+            getattr(ds, name)
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         ds.nope  # noqa: B018
 
