@@ -354,3 +354,23 @@ def test_max_queries_subsets_before_sampling():
     assert load("ubuntu-sample", split="test", max_queries=10**6, cache=False).n_queries == full.n_queries
     with pytest.raises(ValueError, match="max_queries must be an integer >= 1; got 0"):
         load("ubuntu-sample", split="test", max_queries=0, cache=False)
+
+
+def test_remaining_error_paths(monkeypatch):
+    import sys
+
+    from uncertank.datasets import build_query_set, chitchat_dialogues
+    from uncertank.datasets._bm25 import BM25Index
+    from uncertank.datasets.formats import FileLoader
+
+    with pytest.raises(ValueError, match="min_turns must be an integer >= 2; got 1"):
+        chitchat_dialogues(min_turns=1)
+    with pytest.raises(ValueError, match="toy: no dialogue has two utterances"):
+        build_query_set([Dialogue("a", ("x",))], name="toy")
+    with pytest.raises(ValueError, match="name must be one of 'ubuntu-sample', 'chitchat'; got 'udc'"):
+        describe("udc")
+    with pytest.raises(ValueError, match="fmt must be one of 'tsv', 'jsonl'; got 'csv'"):
+        FileLoader("csv")
+    monkeypatch.setitem(sys.modules, "bm25s", None)
+    with pytest.raises(ImportError, match=r'pip install "uncertank\[retrieval\]"'):
+        BM25Index(["a b"])

@@ -34,7 +34,7 @@ def require_bm25s() -> Any:
     """Import and return the ``bm25s`` module, or raise an ImportError naming the extra."""
     try:
         import bm25s
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    except ImportError as exc:
         raise ImportError(
             f"BM25 needs the optional dependency bm25s; install it with {_INSTALL}"
         ) from exc
