@@ -83,6 +83,8 @@ class StudyConfig:
         Candidates per query (1 relevant + negatives).
     max_train_queries, max_valid_queries, max_test_queries : int or None
         Seeded random subsets keep a study's cost bounded; None keeps all.
+    max_context_turns : int or None
+        Keep only the most recent utterances of each context.
     n_bins : int
         Bins of the ECE and reliability diagrams.
     risk_grid : tuple of float
@@ -104,6 +106,7 @@ class StudyConfig:
     max_train_queries: int | None = None
     max_valid_queries: int | None = None
     max_test_queries: int | None = None
+    max_context_turns: int | None = None
     n_bins: int = 10
     risk_grid: tuple[float, ...] = (-0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5)
     nota: bool = True

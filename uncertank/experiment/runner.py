@@ -46,27 +46,25 @@ def _atomic_save_npz(path: Path, **arrays: Any) -> None:
         raise
 
 
-def _subset(qs: QuerySet, cap: int | None, seed: int) -> QuerySet:
-    if cap is None or cap >= qs.n_queries:
-        return qs
-    idx = np.sort(np.random.default_rng(seed).permutation(qs.n_queries)[:cap])
-    return qs.subset(idx)
+def _load(name: str, split: str, negatives: str, cap: int | None, config: StudyConfig) -> QuerySet:
+    from uncertank.datasets import load
+
+    options: dict[str, Any] = {}
+    if cap is not None:
+        options["max_queries"] = cap  # a seeded subset, drawn before the negatives are sampled
+    if config.max_context_turns is not None:
+        options["max_context_turns"] = config.max_context_turns
+    return load(name, split=split, negatives=negatives, n_candidates=config.n_candidates, seed=config.seed, **options)
 
 
 def _load_data(config: StudyConfig, log: Log) -> tuple[QuerySet, QuerySet, dict[str, QuerySet]]:
-    from uncertank.datasets import load
-
-    common: dict[str, Any] = {"n_candidates": config.n_candidates, "seed": config.seed}
     log(f"data: {config.train_dataset} train/valid with {config.train_negatives} negatives")
-    train = _subset(load(config.train_dataset, split="train", negatives=config.train_negatives, **common),
-                    config.max_train_queries, config.seed)
-    valid = _subset(load(config.train_dataset, split="valid", negatives=config.train_negatives, **common),
-                    config.max_valid_queries, config.seed)
+    train = _load(config.train_dataset, "train", config.train_negatives, config.max_train_queries, config)
+    valid = _load(config.train_dataset, "valid", config.train_negatives, config.max_valid_queries, config)
     tests: dict[str, QuerySet] = {}
     for cond in config.conditions:
         log(f"data: condition {cond.name!r} = {cond.dataset} test with {cond.negatives} negatives")
-        qs = load(cond.dataset, split="test", negatives=cond.negatives, **common)
-        tests[cond.name] = _subset(qs, config.max_test_queries, config.seed)
+        tests[cond.name] = _load(cond.dataset, "test", cond.negatives, config.max_test_queries, config)
     return train, valid, tests
 
 
@@ -189,8 +187,8 @@ def run_study(
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     train, valid, tests = _load_data(config, say)
-    data_key = _digest([asdict(config)["train_dataset"], config.train_negatives, config.n_candidates,
-                        config.max_train_queries, config.seed])
+    data_key = _digest([config.train_dataset, config.train_negatives, config.n_candidates,
+                        config.max_train_queries, config.max_context_turns, config.seed])
     result: StudyResult = {
         "config": asdict(config),
         "data": {"train": train.n_queries, "valid": valid.n_queries,
@@ -212,7 +210,7 @@ def run_study(
         for cond in config.conditions:
             qs = tests[cond.name]
             cond_key = _digest([cond.dataset, cond.negatives, config.n_candidates, config.max_test_queries,
-                                config.seed])
+                                config.max_context_turns, config.seed])
             samples, mean, prob = _predict(ranker, rc, qs, f"{cond.name}-{cond_key}", out, resume, say)
             row = {"ranker": rc.key, "condition": cond.name, **_effectiveness(qs, mean)}
             result["effectiveness"].append(row)
