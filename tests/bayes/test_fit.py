@@ -66,35 +66,25 @@ def _assert_in(cmp, name, value):
     assert lo <= value <= hi, (name, lo, value, hi)
 
 
-@pytest.fixture(scope="module")
-def zoib_data():
+def test_zoib_recovers_effects_and_its_replicates_stay_in_unit_interval_unlike_gaussian():
+    # One test (not a shared fixture) so that pytest-xdist never fits the same model twice.
     rng, s, t, topic = _grid(1, 0.5)
     mu = special.expit(0.3 + SYS_EFFECT[s] + topic[t])
-    y = zoib_rvs(mu, 12.0, 0.12, 0.35, rng=rng)
-    return _frame(s, t, y)
-
-
-@pytest.fixture(scope="module")
-def zoib_fit(zoib_data):
-    return _fit(zoib_data, "zoib")
-
-
-def test_zoib_recovers_system_effects(zoib_fit):
-    _assert_recovered(zoib_fit, SYS_EFFECT, width_limit=0.9)
-    _assert_in(zoib_fit, "phi", 12.0)
-    _assert_in(zoib_fit, "zoi", 0.12)
-    _assert_in(zoib_fit, "coi", 0.35)
+    data = _frame(s, t, zoib_rvs(mu, 12.0, 0.12, 0.35, rng=rng))
+    fit = _fit(data, "zoib")
+    _assert_recovered(fit, SYS_EFFECT, width_limit=0.9)
+    _assert_in(fit, "phi", 12.0)
+    _assert_in(fit, "zoi", 0.12)
+    _assert_in(fit, "coi", 0.35)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        diag = zoib_fit.diagnostics()
+        diag = fit.diagnostics()
     assert diag.n_divergences == 0 and diag.max_rhat < 1.05
 
-
-def test_zoib_replicates_stay_in_unit_interval_gaussian_ones_do_not(zoib_data, zoib_fit):
-    rep = zoib_fit.posterior_predictive(None)
+    rep = fit.posterior_predictive(None)
     assert rep.min() >= 0.0 and rep.max() <= 1.0
     assert (rep == 0).mean() > 0.01 and (rep == 1).mean() > 0.01  # the inflation is reproduced
-    gauss = _fit(zoib_data, "gaussian")
+    gauss = _fit(data, "gaussian")
     g_rep = gauss.posterior_predictive(None)
     outside = ((g_rep < 0) | (g_rep > 1)).mean()
     assert outside > 0.02, outside  # the paper's point: the Gaussian puts mass outside [0, 1]

@@ -240,8 +240,7 @@ def compare(
     draws = check_positive_int(draws, "draws")
     tune = check_positive_int(tune, "tune", minimum=0)
     chains = check_positive_int(chains, "chains")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise TypeError(f"seed must be an integer >= 0; got {seed!r}")
+    seed = check_positive_int(seed, "seed", minimum=0)
     if not (isinstance(target_accept, (int, float)) and 0 < target_accept < 1):
         raise ValueError(f"target_accept must lie in (0, 1); got {target_accept!r}")
     n_cores = min(chains, os.cpu_count() or 1) if cores is None else check_positive_int(cores, "cores")
