@@ -1,4 +1,4 @@
-"""uncertank: can a ranker's scores be trusted?
+"""uncertank: calibration, uncertainty and risk for the scores of any ranker.
 
 Calibration, ranking effectiveness, uncertainty, risk-aware reranking, NOTA
 prediction and Bayesian comparison of systems, for any ranker. Importing this
@@ -8,7 +8,7 @@ that need them.
 
 from __future__ import annotations
 
-from uncertank._types import PredictiveSamples, Predictions, QuerySet, RankedLists
+from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
 from uncertank.adapters import CallableRanker, EnsembleRanker
 from uncertank.hookspecs import hookimpl
 from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
