@@ -151,12 +151,31 @@ def main(argv: list[str] | None = None) -> None:
                 "R10@1": float(recall_at_k(rl, k=1)),
                 "MAP": float(mean_average_precision(rl)),
                 "ECE": float(expected_calibration_error(rl.scores, rl.labels, n_bins=10, strategy="uniform")),
+                "ECE_balanced": float(
+                    expected_calibration_error(rl, n_bins=10, strategy="uniform", balanced=True, seed=0)
+                ),
+                "mean_score_relevant": float(scores[z["labels"] > 0].mean()),
+                "mean_score_non_relevant": float(scores[z["labels"] == 0].mean()),
             }
             if name != "bert":
                 row["mean_predictive_std"] = float(z[name].std(0).mean())
             results[name] = row
+        cli = list(sys.argv[1:] if argv is None else argv)
+        if "--stage" in cli:  # the command that reproduces everything runs all stages
+            i = cli.index("--stage")
+            del cli[i : i + 2]
+        training = {}
+        for m in range(args.members):
+            hist = json.loads((work / f"member_{m}" / "uncertank.json").read_text())["history"]
+            training[f"member_{m}"] = {
+                "steps": len(hist["loss"]),
+                "mean_loss_first_10_steps": float(np.mean(hist["loss"][:10])),
+                "mean_loss_last_10_steps": float(np.mean(hist["loss"][-10:])),
+                "valid_map_per_epoch": hist["valid_map"],
+            }
         payload = {
-            "command": "python docs/scripts/real_run_neural.py " + " ".join(sys.argv[1:] if argv is None else argv),
+            "command": " ".join(["python docs/scripts/real_run_neural.py", *cli]),
+            "training": training,
             "data": {
                 "dataset": "ubuntu-sample (Ubuntu Dialogue Corpus sample), negatives=bm25, n_candidates=10, seed=0",
                 "train_queries": train.n_queries, "train_pairs_per_epoch": 2 * int((train.labels > 0).sum()),
@@ -166,7 +185,9 @@ def main(argv: list[str] | None = None) -> None:
                 "backbone": "packaged all-MiniLM-L6-v2", "max_length": args.max_length, "epochs": args.epochs,
                 "batch_size": args.batch_size, "lr": args.lr, "members": args.members,
                 "passes": args.passes, "training_negatives": args.negatives,
-                "ece": "10 equal-width bins on [0, 1] over all test pairs",
+                "ece": "10 equal-width bins on [0, 1] over all test pairs (1 relevant : 9 non-relevant); "
+                "ECE_balanced keeps as many non-relevant as relevant pairs (seed 0), the setting of "
+                "Penha & Hauff's Table 1",
             },
             "results": results,
             "timings_s": timings,

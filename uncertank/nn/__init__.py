@@ -38,6 +38,7 @@ from uncertank.nn.ranker import NeuralRanker, load_ranker  # noqa: E402
 from uncertank.nn.runtime import (  # noqa: E402
     autocast,
     get_accelerator,
+    is_main_process,
     progress,
     resolve_device,
     seed_everything,
@@ -69,6 +70,7 @@ __all__ = [
     "encode_pairs",
     "encode_queries",
     "get_accelerator",
+    "is_main_process",
     "load_model",
     "load_ranker",
     "mc_dropout",

@@ -23,7 +23,7 @@ from uncertank.nn.checkpoint import atomic_directory, load_model, read_manifest,
 from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import encode_queries
 from uncertank.nn.model import CrossEncoderModel, build_backbone
-from uncertank.nn.runtime import get_accelerator, resolve_device, seed_everything
+from uncertank.nn.runtime import get_accelerator, is_main_process, resolve_device, seed_everything
 from uncertank.nn.training import TrainingConfig, TrainingHistory, train_cross_encoder
 
 __all__ = ["NeuralRanker", "load_ranker"]
@@ -179,8 +179,13 @@ class NeuralRanker:
     # -- persistence ------------------------------------------------------------
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the ranker into the folder ``path`` (replaced atomically)."""
+        """Write the ranker into the folder ``path`` (replaced atomically).
+
+        Under several processes only the process of rank 0 writes.
+        """
         model = self._build()
+        if not is_main_process():
+            return
         with atomic_directory(path) as tmp:
             self._save_into(tmp, model)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +16,7 @@ from uncertank._validation import check_positive_int
 __all__ = [
     "autocast",
     "get_accelerator",
+    "is_main_process",
     "progress",
     "resolve_device",
     "seed_everything",
@@ -74,6 +76,11 @@ def get_accelerator(device: str | torch.device = "auto") -> Any:
     cuda = dev.type == "cuda"
     mixed = "bf16" if cuda and torch.cuda.is_bf16_supported() else "no"
     return Accelerator(cpu=dev.type == "cpu", mixed_precision=mixed)
+
+
+def is_main_process() -> bool:
+    """False in the processes of rank > 0 under ``torchrun`` or ``accelerate launch``."""
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:

@@ -145,6 +145,10 @@ class DeepEnsembleRanker:
         """Write the ensemble into the folder ``path``: one sub-folder per member."""
         import json
 
+        from uncertank.nn.runtime import is_main_process
+
+        if not is_main_process():
+            return
         with atomic_directory(path) as tmp:
             for m, member in enumerate(self.members):
                 (tmp / f"member_{m}").mkdir()

@@ -81,7 +81,9 @@ def test_batch_norm_owning_dropout_is_refused():
 
 
 def test_ranker_through_the_entry_point():
-    ranker = uncertank.make_ranker("mc_dropout", backbone=tiny_config(), n_passes=5, show_progress=False)
+    ranker = uncertank.make_ranker(
+        "mc_dropout", backbone=tiny_config(), n_passes=5, max_length=32, show_progress=False
+    )
     assert isinstance(ranker, MCDropoutRanker)
     assert isinstance(ranker, uncertank.StochasticRanker)
     queries = toy_queries()
