@@ -282,3 +282,41 @@ def test_load_trec_covid_round1_errors():
         load_trec_covid_round1("qrels")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="pooled_only must be a bool"):
         load_trec_covid_round1("scores", pooled_only=1)  # type: ignore[arg-type]
+
+
+def test_fast_and_line_readers_agree(run_path, qrels_path):
+    from uncertank.datasets import trec
+
+    pd.testing.assert_frame_equal(read_trec_run(run_path), trec._read_trec_run_lines(run_path, None))
+    pd.testing.assert_frame_equal(read_trec_run(run_path, system="x"), trec._read_trec_run_lines(run_path, "x"))
+    pd.testing.assert_frame_equal(read_qrels(qrels_path), trec._read_qrels_lines(qrels_path))
+    assert trec._fast_fields(run_path, 6) is not None  # the hand-written run takes the fast path
+
+
+def test_ids_that_look_like_missing_values_stay_strings(tmp_path):
+    p = tmp_path / "run.txt"
+    p.write_text("NA Q0 null 1 1.0 nan\nNA Q0 0012 2 0.5 nan\n")
+    run = read_trec_run(p)
+    assert run["query_id"].tolist() == ["NA", "NA"] and run["doc_id"].tolist() == ["null", "0012"]
+    assert run["system"].tolist() == ["nan", "nan"]
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("1 Q0 d1 1.0 3.0 s\n", "line 1: rank must be an integer; got '1.0'"),
+        ("1 Q0 d1 1 inf s\n", "line 1: score must be finite"),
+    ],
+)
+def test_fast_path_falls_back_to_exact_errors(tmp_path, text, match):
+    p = tmp_path / "r.txt"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        read_trec_run(p)
+
+
+def test_qrels_float_grade_is_an_error(tmp_path):
+    p = tmp_path / "q.txt"
+    p.write_text("1 0 d1 1.0\n")
+    with pytest.raises(ValueError, match=r"line 1: relevance must be an integer; got '1\.0'"):
+        read_qrels(p)

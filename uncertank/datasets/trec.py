@@ -40,7 +40,7 @@ __all__ = [
 #: The run the paper's URisk analysis uses as its BM25 baseline.
 TREC_COVID_ROUND1_BM25_BASELINE = "bm25_baseline"
 
-_RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "system")
+_INT = r"[+-]?\d+"  # what int() accepts, less whitespace and underscores
 _QRELS_COLUMNS = ("query_id", "doc_id", "relevance")
 
 
@@ -61,6 +61,31 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             text = line.strip()
             if text:
                 yield number, text
+
+
+def _fast_fields(path: Path, n_fields: int) -> list[np.ndarray] | None:
+    """The columns of a well-formed whitespace-separated file, read by pandas' C parser.
+
+    Returns None when any line has another number of fields (or the file
+    cannot be parsed this way), so that the caller's line-by-line reader can
+    name the offending line.
+    """
+    import csv
+
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(
+            path, sep=r"\s+", header=None, names=list(range(n_fields + 1)), dtype=str, engine="c",
+            quoting=csv.QUOTE_NONE, keep_default_na=False, na_values=[], skip_blank_lines=True,
+            compression="gzip" if path.suffix == ".gz" else None, encoding="utf-8",
+        )
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError):
+        return None
+    # Without NA parsing, a missing field reads as "" (never a real whitespace-separated field).
+    if df.empty or (df[n_fields] != "").any() or (df[list(range(n_fields))] == "").any().any():
+        return None
+    return [df[i].to_numpy(dtype=object) for i in range(n_fields)]
 
 
 def read_trec_run(path: str | os.PathLike[str], *, system: str | None = None) -> pd.DataFrame:
@@ -102,6 +127,30 @@ def read_trec_run(path: str | os.PathLike[str], *, system: str | None = None) ->
     import pandas as pd
 
     p = _check_path(path, "path")
+    cols = _fast_fields(p, 6)
+    if cols is not None:
+        rank = pd.to_numeric(pd.Series(cols[3]), errors="coerce").to_numpy(dtype=np.float64)
+        score = pd.to_numeric(pd.Series(cols[4]), errors="coerce").to_numpy(dtype=np.float64)
+        tags = cols[5] if system is None else np.full(cols[5].size, system, dtype=object)
+        out = pd.DataFrame({
+            "query_id": pd.Series(cols[0], dtype=str), "q0": pd.Series(cols[1], dtype=str),
+            "doc_id": pd.Series(cols[2], dtype=str), "rank": rank, "score": score,
+            "system": pd.Series(tags, dtype=str),
+        })
+        well_formed = (
+            bool(pd.Series(cols[3]).str.fullmatch(_INT).all()) and np.isfinite(score).all()
+            and not out.duplicated(["system", "query_id", "doc_id"]).any()
+        )
+        if well_formed:
+            out["rank"] = rank.astype(np.int64)
+            return out
+    return _read_trec_run_lines(p, system)
+
+
+def _read_trec_run_lines(p: Path, system: str | None) -> pd.DataFrame:
+    """Line-by-line reader of :func:`read_trec_run`, which names the first bad line."""
+    import pandas as pd
+
     qids: list[str] = []
     q0s: list[str] = []
     docs: list[str] = []
@@ -145,12 +194,12 @@ def read_trec_run(path: str | os.PathLike[str], *, system: str | None = None) ->
     if not qids:
         raise ValueError(f"run file {p} holds no entries")
     return pd.DataFrame({
-        "query_id": pd.Series(qids, dtype=object),
-        "q0": pd.Series(q0s, dtype=object),
-        "doc_id": pd.Series(docs, dtype=object),
+        "query_id": pd.Series(qids, dtype=str),
+        "q0": pd.Series(q0s, dtype=str),
+        "doc_id": pd.Series(docs, dtype=str),
         "rank": np.asarray(ranks, dtype=np.int64),
         "score": np.asarray(scores, dtype=np.float64),
-        "system": pd.Series(tags, dtype=object),
+        "system": pd.Series(tags, dtype=str),
     })
 
 
@@ -183,6 +232,26 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     import pandas as pd
 
     p = _check_path(path, "path")
+    cols = _fast_fields(p, 4)
+    if cols is not None:
+        rel = pd.to_numeric(pd.Series(cols[3]), errors="coerce").to_numpy(dtype=np.float64)
+        out = pd.DataFrame({"query_id": pd.Series(cols[0], dtype=str), "doc_id": pd.Series(cols[2], dtype=str),
+                            "relevance": rel})
+        if bool(pd.Series(cols[3]).str.fullmatch(_INT).all()):
+            out["relevance"] = rel.astype(np.int64)
+            dup = out.duplicated(["query_id", "doc_id"], keep=False)
+            if not dup.any():
+                return out
+            conflicting = out[dup].groupby(["query_id", "doc_id"])["relevance"].nunique().gt(1).any()
+            if not conflicting:
+                return out.drop_duplicates(["query_id", "doc_id"]).reset_index(drop=True)
+    return _read_qrels_lines(p)
+
+
+def _read_qrels_lines(p: Path) -> pd.DataFrame:
+    """Line-by-line reader of :func:`read_qrels`, which names the first bad line."""
+    import pandas as pd
+
     qids: list[str] = []
     docs: list[str] = []
     rels: list[int] = []
@@ -218,8 +287,8 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     if not qids:
         raise ValueError(f"qrels file {p} holds no judgements")
     return pd.DataFrame({
-        "query_id": pd.Series(qids, dtype=object),
-        "doc_id": pd.Series(docs, dtype=object),
+        "query_id": pd.Series(qids, dtype=str),
+        "doc_id": pd.Series(docs, dtype=str),
         "relevance": np.asarray(rels, dtype=np.int64),
     })
 
@@ -307,33 +376,30 @@ def ranked_lists_from_run(
     elif system is not None:
         raise ValueError("system was given but run has no 'system' column")
 
-    qid = run_df["query_id"].astype(str).to_numpy()
-    doc = run_df["doc_id"].astype(str).to_numpy()
-    score = run_df["score"].to_numpy(dtype=np.float64)
-    judged_q = set(qrels_df["query_id"].astype(str))
-    keep = np.isin(qid, list(judged_q))
-    if not keep.any():
+    frame = pd.DataFrame({
+        "query_id": run_df["query_id"].astype(str).to_numpy(),
+        "doc_id": run_df["doc_id"].astype(str).to_numpy(),
+        "score": run_df["score"].to_numpy(dtype=np.float64),
+    })
+    judged = pd.DataFrame({
+        "query_id": qrels_df["query_id"].astype(str).to_numpy(),
+        "doc_id": qrels_df["doc_id"].astype(str).to_numpy(),
+        "relevance": qrels_df["relevance"].to_numpy(dtype=np.int64),
+    }).drop_duplicates(["query_id", "doc_id"])
+    frame = frame[frame["query_id"].isin(set(judged["query_id"]))]
+    if frame.empty:
         raise ValueError("no query of run is judged in qrels; check that the query ids match")
-    qid, doc, score = qid[keep], doc[keep], score[keep]
-
+    frame = frame.merge(judged, on=["query_id", "doc_id"], how="left")
+    qid = frame["query_id"].to_numpy()
+    doc = frame["doc_id"].to_numpy()
+    score = frame["score"].to_numpy()
     order_q = _query_order(qid)
-    q_pos = {q: i for i, q in enumerate(order_q)}
-    q_code = np.fromiter((q_pos[q] for q in qid), dtype=np.int64, count=qid.size)
+    q_code = pd.Index(order_q).get_indexer(qid).astype(np.int64)
     # trec_eval: descending score, ties by descending docno. lexsort's last key is primary;
-    # reversing the string order of doc ids gives the descending tie-break.
-    doc_rank = np.unique(doc, return_inverse=True)[1]
+    # negating the rank of each doc id in string order gives the descending tie-break.
+    doc_rank = np.unique(doc.astype(str), return_inverse=True)[1]
     order = np.lexsort((-doc_rank, -score, q_code))
-
-    rel_map = dict(zip(
-        zip(qrels_df["query_id"].astype(str), qrels_df["doc_id"].astype(str), strict=True),
-        qrels_df["relevance"].to_numpy(dtype=np.int64),
-        strict=True,
-    ))
-    labels = np.fromiter(
-        (rel_map.get((q, d), 0) for q, d in zip(qid[order], doc[order], strict=True)),
-        dtype=np.int64, count=qid.size,
-    )
-    labels = np.maximum(labels, 0)
+    labels = np.maximum(frame["relevance"].fillna(0).to_numpy(dtype=np.int64)[order], 0)
     counts = np.bincount(q_code, minlength=order_q.size)
     offsets = np.zeros(order_q.size + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
