@@ -76,7 +76,7 @@ def turn_text(turn: str) -> str:
 
     Examples
     --------
-    >>> turn_text("hi\\nanyone here?")
+    >>> turn_text("hi\nanyone here?")
     'hi [U] anyone here? [U] [T]'
     """
     utterances = [u.strip() for u in str(turn).split("\n") if u.strip()]

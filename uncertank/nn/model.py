@@ -74,7 +74,9 @@ def _check_backbone(backbone: Any) -> Any:
     )
 
 
-def build_backbone(backbone: Any = None, tokenizer: Any = None) -> tuple[nn.Module, Any]:
+def build_backbone(
+    backbone: Any = None, tokenizer: Any = None, *, num_hidden_layers: int | None = None
+) -> tuple[nn.Module, Any]:
     """Load or initialise an encoder and its tokenizer, with ``[U]`` and ``[T]`` added.
 
     Parameters
@@ -85,6 +87,10 @@ def build_backbone(backbone: Any = None, tokenizer: Any = None) -> tuple[nn.Modu
     tokenizer : None, str, path or tokenizer
         Defaults to the backbone folder's tokenizer, or the packaged MiniLM
         tokenizer for a config.
+    num_hidden_layers : int, optional
+        Keep only the first ``num_hidden_layers`` transformer layers (with
+        their pretrained weights for a folder): a cheaper encoder for quick
+        runs on a CPU. None keeps them all.
 
     Returns
     -------
@@ -106,6 +112,22 @@ def build_backbone(backbone: Any = None, tokenizer: Any = None) -> tuple[nn.Modu
     # A copy: resizing the embeddings below rewrites config.vocab_size, and one config
     # object is often shared by several rankers (ensemble members).
     config = copy.deepcopy(source) if isinstance(source, PretrainedConfig) else None
+    if num_hidden_layers is not None:
+        from transformers import AutoConfig
+
+        from uncertank._validation import check_positive_int
+
+        check_positive_int(num_hidden_layers, "num_hidden_layers")
+        full = config if config is not None else AutoConfig.from_pretrained(source, local_files_only=True)
+        available = int(full.num_hidden_layers)
+        if num_hidden_layers > available:
+            raise ValueError(
+                f"num_hidden_layers must be <= the backbone's {available} layers; got {num_hidden_layers}"
+            )
+        if config is not None:
+            config.num_hidden_layers = num_hidden_layers
+        else:
+            kwargs["num_hidden_layers"] = num_hidden_layers
     model_type = getattr(config, "model_type", None)
     if model_type in (None, "bert"):
         kwargs["add_pooling_layer"] = False  # the ranker has its own head

@@ -48,6 +48,9 @@ class NeuralRanker:
         benchmarks).
     tokenizer : None, str, path or tokenizer
         Defaults to the backbone's own (the packaged MiniLM's for a config).
+    num_hidden_layers : int, optional
+        Keep only the backbone's first layers (a cheaper encoder for quick
+        runs); all by default.
     max_length : int
         Tokens per (context, response) pair.
     epochs, batch_size, lr, seed
@@ -75,6 +78,7 @@ class NeuralRanker:
         backbone: Any = None,
         *,
         tokenizer: Any = None,
+        num_hidden_layers: int | None = None,
         max_length: int = 128,
         epochs: int = 1,
         batch_size: int = 16,
@@ -98,6 +102,7 @@ class NeuralRanker:
         resolve_device(device)  # fail early on a bad device string
         self.backbone = backbone
         self.tokenizer = tokenizer
+        self.num_hidden_layers = num_hidden_layers
         if name is not None:
             self.name = name
         self.model: CrossEncoderModel | None = None
@@ -108,7 +113,7 @@ class NeuralRanker:
     def _build(self) -> CrossEncoderModel:
         if self.model is None:
             seed_everything(self.training_config.seed)
-            encoder, tok = build_backbone(self.backbone, self.tokenizer)
+            encoder, tok = build_backbone(self.backbone, self.tokenizer, num_hidden_layers=self.num_hidden_layers)
             limit = getattr(encoder.config, "max_position_embeddings", None)
             if limit is not None and self.training_config.max_length > limit:
                 raise ValueError(
