@@ -213,7 +213,11 @@ def demo_config(size: Size = "default") -> StudyConfig:
         max_train_queries=s["train"],
         max_valid_queries=s["valid"],
         max_test_queries=s["test"],
-        bayes=BayesConfig(draws=s["draws"], tune=s["draws"], chains=s["chains"]),
+        bayes=BayesConfig(
+            draws=s["draws"], tune=s["draws"], chains=s["chains"],
+            # nutpie samples these models 2-3x faster than PyMC's NUTS (benchmarks/RESULTS.md)
+            sampler="nutpie" if importlib.util.find_spec("nutpie") is not None else "pymc",
+        ),
     )
 
 
