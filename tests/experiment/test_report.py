@@ -9,6 +9,8 @@ def test_markdown_table_formats_floats_and_keeps_order():
     text = markdown_table([{"a": 0.123456, "b": "x"}, {"a": 2.0, "b": "y"}])
     assert text.splitlines() == ["| a | b |", "|---|---|", "| 0.1235 | x |", "| 2.0000 | y |"]
     assert markdown_table([]) == "(none)\n"
+    ragged = markdown_table([{"a": 1}, {"a": 2, "b": 3}])
+    assert ragged.splitlines()[0] == "| a | b |" and ragged.splitlines()[2] == "| 1 |  |"
 
 
 def test_write_report_writes_all_files(tmp_path):

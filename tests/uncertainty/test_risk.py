@@ -66,7 +66,10 @@ def test_select_risk_aversion_picks_the_best_grid_point():
 
     sel = select_risk_aversion(ps, labels, metric, grid=[-1.0, 0.0, 1.0])
     assert sel.scores.shape == (3,)
-    assert sel.b == [-1.0, 0.0, 1.0][int(np.argmax(sel.scores))]
+    assert sel.scores[[-1.0, 0.0, 1.0].index(sel.b)] == sel.scores.max()
+    # ties go to the value closest to 0
+    flat = select_risk_aversion(ps, labels, lambda r: 0.5, grid=[-1.0, 0.2, -0.1, 1.0])
+    assert flat.b == -0.1
 
 
 def test_errors():

@@ -31,10 +31,10 @@ def _fmt(v: Any) -> str:
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """Rows of dicts (same keys) as a Markdown table; floats with 4 decimals."""
+    """Rows of dicts as a Markdown table (columns: every key, first seen first); floats with 4 decimals."""
     if not rows:
         return "(none)\n"
-    cols = list(rows[0])
+    cols = list(dict.fromkeys(k for r in rows for k in r))
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
     return "\n".join(lines) + "\n"

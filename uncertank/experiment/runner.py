@@ -275,6 +275,7 @@ def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> dict[str, 
             "seconds": round(time.perf_counter() - t0, 1),
             "best distinguishable from": len(best),
             "worst distinguishable from": len(worst),
+            "converged": bool(cmp.diagnostics().ok),
             "diagnostics": _jsonable(cmp.diagnostics()),
         }
         baseline = config.bayes.baseline or "bm25_baseline"

@@ -162,7 +162,8 @@ def select_risk_aversion(
         Maps a :class:`RankedLists` to a number to maximise, e.g.
         ``lambda r: recall_at_k(r, k=1)``.
     grid : sequence of float
-        Candidate values of ``b``; the first best one wins.
+        Candidate values of ``b``. Among values tied for the best metric, the
+        one closest to 0 (the least change to the mean ranking) wins.
     weights : {"uniform", "dcg"} or array
         As in :func:`risk_aware_rerank`.
     """
@@ -176,5 +177,6 @@ def select_risk_aversion(
             for b in g
         ]
     )
-    best = int(np.argmax(values))
+    tied = np.flatnonzero(values == values.max())
+    best = int(tied[np.argmin(np.abs(g[tied]))])
     return RiskSelection(float(g[best]), g, values)
