@@ -36,6 +36,7 @@ def test_predictions_are_probabilities_and_protocols_hold(queries):
     assert ranker.history_ is not None and len(ranker.history_.loss) == 10
 
 
+@pytest.mark.slow
 def test_same_seed_same_model_other_seed_other_model(queries):
     a = small(seed=1).fit(queries).predict(queries).scores
     b = small(seed=1).fit(queries).predict(queries).scores
@@ -44,6 +45,7 @@ def test_same_seed_same_model_other_seed_other_model(queries):
     assert np.abs(a - c).max() > 1e-4
 
 
+@pytest.mark.slow
 def test_save_load_round_trip_is_bit_identical(tmp_path, queries):
     ranker = small().fit(queries)
     before = ranker.predict(queries).scores
@@ -138,6 +140,7 @@ def test_packaged_backbone_loads_offline():
     torch.testing.assert_close(model.encoder.encoder.layer[0].attention.self.query.weight, ref[key])
 
 
+@pytest.mark.slow
 def test_core_ensemble_ranker_over_neural_members():
     queries = toy_queries()
     members = [small(seed=s).fit(queries) for s in (0, 1)]

@@ -143,6 +143,7 @@ def _pair_loss(model, tokenizer, queries):
     return float(torch.nn.functional.cross_entropy(logits, torch.from_numpy(labels)))
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss():
     queries = toy_queries()
     seed_everything(0)

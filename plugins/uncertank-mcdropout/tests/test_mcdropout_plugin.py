@@ -80,6 +80,7 @@ def test_batch_norm_owning_dropout_is_refused():
         pass
 
 
+@pytest.mark.slow
 def test_ranker_through_the_entry_point():
     ranker = uncertank.make_ranker(
         "mc_dropout", backbone=tiny_config(), n_passes=5, max_length=32, show_progress=False
@@ -114,6 +115,7 @@ def test_passes_are_batched_not_one_example_at_a_time():
     assert len(calls) == 3 * 2  # 100 pairs -> 2 batches, 3 passes each
 
 
+@pytest.mark.slow
 def test_loads_a_bert_checkpoint_and_from_ranker(tmp_path):
     queries = toy_queries()
     bert = NeuralRanker(tiny_config(), max_length=32, epochs=1, batch_size=4, negatives="given", show_progress=False)
