@@ -9,7 +9,7 @@ that need them.
 from __future__ import annotations
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
-from uncertank.adapters import CallableRanker, EnsembleRanker
+from uncertank.adapters import CallableRanker, CrossEncoderRanker, EnsembleRanker
 from uncertank.hookspecs import hookimpl
 from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
 from uncertank.protocols import Ranker, StochasticRanker, TrainableRanker
@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CallableRanker",
+    "CrossEncoderRanker",
     "EnsembleRanker",
     "PredictiveSamples",
     "Predictions",
