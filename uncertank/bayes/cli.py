@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from uncertank._io import atomic_write_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,17 +36,6 @@ __all__ = ["BUNDLED", "compare_command"]
 BUNDLED = "trec-covid-round1"
 _FAMILIES = ("gaussian", "zoib", "zoib_rank")
 _SAMPLERS = ("pymc", "nutpie", "numpyro")
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _jsonable(x: Any) -> Any:
@@ -207,8 +196,8 @@ def compare_command(
     results["source"] = label
     results["settings"] = {"tune": tune, "seed": seed, "drop_bottom": drop_bottom, "phi": phi, "depth": depth,
                            "gain": gain, "all_systems": all_systems}
-    _atomic_write_text(output / "results.json", json.dumps(results, indent=2) + "\n")
-    _atomic_write_text(output / "effects.csv", cmp.system_effects().to_csv(index=False))
+    atomic_write_text(output / "results.json", json.dumps(results, indent=2) + "\n")
+    atomic_write_text(output / "effects.csv", cmp.system_effects().to_csv(index=False))
     cmp.to_netcdf(output / "posterior.nc")
     written = ["results.json", "effects.csv", "posterior.nc"]
     if plots:
@@ -233,13 +222,14 @@ def _write_plots(cmp: SystemComparison, output: Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from uncertank.bayes.comparison import _atomic_write
+    from uncertank._io import atomic_path
 
     written = []
     for name, draw in (("effects.png", lambda: cmp.plot_effects()), ("ppc.png", lambda: cmp.plot_ppc())):
         fig: Any = draw().figure
         fig.tight_layout()
-        _atomic_write(output / name, lambda tmp, fig=fig: fig.savefig(tmp, dpi=120, format="png"))
+        with atomic_path(output / name) as tmp:
+            fig.savefig(tmp, dpi=120, format="png")
         plt.close(fig)
         written.append(name)
     return written

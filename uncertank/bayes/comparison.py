@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 import warnings
 from collections import OrderedDict
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from uncertank._io import atomic_path
 from uncertank._validation import check_choice, check_positive_int
 from uncertank.bayes._deps import require_arviz, require_pymc
 from uncertank.bayes.data import check_frame, drop_bottom_systems
@@ -272,19 +272,6 @@ def _check_prob(prob: float) -> float:
     if isinstance(prob, bool) or not isinstance(prob, (int, float, np.floating)) or not 0 < prob < 1:
         raise ValueError(f"prob must lie in (0, 1); got {prob!r}")
     return float(prob)
-
-
-def _atomic_write(path: Path, write: Any) -> None:
-    """Call ``write(tmp_path)`` on a temporary file beside ``path``, then move it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class SystemComparison:
@@ -879,7 +866,8 @@ class SystemComparison:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             out = az.InferenceData(**groups, uncertank_data=ds)
-        _atomic_write(p, lambda tmp: out.to_netcdf(str(tmp)))
+        with atomic_path(p) as tmp:
+            out.to_netcdf(str(tmp))
         return p
 
     @classmethod

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -39,6 +38,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from uncertank._io import atomic_path
 from uncertank._types import QuerySet
 from uncertank._validation import check_choice, check_positive_int
 
@@ -56,16 +56,8 @@ PathLike = str | os.PathLike[str]
 @contextmanager
 def _atomic_writer(path: PathLike) -> Iterator[IO[str]]:
     """Write a text file through a temporary file in the same folder, then ``os.replace``."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            yield fh
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
+        yield fh
 
 
 def _parse_label(raw: str, where: str) -> int:

@@ -4,24 +4,12 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from uncertank._io import atomic_path, atomic_write_text
+
 __all__ = ["markdown_table", "write_report"]
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _fmt(v: Any) -> str:
@@ -61,11 +49,9 @@ def _reliability_figures(result: dict[str, Any], fig_dir: Path) -> list[str]:
         ax.legend(fontsize=8)
         fig.tight_layout()
         name = "reliability-" + "".join(ch if ch.isalnum() else "-" for ch in cond) + ".png"
-        fd, tmp = tempfile.mkstemp(dir=fig_dir, suffix=".png")
-        os.close(fd)
-        fig.savefig(tmp, dpi=110)
+        with atomic_path(fig_dir / name) as tmp:
+            fig.savefig(tmp, dpi=110, format="png")
         plt.close(fig)
-        os.replace(tmp, fig_dir / name)
         names.append(name)
     return names
 
@@ -73,7 +59,7 @@ def _reliability_figures(result: dict[str, Any], fig_dir: Path) -> list[str]:
 def write_report(result: dict[str, Any], out: Path) -> None:
     """Write ``results.json``, ``report.md``, ``report.html`` and figures into ``out``."""
     figures = _reliability_figures(result, out / "figures")
-    _atomic_write_text(out / "results.json", json.dumps(result, indent=2, default=str))
+    atomic_write_text(out / "results.json", json.dumps(result, indent=2, default=str))
     title = result["config"]["name"]
     d = result["data"]
     parts = [
@@ -95,8 +81,8 @@ def write_report(result: dict[str, Any], out: Path) -> None:
     parts += ["## Figures\n"] + [f"![{f}](figures/{f})\n" for f in figures]
     parts += ["## Timings (seconds)\n", markdown_table([result["timings"]])]
     md = "\n".join(parts)
-    _atomic_write_text(out / "report.md", md)
-    _atomic_write_text(out / "report.html", _to_html(md, title))
+    atomic_write_text(out / "report.md", md)
+    atomic_write_text(out / "report.html", _to_html(md, title))
 
 
 def _to_html(md: str, title: str) -> str:

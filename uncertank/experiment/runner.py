@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -21,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from uncertank._io import atomic_path, atomic_write_text
 from uncertank._types import PredictiveSamples, QuerySet
 from uncertank.experiment.config import RankerConfig, StudyConfig
 
@@ -35,15 +35,8 @@ def _digest(obj: Any) -> str:
 
 
 def _atomic_save_npz(path: Path, **arrays: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, tmp.open("wb") as fh:
+        np.savez(fh, **arrays)
 
 
 def _load(name: str, split: str, negatives: str, cap: int | None, config: StudyConfig) -> QuerySet:
@@ -285,10 +278,7 @@ def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> dict[str, 
                 # Benham convention: URisk > 0 is riskier than the baseline.
                 out_rows[family][f"credibly riskier than {baseline} (r={r})"] = int((ur["urisk_lower"] > 0).sum())
                 out_rows[family][f"credibly less risky than {baseline} (r={r})"] = int((ur["urisk_upper"] < 0).sum())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(out_rows, indent=2))
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(out_rows, indent=2))
     return out_rows
 
 
