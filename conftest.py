@@ -1,3 +1,5 @@
+"""Fixtures shared by the core tests and the plugins' tests: a tiny random BERT and toy queries."""
+
 from __future__ import annotations
 
 import os
