@@ -57,3 +57,10 @@ def test_readme_test_command_is_what_ci_runs():
     pytest_cmd = re.search(r"(python -m pytest[^\n`]*)", readme).group(1).strip()
     assert pytest_cmd in ci
     assert "torch==2.13.0" in ci and ci.index("torch==2.13.0") < ci.index('pip install -q -e ".[')
+
+
+def test_getting_started_examples_run():
+    blocks = _python_blocks(ROOT / "docs" / "getting-started.md")
+    assert len(blocks) >= 4
+    for code in blocks:
+        exec(compile(code, "getting-started.md", "exec"), {"__name__": "getting_started"})
