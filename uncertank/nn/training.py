@@ -123,7 +123,7 @@ class TrainingHistory:
 def average_precision(
     scores: NDArray[np.float64], labels: NDArray[np.int64], offsets: NDArray[np.int64]
 ) -> NDArray[np.float64]:
-    """Average precision of every query, vectorised (for model selection).
+    """Average precision of every query (for model selection); :func:`uncertank.metrics.mean_average_precision`.
 
     Parameters
     ----------
@@ -136,18 +136,10 @@ def average_precision(
     ndarray of shape (n_queries,)
         AP of each query; 0 for a query with no relevant candidate.
     """
-    n_q = offsets.size - 1
-    qidx = np.repeat(np.arange(n_q), np.diff(offsets))
-    order = np.lexsort((np.arange(scores.size), -scores, qidx))
-    rel = (labels[order] > 0).astype(np.float64)
-    rank = np.arange(scores.size) - np.repeat(offsets[:-1], np.diff(offsets)) + 1
-    cum = np.cumsum(rel)
-    start = np.repeat(np.concatenate([[0.0], cum])[offsets[:-1]], np.diff(offsets))
-    hits = cum - start
-    prec = np.where(rel > 0, hits / rank, 0.0)
-    n_rel = np.add.reduceat(rel, offsets[:-1])
-    sums = np.add.reduceat(prec, offsets[:-1])
-    return np.where(n_rel > 0, sums / np.maximum(n_rel, 1), 0.0)
+    from uncertank._types import RankedLists
+    from uncertank.metrics import mean_average_precision
+
+    return mean_average_precision(RankedLists.from_flat(scores, labels, offsets), per_query=True)
 
 
 def _sampler(negatives: Any, pool: Sequence[str], seed: int) -> Any:
