@@ -1,4 +1,4 @@
-"""Run under `torchrun --nproc_per_node 2` (gloo on the CPU through Accelerate).
+"""Run under `accelerate launch --multi_gpu --num_processes 2` (gloo on the CPU).
 
 Scores the toy queries and writes what each process did.
 """

@@ -55,12 +55,13 @@ def test_two_processes_score_like_one(tmp_path):
     ranker.save(tmp_path / "ck")
     one = BertRanker.load(tmp_path / "ck", device="cpu").predict(queries).scores
     worker = Path(__file__).with_name("accelerate_worker.py")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    # torchrun sets RANK/WORLD_SIZE; Accelerate then joins a gloo process group on the CPU.
-    # (`accelerate launch --cpu` starts a single process unless MPI is configured.)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}
+    # Accelerate's own launcher: `--multi_gpu` with no GPU present starts two processes that
+    # join a gloo group on the CPU (`--cpu` alone would start one process unless MPI is set up).
     cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-        "--master_port", str(_free_port()), str(worker), str(tmp_path / "ck"), str(tmp_path),
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+        "--main_process_port", str(_free_port()), str(worker), str(tmp_path / "ck"), str(tmp_path),
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
