@@ -68,7 +68,7 @@ def _reliability_figure(preds: dict[str, Any], labels: Any, offsets: Any, path: 
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), constrained_layout=True)
     for ax, balanced, title in zip(
-        axes, (False, True), ("all test pairs (1 relevant : 9)", "balanced (1 relevant : 1, seed 0)")
+        axes, (False, True), ("all test pairs (1 relevant : 9)", "balanced (1 relevant : 1, seed 0)"), strict=True
     ):
         for name, scores in preds.items():
             rl = RankedLists.from_flat(scores, labels, offsets)
@@ -99,9 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--negatives", default="bm25")
     ap.add_argument("--workdir", type=Path, default=ROOT / ".cache" / "real_run_neural")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "real_run_neural.json")
-    ap.add_argument(
-        "--figure", type=Path, default=ROOT / "docs" / "results" / "real_run_neural_reliability.png"
-    )
+    ap.add_argument("--figure", type=Path, default=ROOT / "docs" / "results" / "real_run_neural_reliability.png")
     ap.add_argument("--stage", choices=["all", "train", "predict", "evaluate"], default="all")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -136,8 +134,13 @@ def main(argv: list[str] | None = None) -> None:
             if args.stage == "predict":
                 raise SystemExit(f"member {m} is not trained yet ({folder}); run --stage train")
             ranker = BertRanker(
-                max_length=args.max_length, epochs=args.epochs, batch_size=args.batch_size,
-                lr=args.lr, seed=m, negatives=args.negatives, device="auto",
+                max_length=args.max_length,
+                epochs=args.epochs,
+                batch_size=args.batch_size,
+                lr=args.lr,
+                seed=m,
+                negatives=args.negatives,
+                device="auto",
             )
             t0 = time.perf_counter()
             ranker.fit(train, valid)
@@ -146,9 +149,11 @@ def main(argv: list[str] | None = None) -> None:
             _atomic_json(timings_file, timings)
             hist = ranker.history_
             assert hist is not None
-            print(f"member {m}: {timings[f'train_member_{m}_s']} s, first/last loss "
-                  f"{np.mean(hist.loss[:10]):.3f}/{np.mean(hist.loss[-10:]):.3f}, valid MAP {hist.valid_map}",
-                  flush=True)
+            print(
+                f"member {m}: {timings[f'train_member_{m}_s']} s, first/last loss "
+                f"{np.mean(hist.loss[:10]):.3f}/{np.mean(hist.loss[-10:]):.3f}, valid MAP {hist.valid_map}",
+                flush=True,
+            )
             members.append(ranker)
 
     scores_file = work / "test_scores.npz"
@@ -165,8 +170,7 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.perf_counter()
         s_ens = ens.predict_samples(test).samples
         timings["predict_ensemble_s"] = round(time.perf_counter() - t0, 1)
-        _atomic_npz(scores_file, bert=p_bert, mc_dropout=s_mc, ensemble=s_ens,
-                    labels=test.labels, offsets=test.offsets)
+        _atomic_npz(scores_file, bert=p_bert, mc_dropout=s_mc, ensemble=s_ens, labels=test.labels, offsets=test.offsets)
         _atomic_json(timings_file, timings)
         print("predictions saved", timings, flush=True)
 
@@ -198,7 +202,8 @@ def main(argv: list[str] | None = None) -> None:
 
         rl_bm25 = make_ranker("bm25").predict(test).ranked(test)
         results["bm25_reference"] = {
-            "R10@1": float(recall_at_k(rl_bm25, k=1)), "MAP": float(mean_average_precision(rl_bm25)),
+            "R10@1": float(recall_at_k(rl_bm25, k=1)),
+            "MAP": float(mean_average_precision(rl_bm25)),
             "note": "zero-shot BM25 on the same test queries (not a probability: no ECE)",
         }
         cli = list(sys.argv[1:] if argv is None else argv)
@@ -219,13 +224,21 @@ def main(argv: list[str] | None = None) -> None:
             "training": training,
             "data": {
                 "dataset": "ubuntu-sample (Ubuntu Dialogue Corpus sample), negatives=bm25, n_candidates=10, seed=0",
-                "train_queries": train.n_queries, "train_pairs_per_epoch": 2 * int((train.labels > 0).sum()),
-                "valid_queries": valid.n_queries, "test_queries": test.n_queries, "test_pairs": test.n_pairs,
+                "train_queries": train.n_queries,
+                "train_pairs_per_epoch": 2 * int((train.labels > 0).sum()),
+                "valid_queries": valid.n_queries,
+                "test_queries": test.n_queries,
+                "test_pairs": test.n_pairs,
             },
             "settings": {
-                "backbone": "packaged all-MiniLM-L6-v2", "max_length": args.max_length, "epochs": args.epochs,
-                "batch_size": args.batch_size, "lr": args.lr, "members": args.members,
-                "passes": args.passes, "training_negatives": args.negatives,
+                "backbone": "packaged all-MiniLM-L6-v2",
+                "max_length": args.max_length,
+                "epochs": args.epochs,
+                "batch_size": args.batch_size,
+                "lr": args.lr,
+                "members": args.members,
+                "passes": args.passes,
+                "training_negatives": args.negatives,
                 "ece": "10 equal-width bins on [0, 1] over all test pairs (1 relevant : 9 non-relevant); "
                 "ECE_balanced keeps as many non-relevant as relevant pairs (seed 0), the setting of "
                 "Penha & Hauff's Table 1",
@@ -233,8 +246,10 @@ def main(argv: list[str] | None = None) -> None:
             "results": results,
             "timings_s": timings,
             "machine": {
-                "platform": platform.platform(), "torch": torch.__version__,
-                "threads": torch.get_num_threads(), "cuda": torch.cuda.is_available(),
+                "platform": platform.platform(),
+                "torch": torch.__version__,
+                "threads": torch.get_num_threads(),
+                "cuda": torch.cuda.is_available(),
             },
         }
         _atomic_json(args.out, payload)
