@@ -6,13 +6,15 @@ Reproduces the "Real run" section of docs/rankers.md::
 
 Stages (each resumes from what the previous run left in --workdir):
 
-1. train: M cross-encoders (seeds 0..M-1) fine-tuned on a random subset of
-   the train split, each keeping its best epoch on a subset of the valid split.
+1. train: M cross-encoders (seeds 0..M-1) fine-tuned on the train split (all
+   of it by default, or a random subset with --train-queries), each keeping
+   its best epoch on a random subset of the valid split.
 2. predict: on a random subset of the test split, ``bert`` (member 0, dropout
    off), ``mc_dropout`` (member 0's weights, T passes with dropout on) and
    ``ensemble`` (all M members); scores saved as .npz.
 3. evaluate: R_10@1, MAP and ECE (10 uniform bins) with uncertank.metrics;
-   the numbers, sizes, timings and this command go to --out (JSON).
+   the numbers, sizes, timings and this command go to --out (JSON), and the
+   reliability diagrams to --figure (PNG).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train-queries", type=int, default=None, help="all of the train split by default")
     ap.add_argument("--valid-queries", type=int, default=200)
-    ap.add_argument("--test-queries", type=int, default=300)
+    ap.add_argument("--test-queries", type=int, default=600)
     ap.add_argument("--max-length", type=int, default=64)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch-size", type=int, default=16)
