@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,19 +34,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(payload, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, path)
+    from uncertank._io import atomic_write_text
+
+    atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 def _atomic_npz(path: Path, **arrays: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
-    os.close(fd)
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    from uncertank._io import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
 
 
 def _subset(qs: Any, n: int | None, seed: int) -> Any:
@@ -79,12 +75,11 @@ def _reliability_figure(preds: dict[str, Any], labels: Any, offsets: Any, path: 
             ReliabilityDisplay(curve, ece=float(ece), name=name).plot(ax=ax)
         ax.set_title(title)
         ax.legend(loc="upper left", fontsize=8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    fig.savefig(tmp, dpi=110)
+    from uncertank._io import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> None:
