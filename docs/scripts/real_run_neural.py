@@ -11,7 +11,7 @@ Stages (each resumes from what the previous run left in --workdir):
    its best epoch on a random subset of the valid split.
 2. predict: on a random subset of the test split, ``bert`` (member 0, dropout
    off), ``mc_dropout`` (member 0's weights, T passes with dropout on) and
-   ``ensemble`` (all M members); scores saved as .npz.
+   ``ensemble`` (all M members); scores saved as .npy, one file per ranker.
 3. evaluate: R_10@1, MAP and ECE (10 uniform bins) with uncertank.metrics;
    the numbers, sizes, timings and this command go to --out (JSON), and the
    reliability diagrams to --figure (PNG).
@@ -39,11 +39,11 @@ def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
-def _atomic_npz(path: Path, **arrays: Any) -> None:
+def _atomic_npy(path: Path, array: Any) -> None:
     from uncertank._io import atomic_path
 
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
+        np.save(fh, np.asarray(array))
 
 
 def _subset(qs: Any, n: int | None, seed: int) -> Any:
@@ -153,34 +153,42 @@ def main(argv: list[str] | None = None) -> None:
             )
             members.append(ranker)
 
-    scores_file = work / "test_scores.npz"
-    if args.stage in ("all", "predict") and not scores_file.exists():
-        bert = members[0]
-        t0 = time.perf_counter()
-        p_bert = bert.predict(test).scores
-        timings["predict_bert_s"] = round(time.perf_counter() - t0, 1)
-        mc = MCDropoutRanker.from_ranker(bert, n_passes=args.passes)
-        t0 = time.perf_counter()
-        s_mc = mc.predict_samples(test).samples
-        timings["predict_mc_dropout_s"] = round(time.perf_counter() - t0, 1)
-        ens = DeepEnsembleRanker.from_members(members)
-        t0 = time.perf_counter()
-        s_ens = ens.predict_samples(test).samples
-        timings["predict_ensemble_s"] = round(time.perf_counter() - t0, 1)
-        _atomic_npz(scores_file, bert=p_bert, mc_dropout=s_mc, ensemble=s_ens, labels=test.labels, offsets=test.offsets)
-        _atomic_json(timings_file, timings)
-        print("predictions saved", timings, flush=True)
+    # One file per ranker, named by what it depends on, so a rerun with other
+    # --passes or --members recomputes only what changed.
+    files = {
+        "bert": work / "test_bert.npy",
+        "mc_dropout": work / f"test_mc_dropout_T{args.passes}.npy",
+        "ensemble": work / f"test_ensemble_M{args.members}.npy",
+    }
+    if args.stage in ("all", "predict"):
+        makers = {
+            "bert": lambda: members[0].predict(test).scores,
+            "mc_dropout": lambda: MCDropoutRanker.from_ranker(members[0], n_passes=args.passes)
+            .predict_samples(test)
+            .samples,
+            "ensemble": lambda: DeepEnsembleRanker.from_members(members).predict_samples(test).samples,
+        }
+        for name, path in files.items():
+            if path.exists():
+                continue
+            t0 = time.perf_counter()
+            scores = makers[name]()
+            timings[f"predict_{name}_s"] = round(time.perf_counter() - t0, 1)
+            _atomic_npy(path, scores)
+            _atomic_json(timings_file, timings)
+            print(f"{name} scored in {timings[f'predict_{name}_s']} s", flush=True)
 
     if args.stage in ("all", "evaluate"):
         from uncertank.metrics import expected_calibration_error, mean_average_precision, recall_at_k
 
-        z = np.load(scores_file)
+        z = {name: np.load(path) for name, path in files.items()}
+        labels, offsets = test.labels, test.offsets
         from uncertank import RankedLists
 
         results: dict[str, Any] = {}
         preds = {"bert": z["bert"], "mc_dropout": z["mc_dropout"].mean(0), "ensemble": z["ensemble"].mean(0)}
         for name, scores in preds.items():
-            rl = RankedLists.from_flat(scores, z["labels"], z["offsets"])
+            rl = RankedLists.from_flat(scores, labels, offsets)
             row = {
                 "R10@1": float(recall_at_k(rl, k=1)),
                 "MAP": float(mean_average_precision(rl)),
@@ -188,13 +196,13 @@ def main(argv: list[str] | None = None) -> None:
                 "ECE_balanced": float(
                     expected_calibration_error(rl, n_bins=10, strategy="uniform", balanced=True, seed=0)
                 ),
-                "mean_score_relevant": float(scores[z["labels"] > 0].mean()),
-                "mean_score_non_relevant": float(scores[z["labels"] == 0].mean()),
+                "mean_score_relevant": float(scores[labels > 0].mean()),
+                "mean_score_non_relevant": float(scores[labels == 0].mean()),
             }
             if name != "bert":
                 row["mean_predictive_std"] = float(z[name].std(0).mean())
             results[name] = row
-        _reliability_figure(preds, z["labels"], z["offsets"], args.figure)
+        _reliability_figure(preds, labels, offsets, args.figure)
         from uncertank import make_ranker
 
         rl_bm25 = make_ranker("bm25").predict(test).ranked(test)
