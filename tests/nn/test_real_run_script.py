@@ -50,9 +50,14 @@ def _table_row(text: str, label: str) -> list[str]:
 
 
 def test_docs_table_quotes_the_results_file():
-    results = json.loads(RESULTS.read_text())["results"]
+    payload = json.loads(RESULTS.read_text())
+    results, settings = payload["results"], payload["settings"]
     section = RANKERS_MD.read_text().split("## Real run", 1)[1].split("\n## ", 1)[0]
-    labels = {"bert": "`bert`", "mc_dropout": "`mc_dropout` (T=10)", "ensemble": "`ensemble` (M=3)"}
+    labels = {
+        "bert": "`bert`",
+        "mc_dropout": f"`mc_dropout` (T={settings['passes']})",
+        "ensemble": f"`ensemble` (M={settings['members']})",
+    }
     for name, label in labels.items():
         cells = _table_row(section, label)
         r = results[name]
@@ -62,6 +67,6 @@ def test_docs_table_quotes_the_results_file():
             assert cells[5] == f"{r['mean_predictive_std']:.3f}"
     bm25 = _table_row(section, "BM25, zero-shot (reference)")
     assert bm25[1:3] == [f"{results['bm25_reference']['R10@1']:.3f}", f"{results['bm25_reference']['MAP']:.3f}"]
-    sizes = json.loads(RESULTS.read_text())["data"]
+    sizes = payload["data"]
     assert f"{sizes['test_pairs']:,} pairs" in section
     assert re.search(rf"all {sizes['train_queries']:,} train queries", section)
