@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--members", type=int, default=3)
+    ap.add_argument("--members", type=int, default=5)
     ap.add_argument("--passes", type=int, default=10)
     ap.add_argument("--negatives", default="bm25")
     ap.add_argument("--workdir", type=Path, default=ROOT / ".cache" / "real_run_neural")
