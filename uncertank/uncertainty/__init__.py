@@ -1,4 +1,4 @@
-"""What a ranker's uncertainty is worth: risk-aware reranking and NOTA prediction.
+"""What a ranker's uncertainty is worth: risk-aware reranking, NOTA and selective prediction.
 
 Predictive means, variances and per-query covariance blocks come from
 :class:`uncertank.PredictiveSamples`.
@@ -15,15 +15,20 @@ from uncertank.uncertainty.nota import (
     make_nota_task,
 )
 from uncertank.uncertainty.risk import RiskSelection, risk_aware_rerank, select_risk_aversion
+from uncertank.uncertainty.selective import RiskCoverage, query_certainty, risk_coverage_curve, top1_loss
 
 __all__ = [
     "NotaComparison",
     "NotaResult",
     "NotaTask",
+    "RiskCoverage",
     "RiskSelection",
     "compare_nota",
     "evaluate_nota",
     "make_nota_task",
+    "query_certainty",
     "risk_aware_rerank",
+    "risk_coverage_curve",
     "select_risk_aversion",
+    "top1_loss",
 ]
