@@ -1,23 +1,69 @@
-"""Atomic file writes: a temporary file beside the target, then ``os.replace``.
+"""Small I/O helpers, one copy each: atomic writes, JSON conversion, digests, optional imports.
 
-A reader never sees a half-written file, and a failure leaves the previous
-version (or nothing) in place.
+- :func:`atomic_path` / :func:`atomic_write_text`: a temporary file beside
+  the target, then ``os.replace``. A reader never sees a half-written file,
+  and a failure leaves the previous version (or nothing) in place. The file
+  gets the permissions a plain ``open(path, "w")`` would give it (the user's
+  umask), or keeps those of the file it replaces.
+- :func:`to_jsonable`: numpy scalars and arrays, tuples, mappings and
+  dataclass-like objects (``to_dict``) to plain JSON values; non-finite
+  floats become None.
+- :func:`json_digest`, :func:`file_digest`, :func:`bytes_digest`: hex SHA-256
+  digests of a JSON-serialisable value, a file's bytes, or a stream of chunks.
+- :func:`require`: import an optional dependency or raise ImportError naming
+  the ``pip install`` line.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import json
+import math
 import os
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-__all__ = ["atomic_path", "atomic_write_text"]
+import numpy as np
+
+__all__ = [
+    "atomic_path",
+    "atomic_write_text",
+    "bytes_digest",
+    "current_umask",
+    "file_digest",
+    "json_digest",
+    "require",
+    "to_jsonable",
+]
+
+
+def current_umask() -> int:
+    """The process's file-creation mask (read from ``/proc`` where possible, else set and restored)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; move it into place if the block succeeds.
+
+    The file that lands at ``path`` has the mode of the file it replaces, or
+    ``0o666`` less the user's umask when ``path`` is new: what ``open(path,
+    "w")`` would have created (``tempfile.mkstemp`` alone would leave 0600).
 
     Examples
     --------
@@ -33,10 +79,18 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        mode = 0o666 & ~current_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, mode)  # a writer may have replaced the file at tmp
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -47,3 +101,84 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` as UTF-8 with Unix line ends to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8", newline="\n")
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert ``obj`` to plain JSON values.
+
+    Mappings become dicts with str keys, tuples/lists/sets/arrays become
+    lists, numpy scalars become Python numbers, objects with ``to_dict``
+    are converted through it, and NaN or infinite floats become None (JSON
+    has no NaN).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_jsonable({"a": np.float64(0.5), 1: (np.int64(2), float("nan")), "v": np.arange(2)})
+    {'a': 0.5, '1': [2, None], 'v': [0, 1]}
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if hasattr(obj, "to_dict") and callable(obj.to_dict):
+        return to_jsonable(obj.to_dict())
+    return obj
+
+
+def json_digest(obj: Any) -> str:
+    """Hex SHA-256 of ``obj`` as canonical JSON (sorted keys, via :func:`to_jsonable`).
+
+    Examples
+    --------
+    >>> json_digest({"b": 1, "a": [1, 2]}) == json_digest({"a": [1, 2], "b": 1})
+    True
+    """
+    blob = json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def bytes_digest(chunks: Iterable[bytes]) -> str:
+    """Hex SHA-256 of the concatenation of ``chunks``."""
+    h = hashlib.sha256()
+    for chunk in chunks:
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    with open(path, "rb") as fh:
+        return bytes_digest(iter(lambda: fh.read(1 << 20), b""))
+
+
+def require(module: str, extra: str, *, what: str | None = None) -> ModuleType:
+    """Import and return ``module``, or raise ImportError naming ``pip install "uncertank[extra]"``.
+
+    Parameters
+    ----------
+    module : str
+        The module to import, e.g. ``"bm25s"``.
+    extra : str
+        The uncertank extra that installs it, e.g. ``"retrieval"``.
+    what : str, optional
+        What needs it, for the message (``"BM25"``); the module name by default.
+
+    Examples
+    --------
+    >>> require("json", "none").__name__
+    'json'
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"{what or module} needs the optional dependency {module}; "
+            f'install it with pip install "uncertank[{extra}]" ({exc})'
+        ) from exc

@@ -3,13 +3,19 @@
 All containers store one flat array per field plus CSR-style ``offsets`` of
 shape ``(n_queries + 1,)``: the candidates of query ``q`` are the slice
 ``offsets[q]:offsets[q + 1]``. Lists may differ in length.
+
+Every container owns its data: arrays are copied on construction (unless
+already a private read-only array) and stored read-only, and sequences of
+texts are copied into lists, so that changing the caller's array or list
+afterwards changes nothing here, and nothing validated can become invalid.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -22,6 +28,46 @@ from uncertank._validation import (
 )
 
 __all__ = ["PredictiveSamples", "Predictions", "QuerySet", "RankedLists"]
+
+_A = TypeVar("_A", bound=np.ndarray)
+
+
+def _owned(arr: _A, source: object) -> _A:
+    """``arr`` as a read-only array that shares no memory with ``source`` (the caller's input).
+
+    A converter that already made a fresh array (``astype``, a list input)
+    is not copied again, nor is a read-only array that owns its memory (one
+    this module made); an array that is, or views, the caller's writable
+    memory is copied.
+    """
+    if not arr.flags.writeable and arr.flags.owndata:
+        return arr
+    fresh = arr is not source and not (
+        isinstance(source, np.ndarray) and np.may_share_memory(arr, source)
+    ) and arr.base is None
+    if not fresh:
+        arr = arr.copy()
+    arr.setflags(write=False)
+    return arr
+
+
+def _str_list(values: object, name: str, n: int | None = None, what: str = "per pair") -> list[str]:
+    """Copy ``values`` into a list of str, or raise naming ``name``."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a sequence of str; got {type(values).__name__}")
+    out = list(values)
+    for i, v in enumerate(out):
+        if not isinstance(v, str):
+            raise TypeError(f"{name} must hold str; {name}[{i}] is {type(v).__name__} {v!r}")
+    if n is not None and len(out) != n:
+        raise ValueError(f"{name} must hold one id {what} ({n}); got {len(out)}")
+    return out
+
+
+def _check_name(name: object, what: str = "name") -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a str; got {type(name).__name__} {name!r}")
+    return name
 
 
 def _query_index(offsets: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -90,32 +136,82 @@ class QuerySet:
     name: str = ""
 
     def __post_init__(self) -> None:
-        offsets = check_offsets(self.offsets, len(self.candidates))
+        candidates = _str_list(self.candidates, "candidates")
+        object.__setattr__(self, "candidates", candidates)
+        offsets = _owned(check_offsets(self.offsets, len(candidates)), self.offsets)
         object.__setattr__(self, "offsets", offsets)
         n_queries = offsets.size - 1
+        if isinstance(self.contexts, (str, bytes)) or not isinstance(self.contexts, Sequence):
+            raise TypeError(f"contexts must be a sequence of contexts; got {type(self.contexts).__name__}")
         if len(self.contexts) != n_queries:
             raise ValueError(
                 f"contexts must hold one entry per query ({n_queries}); got {len(self.contexts)}"
             )
-        contexts = [[c] if isinstance(c, str) else list(c) for c in self.contexts]
+        contexts = [
+            [c] if isinstance(c, str) else _str_list(c, f"contexts[{q}]") for q, c in enumerate(self.contexts)
+        ]
         object.__setattr__(self, "contexts", contexts)
         if self.labels is not None:
-            labels = as_label_array(self.labels, "labels")
-            if labels.shape != (len(self.candidates),):
+            labels = _owned(as_label_array(self.labels, "labels"), self.labels)
+            if labels.shape != (len(candidates),):
                 raise ValueError(
-                    f"labels must have shape ({len(self.candidates)},), one per candidate; "
+                    f"labels must have shape ({len(candidates)},), one per candidate; "
                     f"got {labels.shape}"
                 )
             object.__setattr__(self, "labels", labels)
-        if self.query_ids is not None and len(self.query_ids) != n_queries:
-            raise ValueError(
-                f"query_ids must hold one id per query ({n_queries}); got {len(self.query_ids)}"
+        if self.query_ids is not None:
+            object.__setattr__(self, "query_ids", _str_list(self.query_ids, "query_ids", n_queries, "per query"))
+        if self.candidate_ids is not None:
+            object.__setattr__(
+                self, "candidate_ids",
+                _str_list(self.candidate_ids, "candidate_ids", len(candidates), "per candidate"),
             )
-        if self.candidate_ids is not None and len(self.candidate_ids) != len(self.candidates):
-            raise ValueError(
-                f"candidate_ids must hold one id per candidate ({len(self.candidates)}); "
-                f"got {len(self.candidate_ids)}"
-            )
+        _check_name(self.name)
+
+    def __repr__(self) -> str:
+        labelled = "labelled" if self.labels is not None else "unlabelled"
+        return f"QuerySet({self.name!r}, {self.n_queries} queries, {self.n_pairs} pairs, {labelled})"
+
+    def digest(self) -> str:
+        """Hex SHA-256 of the content: contexts, candidates, labels and offsets.
+
+        Two sets with the same texts, lists and labels have the same digest
+        whatever their ``name`` or ids; any change of a text, a label or a
+        list boundary changes it. Every text is hashed with its length, so
+        no two different sets of texts hash the same stream.
+
+        Returns
+        -------
+        str
+            64 hex digits.
+
+        Examples
+        --------
+        >>> a = QuerySet.from_lists(["q"], [["x", "y"]], [[1, 0]], name="a")
+        >>> b = QuerySet.from_lists(["q"], [["x", "y"]], [[1, 0]], name="b")
+        >>> a.digest() == b.digest(), a.digest() == QuerySet.from_lists(["q"], [["x", "y"]], [[0, 1]]).digest()
+        (True, False)
+        """
+        h = hashlib.sha256(b"uncertank.QuerySet/1\0")
+
+        def put(text: str) -> None:
+            data = text.encode("utf-8")
+            h.update(len(data).to_bytes(8, "little"))
+            h.update(data)
+
+        h.update(np.ascontiguousarray(self.offsets, dtype="<i8").tobytes())
+        for ctx in self.contexts:
+            h.update(len(ctx).to_bytes(8, "little"))
+            for u in ctx:
+                put(u)
+        for c in self.candidates:
+            put(c)
+        if self.labels is None:
+            h.update(b"no labels")
+        else:
+            h.update(b"labels")
+            h.update(np.ascontiguousarray(self.labels, dtype="<i8").tobytes())
+        return h.hexdigest()
 
     @classmethod
     def from_lists(
@@ -142,7 +238,7 @@ class QuerySet:
                 len(lab) != len(c) for lab, c in zip(labels, candidates, strict=False)
             ):
                 raise ValueError("labels must match candidates list by list, one label per candidate")
-            flat_labels = np.array([int(v) for lab in labels for v in lab], dtype=np.int64)
+            flat_labels = as_label_array(np.asarray([v for lab in labels for v in lab]), "labels")
         ctx = [[c] if isinstance(c, str) else list(c) for c in contexts]
         return cls(ctx, flat, offsets, flat_labels, query_ids=query_ids, name=name)
 
@@ -237,21 +333,19 @@ class RankedLists:
     candidate_ids: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
-        scores = as_float_array(self.scores, "scores")
-        labels = as_label_array(self.labels, "labels")
+        scores = _owned(as_float_array(self.scores, "scores"), self.scores)
+        labels = _owned(as_label_array(self.labels, "labels"), self.labels)
         check_same_length(scores, "scores", labels, "labels")
-        offsets = check_offsets(self.offsets, scores.size)
+        offsets = _owned(check_offsets(self.offsets, scores.size), self.offsets)
         object.__setattr__(self, "scores", scores)
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "offsets", offsets)
         n_queries = offsets.size - 1
-        if self.query_ids is not None and len(self.query_ids) != n_queries:
-            raise ValueError(
-                f"query_ids must hold one id per query ({n_queries}); got {len(self.query_ids)}"
-            )
-        if self.candidate_ids is not None and len(self.candidate_ids) != scores.size:
-            raise ValueError(
-                f"candidate_ids must hold one id per pair ({scores.size}); got {len(self.candidate_ids)}"
+        if self.query_ids is not None:
+            object.__setattr__(self, "query_ids", _str_list(self.query_ids, "query_ids", n_queries, "per query"))
+        if self.candidate_ids is not None:
+            object.__setattr__(
+                self, "candidate_ids", _str_list(self.candidate_ids, "candidate_ids", scores.size, "per pair")
             )
 
     @classmethod
@@ -275,10 +369,7 @@ class RankedLists:
         candidate_ids: Sequence[str] | None = None,
     ) -> RankedLists:
         """Build from flat arrays of shape (n_pairs,) and offsets of shape (n_queries + 1,)."""
-        return cls(
-            np.asarray(scores), np.asarray(labels), np.asarray(offsets),
-            query_ids=query_ids, candidate_ids=candidate_ids,
-        )
+        return cls(scores, labels, offsets, query_ids=query_ids, candidate_ids=candidate_ids)  # type: ignore[arg-type]
 
     @property
     def n_queries(self) -> int:
@@ -326,7 +417,7 @@ class RankedLists:
     def with_scores(self, scores: ArrayLike) -> RankedLists:
         """The same lists and labels with new ``scores`` of shape (n_pairs,)."""
         return RankedLists(
-            np.asarray(scores), self.labels, self.offsets,
+            scores, self.labels, self.offsets,  # type: ignore[arg-type]
             query_ids=self.query_ids, candidate_ids=self.candidate_ids,
         )
 
@@ -342,6 +433,12 @@ def as_ranked_lists(
     if labels is None:
         raise ValueError(f"labels are required when {name} is an array")
     return RankedLists.from_dense(scores, labels)
+
+
+def _first_difference(a: NDArray[np.int64], b: NDArray[np.int64]) -> int:
+    n = min(a.size, b.size)
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) - 1 if diff.size else n - 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -367,19 +464,37 @@ class Predictions:
     probabilistic: bool = True
 
     def __post_init__(self) -> None:
-        scores = as_float_array(self.scores, "scores")
+        scores = _owned(as_float_array(self.scores, "scores"), self.scores)
         object.__setattr__(self, "scores", scores)
-        object.__setattr__(self, "offsets", check_offsets(self.offsets, scores.size))
+        object.__setattr__(self, "offsets", _owned(check_offsets(self.offsets, scores.size), self.offsets))
+        _check_name(self.ranker, "ranker")
+        if not isinstance(self.probabilistic, (bool, np.bool_)):
+            raise TypeError(f"probabilistic must be a bool; got {type(self.probabilistic).__name__}")
         if self.probabilistic:
             from uncertank._validation import check_probabilities
 
             check_probabilities(scores, "scores")
 
     def ranked(self, labels: ArrayLike | QuerySet) -> RankedLists:
-        """Pair these scores with ``labels`` (an array or a labelled QuerySet)."""
+        """Pair these scores with ``labels`` (an array of shape (n_pairs,) or a labelled QuerySet).
+
+        Raises
+        ------
+        ValueError
+            When ``labels`` is a QuerySet whose lists (offsets) differ from
+            the ones these predictions were made for, or an array of another
+            length.
+        """
         if isinstance(labels, QuerySet):
+            if not np.array_equal(labels.offsets, self.offsets):
+                raise ValueError(
+                    f"labels is a QuerySet with other lists than these predictions: offsets of "
+                    f"{labels.n_queries} queries / {labels.n_pairs} pairs against {self.offsets.size - 1} "
+                    f"queries / {self.scores.size} pairs (first difference at query "
+                    f"{_first_difference(labels.offsets, self.offsets)})"
+                )
             return labels.ranked(self.scores)
-        return RankedLists.from_flat(self.scores, np.asarray(labels), self.offsets)
+        return RankedLists.from_flat(self.scores, labels, self.offsets)
 
 
 @dataclass(frozen=True, eq=False)
@@ -408,9 +523,12 @@ class PredictiveSamples:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        samples = as_float_array(self.samples, "samples", ndim=2)
+        samples = _owned(as_float_array(self.samples, "samples", ndim=2), self.samples)
         object.__setattr__(self, "samples", samples)
-        object.__setattr__(self, "offsets", check_offsets(self.offsets, samples.shape[1]))
+        object.__setattr__(self, "offsets", _owned(check_offsets(self.offsets, samples.shape[1]), self.offsets))
+        _check_name(self.ranker, "ranker")
+        if isinstance(self.ddof, bool) or not isinstance(self.ddof, (int, np.integer)):
+            raise TypeError(f"ddof must be an int; got {type(self.ddof).__name__} {self.ddof!r}")
         if self.ddof < 0 or self.ddof >= samples.shape[0]:
             raise ValueError(
                 f"ddof must lie in [0, n_samples); got {self.ddof} with {samples.shape[0]} samples"
@@ -429,12 +547,18 @@ class PredictiveSamples:
     def mean(self) -> NDArray[np.float64]:
         """Predictive mean per pair, shape (n_pairs,)."""
         if "mean" not in self._cache:
-            self._cache["mean"] = self.samples.mean(axis=0)
+            mean = self.samples.mean(axis=0)
+            mean.setflags(write=False)
+            self._cache["mean"] = mean
         return self._cache["mean"]  # type: ignore[no-any-return]
 
     def var(self) -> NDArray[np.float64]:
         """Predictive variance per pair, shape (n_pairs,)."""
-        return self.samples.var(axis=0, ddof=self.ddof)
+        if "var" not in self._cache:
+            var = self.samples.var(axis=0, ddof=self.ddof)
+            var.setflags(write=False)
+            self._cache["var"] = var
+        return self._cache["var"]  # type: ignore[no-any-return]
 
     def std(self) -> NDArray[np.float64]:
         """Predictive standard deviation per pair, shape (n_pairs,)."""

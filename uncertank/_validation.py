@@ -22,11 +22,22 @@ def _example(values: NDArray[Any]) -> str:
 
 
 def as_float_array(x: ArrayLike, name: str, *, ndim: int | tuple[int, ...] = 1) -> NDArray[np.float64]:
-    """Convert ``x`` to a float64 array, rejecting NaN, inf, empties and wrong ranks."""
+    """Convert ``x`` to a float64 array, rejecting NaN, inf, empties, wrong ranks and non-numbers.
+
+    Strings, bytes, complex numbers and dates are rejected with a
+    TypeError (``np.asarray(["0.5"], dtype=float)`` would parse the string).
+    """
     try:
-        arr = np.asarray(x, dtype=np.float64)
+        raw = np.asarray(x)
+        if raw.dtype.kind in "USVcMm":
+            raise TypeError(f"dtype {raw.dtype}")
+        if raw.dtype == object:
+            odd = next((v for v in raw.ravel() if isinstance(v, (str, bytes, complex))), None)
+            if odd is not None:
+                raise TypeError(f"values of dtype object such as {odd!r}")
+        arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be numeric; got {type(x).__name__} ({exc})") from None
+        raise TypeError(f"{name} must be numeric (real numbers); got {type(x).__name__} ({exc})") from None
     ndims = (ndim,) if isinstance(ndim, int) else ndim
     if arr.ndim not in ndims:
         want = " or ".join(f"{d}-D" for d in ndims)
@@ -43,8 +54,21 @@ def as_float_array(x: ArrayLike, name: str, *, ndim: int | tuple[int, ...] = 1) 
 
 
 def as_label_array(x: ArrayLike, name: str = "labels", *, ndim: int | tuple[int, ...] = 1) -> NDArray[np.int64]:
-    """Convert ``x`` to an int64 array of non-negative integer labels."""
-    arr = np.asarray(x)
+    """Convert ``x`` to an int64 array of non-negative integer labels.
+
+    Integer and boolean arrays pass; a float array passes only when every
+    value is a whole number (``1.0``), never truncated (``0.5`` is an error);
+    strings, complex numbers and objects are a TypeError.
+    """
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be integers >= 0; got {type(x).__name__} ({exc})") from None
+    if arr.dtype == object:
+        try:
+            arr = np.asarray(arr.tolist(), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be integers >= 0; got values of dtype object") from None
     ndims = (ndim,) if isinstance(ndim, int) else ndim
     if arr.ndim not in ndims:
         want = " or ".join(f"{d}-D" for d in ndims)
@@ -53,19 +77,22 @@ def as_label_array(x: ArrayLike, name: str = "labels", *, ndim: int | tuple[int,
         raise ValueError(f"{name} must not be empty; got an array of shape {arr.shape}")
     if arr.dtype == bool:
         return arr.astype(np.int64)
-    if not np.issubdtype(arr.dtype, np.number):
+    if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be integers >= 0; got dtype {arr.dtype}")
     if np.issubdtype(arr.dtype, np.floating):
         bad = ~np.isfinite(arr)
         if bad.any():
             raise ValueError(f"{name} must be finite integers; got {int(bad.sum())} NaN or inf values")
+        huge = np.abs(arr) >= 2.0**63
+        if huge.any():
+            raise ValueError(f"{name} must be integers >= 0 below 2**63; got {_example(arr[huge])}")
         frac = arr != np.round(arr)
         if frac.any():
             raise ValueError(
                 f"{name} must be integers >= 0; got {int(frac.sum())} non-integer values, "
                 f"e.g. {_example(arr[frac])}"
             )
-    out = arr.astype(np.int64)
+    out = arr.astype(np.int64, copy=False)
     neg = out < 0
     if neg.any():
         raise ValueError(
@@ -102,7 +129,7 @@ def check_offsets(offsets: ArrayLike, n_pairs: int, name: str = "offsets") -> ND
             arr = arr.astype(np.int64)
         else:
             raise TypeError(f"{name} must be integers; got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
+    arr = arr.astype(np.int64, copy=False)
     if arr[0] != 0:
         raise ValueError(f"{name} must start at 0; got {int(arr[0])}")
     if arr[-1] != n_pairs:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import numpy as np
@@ -203,10 +204,47 @@ def test_corrupt_cache_file_is_rebuilt():
     a = load("ubuntu-sample", split="test")
     (path,) = cache_dir().glob("*.json")
     path.write_text("{not json", encoding="utf-8")
-    with pytest.warns(RuntimeWarning, match="unreadable cache file"):
+    with pytest.warns(RuntimeWarning, match="unusable cache file"):
         b = load("ubuntu-sample", split="test")
     assert list(a.candidates) == list(b.candidates)
     json.loads(path.read_text(encoding="utf-8"))  # rewritten whole
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("null", "expected a JSON object; got NoneType"),
+        ("[]", "expected a JSON object; got list"),
+        ('"text"', "expected a JSON object; got str"),
+        ('{"format": 1}', "missing key 'texts'"),
+        ('{"format": 1, "texts": "abc"}', "'texts' is str"),
+        (
+            '{"format": 1, "texts": ["a"], "context_lengths": [1], "contexts": [0], "candidates": [5],'
+            ' "offsets": [0, 1], "labels": null, "query_ids": null, "candidate_ids": null, "name": ""}',
+            "a text reference points outside 'texts'",
+        ),
+        (
+            '{"format": 1, "texts": ["a"], "context_lengths": [2], "contexts": [0], "candidates": [0],'
+            ' "offsets": [0, 1], "labels": null, "query_ids": null, "candidate_ids": null, "name": ""}',
+            "'context_lengths' do not add up",
+        ),
+        (
+            '{"format": 1, "texts": ["a"], "context_lengths": [1], "contexts": [0], "candidates": [0],'
+            ' "offsets": [0, 2], "labels": null, "query_ids": null, "candidate_ids": null, "name": ""}',
+            "offsets must end at the number of pairs",
+        ),
+    ],
+)
+def test_cache_file_with_the_wrong_structure_is_rebuilt(content, reason):
+    a = load("ubuntu-sample", split="test")
+    (path,) = cache_dir().glob("*.json")
+    path.write_text(content, encoding="utf-8")
+    with pytest.warns(RuntimeWarning, match=f"unusable cache file .*{re.escape(reason)}"):
+        b = load("ubuntu-sample", split="test")
+    assert a.digest() == b.digest()
+    assert isinstance(json.loads(path.read_text(encoding="utf-8")), dict)  # rewritten
+    c = load("ubuntu-sample", split="test")  # and read from the cache again, silently
+    assert c.digest() == a.digest()
 
 
 def test_cache_location_follows_environment(tmp_path, monkeypatch):

@@ -10,11 +10,9 @@ refer to it by index.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
-import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from uncertank._io import atomic_path, json_digest
+from uncertank._io import file_digest as file_digest
 from uncertank._types import QuerySet
 
 __all__ = ["cache_dir", "cache_key", "clear_cache", "file_digest", "read_cached", "write_cached"]
@@ -38,21 +38,8 @@ def cache_dir() -> Path:
 
 
 def cache_key(params: Mapping[str, Any]) -> str:
-    """A hex SHA-256 of ``params`` (JSON-serialisable) and :data:`FORMAT_VERSION`."""
-    try:
-        blob = json.dumps({"format": FORMAT_VERSION, **params}, sort_keys=True, default=str)
-    except (TypeError, ValueError) as exc:  # pragma: no cover - default=str covers most objects
-        raise TypeError(f"cache parameters must be JSON-serialisable; got {params!r} ({exc})") from None
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def file_digest(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes, so that a cached set is rebuilt when its file changes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """A hex SHA-256 of ``params`` (JSON-serialisable; others by ``str``) and :data:`FORMAT_VERSION`."""
+    return json_digest({"format": FORMAT_VERSION, **params})
 
 
 def _path(key: str) -> Path:
@@ -81,48 +68,93 @@ def write_cached(key: str, qs: QuerySet) -> Path:
         "query_ids": None if qs.query_ids is None else list(qs.query_ids),
         "candidate_ids": None if qs.candidate_ids is None else list(qs.candidate_ids),
     }
-    folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     target = _path(key)
-    fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, ensure_ascii=False, separators=(",", ":"))
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(target) as tmp, tmp.open("w", encoding="utf-8") as fh:
+        json.dump(payload, fh, ensure_ascii=False, separators=(",", ":"))
     return target
 
 
+class _BadCache(ValueError):
+    """A cache file whose JSON does not have the structure :func:`write_cached` writes."""
+
+
+def _field(payload: dict[str, Any], key: str, kind: type | tuple[type, ...], *, optional: bool = False) -> Any:
+    if key not in payload:
+        raise _BadCache(f"missing key {key!r}")
+    value = payload[key]
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind):
+        raise _BadCache(f"{key!r} is {type(value).__name__}")
+    return value
+
+
+def _int_list(payload: dict[str, Any], key: str, *, optional: bool = False) -> list[int] | None:
+    value = _field(payload, key, list, optional=optional)
+    if value is not None and not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise _BadCache(f"{key!r} must hold integers")
+    return value
+
+
+def _str_list(payload: dict[str, Any], key: str, *, optional: bool = False) -> list[str] | None:
+    value = _field(payload, key, list, optional=optional)
+    if value is not None and not all(isinstance(v, str) for v in value):
+        raise _BadCache(f"{key!r} must hold strings")
+    return value
+
+
+def _decode(payload: Any) -> QuerySet | None:
+    """Rebuild the set from a parsed cache file; None for another format version."""
+    if not isinstance(payload, dict):
+        raise _BadCache(f"expected a JSON object; got {type(payload).__name__}")
+    if payload.get("format") != FORMAT_VERSION:
+        return None
+    texts = _str_list(payload, "texts")
+    ctx_lengths = _int_list(payload, "context_lengths")
+    flat = _int_list(payload, "contexts")
+    cands = _int_list(payload, "candidates")
+    offsets = _int_list(payload, "offsets")
+    labels = _int_list(payload, "labels", optional=True)
+    assert texts is not None and ctx_lengths is not None and flat is not None and cands is not None
+    if any(n < 0 for n in ctx_lengths) or sum(ctx_lengths) != len(flat):
+        raise _BadCache("'context_lengths' do not add up to the context entries")
+    refs = flat + cands
+    if refs and (min(refs) < 0 or max(refs) >= len(texts)):
+        raise _BadCache("a text reference points outside 'texts'")
+    bounds = np.zeros(len(ctx_lengths) + 1, dtype=np.int64)
+    np.cumsum(ctx_lengths, out=bounds[1:])
+    contexts = [[texts[i] for i in flat[lo:hi]] for lo, hi in itertools.pairwise(bounds.tolist())]
+    return QuerySet(
+        contexts,
+        [texts[i] for i in cands],
+        np.asarray(offsets, dtype=np.int64),
+        None if labels is None else np.asarray(labels, dtype=np.int64),
+        query_ids=_str_list(payload, "query_ids", optional=True),
+        candidate_ids=_str_list(payload, "candidate_ids", optional=True),
+        name=_field(payload, "name", str),
+    )
+
+
 def read_cached(key: str) -> QuerySet | None:
-    """The set stored under ``key``, or None when absent or unreadable (then it is rebuilt)."""
+    """The set stored under ``key``, or None when absent or unusable (then it is rebuilt).
+
+    A file is unusable when it cannot be read or parsed, when its JSON does
+    not have the structure :func:`write_cached` writes (``null``, a list, a
+    missing or mistyped field, a reference out of range), or when the set it
+    describes fails the :class:`~uncertank.QuerySet` checks; a warning names
+    the file and the reason.
+    """
     path = _path(key)
     if not path.exists():
         return None
     try:
         with open(path, encoding="utf-8") as fh:
             payload = json.load(fh)
-        if payload.get("format") != FORMAT_VERSION:
-            return None
-        texts = payload["texts"]
-        bounds = np.zeros(len(payload["context_lengths"]) + 1, dtype=np.int64)
-        np.cumsum(payload["context_lengths"], out=bounds[1:])
-        flat = payload["contexts"]
-        contexts = [[texts[i] for i in flat[lo:hi]] for lo, hi in itertools.pairwise(bounds.tolist())]
-        labels = payload["labels"]
-        return QuerySet(
-            contexts,
-            [texts[i] for i in payload["candidates"]],
-            np.asarray(payload["offsets"], dtype=np.int64),
-            None if labels is None else np.asarray(labels, dtype=np.int64),
-            query_ids=payload["query_ids"],
-            candidate_ids=payload["candidate_ids"],
-            name=payload["name"],
-        )
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        return _decode(payload)
+    except (OSError, ValueError, TypeError) as exc:  # _BadCache and JSONDecodeError are ValueErrors
         warnings.warn(
-            f"ignoring unreadable cache file {path} ({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=2
+            f"ignoring unusable cache file {path} ({type(exc).__name__}: {exc}); it is rebuilt",
+            RuntimeWarning, stacklevel=2,
         )
         return None
 
