@@ -1,35 +1,65 @@
-"""Post-hoc recalibration of scores into probabilities.
+"""Post-hoc recalibration of scores into probabilities, fitted on validation data.
 
-Built-in recalibrators (registered through ``uncertank_recalibrators``):
+Built-in recalibrators (registered through ``uncertank_recalibrators``;
+each a class with ``fit(scores, labels) -> self`` and ``transform(scores)
+-> probs`` on flat arrays of shape (n_pairs,)):
 
-- ``"platt"``: Platt scaling, ``p = sigmoid(a * s + b)`` fitted by maximum
-  likelihood on (score, label) pairs (Platt 1999).
-- ``"temperature"``: temperature scaling of logits, ``p = sigmoid(logit(s) / T)``
-  (Guo et al. 2017), for scores that already are probabilities.
+- ``"temperature"``: temperature scaling, ``p = sigmoid(logit(s) / T)``
+  with ``T > 0`` (Guo et al. 2017), for scores that are probabilities (or
+  logits, with ``inputs="logits"``).
+- ``"platt"``: Platt scaling, ``p = sigmoid(a * s + b)`` (Platt 1999), with
+  the slope constrained to ``a >= 0``.
+- ``"isotonic"``: isotonic regression (Zadrozny & Elkan 2002), through
+  scikit-learn's ``IsotonicRegression``.
+- ``"histogram"``: histogram binning (Zadrozny & Elkan 2001): equal-mass
+  bins of the validation scores, each mapped to its fraction relevant, with
+  adjacent bins pooled where that fraction would decrease.
 
-Both minimise the binary negative log-likelihood with L-BFGS (scipy).
+Rank preservation
+-----------------
+A recalibrator reports calibrated probabilities *beside* the raw scores; it
+must not change the ranking it calibrates. Every built-in map is
+non-decreasing in the score, so it never reverses the order of two
+candidates. Unconstrained Platt scaling can: on lists whose scores are
+anticorrelated with relevance (BM25-sampled negatives that outscore the
+positive) maximum likelihood picks a negative slope and turns the ranking
+upside down. Here the slope is bounded below by 0; at ``a = 0`` every score
+gets the base rate.
+
+Ties
+----
+Temperature and Platt scaling (with ``a > 0``) are strictly increasing and
+keep every order. Isotonic regression and histogram binning are step
+functions: candidates whose scores fall on the same step get the same
+probability, and the ranking metrics then order them by input position (the
+tie rule of :mod:`uncertank.metrics.ranking`). Rank by the raw scores and
+use the recalibrated probabilities for the calibration metrics, or break
+their ties by the raw score.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._validation import as_float_array, as_label_array, check_probabilities, check_same_length
+from uncertank._io import require
+from uncertank._validation import (
+    as_float_array,
+    as_label_array,
+    check_choice,
+    check_positive_int,
+    check_probabilities,
+    check_same_length,
+)
 from uncertank.hookspecs import hookimpl
 
-__all__ = ["PlattScaling", "TemperatureScaling"]
+__all__ = ["HistogramBinning", "IsotonicCalibration", "PlattScaling", "Recalibrator", "TemperatureScaling"]
 
 _EPS = 1e-12
 
-
-def _fit_xy(scores: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    s = as_float_array(scores, "scores")
-    y = (as_label_array(labels, "labels") > 0).astype(np.float64)
-    check_same_length(s, "scores", y, "labels")
-    return s, y
+Inputs = Literal["probabilities", "logits"]
 
 
 def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -37,82 +67,310 @@ def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.log(p) - np.log1p(-p)
 
 
+def _sigmoid(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    out: NDArray[np.float64] = 0.5 * (1.0 + np.tanh(0.5 * z))
+    return out
+
+
+class Recalibrator:
+    """Base class: validates inputs and fitted state, then calls ``_fit`` / ``_transform``.
+
+    Subclasses implement ``_fit(x, y)`` on float64 scores of shape
+    (n_pairs,) and 0/1 relevance of the same shape, and ``_transform(x)``
+    returning probabilities of shape (n_pairs,). ``fitted_attributes`` names
+    the attributes ``_fit`` sets.
+    """
+
+    #: Attributes that are None until ``fit`` has run.
+    fitted_attributes: tuple[str, ...] = ()
+    #: Whether ``fit`` and ``transform`` need scores in [0, 1].
+    needs_probabilities: bool = False
+
+    def fit(self, scores: ArrayLike, labels: ArrayLike) -> Any:
+        """Fit on validation scores of shape (n_pairs,) and labels (``> 0`` is relevant).
+
+        Returns
+        -------
+        self
+        """
+        x = self._scores(scores)
+        y = (as_label_array(labels, "labels") > 0).astype(np.float64)
+        check_same_length(x, "scores", y, "labels")
+        self._fit(x, y)
+        return self
+
+    def transform(self, scores: ArrayLike) -> NDArray[np.float64]:
+        """Calibrated probabilities of relevance, shape (n_pairs,), in [0, 1]."""
+        if any(getattr(self, a) is None for a in self.fitted_attributes):
+            raise RuntimeError(f"{type(self).__name__} must be fitted before transform(); call fit() first")
+        return self._transform(self._scores(scores))
+
+    def fit_transform(self, scores: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
+        """``fit(scores, labels).transform(scores)``."""
+        self.fit(scores, labels)
+        return self.transform(scores)
+
+    def _scores(self, scores: ArrayLike) -> NDArray[np.float64]:
+        x = as_float_array(scores, "scores")
+        if self.needs_probabilities:
+            check_probabilities(x, "scores")
+        return x
+
+    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
+        raise NotImplementedError
+
+    def _transform(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+
 def _nll_affine(
     params: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64]
 ) -> tuple[float, NDArray[np.float64]]:
     a, b = params
     z = a * x + b
-    # log(1 + exp(z)) - y z, stable
-    loss = np.logaddexp(0.0, z) - y * z
-    g = 1.0 / (1.0 + np.exp(-z)) - y
+    loss = np.logaddexp(0.0, z) - y * z  # log(1 + exp(z)) - y z, stable
+    g = _sigmoid(z) - y
     return float(loss.sum()), np.array([float((g * x).sum()), float(g.sum())])
 
 
-class PlattScaling:
-    """``p = sigmoid(a * score + b)``, fitted by maximum likelihood.
+class PlattScaling(Recalibrator):
+    r"""Platt scaling with a non-negative slope: ``p = sigmoid(a * score + b)``, ``a >= 0``.
+
+    Maximum likelihood (L-BFGS-B, on standardised scores) under the bound
+    ``a >= 0`` (Platt 1999). With the bound the map is non-decreasing, so it
+    never reverses a ranking; where the unconstrained optimum has a negative
+    slope, the constrained one is ``a = 0`` and every score gets the base
+    rate $\bar y$ (``b = logit(mean(y))``).
+
+    Parameters
+    ----------
+    nonnegative_slope : bool
+        Keep the bound (default). False gives ordinary Platt scaling, which
+        can reverse rankings: for comparison only.
+
+    Attributes
+    ----------
+    a_, b_ : float
+        The fitted slope and intercept on the original score scale.
 
     Examples
     --------
-    >>> cal = PlattScaling().fit([-2.0, -1.0, 1.0, 2.0], [0, 1, 0, 1])
-    >>> bool(0 < cal.transform([0.0])[0] < 1)
+    Scores that rank the relevant pair last: unconstrained Platt learns a
+    negative slope, the default keeps ``a = 0`` (the base rate, 1/3).
+
+    >>> s, y = [3.0, 2.0, 1.0, 3.5, 2.5, 0.5], [0, 0, 1, 0, 0, 1]
+    >>> round(PlattScaling(nonnegative_slope=False).fit(s, y).a_, 2) < 0
     True
+    >>> cal = PlattScaling().fit(s, y)
+    >>> cal.a_, cal.transform([0.0, 5.0]).round(4).tolist()
+    (0.0, [0.3333, 0.3333])
     """
 
-    def __init__(self) -> None:
+    fitted_attributes = ("a_", "b_")
+
+    def __init__(self, *, nonnegative_slope: bool = True) -> None:
+        if not isinstance(nonnegative_slope, (bool, np.bool_)):
+            raise TypeError(f"nonnegative_slope must be a bool; got {type(nonnegative_slope).__name__}")
+        self.nonnegative_slope = bool(nonnegative_slope)
         self.a_: float | None = None
         self.b_: float | None = None
 
-    def fit(self, scores: ArrayLike, labels: ArrayLike) -> PlattScaling:
-        """Fit ``a`` and ``b`` on scores of shape (n_pairs,) and labels (> 0 relevant)."""
+    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
         from scipy.optimize import minimize
 
-        x, y = _fit_xy(scores, labels)
-        res = minimize(_nll_affine, np.array([1.0, 0.0]), args=(x, y), jac=True, method="L-BFGS-B")
-        self.a_, self.b_ = (float(v) for v in res.x)
-        return self
+        mu, sd = float(x.mean()), float(x.std())
+        sd = sd if sd > 0 else 1.0
+        xs = (x - mu) / sd
+        bounds = [(0.0, None), (None, None)] if self.nonnegative_slope else None
+        res = minimize(_nll_affine, np.array([1.0, 0.0]), args=(xs, y), jac=True, method="L-BFGS-B",
+                       bounds=bounds, options={"maxiter": 1000, "ftol": 1e-14, "gtol": 1e-10})
+        a_s, b_s = (float(v) for v in res.x)
+        self.a_ = a_s / sd
+        self.b_ = b_s - a_s * mu / sd
 
-    def transform(self, scores: ArrayLike) -> NDArray[np.float64]:
-        """Calibrated probabilities, shape (n_pairs,)."""
-        if self.a_ is None or self.b_ is None:
-            raise RuntimeError("PlattScaling must be fitted before transform()")
-        x = as_float_array(scores, "scores")
-        out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-(self.a_ * x + self.b_)))
-        return out
+    def _transform(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        assert self.a_ is not None and self.b_ is not None  # checked in transform()
+        return _sigmoid(self.a_ * x + self.b_)
 
 
-class TemperatureScaling:
-    """``p = sigmoid(logit(score) / T)`` for probability scores, ``T > 0`` fitted by likelihood."""
+class TemperatureScaling(Recalibrator):
+    """Temperature scaling: ``p = sigmoid(z / T)`` with ``T > 0`` fitted by likelihood (Guo et al. 2017).
 
-    def __init__(self) -> None:
+    ``z`` is the logit of the score (``inputs="probabilities"``, the
+    default: scores in [0, 1], clipped to ``[1e-12, 1 - 1e-12]``) or the
+    score itself (``inputs="logits"``). One positive scale, so the order of
+    the scores is kept exactly.
+
+    Parameters
+    ----------
+    inputs : {"probabilities", "logits"}
+        What the scores are.
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature, searched in ``[exp(-5), exp(5)]``.
+
+    Examples
+    --------
+    >>> cal = TemperatureScaling().fit([0.9, 0.8, 0.2, 0.7], [1, 0, 0, 1])
+    >>> bool(cal.temperature_ > 0)
+    True
+    """
+
+    fitted_attributes = ("temperature_",)
+
+    def __init__(self, *, inputs: Inputs = "probabilities") -> None:
+        self.inputs: Inputs = check_choice(inputs, "inputs", ("probabilities", "logits"))
+        self.needs_probabilities = self.inputs == "probabilities"
         self.temperature_: float | None = None
 
-    def fit(self, scores: ArrayLike, labels: ArrayLike) -> TemperatureScaling:
-        """Fit ``T`` on probabilities of shape (n_pairs,) and labels (> 0 relevant)."""
+    def _logits(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return _logit(x) if self.needs_probabilities else x
+
+    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
         from scipy.optimize import minimize_scalar
 
-        p, y = _fit_xy(scores, labels)
-        check_probabilities(p, "scores")
-        z = _logit(p)
+        z = self._logits(x)
 
         def nll(log_t: float) -> float:
             zt = z / np.exp(log_t)
             return float((np.logaddexp(0.0, zt) - y * zt).sum())
 
-        res = minimize_scalar(nll, bounds=(-5.0, 5.0), method="bounded")
+        res = minimize_scalar(nll, bounds=(-5.0, 5.0), method="bounded", options={"xatol": 1e-10})
         self.temperature_ = float(np.exp(res.x))
-        return self
 
-    def transform(self, scores: ArrayLike) -> NDArray[np.float64]:
-        """Recalibrated probabilities, shape (n_pairs,)."""
-        if self.temperature_ is None:
-            raise RuntimeError("TemperatureScaling must be fitted before transform()")
-        p = as_float_array(scores, "scores")
-        check_probabilities(p, "scores")
-        out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-_logit(p) / self.temperature_))
+    def _transform(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        assert self.temperature_ is not None  # checked in transform()
+        return _sigmoid(self._logits(x) / self.temperature_)
+
+
+class IsotonicCalibration(Recalibrator):
+    """Isotonic regression of relevance on the score (Zadrozny & Elkan 2002), by scikit-learn.
+
+    The least-squares non-decreasing step function of the score, fitted by
+    scikit-learn's ``IsotonicRegression(increasing=True, y_min=0, y_max=1,
+    out_of_bounds="clip")``; between fitted points it interpolates linearly,
+    outside them it clips. Non-decreasing, so no order is reversed; flat
+    steps tie the scores they cover (see the module notes).
+
+    Attributes
+    ----------
+    model_ : sklearn.isotonic.IsotonicRegression
+        The fitted regression.
+
+    Examples
+    --------
+    >>> cal = IsotonicCalibration().fit([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1])
+    >>> cal.transform([0.1, 0.25, 0.4]).tolist()
+    [0.0, 0.5, 1.0]
+    """
+
+    fitted_attributes = ("model_",)
+
+    def __init__(self) -> None:
+        self.model_: Any = None
+
+    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
+        isotonic = require("sklearn.isotonic", "all", what="isotonic recalibration (scikit-learn)")
+        self.model_ = isotonic.IsotonicRegression(increasing=True, y_min=0.0, y_max=1.0,
+                                                  out_of_bounds="clip").fit(x, y)
+
+    def _transform(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = np.asarray(self.model_.predict(x), dtype=np.float64)
+        return out
+
+
+def _pool_adjacent_violators(values: NDArray[np.float64], weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The weighted least-squares non-decreasing fit to ``values`` (shape (n,)), by pooling."""
+    means: list[float] = []
+    wts: list[float] = []
+    sizes: list[int] = []
+    for v, w in zip(values.tolist(), weights.tolist(), strict=True):
+        means.append(v)
+        wts.append(w)
+        sizes.append(1)
+        while len(means) > 1 and means[-2] > means[-1]:
+            w2 = wts[-2] + wts[-1]
+            m = (means[-2] * wts[-2] + means[-1] * wts[-1]) / w2 if w2 > 0 else means[-1]
+            size = sizes[-2] + sizes[-1]
+            del means[-1], wts[-1], sizes[-1]
+            means[-1], wts[-1], sizes[-1] = m, w2, size
+    return np.repeat(np.asarray(means, dtype=np.float64), sizes)
+
+
+class HistogramBinning(Recalibrator):
+    """Histogram binning (Zadrozny & Elkan 2001), made non-decreasing.
+
+    The validation scores are split into ``n_bins`` equal-mass bins (edges
+    at their quantiles; tied scores share a bin, so a bin may be empty);
+    each bin maps to its fraction of relevant pairs. Plain binning can give
+    a higher bin a lower fraction and so reverse rankings; here adjacent
+    bins whose fractions decrease are pooled (pool-adjacent-violators,
+    weighted by bin counts), which keeps the map non-decreasing. An empty
+    bin takes the value of the bin below it (the lowest non-empty one for
+    leading empties). A score maps to the bin its value falls in, with
+    scores below the first or above the last edge in the first or last
+    bin. Every score in a bin gets the same probability (ties; see the
+    module notes).
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of bins, ``>= 1``; default 10.
+
+    Attributes
+    ----------
+    edges_ : ndarray of shape (n_bins + 1,)
+        The bin edges (quantiles of the validation scores).
+    values_ : ndarray of shape (n_bins,)
+        The probability of each bin.
+
+    Examples
+    --------
+    >>> cal = HistogramBinning(n_bins=2).fit([0.1, 0.2, 0.7, 0.9], [0, 1, 1, 1])
+    >>> cal.values_.tolist(), cal.transform([0.0, 0.15, 0.8]).tolist()
+    ([0.5, 1.0], [0.5, 0.5, 1.0])
+    """
+
+    fitted_attributes = ("edges_", "values_")
+
+    def __init__(self, *, n_bins: int = 10) -> None:
+        self.n_bins = check_positive_int(n_bins, "n_bins")
+        self.edges_: NDArray[np.float64] | None = None
+        self.values_: NDArray[np.float64] | None = None
+
+    def _bin(self, x: NDArray[np.float64]) -> NDArray[np.intp]:
+        assert self.edges_ is not None  # set by _fit before use
+        return np.searchsorted(self.edges_[1:-1], x, side="right")
+
+    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
+        self.edges_ = np.quantile(x, np.linspace(0.0, 1.0, self.n_bins + 1))
+        idx = self._bin(x)
+        counts = np.bincount(idx, minlength=self.n_bins).astype(np.float64)
+        pos = np.bincount(idx, weights=y, minlength=self.n_bins)
+        frac = np.divide(pos, counts, out=np.full(self.n_bins, np.nan), where=counts > 0)
+        full = np.flatnonzero(counts > 0)
+        pooled = _pool_adjacent_violators(frac[full], counts[full])
+        values = np.empty(self.n_bins)
+        # an empty bin takes the value of the nearest non-empty bin below (or the first one)
+        src = np.maximum(np.searchsorted(full, np.arange(self.n_bins), side="right") - 1, 0)
+        values[:] = pooled[src]
+        values[full] = pooled
+        self.values_ = values
+
+    def _transform(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        assert self.values_ is not None  # checked in transform()
+        out: NDArray[np.float64] = self.values_[self._bin(x)]
         return out
 
 
 @hookimpl
 def uncertank_recalibrators() -> dict[str, Any]:
     """Register the built-in recalibrators."""
-    return {"platt": PlattScaling, "temperature": TemperatureScaling}
+    return {
+        "temperature": TemperatureScaling,
+        "platt": PlattScaling,
+        "isotonic": IsotonicCalibration,
+        "histogram": HistogramBinning,
+    }

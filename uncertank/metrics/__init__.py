@@ -1,9 +1,12 @@
 """Evaluators: ranking metrics (R_n@k, MAP, MRR, nDCG, RBP) and calibration metrics.
 
-Every metric accepts a :class:`~uncertank.RankedLists` or dense arrays of
-shape (n_queries, n_candidates); the calibration metrics also accept flat
-arrays of shape (n_pairs,). See :mod:`uncertank.metrics.ranking` for the tie
-rule and :mod:`uncertank.metrics.calibration` for the ECE conventions.
+Every metric accepts a :class:`~uncertank.RankedLists`, a
+:class:`~uncertank.Predictions` with its labels, or dense arrays of shape
+(n_queries, n_candidates); the calibration metrics also accept flat arrays
+of shape (n_pairs,). See :mod:`uncertank.metrics.ranking` for the tie rule,
+:mod:`uncertank.metrics.calibration` for the ECE conventions,
+:mod:`uncertank.metrics.metric` for the registry entries (:class:`Metric`,
+:func:`resolve_metrics`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from uncertank.metrics.calibration import (
     negative_log_likelihood,
     reliability_curve,
 )
+from uncertank.metrics.metric import DEFAULT_STUDY_METRICS, Metric, as_metric, resolve_metrics
 from uncertank.metrics.ranking import (
     mean_average_precision,
     mean_reciprocal_rank,
@@ -27,6 +31,10 @@ from uncertank.metrics.ranking import (
 )
 
 __all__ = [
+    "DEFAULT_STUDY_METRICS",
+    "Metric",
+    "as_metric",
+    "resolve_metrics",
     "ImbalanceSweep",
     "ReliabilityCurve",
     "brier_score",

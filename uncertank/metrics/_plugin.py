@@ -1,25 +1,27 @@
-"""Built-in metrics, registered through the ``uncertank_metrics`` hook.
+"""Built-in metrics, registered through the ``uncertank_metrics`` hook as :class:`Metric` objects.
 
-Each registered metric is called as ``metric(scores, labels, **options)``
-and returns a float (or, for the ranking metrics, an array with
-``per_query=True``).
+Every registered metric is called as ``metric(scores, labels=None, *,
+per_query=False, **options)``; see :mod:`uncertank.metrics.metric`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._types import RankedLists
 from uncertank.hookspecs import hookimpl
 from uncertank.metrics.calibration import (
+    Convention,
+    Norm,
+    Strategy,
     brier_score,
     expected_calibration_error,
     negative_log_likelihood,
 )
+from uncertank.metrics.metric import Metric
 from uncertank.metrics.ranking import (
     mean_average_precision,
     mean_reciprocal_rank,
@@ -30,39 +32,101 @@ from uncertank.metrics.ranking import (
 
 
 def rbp(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = None, **options: Any
+    scores: Any, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
+    max_grade: int | None = None, per_query: bool = False,
 ) -> float | NDArray[np.float64]:
     """Rank-biased precision without its residual; see :func:`rank_biased_precision`."""
-    return rank_biased_precision(scores, labels, **options)[0]
+    return rank_biased_precision(scores, labels, p=p, depth=depth, max_grade=max_grade, per_query=per_query)[0]
 
 
 def rbp_residual(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = None, **options: Any
+    scores: Any, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
+    max_grade: int | None = None, per_query: bool = False,
 ) -> float | NDArray[np.float64]:
     """The residual of rank-biased precision; see :func:`rank_biased_precision`."""
-    return rank_biased_precision(scores, labels, **options)[1]
+    return rank_biased_precision(scores, labels, p=p, depth=depth, max_grade=max_grade, per_query=per_query)[1]
 
 
-def mce(probs: RankedLists | ArrayLike, labels: ArrayLike | None = None, **options: Any) -> float:
+def mce(
+    probs: Any, labels: ArrayLike | None = None, *, n_bins: int | None = None, strategy: Strategy = "uniform",
+    balanced: bool = False, seed: int | np.random.Generator | None = None,
+) -> float:
     """Maximum calibration error: :func:`expected_calibration_error` with ``norm="max"``."""
-    return expected_calibration_error(probs, labels, norm="max", **options)
+    return expected_calibration_error(probs, labels, n_bins=n_bins, strategy=strategy, norm="max",
+                                      balanced=balanced, seed=seed)
 
 
-BUILTIN_METRICS: dict[str, Callable[..., Any]] = {
-    "recall_at_k": recall_at_k,
-    "map": mean_average_precision,
-    "mrr": mean_reciprocal_rank,
-    "ndcg": ndcg_at_k,
-    "rbp": rbp,
-    "rbp_residual": rbp_residual,
-    "ece": expected_calibration_error,
-    "mce": mce,
-    "brier": brier_score,
-    "nll": negative_log_likelihood,
+def _cutoff(base: str, key: str = "k") -> Any:
+    def label(options: Mapping[str, Any]) -> str:
+        k = options.get(key)
+        return base if k is None else f"{base}@{k}"
+    return label
+
+
+def _ece_label(options: Mapping[str, Any]) -> str:
+    norm: Norm = options.get("norm", "l1")
+    parts = [{"l1": "ECE", "l2": "ECE l2", "max": "MCE"}.get(norm, f"ECE {norm}")]
+    strategy: Strategy = options.get("strategy", "uniform")
+    if strategy != "uniform":
+        parts.append(strategy)
+    if options.get("balanced"):
+        parts.append("balanced")
+    convention: Convention = options.get("convention", "naeini")
+    if convention == "penha-hauff":
+        parts.append("Penha-Hauff")
+    return " ".join(parts)
+
+
+def _mce_label(options: Mapping[str, Any]) -> str:
+    return _ece_label({**options, "norm": "max"})
+
+
+def _rbp_label(base: str) -> Any:
+    def label(options: Mapping[str, Any]) -> str:
+        out = f"{base}({options.get('p', 0.8)})"
+        return out if options.get("depth") is None else f"{out}@{options['depth']}"
+    return label
+
+
+def _calibration_accumulator(norm: Norm | None) -> Any:
+    def make(**options: Any) -> Any:
+        from uncertank.metrics.streaming import ECEAccumulator
+
+        opts = dict(options)
+        if norm is not None:
+            opts["norm"] = norm
+        return ECEAccumulator(**opts)
+    return make
+
+
+def _pairs_accumulator(which: str) -> Any:
+    def make(**options: Any) -> Any:
+        from uncertank.metrics.streaming import BrierAccumulator, NLLAccumulator
+
+        return BrierAccumulator(**options) if which == "brier" else NLLAccumulator(**options)
+    return make
+
+
+BUILTIN_METRICS: dict[str, Metric] = {
+    "recall_at_k": Metric(recall_at_k, name="recall_at_k", kind="ranking", label="R@{k}", options={"k": 1}),
+    "map": Metric(mean_average_precision, name="map", kind="ranking", label=_cutoff("MAP")),
+    "mrr": Metric(mean_reciprocal_rank, name="mrr", kind="ranking", label=_cutoff("MRR")),
+    "ndcg": Metric(ndcg_at_k, name="ndcg", kind="ranking", label=_cutoff("nDCG"), options={"k": 10}),
+    "rbp": Metric(rbp, name="rbp", kind="ranking", label=_rbp_label("RBP")),
+    "rbp_residual": Metric(rbp_residual, name="rbp_residual", kind="ranking", higher_is_better=False,
+                           label=_rbp_label("RBP residual")),
+    "ece": Metric(expected_calibration_error, name="ece", kind="calibration", needs_probabilities=True,
+                  higher_is_better=False, label=_ece_label, accumulator=_calibration_accumulator(None)),
+    "mce": Metric(mce, name="mce", kind="calibration", needs_probabilities=True, higher_is_better=False,
+                  label=_mce_label, accumulator=_calibration_accumulator("max")),
+    "brier": Metric(brier_score, name="brier", kind="calibration", needs_probabilities=True,
+                    higher_is_better=False, label="Brier", accumulator=_pairs_accumulator("brier")),
+    "nll": Metric(negative_log_likelihood, name="nll", kind="calibration", needs_probabilities=True,
+                  higher_is_better=False, label="NLL", accumulator=_pairs_accumulator("nll")),
 }
 
 
 @hookimpl
-def uncertank_metrics() -> dict[str, Callable[..., Any]]:
+def uncertank_metrics() -> dict[str, Metric]:
     """Register the built-in ranking and calibration metrics."""
     return dict(BUILTIN_METRICS)

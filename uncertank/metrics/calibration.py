@@ -430,7 +430,9 @@ def reliability_curve(
 # --------------------------------------------------------------------------- scores
 
 
-def brier_score(probs: RankedLists | ArrayLike, labels: ArrayLike | None = None) -> float:
+def brier_score(
+    probs: RankedLists | ArrayLike, labels: ArrayLike | None = None, *, per_query: bool = False
+) -> float | NDArray[np.float64]:
     r"""Brier score: the mean squared difference between probability and relevance.
 
     $$
@@ -445,24 +447,39 @@ def brier_score(probs: RankedLists | ArrayLike, labels: ArrayLike | None = None)
         Probabilities of relevance in [0, 1].
     labels : array-like of the same shape, optional
         Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+    per_query : bool
+        Return the Brier score of every query (the mean over its pairs),
+        shape (n_queries,); needs the query structure (2-D arrays or a
+        RankedLists).
 
     Returns
     -------
-    float
+    float or ndarray of shape (n_queries,)
 
     Examples
     --------
     >>> round(brier_score([0.1, 0.2, 0.8, 0.9], [0, 1, 1, 1]), 6)  # (0.01 + 0.64 + 0.04 + 0.01) / 4
     0.175
     """
+    if per_query:
+        lists, p, y = _as_structured(probs, labels)
+        d = p - y
+        return _per_query_mean(lists, d * d)
     p, y = _as_pairs(probs, labels)
     d = p - y
     return float(np.dot(d, d)) / p.size
 
 
+def _per_query_mean(lists: _Lists, values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Mean of ``values`` (one per pair, input order) within each query, shape (n_queries,)."""
+    sums = np.bincount(lists.query_index(), weights=values, minlength=lists.n_queries)
+    return np.asarray(sums / lists.lengths, dtype=np.float64)
+
+
 def negative_log_likelihood(
-    probs: RankedLists | ArrayLike, labels: ArrayLike | None = None, *, eps: float | None = None
-) -> float:
+    probs: RankedLists | ArrayLike, labels: ArrayLike | None = None, *, eps: float | None = None,
+    per_query: bool = False,
+) -> float | NDArray[np.float64]:
     r"""Mean binary negative log-likelihood (log loss) of the relevance labels.
 
     $$
@@ -482,10 +499,13 @@ def negative_log_likelihood(
     eps : float, optional
         Clipping constant in (0, 0.5); default the float64 machine epsilon
         (as scikit-learn's ``log_loss``).
+    per_query : bool
+        Return the NLL of every query (the mean over its pairs), shape
+        (n_queries,); needs the query structure.
 
     Returns
     -------
-    float
+    float or ndarray of shape (n_queries,)
 
     Examples
     --------
@@ -495,9 +515,14 @@ def negative_log_likelihood(
     e = float(np.finfo(np.float64).eps) if eps is None else eps
     if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
         raise ValueError(f"eps must be a float in (0, 0.5); got {eps!r}")
-    p, y = _as_pairs(probs, labels)
+    if per_query:
+        lists, p, y = _as_structured(probs, labels)
+    else:
+        p, y = _as_pairs(probs, labels)
     pc = np.clip(p, e, 1.0 - e)
     ll = np.where(y, np.log(pc), np.log1p(-pc))
+    if per_query:
+        return _per_query_mean(lists, -ll)
     return float(-ll.mean())
 
 

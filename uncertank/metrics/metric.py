@@ -1,0 +1,415 @@
+"""Metrics as registry entries: one call signature and the metadata a report needs.
+
+A :class:`Metric` wraps a metric function with what a study runner and a
+report need to know about it (its kind, whether it needs probabilities,
+which direction is better, how to label its column) and gives every metric
+the same call::
+
+    metric(scores, labels=None, *, per_query=False, **options)
+
+``scores`` is a :class:`~uncertank.RankedLists` (``labels`` None), a
+:class:`~uncertank.Predictions` (or any object with flat ``scores`` and
+``offsets``) with ``labels`` an array of shape (n_pairs,) or a labelled
+:class:`~uncertank.QuerySet`, dense arrays of shape (n_queries,
+n_candidates), or (calibration metrics only) flat arrays of shape
+(n_pairs,). All of them go through the one input layer of
+:mod:`uncertank.metrics` (``uncertank.metrics._inputs``).
+
+The ``uncertank_metrics`` hook returns ``{name: Metric}``. A bare callable
+registered by a third party is accepted and wrapped by :func:`as_metric`
+with the metadata of a ranking metric (see there). :func:`resolve_metrics`
+turns the entries of a study file (names or mappings with options) into
+bound metrics, checking every name and option against the registry first.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from uncertank._validation import check_choice
+
+if TYPE_CHECKING:
+    from uncertank.metrics.streaming import Accumulator
+
+__all__ = [
+    "DEFAULT_STUDY_METRICS",
+    "KINDS",
+    "Metric",
+    "MetricEntry",
+    "as_metric",
+    "resolve_metrics",
+]
+
+MetricKind = Literal["ranking", "calibration"]
+KINDS: tuple[MetricKind, ...] = ("ranking", "calibration")
+
+Label = str | Callable[[Mapping[str, Any]], str]
+
+#: Keys of a metric entry that are not options of the metric.
+_RESERVED = ("name", "label")
+
+
+def _option_names(fn: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
+    """Keyword options ``fn`` accepts (not scores/labels/per_query), and whether it takes ``**kwargs``."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature
+        return (), True
+    names: list[str] = []
+    var_kw = False
+    params = list(sig.parameters.values())
+    for i, prm in enumerate(params):
+        if prm.kind is inspect.Parameter.VAR_KEYWORD:
+            var_kw = True
+        elif prm.kind is inspect.Parameter.KEYWORD_ONLY or (
+            prm.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and i >= 2
+        ):
+            if prm.name != "per_query":
+                names.append(prm.name)
+    return tuple(names), var_kw
+
+
+def _accepts_per_query(fn: Callable[..., Any]) -> bool:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    return "per_query" in sig.parameters
+
+
+class Metric:
+    """A metric function with the metadata a study and its report need.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(scores, labels=None, *, [per_query=False,] **options)``, returning
+        a float (an ndarray of shape (n_queries,) with ``per_query=True``).
+    name : str
+        The registry name (``"recall_at_k"``).
+    kind : {"ranking", "calibration"}
+        Which table of a report it belongs to.
+    needs_probabilities : bool
+        Whether scores must be probabilities in [0, 1] (calibration metrics).
+    higher_is_better : bool
+        Direction of improvement.
+    label : str or callable, optional
+        The column label: a format string over the options (``"R@{k}"``), or
+        a function of the options mapping that returns the label. Default
+        ``name``.
+    options : mapping, optional
+        Default options, passed to ``fn`` on every call unless overridden.
+    per_query : bool, optional
+        Whether the metric has a per-query value (``fn`` accepts
+        ``per_query``). Default: read from ``fn``'s signature.
+    accumulator : callable, optional
+        ``accumulator(**options)`` returning a mergeable streaming
+        accumulator for this metric (see :mod:`uncertank.metrics.streaming`).
+        Metrics with a per-query value get one by default (the mean of the
+        per-query values over chunks of whole queries).
+    description : str, optional
+        One line for listings; default the first line of ``fn``'s docstring.
+
+    Examples
+    --------
+    >>> from uncertank.metrics import recall_at_k
+    >>> r = Metric(recall_at_k, name="recall_at_k", kind="ranking", label="R@{k}", options={"k": 1})
+    >>> r([[0.9, 0.2], [0.1, 0.8]], [[0, 1], [0, 1]])
+    0.5
+    >>> r2 = r.bind(k=2)
+    >>> r2.display_label, r2([[0.9, 0.2], [0.1, 0.8]], [[0, 1], [0, 1]])
+    ('R@2', 1.0)
+    """
+
+    __slots__ = (
+        "_accumulator", "_option_names", "_options", "_var_kw", "description", "fn", "higher_is_better",
+        "kind", "label", "name", "needs_probabilities", "per_query",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        kind: MetricKind,
+        needs_probabilities: bool = False,
+        higher_is_better: bool = True,
+        label: Label | None = None,
+        options: Mapping[str, Any] | None = None,
+        per_query: bool | None = None,
+        accumulator: Callable[..., Accumulator] | None = None,
+        description: str | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"fn must be callable; got {type(fn).__name__}")
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"name must be a non-empty str; got {name!r}")
+        self.fn = fn
+        self.name = name
+        self.kind: MetricKind = check_choice(kind, "kind", KINDS)
+        self.needs_probabilities = bool(needs_probabilities)
+        self.higher_is_better = bool(higher_is_better)
+        self.label: Label = name if label is None else label
+        if not (isinstance(self.label, str) or callable(self.label)):
+            raise TypeError(f"label must be a format string or a callable; got {type(label).__name__}")
+        self.per_query = _accepts_per_query(fn) if per_query is None else bool(per_query)
+        self._option_names, self._var_kw = _option_names(fn)
+        self._options: Mapping[str, Any] = MappingProxyType({})
+        self._options = MappingProxyType(self._check_options(dict(options or {}), "options"))
+        self._accumulator = accumulator
+        if description is None:
+            doc = inspect.getdoc(fn) or ""
+            description = doc.strip().splitlines()[0] if doc.strip() else name
+        self.description = description
+
+    # ------------------------------------------------------------------ options
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        """The default options (read-only)."""
+        return self._options
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        """The options the metric accepts (empty with ``accepts_any_option``)."""
+        return self._option_names
+
+    @property
+    def accepts_any_option(self) -> bool:
+        """Whether the function takes ``**options`` (so any name is passed through)."""
+        return self._var_kw
+
+    def accepts(self, option: str) -> bool:
+        """Whether ``option`` is an option of this metric (e.g. ``"n_bins"``)."""
+        return self._var_kw or option in self._option_names
+
+    def _check_options(self, options: dict[str, Any], what: str) -> dict[str, Any]:
+        unknown = [k for k in options if not self.accepts(k)]
+        if unknown:
+            known = ", ".join(self._option_names) or "(none)"
+            raise ValueError(
+                f"metric {self.name!r} has no option {unknown[0]!r} (in {what}); its options are: {known}"
+            )
+        return options
+
+    def bind(self, **options: Any) -> Metric:
+        """The same metric with other default options.
+
+        Raises
+        ------
+        ValueError
+            When an option is not one the metric accepts; the message lists them.
+        """
+        merged = {**self._options, **self._check_options(options, "bind()")}
+        return self._copy(options=merged)
+
+    def with_label(self, label: Label) -> Metric:
+        """The same metric under another label (a format string or a callable)."""
+        return self._copy(label=label)
+
+    def _copy(self, **changes: Any) -> Metric:
+        kw: dict[str, Any] = {
+            "name": self.name, "kind": self.kind, "needs_probabilities": self.needs_probabilities,
+            "higher_is_better": self.higher_is_better, "label": self.label, "options": self._options,
+            "per_query": self.per_query, "accumulator": self._accumulator, "description": self.description,
+        }
+        kw.update(changes)
+        return Metric(self.fn, **kw)
+
+    @property
+    def display_label(self) -> str:
+        """The label with the default options filled in (``"R@1"``, ``"ECE quantile"``)."""
+        return self.format_label(self._options)
+
+    def format_label(self, options: Mapping[str, Any]) -> str:
+        """The label for ``options`` (the default options completed by them)."""
+        opts = {**self._options, **options}
+        if callable(self.label):
+            return str(self.label(MappingProxyType(opts)))
+        try:
+            return self.label.format(**opts)
+        except (KeyError, IndexError):
+            return self.label
+
+    # ------------------------------------------------------------------ calling
+
+    def __call__(
+        self, scores: Any, labels: ArrayLike | Any | None = None, *, per_query: bool = False, **options: Any
+    ) -> float | NDArray[np.float64]:
+        """Evaluate on ``scores`` and ``labels`` (see the module notes for the accepted inputs).
+
+        Parameters
+        ----------
+        scores : RankedLists, Predictions, or array-like
+            See the module notes.
+        labels : array-like or QuerySet, optional
+            None when ``scores`` is a RankedLists.
+        per_query : bool
+            Return the value of every query, shape (n_queries,).
+        **options
+            Override the default options for this call.
+
+        Raises
+        ------
+        ValueError
+            ``per_query=True`` on a metric without a per-query value, or an
+            option the metric does not accept.
+        """
+        if per_query is not False and per_query is not True:
+            raise TypeError(f"per_query must be a bool; got {type(per_query).__name__} {per_query!r}")
+        opts = {**self._options, **self._check_options(options, "the call")}
+        if per_query:
+            if not self.per_query:
+                raise ValueError(
+                    f"metric {self.name!r} has no per-query value; call it with per_query=False"
+                )
+            return self.fn(scores, labels, per_query=True, **opts)  # type: ignore[no-any-return]
+        if self.per_query:
+            opts["per_query"] = False
+        return self.fn(scores, labels, **opts)  # type: ignore[no-any-return]
+
+    def accumulator(self, **options: Any) -> Accumulator:
+        """A mergeable streaming accumulator for this metric with its options.
+
+        ``update(chunk)`` with chunks in any input this metric accepts,
+        ``merge(other)``, ``compute()``; see :mod:`uncertank.metrics.streaming`.
+
+        Raises
+        ------
+        ValueError
+            When the metric has neither its own accumulator nor a per-query value.
+        """
+        opts = {**self._options, **self._check_options(options, "accumulator()")}
+        if self._accumulator is not None:
+            return self._accumulator(**opts)
+        if self.per_query:
+            from uncertank.metrics.streaming import PerQueryMean
+
+            return PerQueryMean(self.bind(**opts))
+        raise ValueError(
+            f"metric {self.name!r} has no streaming accumulator: it has no per-query value and "
+            "registers no accumulator"
+        )
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self._options.items())
+        return f"Metric({self.name!r}, kind={self.kind!r}, label={self.display_label!r}, options={{{opts}}})"
+
+
+#: An entry of a study's ``metrics = [...]``: a registered name, a mapping
+#: ``{"name": ..., **options}`` (optionally with ``"label"``), or a Metric.
+MetricEntry = str | Mapping[str, Any] | Metric
+
+
+def as_metric(obj: Any, *, name: str) -> Metric:
+    """A :class:`Metric` from a registry entry.
+
+    A :class:`Metric` is returned as it is (renamed to ``name`` if it was
+    registered under another name). A bare callable ``fn(scores, labels,
+    **options)`` is wrapped with this metadata: ``kind="ranking"``,
+    ``needs_probabilities=False``, ``higher_is_better=True``, label ``name``,
+    no default options, a per-query value when ``fn`` takes ``per_query``,
+    and the options read from its signature. Register a :class:`Metric` to
+    say anything else (a calibration metric, lower is better).
+
+    Raises
+    ------
+    TypeError
+        When ``obj`` is not callable.
+    """
+    if isinstance(obj, Metric):
+        return obj if obj.name == name else obj._copy(name=name)
+    if not callable(obj):
+        raise TypeError(f"metric {name!r} must be a Metric or a callable; got {type(obj).__name__}")
+    return Metric(obj, name=name, kind="ranking")
+
+
+def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
+    """Bound metrics for the entries of a study's ``metrics = [...]``.
+
+    Parameters
+    ----------
+    entries : iterable of str, mapping or Metric
+        A registered name (``"map"``), a mapping with the name and options
+        (``{"name": "recall_at_k", "k": 1}``, optionally ``"label"`` to
+        override the column label), or a :class:`Metric` (kept as it is).
+        Names are looked up in the ``metrics`` registry
+        (:func:`uncertank.plugins.registry`), so a plugin's metric resolves
+        like a built-in one.
+
+    Returns
+    -------
+    list of Metric
+        One per entry, in order, with the entry's options bound.
+
+    Raises
+    ------
+    ValueError
+        An unknown name (the message lists the registered ones), an unknown
+        option (the message lists the metric's options), or an entry without
+        a name.
+    TypeError
+        An entry that is neither a str, a mapping nor a Metric.
+
+    Examples
+    --------
+    >>> [m.display_label for m in resolve_metrics([{"name": "recall_at_k", "k": 5}, "map"])]
+    ['R@5', 'MAP']
+    """
+    from uncertank.plugins import registry
+
+    if isinstance(entries, (str, Mapping)):
+        raise TypeError(
+            f"entries must be a list of metric names or mappings; got a single {type(entries).__name__}"
+        )
+    reg = registry("metrics")
+    out: list[Metric] = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, Metric):
+            out.append(entry)
+            continue
+        if isinstance(entry, str):
+            name, options, label = entry, {}, None
+        elif isinstance(entry, Mapping):
+            if "name" not in entry:
+                raise ValueError(f"metric entry {i} must have a 'name'; got keys {sorted(entry)}")
+            name = entry["name"]
+            options = {k: v for k, v in entry.items() if k not in _RESERVED}
+            label = entry.get("label")
+        else:
+            raise TypeError(
+                f"metric entry {i} must be a name, a mapping or a Metric; got {type(entry).__name__}"
+            )
+        if name not in reg:
+            known = ", ".join(sorted(reg)) or "(none)"
+            raise ValueError(f"unknown metric {name!r} (entry {i}); known metrics: {known}")
+        metric = as_metric(reg[name].factory, name=name).bind(**options)
+        out.append(metric if label is None else metric.with_label(str(label)))
+    return out
+
+
+#: The metrics a study reports by default, as entries for :func:`resolve_metrics`:
+#: R@1, R@2, R@5, MAP, MRR, nDCG@10, ECE (uniform bins), ECE quantile, ECE
+#: balanced (subsample seeded with 0; bind ``seed`` to change it), ECE
+#: Penha-Hauff, MCE, Brier, NLL.
+DEFAULT_STUDY_METRICS: tuple[str | Mapping[str, Any], ...] = (
+    MappingProxyType({"name": "recall_at_k", "k": 1}),
+    MappingProxyType({"name": "recall_at_k", "k": 2}),
+    MappingProxyType({"name": "recall_at_k", "k": 5}),
+    "map",
+    "mrr",
+    MappingProxyType({"name": "ndcg", "k": 10}),
+    "ece",
+    MappingProxyType({"name": "ece", "strategy": "quantile"}),
+    MappingProxyType({"name": "ece", "balanced": True, "seed": 0}),
+    MappingProxyType({"name": "ece", "convention": "penha-hauff"}),
+    "mce",
+    "brier",
+    "nll",
+)
