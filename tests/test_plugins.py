@@ -1,42 +1,26 @@
+"""The plugin host: entry points, run-time registration, failures, name clashes, the listing."""
+
 from __future__ import annotations
 
-import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
 import types
+import warnings
 from typing import Any
 
+import numpy as np
+import pluggy
 import pytest
+from click.testing import CliRunner
 
 import uncertank
 from uncertank import CallableRanker, hookimpl
 from uncertank import plugins as host
-
-
-class _Dist:
-    def __init__(self, name: str, version: str = "1.2.3") -> None:
-        self.name = name
-        self.version = version
-
-
-class _EntryPoint:
-    """Stands in for an installed distribution's entry point."""
-
-    def __init__(self, name: str, target: Any, dist: str = "fake-dist") -> None:
-        self.name = name
-        self.group = host.ENTRY_POINT_GROUP
-        self.dist = _Dist(dist)
-        self._target = target
-
-    def load(self) -> Any:
-        if isinstance(self._target, BaseException):
-            raise self._target
-        return self._target
-
-
-def _module(name: str, **hooks: Any) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    for key, value in hooks.items():
-        setattr(mod, key, value)
-    return mod
+from uncertank.cli import cli
+from uncertank.testing import FakeEntryPoint, fake_entry_points
 
 
 class _ConstantRanker:
@@ -45,133 +29,346 @@ class _ConstantRanker:
         self.value = value
 
     def predict(self, queries):
-        import numpy as np
-
-        from uncertank import Predictions
-
-        return Predictions(np.full(queries.n_pairs, self.value), queries.offsets, ranker=self.name)
+        return uncertank.Predictions(np.full(queries.n_pairs, self.value), queries.offsets, ranker=self.name)
 
 
-@hookimpl
-def _rankers_hook():
-    return {"constant": _ConstantRanker}
+class _Recal:
+    def fit(self, scores, labels):
+        return self
+
+    def transform(self, scores):
+        return scores
 
 
-@hookimpl
-def _clashing_hook():
-    return {"constant": CallableRanker}
-
-
-@pytest.fixture
-def fake_entry_points(monkeypatch):
-    eps: list[_EntryPoint] = []
-
-    def entry_points(*, group: str):
-        return [ep for ep in eps if ep.group == group]
-
-    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
-    host.get_plugin_manager(refresh=True)
-    yield eps
-    monkeypatch.undo()
-    host.get_plugin_manager(refresh=True)
-
-
-def _hook_module(name: str, hook: Any) -> types.ModuleType:
-    mod = _module(name)
-    mod.uncertank_rankers = hook  # type: ignore[attr-defined]
+def _module(name: str, **hooks: Any) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    for key, fn in hooks.items():
+        setattr(mod, key, hookimpl(fn))
     return mod
 
 
-def test_entry_point_ranker_is_listed_and_built(fake_entry_points):
-    fake_entry_points.append(_EntryPoint("constant-plugin", _hook_module("m1", _rankers_hook), "uncertank-constant"))
-    host.get_plugin_manager(refresh=True)
-    infos = {i.name: i for i in host.list_plugins("rankers")}
-    assert infos["constant"].distribution == "uncertank-constant"
-    assert infos["constant"].version == "1.2.3"
-    assert infos["constant"].plugin == "constant-plugin"
-    ranker = uncertank.make_ranker("constant", value=0.25)
-    qs = uncertank.QuerySet.from_lists(["q"], [["a", "b"]])
-    assert ranker.predict(qs).scores.tolist() == [0.25, 0.25]
-    assert isinstance(ranker, uncertank.Ranker)
+def _rankers(**named: Any):
+    def uncertank_rankers():
+        return dict(named)
+
+    return uncertank_rankers
+
+
+def _recalibrators(**named: Any):
+    def uncertank_recalibrators():
+        return dict(named)
+
+    return uncertank_recalibrators
+
+
+def _quiet_refresh() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        host.get_plugin_manager(refresh=True)
+
+
+QS = uncertank.QuerySet.from_lists(["q"], [["a", "b"]])
+
+
+def test_entry_point_ranker_is_listed_and_built():
+    mod = _module("m1", uncertank_rankers=_rankers(constant=_ConstantRanker))
+    with fake_entry_points(FakeEntryPoint("constant-plugin", mod, distribution="uncertank-constant", version="1.2.3")):
+        infos = {i.name: i for i in host.list_plugins("rankers")}
+        assert infos["constant"].distribution == "uncertank-constant"
+        assert infos["constant"].version == "1.2.3"
+        assert infos["constant"].plugin == "constant-plugin"
+        ranker = uncertank.make_ranker("constant", value=0.25)
+        assert ranker.predict(QS).scores.tolist() == [0.25, 0.25]
+    assert "constant" not in host.registry("rankers")
 
 
 def test_builtins_register_through_the_same_hooks():
-    host.get_plugin_manager(refresh=True)
     recal = {i.name: i for i in host.list_plugins("recalibrators")}
     assert recal["platt"].distribution == "uncertank"
     assert recal["platt"].plugin == "uncertank.recalibration"
 
 
-def test_broken_plugin_is_reported_and_host_survives(fake_entry_points):
-    fake_entry_points.append(_EntryPoint("broken", ImportError("No module named 'nonexistent'"), "broken-dist"))
-    fake_entry_points.append(_EntryPoint("constant-plugin", _hook_module("m2", _rankers_hook)))
-    with pytest.warns(RuntimeWarning, match="'broken' \\(distribution broken-dist\\) failed to load"):
+# -- run-time registration -------------------------------------------------------------
+
+
+def test_register_after_a_lookup_is_visible_and_unregister_removes_it():
+    with pytest.raises(host.UnknownNameError):
+        uncertank.make_ranker("constant")  # builds and caches the registry
+    mod = _module("late_plugin", uncertank_rankers=_rankers(constant=_ConstantRanker))
+    assert host.register(mod) == "late_plugin"
+    try:
+        assert uncertank.make_ranker("constant", value=0.75).predict(QS).scores.tolist() == [0.75, 0.75]
+        info = host.registry("rankers")["constant"]
+        assert (info.plugin, info.distribution) == ("late_plugin", "(not installed)")
+        # kept across a rebuild of the manager
         host.get_plugin_manager(refresh=True)
-    failures = host.plugin_failures()
-    assert [(f.plugin, f.distribution) for f in failures] == [("broken", "broken-dist")]
-    assert "nonexistent" in failures[0].error
-    assert "constant" in host.registry("rankers")
-
-
-def test_duplicate_names_raise_naming_both(fake_entry_points):
-    fake_entry_points.append(_EntryPoint("first", _hook_module("m3", _rankers_hook)))
-    fake_entry_points.append(_EntryPoint("second", _hook_module("m4", _clashing_hook)))
-    host.get_plugin_manager(refresh=True)
-    msg = "'constant' is registered by both plugin 'first' and plugin 'second'"
-    with pytest.raises(host.DuplicateNameError, match=msg):
-        host.registry("rankers")
-
-
-def test_allow_list_restricts_entry_points(fake_entry_points, monkeypatch):
-    fake_entry_points.append(_EntryPoint("first", _hook_module("m5", _rankers_hook)))
-    monkeypatch.setenv("UNCERTANK_PLUGINS", "someone-else, another")
+        assert "constant" in host.registry("rankers")
+    finally:
+        host.unregister(mod)
+    assert "constant" not in host.registry("rankers")
     host.get_plugin_manager(refresh=True)
     assert "constant" not in host.registry("rankers")
-    monkeypatch.setenv("UNCERTANK_PLUGINS", "first")
-    host.get_plugin_manager(refresh=True)
-    assert "constant" in host.registry("rankers")
 
 
-def test_unknown_name_lists_the_known_ones(fake_entry_points):
-    fake_entry_points.append(_EntryPoint("first", _hook_module("m6", _rankers_hook)))
+def test_register_names_the_distribution_it_comes_from():
+    mod = _module("uncertank_bert.extra_hooks", uncertank_recalibrators=_recalibrators(identity=_Recal))
+    host.register(mod, name="bert-extras")
+    try:
+        info = host.registry("recalibrators")["identity"]
+        assert info.distribution == "uncertank-bert"
+        assert info.version != "-"
+    finally:
+        host.unregister(name="bert-extras")
+    mod2 = _module("elsewhere", uncertank_recalibrators=_recalibrators(identity=_Recal))
+    host.register(mod2, distribution="my-dist", version="9.9")
+    try:
+        info = host.registry("recalibrators")["identity"]
+        assert (info.distribution, info.version) == ("my-dist", "9.9")
+    finally:
+        host.unregister(mod2)
+
+
+def test_direct_registration_on_the_manager_also_invalidates():
+    host.registry("rankers")
+    pm = host.get_plugin_manager()
+    mod = _module("direct", uncertank_rankers=_rankers(constant=_ConstantRanker))
+    pm.register(mod, name="direct")
+    try:
+        assert "constant" in host.registry("rankers")
+    finally:
+        pm.unregister(mod)
+    assert "constant" not in host.registry("rankers")
+
+
+def test_register_rejects_typos_and_doubles():
+    typo = _module("typo_plugin", uncertank_rankerz=_rankers())
+    with pytest.raises(pluggy.PluginValidationError, match="unknown hook 'uncertank_rankerz'"):
+        host.register(typo)
+    assert not host.get_plugin_manager().is_registered(typo)
+    mod = _module("twice", uncertank_rankers=_rankers(constant=_ConstantRanker))
+    host.register(mod)
+    try:
+        with pytest.raises(ValueError, match="already registered"):
+            host.register(mod)
+    finally:
+        host.unregister(mod)
+
+
+def test_unregister_errors():
+    with pytest.raises(ValueError, match="exactly one of plugin or name; got neither"):
+        host.unregister()
+    mod = _module("never")
+    with pytest.raises(ValueError, match="exactly one of plugin or name; got both"):
+        host.unregister(mod, name="never")
+    with pytest.raises(ValueError, match="is not registered"):
+        host.unregister(mod)
+    with pytest.raises(ValueError, match=r"no plugin named 'never' is registered; registered: .*uncertank.baselines"):
+        host.unregister(name="never")
+
+
+# -- failures are contained ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [(ImportError("No module named 'nonexistent'"), "ImportError: No module named 'nonexistent'"),
+     (SystemExit(3), "SystemExit: 3"),
+     (RuntimeError("boom at import"), "RuntimeError: boom at import")],
+)
+def test_plugin_whose_import_fails_is_reported_and_the_host_survives(error, text):
+    good = _module("m2", uncertank_rankers=_rankers(constant=_ConstantRanker))
+    with pytest.warns(RuntimeWarning, match=r"'broken' \(distribution broken-dist\) failed to load"), \
+            fake_entry_points(FakeEntryPoint("broken", error, distribution="broken-dist"), ("good", good)):
+        failures = host.plugin_failures()
+        assert [(f.plugin, f.distribution, f.error, f.hook) for f in failures] == [
+            ("broken", "broken-dist", text, None)
+        ]
+        assert "constant" in host.registry("rankers")
+        assert "bm25" in host.registry("rankers")
+        result = CliRunner().invoke(cli, ["plugins"])
+        assert result.exit_code == 0, result.output
+        assert "constant" in result.output and "bm25" in result.output
+        assert "failed: plugin 'broken' (distribution broken-dist):" in result.output
+        payload = json.loads(CliRunner().invoke(cli, ["plugins", "--json"]).output)
+        assert payload["failed"] == [{"plugin": "broken", "distribution": "broken-dist", "hook": None,
+                                      "error": text}]
+
+
+def test_hook_that_raises_is_reported_by_name_and_nothing_else_is_lost():
+    def uncertank_rankers():
+        raise SystemExit("a hook must not exit the host")
+
+    broken = _module("bad_hooks", uncertank_rankers=uncertank_rankers,
+                     uncertank_recalibrators=_recalibrators(identity=_Recal))
+    good = _module("m3", uncertank_rankers=_rankers(constant=_ConstantRanker))
+    with fake_entry_points(FakeEntryPoint("bad-hooks", broken, distribution="bad-dist"), ("good", good)):
+        with pytest.warns(RuntimeWarning, match=r"'bad-hooks' \(distribution bad-dist\): uncertank_rankers\(\) raised"):
+            reg = host.registry("rankers")
+        assert {"constant", "bm25"} <= set(reg)
+        assert "identity" in host.registry("recalibrators")  # the plugin's other hook works
+        failures = host.plugin_failures()
+        assert [(f.plugin, f.hook) for f in failures] == [("bad-hooks", "uncertank_rankers")]
+        assert failures[0].error == "raised SystemExit: a hook must not exit the host"
+        result = CliRunner().invoke(cli, ["plugins", "--kind", "rankers"])
+        assert result.exit_code == 0, result.output
+        assert "hook uncertank_rankers()" in result.output and "constant" in result.output
+
+
+def test_hook_returning_the_wrong_type_is_reported_and_good_entries_kept():
+    def not_a_mapping():
+        return ["not", "a", "mapping"]
+
+    bad = _module("m4", uncertank_rankers=not_a_mapping)
+    half = _module("m5", uncertank_rankers=_rankers(constant=_ConstantRanker, broken=3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with fake_entry_points(("bad", bad), ("half", half)):
+            reg = host.registry("rankers")
+            assert "constant" in reg and "broken" not in reg
+            errors = {f.plugin: f.error for f in host.plugin_failures()}
+    assert errors["bad"] == "must return a mapping of names to factories; got list"
+    assert errors["half"].startswith("must map non-empty str names to callables; got 'broken' -> int")
+
+
+def test_a_clash_disables_that_name_only_and_names_both_distributions():
+    first = _module("m6", uncertank_rankers=_rankers(constant=_ConstantRanker, only_first=_ConstantRanker))
+    second = _module("m7", uncertank_rankers=_rankers(constant=CallableRanker, only_second=_ConstantRanker))
+    with fake_entry_points(FakeEntryPoint("first", first, distribution="dist-a", version="1.0"),
+                           FakeEntryPoint("second", second, distribution="dist-b", version="2.0")):
+        with pytest.warns(RuntimeWarning, match="ranker name 'constant' is registered by both"):
+            reg = host.registry("rankers")
+        assert {"only_first", "only_second", "bm25"} <= set(reg)
+        assert "constant" not in reg
+        msg = (r"ranker name 'constant' is registered by both plugin 'first' \(distribution dist-a 1.0\) "
+               r"and plugin 'second' \(distribution dist-b 2.0\)")
+        with pytest.raises(host.DuplicateNameError, match=msg):
+            host.get_factory("rankers", "constant")
+        with pytest.raises(host.DuplicateNameError, match=msg):
+            uncertank.make_ranker("constant")
+        assert isinstance(uncertank.make_ranker("only_second"), _ConstantRanker)
+        (clash,) = host.name_clashes("rankers")
+        assert [p.distribution for p in clash.providers] == ["dist-a", "dist-b"]
+        assert host.name_clashes("recalibrators") == []
+        payload = json.loads(CliRunner().invoke(cli, ["plugins", "--json"]).output)
+        assert payload["clashes"] == [{"kind": "rankers", "name": "constant", "plugins": ["first", "second"],
+                                       "distributions": ["dist-a", "dist-b"]}]
+        text = " ".join(CliRunner().invoke(cli, ["plugins"]).output.split())
+        assert "disabled ranker name 'constant': registered by both first (dist-a) and second (dist-b)" in text
+
+
+def test_a_third_party_clashing_with_a_builtin_disables_that_name_only():
+    mod = _module("m8", uncertank_recalibrators=_recalibrators(platt=_Recal))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with fake_entry_points(FakeEntryPoint("shadow", mod, distribution="shadow-dist")):
+            reg = host.registry("recalibrators")
+            assert "platt" not in reg and "temperature" in reg
+            with pytest.raises(host.DuplicateNameError, match=r"'uncertank\.recalibration' .*'shadow'"):
+                host.get_factory("recalibrators", "platt")
+
+
+def test_two_entry_points_of_one_name_load_once():
+    a = _module("m9", uncertank_rankers=_rankers(constant=_ConstantRanker))
+    b = _module("m10", uncertank_rankers=_rankers(other=_ConstantRanker))
+    with pytest.warns(RuntimeWarning, match="skipped: an entry point of this name was already loaded"), \
+            fake_entry_points(FakeEntryPoint("same", a, distribution="d1"),
+                              FakeEntryPoint("same", b, distribution="d2")):
+        assert "constant" in host.registry("rankers") and "other" not in host.registry("rankers")
+        assert [(f.plugin, f.distribution) for f in host.plugin_failures()] == [("same", "d2")]
+
+
+def test_allow_list_restricts_entry_points_and_warns_about_missing_ones(monkeypatch):
+    mod = _module("m11", uncertank_rankers=_rankers(constant=_ConstantRanker))
+    monkeypatch.setenv("UNCERTANK_PLUGINS", "first, not-installed")
+    with pytest.warns(RuntimeWarning, match=r"UNCERTANK_PLUGINS names 'not-installed', but no installed "
+                                            r"distribution .*; installed: first, second"), \
+            fake_entry_points(("first", mod), ("second", _module("m12"))):
+        assert "constant" in host.registry("rankers")
+        monkeypatch.setenv("UNCERTANK_PLUGINS", "second")
+        host.get_plugin_manager(refresh=True)
+        assert "constant" not in host.registry("rankers")
+        assert "bm25" in host.registry("rankers")  # built-ins always load
+        monkeypatch.delenv("UNCERTANK_PLUGINS")
+
+
+def test_misspelled_hook_in_an_entry_point_fails_loudly():
+    typo = _module("m13", uncertank_rankerz=_rankers())
+    with pytest.raises(pluggy.PluginValidationError, match="unknown hook 'uncertank_rankerz'"), \
+            fake_entry_points(("typo", typo)):
+        pass  # pragma: no cover - entering raises
     host.get_plugin_manager(refresh=True)
-    with pytest.raises(host.UnknownNameError, match=r"unknown ranker 'nope'; known: .*constant"):
+
+
+# -- lookups -----------------------------------------------------------------------------
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(host.UnknownNameError, match=r"unknown ranker 'nope'; known: .*bm25"):
         uncertank.make_ranker("nope")
+    with pytest.raises(host.UnknownNameError, match=r"unknown negative sampler 'nope'; known: bm25, embedding"):
+        host.get_factory("negative_samplers", "nope")
 
 
 def test_unknown_kind_is_rejected():
+    for fn in (host.registry, host.list_plugins, host.name_clashes):
+        with pytest.raises(ValueError, match=r"kind must be one of 'rankers'.*; got 'widgets'"):
+            fn("widgets")  # type: ignore[operator]
     with pytest.raises(ValueError, match="kind must be one of"):
-        host.registry("widgets")  # type: ignore[arg-type]
+        host.get_factory("widgets", "x")  # type: ignore[arg-type]
 
 
-def test_hook_returning_wrong_type_is_an_error(fake_entry_points):
-    @hookimpl
-    def bad():
-        return ["not", "a", "mapping"]
-
-    @hookimpl
-    def bad_value():
-        return {"x": 3}
-
-    fake_entry_points.append(_EntryPoint("bad", _hook_module("m7", bad)))
-    host.get_plugin_manager(refresh=True)
-    with pytest.raises(TypeError, match="plugin 'bad': uncertank_rankers\\(\\) must return a mapping"):
-        host.registry("rankers")
-    fake_entry_points[:] = [_EntryPoint("bad2", _hook_module("m8", bad_value))]
-    host.get_plugin_manager(refresh=True)
-    with pytest.raises(TypeError, match="must map str names to callables"):
-        host.registry("rankers")
+class _NoPredict:
+    name = "no-predict"
 
 
-def test_misspelled_hook_fails_loudly(fake_entry_points):
-    import pluggy
+class _BadName:
+    name = 3
 
-    @hookimpl
-    def uncertank_rankerz():
-        return {}
+    def predict(self, queries):  # pragma: no cover - never called
+        raise AssertionError
 
-    mod = _module("m9")
-    mod.uncertank_rankerz = uncertank_rankerz  # type: ignore[attr-defined]
-    fake_entry_points.append(_EntryPoint("typo", mod))
-    with pytest.raises(pluggy.PluginValidationError, match="unknown hook 'uncertank_rankerz'"):
-        host.get_plugin_manager(refresh=True)
+
+def test_make_ranker_checks_the_protocol_and_names_the_plugin():
+    mod = _module("m14", uncertank_rankers=_rankers(nopredict=_NoPredict, badname=_BadName))
+    with fake_entry_points(FakeEntryPoint("sloppy", mod, distribution="sloppy-dist")):
+        with pytest.raises(TypeError, match=r"ranker factory 'nopredict' of plugin 'sloppy' \(distribution "
+                                            r"sloppy-dist\) returned _NoPredict, which does not satisfy "
+                                            r"uncertank.Ranker: it lacks a callable 'predict\(queries\)'"):
+            uncertank.make_ranker("nopredict")
+        with pytest.raises(TypeError, match=r"it lacks a str attribute 'name' \(got int\)"):
+            uncertank.make_ranker("badname")
+
+
+# -- the listing -------------------------------------------------------------------------
+
+LONG = "a-rather-long-plugin-name-that-would-be-folded-mid-word"
+
+
+def test_listing_never_breaks_a_name_at_80_columns():
+    mod = _module("m15", uncertank_rankers=_rankers(**{"ranker-with-a-long-descriptive-name": _ConstantRanker}))
+    with fake_entry_points(FakeEntryPoint(LONG, mod, distribution="uncertank-some-long-distribution",
+                                          version="10.20.30")):
+        report = host.plugin_report()
+    text = host.render_plugin_report(report, width=80)
+    words = set(text.split())
+    for row in report["registered"]:
+        assert row["name"] in words and row["plugin"] in words and row["distribution"] in words
+    assert LONG in words
+    assert max(len(line) for line in text.splitlines()) <= 80
+    narrow = host.render_plugin_report(report, width=30)
+    narrow_words = set(narrow.split())
+    for row in report["registered"]:
+        assert row["name"] in narrow_words and row["plugin"].rstrip(",") in {w.rstrip(",") for w in narrow_words}
+    # lines longer than 30 hold a single unbreakable word
+    assert all(len(line) <= 30 or len(line.split()) == 1 for line in narrow.splitlines())
+    assert host.render_plugin_report({"registered": [], "failed": [], "clashes": []}).endswith(
+        "no plugins registered")
+
+
+def test_uncertank_plugins_in_a_terminal_of_80_columns():
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run([sys.executable, "-m", "uncertank.cli", "plugins"], capture_output=True, text=True,
+                         env=env, check=True, timeout=120).stdout
+    assert max(len(line) for line in out.splitlines()) <= 80
+    for info in host.list_plugins():
+        assert re.search(rf"(^|\s){re.escape(info.name)}\s", out, flags=re.M), info.name

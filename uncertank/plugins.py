@@ -2,11 +2,25 @@
 
 :func:`get_plugin_manager` adds the hookspecs, registers the built-in plugins
 (which use the same hooks as everyone else), loads the entry points of the
-group ``uncertank`` and calls ``check_pending()``. A plugin that fails to
-import is reported by name with its error (a warning, and in
-:func:`plugin_failures`) and does not take the host down. The environment
-variable ``UNCERTANK_PLUGINS`` (a comma-separated list of entry-point names)
-restricts which third-party plugins load; the built-ins always do.
+group ``uncertank``, adds the plugins given to :func:`register`, and calls
+``check_pending()``. Nothing here is loaded at import time.
+
+What a misbehaving plugin costs is that plugin only:
+
+- A plugin whose import fails (any exception, ``SystemExit`` included) is
+  reported by name with its error: a :class:`RuntimeWarning`, an entry in
+  :func:`plugin_failures` and a line in ``uncertank plugins``.
+- A hook that raises when called, or returns something other than a mapping
+  of names to callables, is reported the same way; the plugin's other hooks
+  and every other plugin keep working.
+- Two plugins registering the same name for the same kind disable that name
+  only (a :class:`NameClash` in :func:`name_clashes`); looking it up raises
+  :class:`DuplicateNameError` naming both plugins and their distributions.
+
+The environment variable ``UNCERTANK_PLUGINS`` (a comma-separated list of
+entry-point names) restricts which third-party plugins load; the built-ins
+always do, and a listed name that no installed distribution provides is
+warned about.
 """
 
 from __future__ import annotations
@@ -14,6 +28,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
+import textwrap
 import threading
 import warnings
 from collections.abc import Callable, Mapping
@@ -27,8 +42,10 @@ from uncertank import hookspecs
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "ENV_ALLOW",
     "KINDS",
     "DuplicateNameError",
+    "NameClash",
     "PluginFailure",
     "PluginInfo",
     "UnknownNameError",
@@ -36,14 +53,22 @@ __all__ = [
     "get_plugin_manager",
     "list_plugins",
     "make_ranker",
+    "name_clashes",
     "plugin_failures",
+    "plugin_report",
+    "register",
     "registry",
+    "render_plugin_report",
+    "unregister",
 ]
 
+#: The entry-point group a distribution announces its plugin module in.
 ENTRY_POINT_GROUP = "uncertank"
+#: The environment variable restricting which entry points load.
 ENV_ALLOW = "UNCERTANK_PLUGINS"
 
 Kind = Literal["rankers", "datasets", "negative_samplers", "recalibrators", "metrics"]
+#: The kinds of things plugins register, one hook ``uncertank_<kind>`` each.
 KINDS: tuple[Kind, ...] = ("rankers", "datasets", "negative_samplers", "recalibrators", "metrics")
 
 #: Modules holding the built-in hookimpls, registered like any third-party plugin.
@@ -56,11 +81,20 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
 
 
 class UnknownNameError(ValueError):
-    """A name that no registered plugin provides; the message lists those that exist."""
+    """A name that no registered plugin provides; the message lists those that exist.
+
+    Raised by :func:`get_factory` (and so by :func:`make_ranker`,
+    :func:`uncertank.datasets.load`, ...). A subclass of :class:`ValueError`.
+    """
 
 
 class DuplicateNameError(ValueError):
-    """Two plugins register the same name for the same kind."""
+    """A name registered by two or more plugins for the same kind.
+
+    The name is disabled (every other name keeps working); looking it up with
+    :func:`get_factory` raises this error, whose message names every plugin
+    and distribution that registers it. A subclass of :class:`ValueError`.
+    """
 
 
 @dataclass(frozen=True)
@@ -93,19 +127,91 @@ class PluginInfo:
 
 @dataclass(frozen=True)
 class PluginFailure:
-    """A plugin that could not be loaded, with its error."""
+    """A plugin that could not be loaded, or one of its hooks that failed.
+
+    Attributes
+    ----------
+    plugin : str
+        The plugin's name (its entry-point name for an installed plugin).
+    distribution : str
+        The distribution it comes from (``"?"`` when unknown).
+    error : str
+        ``"ExceptionType: message"`` (or what was wrong with the hook's result).
+    hook : str or None
+        The hook that failed, such as ``"uncertank_rankers"``; None when the
+        plugin itself failed to import.
+    """
 
     plugin: str
     distribution: str
     error: str
+    hook: str | None = None
+
+
+@dataclass(frozen=True)
+class NameClash:
+    """A name registered by several plugins for one kind: that name is disabled.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    name : str
+        The clashing name.
+    providers : tuple of PluginInfo
+        Every registration of the name, in registration order.
+    """
+
+    kind: str
+    name: str
+    providers: tuple[PluginInfo, ...]
+
+    def describe(self) -> str:
+        """One sentence naming every plugin and distribution involved."""
+        who = " and ".join(
+            f"plugin {p.plugin!r} (distribution {p.distribution} {p.version})" for p in self.providers
+        )
+        return (
+            f"{_singular(self.kind)} name {self.name!r} is registered by both {who}; "
+            f"the name is disabled until one of them is uninstalled or unregistered "
+            f"(every other name keeps working)"
+        )
+
+
+class _HostPluginManager(pluggy.PluginManager):
+    """A pluggy manager whose ``register``/``unregister`` invalidate the cached registries."""
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        out = super().register(plugin, name)
+        _invalidate()
+        return out
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
+        out = super().unregister(plugin, name)
+        _invalidate()
+        return out
 
 
 _lock = threading.RLock()
 _state: dict[str, Any] = {}
+#: Plugins added with :func:`register`: (plugin, name, distribution, version). They survive a refresh.
+_runtime: list[tuple[object, str, str, str]] = []
 
 
-def _dist_of(module: ModuleType | object) -> tuple[str, str]:
-    return _state.get("dists", {}).get(id(module), ("uncertank", _own_version()))
+def _singular(kind: str) -> str:
+    return kind[:-1].replace("_", " ")
+
+
+def _invalidate() -> None:
+    with _lock:
+        if "registries" in _state:
+            _state["registries"] = {}
+            _state["hook_failures"] = {}
+            _state["clashes"] = {}
+
+
+def _dist_of(module: object) -> tuple[str, str]:
+    return _state.get("dists", {}).get(id(module), ("uncertank", _own_version()))  # type: ignore[no-any-return]
 
 
 def _own_version() -> str:
@@ -122,21 +228,42 @@ def _allow_list() -> set[str] | None:
     return {name.strip() for name in raw.split(",") if name.strip()}
 
 
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
 def get_plugin_manager(*, refresh: bool = False) -> pluggy.PluginManager:
     """Return the process-wide plugin manager, building it on first use.
+
+    Building adds the hookspecs, registers the built-ins, loads the entry
+    points of the group :data:`ENTRY_POINT_GROUP` (restricted by
+    ``UNCERTANK_PLUGINS``), re-adds the plugins given to :func:`register` and
+    calls ``check_pending()``, so that a hookimpl named after no hook (a typo
+    such as ``uncertank_rankerz``) fails loudly.
 
     Parameters
     ----------
     refresh : bool
         Rebuild from scratch (after installing a plugin, or changing
-        ``UNCERTANK_PLUGINS``).
+        ``UNCERTANK_PLUGINS``). Plugins added with :func:`register` are kept.
+
+    Returns
+    -------
+    pluggy.PluginManager
+        Its ``register`` and ``unregister`` invalidate the cached registries,
+        like :func:`register` and :func:`unregister` do.
+
+    Raises
+    ------
+    pluggy.PluginValidationError
+        When a plugin implements a hook that does not exist.
     """
     with _lock:
         if refresh:
             _state.clear()
         if "pm" in _state:
             return _state["pm"]  # type: ignore[no-any-return]
-        pm = pluggy.PluginManager(hookspecs.PROJECT)
+        pm = _HostPluginManager(hookspecs.PROJECT)
         pm.add_hookspecs(hookspecs)
         dists: dict[int, tuple[str, str]] = {}
         failures: list[PluginFailure] = []
@@ -146,36 +273,167 @@ def get_plugin_manager(*, refresh: bool = False) -> pluggy.PluginManager:
             pm.register(module, name=modname)
             dists[id(module)] = own
         allow = _allow_list()
+        seen: set[str] = set()
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            seen.add(ep.name)
             if allow is not None and ep.name not in allow:
                 continue
             dist = getattr(ep, "dist", None)
             dist_info = (dist.name, dist.version) if dist is not None else ("?", "?")
             if pm.has_plugin(ep.name):
-                failures.append(PluginFailure(ep.name, dist_info[0], "an entry point of this name was already loaded"))
+                failures.append(PluginFailure(
+                    ep.name, dist_info[0],
+                    f"an entry point of this name was already loaded (from {_dist_of(pm.get_plugin(ep.name))[0]})",
+                ))
+                _warn(f"uncertank plugin {ep.name!r} (distribution {dist_info[0]}) skipped: {failures[-1].error}")
                 continue
             try:
                 plugin = ep.load()
                 pm.register(plugin, name=ep.name)
-            except Exception as exc:  # a broken plugin must not take the host down
+            except (Exception, SystemExit) as exc:  # a broken plugin must not take the host down
                 msg = f"{type(exc).__name__}: {exc}"
                 failures.append(PluginFailure(ep.name, dist_info[0], msg))
-                warnings.warn(
-                    f"uncertank plugin {ep.name!r} (distribution {dist_info[0]}) failed to load: {msg}",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+                _warn(f"uncertank plugin {ep.name!r} (distribution {dist_info[0]}) failed to load: {msg}")
                 continue
             dists[id(plugin)] = dist_info
+        if allow is not None:
+            missing = sorted(allow - seen)
+            if missing:
+                _warn(
+                    f"{ENV_ALLOW} names {', '.join(map(repr, missing))}, but no installed distribution "
+                    f"has an entry point of that name in group {ENTRY_POINT_GROUP!r}; "
+                    f"installed: {', '.join(sorted(seen)) or '(none)'}"
+                )
+        for plugin, name, dist_name, version in _runtime:
+            pm.register(plugin, name=name)
+            dists[id(plugin)] = (dist_name, version)
         pm.check_pending()
-        _state.update(pm=pm, dists=dists, failures=failures, registries={})
+        _state.update(pm=pm, dists=dists, failures=failures, registries={}, hook_failures={}, clashes={})
         return pm
 
 
-def plugin_failures() -> list[PluginFailure]:
-    """Plugins whose entry point failed to import, with their errors."""
-    get_plugin_manager()
-    return list(_state["failures"])
+def _guess_distribution(plugin: object) -> tuple[str, str]:
+    module = plugin.__name__ if isinstance(plugin, ModuleType) else getattr(plugin, "__module__", None)
+    top = str(module or "").split(".")[0]
+    if top:
+        try:
+            names = importlib.metadata.packages_distributions().get(top, [])
+        except Exception:  # pragma: no cover - broken metadata elsewhere must not break register()
+            names = []
+        if names:
+            try:
+                return names[0], importlib.metadata.version(names[0])
+            except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+                return names[0], "?"
+    return "(not installed)", "-"
+
+
+def register(
+    plugin: object,
+    name: str | None = None,
+    *,
+    distribution: str | None = None,
+    version: str | None = None,
+) -> str:
+    """Add a plugin (a module, class or object with hookimpls) in this process.
+
+    Registries built before are invalidated, so a name looked up before
+    registering is found afterwards. The plugin stays registered across
+    ``get_plugin_manager(refresh=True)`` until :func:`unregister`.
+
+    Parameters
+    ----------
+    plugin : module or object
+        Anything with functions marked ``@uncertank.hookimpl``.
+    name : str, optional
+        The plugin's name in reports; pluggy's default (the module's name,
+        or an id) when omitted.
+    distribution, version : str, optional
+        Shown by ``uncertank plugins``; looked up from the installed
+        distribution that provides the plugin's top-level package when
+        omitted (``"(not installed)"`` when none does).
+
+    Returns
+    -------
+    str
+        The name the plugin is registered under.
+
+    Raises
+    ------
+    ValueError
+        When the plugin, or another plugin of that name, is already registered.
+    pluggy.PluginValidationError
+        When the plugin implements a hook that does not exist (it is then
+        not registered).
+
+    Examples
+    --------
+    >>> import types, uncertank
+    >>> from uncertank.plugins import register, unregister, registry
+    >>> mod = types.ModuleType("constant_plugin")
+    >>> @uncertank.hookimpl
+    ... def uncertank_rankers():
+    ...     return {"constant": lambda: uncertank.CallableRanker(lambda c, x: [0.5] * len(x))}
+    >>> mod.uncertank_rankers = uncertank_rankers
+    >>> "constant" in registry("rankers")
+    False
+    >>> register(mod)
+    'constant_plugin'
+    >>> "constant" in registry("rankers")
+    True
+    >>> unregister(mod)
+    >>> "constant" in registry("rankers")
+    False
+    """
+    with _lock:
+        pm = get_plugin_manager()
+        if distribution is None or version is None:
+            guess = _guess_distribution(plugin)
+            distribution = guess[0] if distribution is None else distribution
+            version = guess[1] if version is None else version
+        registered = pm.register(plugin, name=name)
+        if registered is None:  # pragma: no cover - pluggy returns None only for blocked names
+            raise ValueError(f"plugin name {name!r} is blocked in this plugin manager")
+        try:
+            pm.check_pending()
+        except pluggy.PluginValidationError:
+            pm.unregister(plugin)
+            raise
+        _state["dists"][id(plugin)] = (distribution, version)
+        _runtime.append((plugin, registered, distribution, version))
+        return registered
+
+
+def unregister(plugin: object | None = None, *, name: str | None = None) -> None:
+    """Remove a plugin added with :func:`register` (or any plugin, by name).
+
+    Parameters
+    ----------
+    plugin : module or object, optional
+        The plugin object.
+    name : str, optional
+        Or its registered name.
+
+    Raises
+    ------
+    ValueError
+        When neither or both are given, or no such plugin is registered.
+    """
+    if (plugin is None) == (name is None):
+        raise ValueError("unregister needs exactly one of plugin or name; got "
+                         + ("neither" if plugin is None else "both"))
+    with _lock:
+        pm = get_plugin_manager()
+        if plugin is not None and not pm.is_registered(plugin):
+            raise ValueError(f"plugin {plugin!r} is not registered")
+        if name is not None:
+            plugin = pm.get_plugin(name)
+            if plugin is None:
+                known = ", ".join(sorted(n for n, _ in pm.list_name_plugin())) or "(none)"
+                raise ValueError(f"no plugin named {name!r} is registered; registered: {known}")
+        pm.unregister(plugin)
+        _runtime[:] = [entry for entry in _runtime if entry[0] is not plugin]
+        _state["dists"].pop(id(plugin), None)
 
 
 def _check_kind(kind: str) -> Kind:
@@ -184,72 +442,177 @@ def _check_kind(kind: str) -> Kind:
     return kind  # type: ignore[return-value]
 
 
-def registry(kind: Kind) -> dict[str, PluginInfo]:
-    """All factories of one kind, by name.
+def _build_registry(kind: Kind, pm: pluggy.PluginManager) -> tuple[
+    dict[str, PluginInfo], list[PluginFailure], list[NameClash]
+]:
+    hook = f"uncertank_{kind}"
+    caller = getattr(pm.hook, hook)
+    found: dict[str, list[PluginInfo]] = {}
+    failures: list[PluginFailure] = []
 
-    Raises
-    ------
-    DuplicateNameError
-        When two plugins register the same name; the message names both.
-    TypeError
-        When a hook returns something other than a mapping of names to callables.
-    """
-    _check_kind(kind)
+    def fail(plugin_name: str, dist: str, error: str) -> None:
+        failures.append(PluginFailure(plugin_name, dist, error, hook))
+        _warn(f"uncertank plugin {plugin_name!r} (distribution {dist}): {hook}() {error}")
+
+    # get_hookimpls() lists implementations in registration order.
+    for impl in caller.get_hookimpls():
+        plugin_name = impl.plugin_name
+        dist, version = _dist_of(impl.plugin)
+        try:
+            result = impl.function()
+        except (Exception, SystemExit) as exc:  # a broken hook must not take the host down
+            fail(plugin_name, dist, f"raised {type(exc).__name__}: {exc}")
+            continue
+        if result is None:
+            continue
+        if not isinstance(result, Mapping):
+            fail(plugin_name, dist, f"must return a mapping of names to factories; got {type(result).__name__}")
+            continue
+        for name, factory in result.items():
+            if not isinstance(name, str) or not name or not callable(factory):
+                fail(plugin_name, dist, f"must map non-empty str names to callables; got {name!r} -> "
+                                        f"{type(factory).__name__} (entry skipped)")
+                continue
+            found.setdefault(name, []).append(PluginInfo(name, kind, plugin_name, dist, version, factory))
+    out: dict[str, PluginInfo] = {}
+    clashes: list[NameClash] = []
+    for name, infos in found.items():
+        if len(infos) == 1:
+            out[name] = infos[0]
+        else:
+            clash = NameClash(kind, name, tuple(infos))
+            clashes.append(clash)
+            _warn(clash.describe())
+    return out, failures, clashes
+
+
+def _entry(kind: Kind) -> tuple[dict[str, PluginInfo], list[PluginFailure], list[NameClash]]:
     pm = get_plugin_manager()
     with _lock:
         cache: dict[str, dict[str, PluginInfo]] = _state["registries"]
-        if kind in cache:
-            return dict(cache[kind])
-        caller = getattr(pm.hook, f"uncertank_{kind}")
-        out: dict[str, PluginInfo] = {}
-        # get_hookimpls() lists implementations in registration order.
-        for impl in caller.get_hookimpls():
-            plugin_name = impl.plugin_name
-            result = impl.function()
-            if result is None:
-                continue
-            if not isinstance(result, Mapping):
-                raise TypeError(
-                    f"plugin {plugin_name!r}: uncertank_{kind}() must return a mapping of "
-                    f"names to factories; got {type(result).__name__}"
-                )
-            dist, version = _dist_of(impl.plugin)
-            for name, factory in result.items():
-                if not isinstance(name, str) or not callable(factory):
-                    raise TypeError(
-                        f"plugin {plugin_name!r}: uncertank_{kind}() must map str names to "
-                        f"callables; got {name!r} -> {type(factory).__name__}"
-                    )
-                if name in out:
-                    raise DuplicateNameError(
-                        f"{kind[:-1].replace('_', ' ')} name {name!r} is registered by both "
-                        f"plugin {out[name].plugin!r} and plugin {plugin_name!r}"
-                    )
-                out[name] = PluginInfo(name, kind, plugin_name, dist, version, factory)
-        cache[kind] = out
-        return dict(out)
+        if kind not in cache:
+            reg, failures, clashes = _build_registry(kind, pm)
+            cache[kind] = reg
+            _state["hook_failures"][kind] = failures
+            _state["clashes"][kind] = clashes
+        return cache[kind], _state["hook_failures"][kind], _state["clashes"][kind]
+
+
+def registry(kind: Kind) -> dict[str, PluginInfo]:
+    """All usable factories of one kind, by name.
+
+    Names registered by more than one plugin are left out (see
+    :func:`name_clashes`); hooks that raise or return something malformed are
+    skipped and reported (see :func:`plugin_failures`). The result is cached
+    until a plugin is registered or unregistered.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+
+    Returns
+    -------
+    dict of str to PluginInfo
+        A fresh copy.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
+    _check_kind(kind)
+    return dict(_entry(kind)[0])
+
+
+def plugin_failures() -> list[PluginFailure]:
+    """Plugins that failed to import, and hooks that failed when called.
+
+    Calls every hook once (they only return factories) so that the list is complete.
+    """
+    get_plugin_manager()
+    hook_failures = [f for kind in KINDS for f in _entry(kind)[1]]
+    return list(_state["failures"]) + hook_failures
+
+
+def name_clashes(kind: Kind | None = None) -> list[NameClash]:
+    """Names disabled because several plugins register them.
+
+    Parameters
+    ----------
+    kind : str, optional
+        Restrict to one of :data:`KINDS`.
+    """
+    kinds = KINDS if kind is None else (_check_kind(kind),)
+    return [clash for k in kinds for clash in _entry(k)[2]]
 
 
 def get_factory(kind: Kind, name: str) -> Callable[..., Any]:
     """The factory registered under ``name`` for ``kind``.
 
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    name : str
+        A registered name.
+
+    Returns
+    -------
+    callable
+        The class or function the plugin registered (not called).
+
     Raises
     ------
     UnknownNameError
         When no plugin provides ``name``; the message lists the known names.
+    DuplicateNameError
+        When several plugins register ``name``; the message names them all.
+
+    Examples
+    --------
+    >>> get_factory("recalibrators", "platt").__name__
+    'PlattScaling'
     """
-    reg = registry(kind)
-    if name not in reg:
-        known = ", ".join(sorted(reg)) or "(none)"
-        raise UnknownNameError(
-            f"unknown {kind[:-1].replace('_', ' ')} {name!r}; known: {known}. "
-            f"Install a plugin that provides it, or check `uncertank plugins`."
-        )
-    return reg[name].factory
+    _check_kind(kind)
+    reg, _, clashes = _entry(kind)
+    if name in reg:
+        return reg[name].factory
+    for clash in clashes:
+        if clash.name == name:
+            raise DuplicateNameError(clash.describe())
+    known = ", ".join(sorted(reg)) or "(none)"
+    raise UnknownNameError(
+        f"unknown {_singular(kind)} {name!r}; known: {known}. "
+        f"Install a plugin that provides it, or check `uncertank plugins`."
+    )
 
 
 def make_ranker(name: str, **params: Any) -> Any:
     """Build the ranker registered as ``name`` with ``params``.
+
+    Parameters
+    ----------
+    name : str
+        A registered ranker name (``uncertank plugins --kind rankers``).
+    **params
+        Passed to the factory.
+
+    Returns
+    -------
+    Ranker
+        The built ranker, checked to satisfy :class:`uncertank.Ranker` (a
+        ``name`` str attribute and a callable ``predict``).
+
+    Raises
+    ------
+    UnknownNameError
+        When no plugin provides ``name``.
+    DuplicateNameError
+        When several plugins do.
+    TypeError
+        When the factory returns something that is not a ranker; the
+        message names the plugin and what is missing.
 
     Examples
     --------
@@ -257,11 +620,24 @@ def make_ranker(name: str, **params: Any) -> Any:
     Traceback (most recent call last):
     UnknownNameError: unknown ranker 'no-such-ranker'; known: ...
     """
-    return get_factory("rankers", name)(**params)
+    factory = get_factory("rankers", name)
+    ranker = factory(**params)
+    problems = []
+    if not isinstance(getattr(ranker, "name", None), str):
+        problems.append(f"a str attribute 'name' (got {type(getattr(ranker, 'name', None)).__name__})")
+    if not callable(getattr(ranker, "predict", None)):
+        problems.append("a callable 'predict(queries)'")
+    if problems:
+        info = registry("rankers")[name]
+        raise TypeError(
+            f"ranker factory {name!r} of plugin {info.plugin!r} (distribution {info.distribution}) returned "
+            f"{type(ranker).__name__}, which does not satisfy uncertank.Ranker: it lacks {' and '.join(problems)}"
+        )
+    return ranker
 
 
 def list_plugins(kind: Kind | None = None) -> list[PluginInfo]:
-    """Everything registered, sorted by kind then name.
+    """Everything registered and usable, sorted by kind then name.
 
     Parameters
     ----------
@@ -270,3 +646,93 @@ def list_plugins(kind: Kind | None = None) -> list[PluginInfo]:
     """
     kinds = KINDS if kind is None else (_check_kind(kind),)
     return [info for k in kinds for _, info in sorted(registry(k).items())]
+
+
+def plugin_report(kind: Kind | None = None) -> dict[str, Any]:
+    """What ``uncertank plugins --json`` prints: registered names, failures and clashes.
+
+    Parameters
+    ----------
+    kind : str, optional
+        Restrict the registered names and clashes to one of :data:`KINDS`
+        (failures are always all listed).
+
+    Returns
+    -------
+    dict
+        ``{"registered": [{"name", "kind", "plugin", "distribution",
+        "version"}, ...], "failed": [{"plugin", "distribution", "hook",
+        "error"}, ...], "clashes": [{"kind", "name", "plugins",
+        "distributions"}, ...]}``, JSON-serialisable.
+    """
+    infos = list_plugins(kind)
+    return {
+        "registered": [
+            {"name": i.name, "kind": i.kind, "plugin": i.plugin, "distribution": i.distribution, "version": i.version}
+            for i in infos
+        ],
+        "failed": [
+            {"plugin": f.plugin, "distribution": f.distribution, "hook": f.hook, "error": f.error}
+            for f in plugin_failures()
+        ],
+        "clashes": [
+            {"kind": c.kind, "name": c.name, "plugins": [p.plugin for p in c.providers],
+             "distributions": [p.distribution for p in c.providers]}
+            for c in name_clashes(kind)
+        ],
+    }
+
+
+def render_plugin_report(report: Mapping[str, Any], *, width: int = 80) -> str:
+    """Lay out :func:`plugin_report` as text no wider than ``width`` where words allow.
+
+    Names are never broken: rows grouped by kind show ``name``, the
+    distribution and version, and the plugin, in columns when they fit in
+    ``width`` and otherwise on a second, indented line wrapped between words.
+
+    Parameters
+    ----------
+    report : mapping
+        The output of :func:`plugin_report`.
+    width : int
+        Columns available (a terminal's width); at least 20 is used.
+
+    Returns
+    -------
+    str
+        The text, ending without a newline.
+    """
+    width = max(int(width), 20)
+    lines = textwrap.wrap("name, distribution and version, plugin; by kind", width)
+    rows = list(report.get("registered", []))
+    for kind in KINDS:
+        group = [r for r in rows if r["kind"] == kind]
+        if not group:
+            continue
+        lines.extend(["", f"{kind} ({len(group)})"])
+        cells = [(r["name"], f"{r['distribution']} {r['version']}", r["plugin"]) for r in group]
+        w0 = max(len(c[0]) for c in cells)
+        w1 = max(len(c[1]) for c in cells)
+        for name, dist, plugin in cells:
+            row = f"  {name:<{w0}}  {dist:<{w1}}  {plugin}"
+            if len(row) <= width:
+                lines.append(row)
+                continue
+            lines.append(f"  {name}")
+            detail = f"from {dist}, plugin {plugin}"
+            lines.extend(textwrap.wrap(detail, width, initial_indent="      ", subsequent_indent="      ",
+                                       break_long_words=False, break_on_hyphens=False))
+    for clash in report.get("clashes", []):
+        who = " and ".join(f"{p} ({d})" for p, d in zip(clash["plugins"], clash["distributions"], strict=True))
+        text = f"disabled {_singular(clash['kind'])} name {clash['name']!r}: registered by both {who}"
+        lines.extend(textwrap.wrap(text, width, subsequent_indent="    ", break_long_words=False,
+                                   break_on_hyphens=False))
+    for failure in report.get("failed", []):
+        where = f" hook {failure['hook']}()" if failure.get("hook") else ""
+        text = (f"failed: plugin {failure['plugin']!r} (distribution {failure['distribution']}){where}: "
+                f"{failure['error']}")
+        lines.extend(textwrap.wrap(text, width, subsequent_indent="    ", break_long_words=False,
+                                   break_on_hyphens=False))
+    if not rows:
+        lines.append("no plugins registered")
+    return "\n".join(lines)

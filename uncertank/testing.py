@@ -1,0 +1,609 @@
+"""A test kit for plugin authors: load a plugin without installing it, fake entry points, conformance checks.
+
+Nothing here imports pytest; the checks raise :class:`ConformanceError` (an
+:class:`AssertionError`), so they read well under any test runner.
+
+- :func:`load_plugin_module`: import a plugin module from a file, a package
+  folder or a dotted name and register it with the host (the registries are
+  refreshed, so lookups made before see it).
+- :func:`fake_entry_points`: a context manager under which the host sees
+  the given entry points instead of (or beside) the installed ones, as if a
+  distribution announcing them were installed: how loading, failure
+  reporting and name clashes can be tested without installing anything.
+- :func:`check_ranker` and :func:`check_stochastic_ranker`: the contract
+  that ``uncertank run`` relies on, checked on a ranker and a
+  :class:`~uncertank.QuerySet` of your choice. Every first-party ranker
+  passes them in uncertank's own test suite.
+
+Examples
+--------
+>>> from uncertank import QuerySet, make_ranker
+>>> from uncertank.testing import check_ranker
+>>> qs = QuerySet.from_lists([["my usb drive is not mounted"], ["no sound"]],
+...                          [["mount the usb drive", "hello there"], ["check alsamixer", "hi", "reboot"]],
+...                          [[1, 0], [1, 0, 0]])
+>>> check_ranker(make_ranker("bm25"), qs)
+['protocol', 'predict', 'same output twice', 'labels unused', 'input unchanged']
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+import numpy as np
+
+from uncertank import plugins
+from uncertank._types import Predictions, PredictiveSamples, QuerySet
+from uncertank.protocols import Ranker, StochasticRanker
+
+__all__ = [
+    "ConformanceError",
+    "FakeEntryPoint",
+    "check_ranker",
+    "check_stochastic_ranker",
+    "fake_entry_points",
+    "load_plugin_module",
+]
+
+
+class ConformanceError(AssertionError):
+    """A ranker breaks the contract; the message names the ranker and the check."""
+
+
+# -- loading plugins without installing them ---------------------------------------
+
+
+def _package_root(path: Path) -> tuple[Path, str] | None:
+    """For a file or folder inside a package, the folder to import from and the dotted name."""
+    parts = [path.stem if path.is_file() else path.name]
+    folder = path.parent
+    if path.is_file() and path.name == "__init__.py":
+        parts = []
+    if path.is_dir() and not (path / "__init__.py").is_file():
+        return None
+    if path.is_file() and not (folder / "__init__.py").is_file():
+        return None
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts)
+
+
+def load_plugin_module(
+    path_or_module: str | os.PathLike[str] | ModuleType,
+    *,
+    name: str | None = None,
+    register: bool = True,
+) -> ModuleType:
+    """Import a plugin module without installing its distribution, and register it.
+
+    Parameters
+    ----------
+    path_or_module : str, path or module
+        A module object; a dotted module name (``"mypkg.plugin"``); a ``.py``
+        file; or a package folder. A file or folder inside a package (a
+        folder with ``__init__.py``) is imported under its dotted name, with
+        the folder above the top package put first on ``sys.path`` so that
+        the plugin's own imports (``from mypkg.ranker import ...``) work; a
+        standalone file is imported under a private module name.
+    name : str, optional
+        The plugin's name in the registries and in ``uncertank plugins``;
+        the module's name by default.
+    register : bool
+        Register the module with :func:`uncertank.plugins.register` (the
+        default); a module already registered (its distribution is installed,
+        say) is left as it is. Undo with :func:`uncertank.plugins.unregister`.
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path_or_module`` looks like a path that does not exist.
+    ModuleNotFoundError
+        When a dotted name cannot be imported.
+    TypeError
+        When ``path_or_module`` is none of the above.
+
+    Examples
+    --------
+    >>> import uncertank.baselines
+    >>> load_plugin_module(uncertank.baselines).__name__  # built-ins are registered already
+    'uncertank.baselines'
+    """
+    if isinstance(path_or_module, ModuleType):
+        module = path_or_module
+    elif isinstance(path_or_module, (str, os.PathLike)):
+        text = os.fspath(path_or_module)
+        looks_like_path = isinstance(path_or_module, os.PathLike) or text.endswith(".py") or os.sep in text \
+            or (os.altsep is not None and os.altsep in text) or Path(text).exists()
+        if not looks_like_path:
+            module = importlib.import_module(text)
+        else:
+            module = _import_path(Path(text))
+    else:
+        raise TypeError(
+            "path_or_module must be a module, a dotted module name, a .py file or a package folder; "
+            f"got {type(path_or_module).__name__}"
+        )
+    if register:
+        pm = plugins.get_plugin_manager()
+        if not pm.is_registered(module):
+            plugins.register(module, name=name or module.__name__)
+    return module
+
+
+def _import_path(path: Path) -> ModuleType:
+    path = path.expanduser().resolve()
+    if not path.exists():
+        raise FileNotFoundError(f"path_or_module must be an existing .py file or package folder; got {path}")
+    if path.is_file() and path.suffix != ".py":
+        raise ValueError(f"path_or_module must be a .py file or a package folder; got the file {path}")
+    rooted = _package_root(path)
+    if rooted is not None:
+        root, dotted = rooted
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        importlib.invalidate_caches()
+        return importlib.import_module(dotted)
+    if path.is_dir():
+        raise ValueError(f"path_or_module must be a package folder (with __init__.py); got {path}")
+    modname = f"_uncertank_plugin_{path.stem}_{abs(hash(str(path))):x}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    spec = importlib.util.spec_from_file_location(modname, path)
+    if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has a spec
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[modname]
+        raise
+    return module
+
+
+# -- fake entry points ----------------------------------------------------------------
+
+
+class _FakeDistribution:
+    def __init__(self, name: str, version: str) -> None:
+        self.name = name
+        self.version = version
+        self.metadata = {"Name": name, "Version": version}
+
+    def __repr__(self) -> str:
+        return f"<fake distribution {self.name} {self.version}>"
+
+
+class FakeEntryPoint:
+    """An entry point of the group ``uncertank`` as an installed distribution would announce it.
+
+    Parameters
+    ----------
+    name : str
+        The entry-point name (the plugin's name).
+    target : module, object, str or exception
+        What :meth:`load` gives: a module or object is returned; a str is
+        imported as a dotted module name; an exception instance (such as
+        ``ImportError("no module named x")`` or ``SystemExit(1)``) is raised,
+        to test how a broken plugin is reported.
+    distribution : str
+        The distribution's name, shown by ``uncertank plugins``.
+    version : str
+        The distribution's version.
+    group : str
+        The entry-point group; :data:`uncertank.plugins.ENTRY_POINT_GROUP`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        target: Any,
+        *,
+        distribution: str = "fake-dist",
+        version: str = "0.0.0",
+        group: str = plugins.ENTRY_POINT_GROUP,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"name must be a non-empty str; got {name!r}")
+        self.name = name
+        self.group = group
+        self.dist = _FakeDistribution(distribution, version)
+        self.value = target if isinstance(target, str) else f"<{type(target).__name__}>"
+        self._target = target
+
+    def load(self) -> Any:
+        """Return, import or raise the target."""
+        if isinstance(self._target, BaseException):
+            raise self._target
+        if isinstance(self._target, str):
+            return importlib.import_module(self._target)
+        return self._target
+
+    def __repr__(self) -> str:
+        return f"FakeEntryPoint({self.name!r}, {self.value!r}, distribution={self.dist.name!r})"
+
+
+@contextmanager
+def fake_entry_points(
+    *entry_points: FakeEntryPoint | tuple[str, Any],
+    keep_installed: bool = False,
+) -> Iterator[list[FakeEntryPoint]]:
+    """Make the plugin host see ``entry_points`` as installed, inside a ``with`` block.
+
+    ``importlib.metadata.entry_points`` is patched for the group ``uncertank``
+    (other groups are untouched) and the plugin manager rebuilt on entry and
+    again on exit, after the patch is undone.
+
+    Parameters
+    ----------
+    *entry_points : FakeEntryPoint or (name, target)
+        The entry points; a pair is ``FakeEntryPoint(name, target)``.
+    keep_installed : bool
+        Also load the entry points of the installed distributions (False:
+        only the fakes, so that a test does not depend on what is installed).
+
+    Yields
+    ------
+    list of FakeEntryPoint
+        The fakes in effect. After changing the list, call
+        ``uncertank.get_plugin_manager(refresh=True)``.
+
+    Raises
+    ------
+    TypeError
+        When an entry is neither a FakeEntryPoint nor a (name, target) pair.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from uncertank.plugins import plugin_failures
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # the host warns about the broken plugin
+    ...     with fake_entry_points(FakeEntryPoint("broken", SystemExit(3), distribution="broken-dist")):
+    ...         print([(f.plugin, f.distribution, f.error) for f in plugin_failures()])
+    [('broken', 'broken-dist', 'SystemExit: 3')]
+    """
+    fakes: list[FakeEntryPoint] = []
+    for ep in entry_points:
+        if isinstance(ep, FakeEntryPoint):
+            fakes.append(ep)
+        elif isinstance(ep, tuple) and len(ep) == 2 and isinstance(ep[0], str):
+            fakes.append(FakeEntryPoint(ep[0], ep[1]))
+        else:
+            raise TypeError(
+                f"entry_points must be FakeEntryPoint objects or (name, target) pairs; got {type(ep).__name__}"
+            )
+    original = importlib.metadata.entry_points
+
+    def patched(**params: Any) -> Any:
+        if params.get("group") != plugins.ENTRY_POINT_GROUP:
+            return original(**params)
+        installed = list(original(**params)) if keep_installed else []
+        return installed + [ep for ep in fakes if ep.group == plugins.ENTRY_POINT_GROUP]
+
+    importlib.metadata.entry_points = patched  # type: ignore[assignment]
+    try:
+        plugins.get_plugin_manager(refresh=True)
+        yield fakes
+    finally:
+        importlib.metadata.entry_points = original
+        plugins.get_plugin_manager(refresh=True)
+
+
+# -- conformance checks --------------------------------------------------------------
+
+
+def _who(ranker: Any) -> str:
+    return f"ranker {getattr(ranker, 'name', '?')!r} ({type(ranker).__name__})"
+
+
+def _fail(ranker: Any, check: str, message: str) -> ConformanceError:
+    return ConformanceError(f"{_who(ranker)} fails check {check!r}: {message}")
+
+
+def _check_queries(queries: Any) -> QuerySet:
+    if not isinstance(queries, QuerySet):
+        raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
+    if queries.n_queries < 1:
+        raise ValueError("queries must hold at least one query; got 0")
+    return queries
+
+
+def _without_labels(queries: QuerySet) -> QuerySet:
+    return QuerySet(
+        [list(c) for c in queries.contexts], list(queries.candidates), queries.offsets.copy(), None,
+        query_ids=queries.query_ids, candidate_ids=queries.candidate_ids, name=queries.name,
+    )
+
+
+def _fingerprint(queries: QuerySet) -> tuple[Any, ...]:
+    return (
+        queries.offsets.tobytes(),
+        None if queries.labels is None else queries.labels.tobytes(),
+        tuple(tuple(c) for c in queries.contexts),
+        tuple(queries.candidates),
+    )
+
+
+def _close(a: np.ndarray, b: np.ndarray, atol: float) -> bool:
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=0.0, atol=atol))
+
+
+def _max_diff(a: np.ndarray, b: np.ndarray) -> str:
+    if a.shape != b.shape:
+        return f"shapes {a.shape} and {b.shape}"
+    return f"max abs difference {float(np.max(np.abs(a - b))):.3g}"
+
+
+def _check_predictions(ranker: Any, pred: Any, queries: QuerySet, check: str) -> Predictions:
+    if not isinstance(pred, Predictions):
+        raise _fail(ranker, check, f"predict must return uncertank.Predictions; got {type(pred).__name__}")
+    if pred.scores.shape != (queries.n_pairs,):
+        raise _fail(ranker, check, f"scores must have shape ({queries.n_pairs},), one per pair; "
+                                   f"got {pred.scores.shape}")
+    if not np.array_equal(pred.offsets, queries.offsets):
+        raise _fail(ranker, check, "predictions must carry the offsets of the QuerySet scored")
+    if not np.isfinite(pred.scores).all():
+        raise _fail(ranker, check, f"scores must be finite; got {int((~np.isfinite(pred.scores)).sum())} "
+                                   "NaN or infinite values")
+    if pred.probabilistic and not ((pred.scores >= 0) & (pred.scores <= 1)).all():
+        raise _fail(ranker, check, "probabilistic scores must lie in [0, 1]")
+    return pred
+
+
+def _check_samples(ranker: Any, ps: Any, queries: QuerySet, check: str, n: int | None) -> PredictiveSamples:
+    if not isinstance(ps, PredictiveSamples):
+        raise _fail(ranker, check, f"predict_samples must return uncertank.PredictiveSamples; "
+                                   f"got {type(ps).__name__}")
+    s = ps.samples
+    if s.ndim != 2 or s.shape[1] != queries.n_pairs or s.shape[0] < 1:
+        raise _fail(ranker, check, f"samples must have shape (n_samples, {queries.n_pairs}), one joint draw "
+                                   f"per row; got {s.shape}")
+    if n is not None and s.shape[0] != n:
+        raise _fail(ranker, check, f"n_samples={n} must give {n} rows; got {s.shape[0]}")
+    if not np.array_equal(ps.offsets, queries.offsets):
+        raise _fail(ranker, check, "samples must carry the offsets of the QuerySet scored")
+    if not np.isfinite(s).all():
+        raise _fail(ranker, check, "samples must be finite")
+    return ps
+
+
+def _run_checks(
+    ranker: Any,
+    queries: QuerySet,
+    *,
+    stochastic: bool,
+    n_samples: int,
+    train: QuerySet | None,
+    valid: QuerySet | None,
+    atol: float,
+) -> list[str]:
+    done: list[str] = []
+    # protocol
+    proto = StochasticRanker if stochastic else Ranker
+    if not isinstance(getattr(ranker, "name", None), str) or not ranker.name:
+        raise _fail(ranker, "protocol", "a ranker needs a non-empty str attribute 'name' (used in reports)")
+    if not isinstance(cast(Any, ranker), proto):
+        need = "predict(queries) and predict_samples(queries, *, n_samples=None)" if stochastic else \
+            "predict(queries)"
+        raise _fail(ranker, "protocol", f"does not satisfy uncertank.{proto.__name__}: it needs {need}")
+    done.append("protocol")
+    if train is not None:
+        if not callable(getattr(ranker, "fit", None)):
+            raise _fail(ranker, "fit", "train was given but the ranker has no fit(train, valid=None)")
+        fitted = ranker.fit(train, valid)
+        if fitted is not ranker:
+            raise _fail(ranker, "fit", f"fit must return the ranker itself (self); got {type(fitted).__name__}")
+        done.append("fit")
+    before = _fingerprint(queries)
+    # predict
+    pred = _check_predictions(ranker, ranker.predict(queries), queries, "predict")
+    done.append("predict")
+    samples = None
+    if stochastic:
+        ps = _check_samples(ranker, ranker.predict_samples(queries), queries, "predict_samples", None)
+        if pred.probabilistic and not ((ps.samples >= 0) & (ps.samples <= 1)).all():
+            raise _fail(ranker, "predict_samples", "predict gives probabilities, so every sample must lie in [0, 1]")
+        blocks = ps.covariance_blocks()
+        if len(blocks) != queries.n_queries or any(
+            b.shape != (int(n), int(n)) for b, n in zip(blocks, queries.lengths, strict=True)
+        ):
+            raise _fail(ranker, "predict_samples", "covariance blocks must be (n_q, n_q) per query")
+        samples = ps.samples
+        done.append("predict_samples")
+        sized = _check_samples(
+            ranker, ranker.predict_samples(queries, n_samples=n_samples), queries, "n_samples", n_samples
+        )
+        del sized
+        done.append("n_samples")
+    # the same seed gives the same output
+    again = _check_predictions(ranker, ranker.predict(queries), queries, "same output twice")
+    if not _close(pred.scores, again.scores, atol):
+        raise _fail(ranker, "same output twice", "predict on the same queries must give the same scores "
+                    f"(seed your randomness); {_max_diff(pred.scores, again.scores)}")
+    if samples is not None:
+        ps2 = _check_samples(ranker, ranker.predict_samples(queries), queries, "same output twice", None)
+        if not _close(samples, ps2.samples, atol):
+            raise _fail(ranker, "same output twice", "predict_samples on the same queries must give the same "
+                        f"draws (seed your randomness); {_max_diff(samples, ps2.samples)}")
+    done.append("same output twice")
+    # labels are not read at prediction time
+    bare = _without_labels(queries)
+    blind = _check_predictions(ranker, ranker.predict(bare), bare, "labels unused")
+    if not _close(pred.scores, blind.scores, atol):
+        raise _fail(ranker, "labels unused", "scores must not depend on the labels of the queries scored; "
+                    f"{_max_diff(pred.scores, blind.scores)}")
+    if samples is not None:
+        blind_ps = _check_samples(ranker, ranker.predict_samples(bare), bare, "labels unused", None)
+        if not _close(samples, blind_ps.samples, atol):
+            raise _fail(ranker, "labels unused", "samples must not depend on the labels of the queries scored")
+    done.append("labels unused")
+    if _fingerprint(queries) != before:
+        raise _fail(ranker, "input unchanged", "predicting must not modify the QuerySet it is given")
+    done.append("input unchanged")
+    # save and load, as `uncertank run` does: save into a folder that does not exist yet, type(r).load(it)
+    if callable(getattr(ranker, "save", None)) and callable(getattr(type(ranker), "load", None)):
+        with tempfile.TemporaryDirectory(prefix="uncertank-conformance-") as tmp:
+            folder = Path(tmp) / "ranker"
+            ranker.save(folder)
+            if not folder.exists():
+                raise _fail(ranker, "save/load", f"save(path) must write into path; nothing at {folder}")
+            loaded = type(ranker).load(folder)
+            if not isinstance(cast(Any, loaded), proto):
+                raise _fail(ranker, "save/load", f"load must return a {proto.__name__}; got {type(loaded).__name__}")
+            back = _check_predictions(loaded, loaded.predict(queries), queries, "save/load")
+            if not _close(pred.scores, back.scores, atol):
+                raise _fail(ranker, "save/load", "a loaded ranker must predict what the saved one did; "
+                            f"{_max_diff(pred.scores, back.scores)}")
+            if samples is not None:
+                back_ps = _check_samples(loaded, loaded.predict_samples(queries), queries, "save/load", None)
+                if not _close(samples, back_ps.samples, atol):
+                    raise _fail(ranker, "save/load", "a loaded ranker must draw what the saved one did; "
+                                f"{_max_diff(samples, back_ps.samples)}")
+        done.append("save/load")
+    return done
+
+
+def _check_options(n_samples: Any, atol: Any, train: Any, valid: Any) -> None:
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive int; got {n_samples!r}")
+    if isinstance(atol, bool) or not isinstance(atol, (int, float)) or not atol >= 0:
+        raise ValueError(f"atol must be a number >= 0; got {atol!r}")
+    for label, value in (("train", train), ("valid", valid)):
+        if value is not None and not isinstance(value, QuerySet):
+            raise TypeError(f"{label} must be a QuerySet or None; got {type(value).__name__}")
+    if valid is not None and train is None:
+        raise ValueError("valid needs train: the ranker is fitted only when train is given")
+
+
+def check_ranker(
+    ranker: Any,
+    queries: QuerySet,
+    *,
+    train: QuerySet | None = None,
+    valid: QuerySet | None = None,
+    atol: float = 1e-6,
+) -> list[str]:
+    """Check that ``ranker`` keeps the contract :class:`uncertank.Ranker` and ``uncertank run`` rely on.
+
+    The checks, in order (a failing one raises, naming the ranker and the check):
+
+    ``protocol``
+        ``isinstance(ranker, uncertank.Ranker)``, with a non-empty str ``name``.
+    ``fit`` (only with ``train``)
+        ``ranker.fit(train, valid)`` returns the ranker itself.
+    ``predict``
+        ``predict(queries)`` returns :class:`~uncertank.Predictions` with one
+        finite score per pair, shape (n_pairs,), the QuerySet's offsets, and
+        scores in [0, 1] when ``probabilistic`` is True.
+    ``same output twice``
+        A second ``predict`` gives the same scores (within ``atol``): seeded
+        randomness, no state carried from one call to the next.
+    ``labels unused``
+        The scores of the queries with their labels removed are the same.
+    ``input unchanged``
+        The QuerySet is not modified.
+    ``save/load`` (when the ranker has ``save`` and its class ``load``)
+        ``save`` into a folder that does not exist yet, ``type(ranker).load``
+        of it, and the loaded ranker predicts the same scores (within ``atol``).
+
+    Parameters
+    ----------
+    ranker : Ranker
+        The ranker under test, fitted or not (``train`` fits it).
+    queries : QuerySet
+        At least one query; lists of different lengths make a better test.
+    train, valid : QuerySet, optional
+        When ``train`` is given, ``fit(train, valid)`` runs first.
+    atol : float
+        Absolute tolerance of the comparisons (1e-6: float32 models on
+        different batch layouts agree to about 1e-7).
+
+    Returns
+    -------
+    list of str
+        The names of the checks that ran and passed.
+
+    Raises
+    ------
+    ConformanceError
+        When a check fails.
+    TypeError, ValueError
+        For bad arguments (``queries`` not a QuerySet or empty, ``valid``
+        without ``train``, a negative ``atol``).
+    """
+    queries = _check_queries(queries)
+    _check_options(1, atol, train, valid)
+    return _run_checks(ranker, queries, stochastic=False, n_samples=1, train=train, valid=valid, atol=atol)
+
+
+def check_stochastic_ranker(
+    ranker: Any,
+    queries: QuerySet,
+    *,
+    n_samples: int = 3,
+    train: QuerySet | None = None,
+    valid: QuerySet | None = None,
+    atol: float = 1e-6,
+) -> list[str]:
+    """Check a :class:`uncertank.StochasticRanker`: everything :func:`check_ranker` checks, and its samples.
+
+    Beyond :func:`check_ranker`, the checks are:
+
+    ``protocol``
+        ``isinstance(ranker, uncertank.StochasticRanker)``.
+    ``predict_samples``
+        ``predict_samples(queries)`` returns :class:`~uncertank.PredictiveSamples`
+        of shape (n_samples, n_pairs) (rows are joint draws over every pair),
+        finite, with the QuerySet's offsets, in [0, 1] when ``predict`` says
+        its scores are probabilities, and whose covariance blocks have shape
+        (n_q, n_q) per query.
+    ``n_samples``
+        ``predict_samples(queries, n_samples=n_samples)`` gives exactly that many rows.
+    ``same output twice``, ``labels unused``, ``save/load``
+        Also hold for the samples.
+
+    Parameters
+    ----------
+    ranker : StochasticRanker
+        The ranker under test.
+    queries : QuerySet
+        At least one query.
+    n_samples : int
+        The number of draws asked for in the ``n_samples`` check.
+    train, valid : QuerySet, optional
+        As in :func:`check_ranker`.
+    atol : float
+        As in :func:`check_ranker`.
+
+    Returns
+    -------
+    list of str
+        The names of the checks that ran and passed.
+
+    Raises
+    ------
+    ConformanceError
+        When a check fails.
+    TypeError, ValueError
+        For bad arguments.
+    """
+    queries = _check_queries(queries)
+    _check_options(n_samples, atol, train, valid)
+    return _run_checks(ranker, queries, stochastic=True, n_samples=n_samples, train=train, valid=valid, atol=atol)
