@@ -34,33 +34,15 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins_command(kind: str | None, as_json: bool) -> None:
     """List the installed plugins and what each registers."""
-    from uncertank.plugins import list_plugins, plugin_failures
+    import shutil
 
-    infos = list_plugins(kind)  # type: ignore[arg-type]
-    failures = plugin_failures()
+    from uncertank.plugins import plugin_report, render_plugin_report
+
+    report = plugin_report(kind)  # type: ignore[arg-type]
     if as_json:
-        payload = {
-            "registered": [
-                {"name": i.name, "kind": i.kind, "plugin": i.plugin,
-                 "distribution": i.distribution, "version": i.version}
-                for i in infos
-            ],
-            "failed": [{"plugin": f.plugin, "distribution": f.distribution, "error": f.error} for f in failures],
-        }
-        click.echo(json.dumps(payload, indent=2))
+        click.echo(json.dumps(report, indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="uncertank plugins")
-    for col in ("kind", "name", "plugin", "distribution", "version"):
-        table.add_column(col, overflow="fold")
-    for i in infos:
-        table.add_row(i.kind, i.name, i.plugin, i.distribution, i.version)
-    console = Console()
-    console.print(table)
-    for f in failures:
-        console.print(f"[red]failed to load[/red] plugin {f.plugin!r} ({f.distribution}): {f.error}")
+    click.echo(render_plugin_report(report, width=shutil.get_terminal_size((80, 24)).columns))
 
 
 def _progress_logger() -> Callable[[str], None]:
@@ -76,22 +58,28 @@ def _progress_logger() -> Callable[[str], None]:
 
 
 @cli.command("demo")
-@click.option("--quick", "size", flag_value="quick", help="A smoke run: 1 MiniLM layer, a few dozen queries.")
-@click.option("--full", "size", flag_value="full", help="All 6 MiniLM layers and the whole sample (hours on CPU).")
+@click.option("--quick", is_flag=True, help="A smoke run (minutes): tiny sizes, numbers that are not evidence.")
+@click.option("--full", is_flag=True, help="The whole study: all 6 MiniLM layers, every query (hours on CPU).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="uncertank-demo", show_default=True,
               help="Report folder.")
 @click.option("--no-resume", is_flag=True, help="Recompute every step instead of reusing finished ones.")
 @click.option("--no-bayes", is_flag=True, help="Skip the Bayesian comparison of TREC-COVID systems.")
-def demo_command(size: str | None, out_dir: str, no_resume: bool, no_bayes: bool) -> None:
+def demo_command(quick: bool, full: bool, out_dir: str, no_resume: bool, no_bayes: bool) -> None:
     """Run the bundled study on real data (no network needed) and write a report."""
     from dataclasses import replace
 
     from uncertank.experiment import demo_config
 
-    config = demo_config(size or "default")  # type: ignore[arg-type]
+    if quick and full:
+        raise click.UsageError("--quick and --full contradict each other; give one of them (or neither)")
+    size = "quick" if quick else "full" if full else "default"
+    config = demo_config(size)  # type: ignore[arg-type]
     if no_bayes:
         config = replace(config, bayes=replace(config.bayes, enabled=False))
-    _run(config, out_dir, not no_resume)
+    if quick:
+        click.echo("uncertank demo --quick is a smoke run: it checks that everything runs; its numbers are not "
+                   "evidence (run `uncertank demo` for a study with trained rankers).", err=True)
+    _run(config, out_dir, not no_resume, smoke=quick)
 
 
 @cli.command("run")
@@ -104,22 +92,26 @@ def run_command(config_path: str, out_dir: str | None, no_resume: bool) -> None:
     from pathlib import Path
 
     from uncertank.experiment import load_config
+    from uncertank.experiment.runner import validate_config
 
     try:
         config = load_config(config_path)
+        validate_config(config)
     except (ValueError, TypeError) as exc:
-        raise click.BadParameter(str(exc), param_hint="CONFIG_PATH") from None
+        click.echo(f"Error: {config_path}: {exc}", err=True)
+        raise SystemExit(2) from None
     _run(config, out_dir or Path(config_path).with_suffix("").name, not no_resume)
 
 
-def _run(config: StudyConfig, out_dir: str, resume: bool) -> None:
+def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False) -> None:
     from uncertank.experiment import run_study
-    from uncertank.experiment.report import markdown_table
 
-    result = run_study(config, out_dir, resume=resume, log=_progress_logger())
-    click.echo(markdown_table(result["effectiveness"]))
-    if result["calibration"]:
-        click.echo(markdown_table(result["calibration"]))
+    result = run_study(config, out_dir, resume=resume, log=_progress_logger(), smoke=smoke)
+    first = result.conditions[0]
+    labels = [k for k in result.metric_info if k in ("R@1", "MAP", "ECE", "ECE balanced")]
+    click.echo(f"{first}: " + "; ".join(
+        f"{e.ranker} " + " ".join(f"{k} {e.metrics[k]:.3f}" for k in labels if k in e.metrics)
+        for e in result.evaluations if e.condition == first))
     click.echo(f"Report: {out_dir}/report.html (and results.json, report.md, figures/)")
 
 
