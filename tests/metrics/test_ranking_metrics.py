@@ -17,6 +17,7 @@ from uncertank.metrics import (
     rank_biased_precision,
     recall_at_k,
 )
+from uncertank.metrics import _inputs as I
 from uncertank.metrics import ranking as R
 
 # --------------------------------------------------------------------------- data
@@ -92,7 +93,7 @@ def all_paths(scores, labels, offsets):
 @pytest.fixture(params=["padded", "flat"])
 def layout(request, monkeypatch):
     if request.param == "flat":
-        monkeypatch.setattr(R, "_PAD_FACTOR", 0)
+        monkeypatch.setattr(I, "_PAD_FACTOR", 0)
     return request.param
 
 
@@ -138,7 +139,7 @@ def test_dense_input_matches_plain_loops(ties):
 @pytest.mark.parametrize("ties", [False, True])
 def test_rank_methods_agree(method, ties):
     scores, labels, offsets = ragged(11, n_queries=60, ties=ties, p_rel=0.5)
-    lists = R._as_lists(RankedLists.from_flat(scores, labels, offsets), None)
+    lists = I.as_lists(RankedLists.from_flat(scores, labels, offsets), None).as_block()
     got = R._relevant_ranks(lists, ideal=True, method=method)
     ref_rank, ref_above, ref_ideal = [], [], []
     for s, y in per_query_lists(scores, labels, offsets):
@@ -159,7 +160,7 @@ def test_rank_methods_agree(method, ties):
 def test_compare_path_chunks(monkeypatch):
     monkeypatch.setattr(R, "_CHUNK_CELLS", 16)  # several chunks of two rows
     scores, labels, offsets = ragged(3, n_queries=25, ties=True, p_rel=0.4)
-    lists = R._as_lists(RankedLists.from_flat(scores, labels, offsets), None)
+    lists = I.as_lists(RankedLists.from_flat(scores, labels, offsets), None).as_block()
     a = R._relevant_ranks(lists, ideal=True, method="compare")
     b = R._relevant_ranks(lists, ideal=True, method="lexsort")
     np.testing.assert_array_equal(a.rank, b.rank)
@@ -170,8 +171,8 @@ def test_compare_path_chunks(monkeypatch):
 def test_method_choice_follows_density():
     rng = np.random.default_rng(0)
     s = rng.random((100, 10))
-    sparse = R._as_lists(s, (rng.random((100, 10)) < 0.1).astype(int), "scores")
-    dense = R._as_lists(s, np.ones((100, 10), dtype=int), "scores")
+    sparse = I.as_lists(s, (rng.random((100, 10)) < 0.1).astype(int))
+    dense = I.as_lists(s, np.ones((100, 10), dtype=int))
     assert R._choose_method(sparse, int((sparse.y2 > 0).sum())) == "compare"
     assert R._choose_method(dense, 1000) == "sort"
 
@@ -187,7 +188,7 @@ def test_recall_first_n_candidates():
 
 
 def test_recall_first_n_flat_layout(monkeypatch):
-    monkeypatch.setattr(R, "_PAD_FACTOR", 0)
+    monkeypatch.setattr(I, "_PAD_FACTOR", 0)
     scores, labels, offsets = ragged(8, ties=True)
     rl = RankedLists.from_flat(scores, labels, offsets)
     ref = ref_metrics(scores, labels, offsets, k=2, n_cut=3)
@@ -218,7 +219,7 @@ def test_tie_rule_same_in_every_layout(monkeypatch):
     expected = [(1 / 3 + 2 / 4) / 2, 1 / 2]  # relevant at ranks 3, 4 and at rank 2
     rl = RankedLists.from_flat(s, y, offsets)
     np.testing.assert_allclose(mean_average_precision(rl, per_query=True), expected)
-    monkeypatch.setattr(R, "_PAD_FACTOR", 0)
+    monkeypatch.setattr(I, "_PAD_FACTOR", 0)
     np.testing.assert_allclose(mean_average_precision(rl, per_query=True), expected)
 
 

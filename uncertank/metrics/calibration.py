@@ -3,10 +3,12 @@ r"""Calibration metrics: ECE (and MCE, l2), reliability curves, Brier score, NLL
 Scores here are probabilities of relevance in [0, 1]; a pair is relevant
 when its label is ``> 0``. Every function takes ``probs`` and ``labels`` as
 arrays of the same shape (1-D over pairs, or 2-D over queries and
-candidates, flattened), or a :class:`~uncertank.RankedLists` whose scores are
-the probabilities (``labels`` is then None). :func:`calibration_by_rank` and
-:func:`imbalance_sweep` need the query structure: 2-D arrays or a
-RankedLists.
+candidates, flattened), a :class:`~uncertank.RankedLists` whose scores are
+the probabilities (``labels`` is then None), or a
+:class:`~uncertank.Predictions` with its labels, through the same input
+layer as the ranking metrics. :func:`calibration_by_rank`,
+:func:`imbalance_sweep` and ``per_query=True`` need the query structure: 2-D
+arrays, a RankedLists or a Predictions.
 
 Binning
 -------
@@ -52,14 +54,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
-from uncertank._validation import (
-    as_float_array,
-    as_label_array,
-    check_choice,
-    check_positive_int,
-    check_probabilities,
-)
-from uncertank.metrics.ranking import _as_lists, _Lists, _pair_ranks
+from uncertank._validation import check_choice, check_positive_int
+from uncertank.metrics._inputs import _Lists, as_lists
+from uncertank.metrics.ranking import _pair_ranks
 
 __all__ = [
     "ImbalanceSweep",
@@ -87,63 +84,18 @@ DEFAULT_BINS: dict[str, int] = {"naeini": 10, "penha-hauff": 50}
 # --------------------------------------------------------------------------- input
 
 
-def _check_probs(x: ArrayLike, name: str) -> NDArray[np.float64]:
-    """Flat float64 probabilities in [0, 1], shape (n_pairs,)."""
-    arr = np.asarray(x)
-    if arr.dtype == np.float64 and arr.ndim in (1, 2) and arr.size:
-        # min/max propagate NaN and expose inf: two fast passes cover every check.
-        lo, hi = arr.min(), arr.max()
-        if lo >= 0.0 and hi <= 1.0:
-            return arr.reshape(-1)
-    out = as_float_array(arr, name, ndim=(1, 2)).reshape(-1)
-    check_probabilities(out, name)
-    return out
-
-
-def _check_binary_labels(x: ArrayLike, name: str = "labels") -> NDArray[np.bool_]:
-    """Flat relevance (label > 0), shape (n_pairs,)."""
-    arr = np.asarray(x)
-    if arr.ndim in (1, 2) and arr.size:
-        if arr.dtype == bool:
-            return arr.reshape(-1)
-        if np.issubdtype(arr.dtype, np.unsignedinteger) or (
-            np.issubdtype(arr.dtype, np.signedinteger) and arr.min() >= 0
-        ):
-            return arr.reshape(-1) > 0
-    return as_label_array(arr, name, ndim=(1, 2)).reshape(-1) > 0
-
-
-def _as_pairs(
-    probs: RankedLists | ArrayLike, labels: ArrayLike | None, name: str = "probs"
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """Flat probabilities and relevance from arrays or a RankedLists."""
-    if isinstance(probs, RankedLists):
-        if labels is not None:
-            raise ValueError(
-                f"labels must be None when {name} is a RankedLists (it carries its labels); "
-                f"got {type(labels).__name__}"
-            )
-        p = probs.scores
-        check_probabilities(p, f"{name} (the RankedLists scores)")
-        return p, probs.labels > 0
-    if labels is None:
-        raise ValueError(f"labels are required when {name} is an array; got None")
-    p_arr, y_arr = np.asarray(probs), np.asarray(labels)
-    if p_arr.shape != y_arr.shape:
-        raise ValueError(
-            f"{name} and labels must have the same shape; got {p_arr.shape} and {y_arr.shape}"
-        )
-    return _check_probs(p_arr, name), _check_binary_labels(y_arr)
+def _as_pairs(probs: Any, labels: Any, name: str = "probs") -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Flat probabilities and relevance, shape (n_pairs,), through the one input layer."""
+    return as_lists(probs, labels, name=name, queries=False, probabilities=True).relevance()
 
 
 def _as_structured(
-    probs: RankedLists | ArrayLike, labels: ArrayLike | None, name: str = "probs"
+    probs: Any, labels: Any, name: str = "probs"
 ) -> tuple[_Lists, NDArray[np.float64], NDArray[np.bool_]]:
     """Query structure plus flat probabilities and relevance."""
-    lists = _as_lists(probs, labels, name)
-    p, y = lists.flat()
-    check_probabilities(p, name)
-    return lists, p, y > 0
+    lists = as_lists(probs, labels, name=name, queries=True, probabilities=True)
+    p, y = lists.relevance()
+    return lists, p, y
 
 
 def _options(
@@ -252,7 +204,7 @@ def _balanced_subset(
 
 
 def expected_calibration_error(
-    probs: RankedLists | ArrayLike,
+    probs: RankedLists | ArrayLike | Any,
     labels: ArrayLike | None = None,
     *,
     n_bins: int | None = None,
@@ -375,7 +327,7 @@ class ReliabilityCurve:
 
 
 def reliability_curve(
-    probs: RankedLists | ArrayLike,
+    probs: RankedLists | ArrayLike | Any,
     labels: ArrayLike | None = None,
     *,
     n_bins: int = 10,
@@ -431,7 +383,7 @@ def reliability_curve(
 
 
 def brier_score(
-    probs: RankedLists | ArrayLike, labels: ArrayLike | None = None, *, per_query: bool = False
+    probs: RankedLists | ArrayLike | Any, labels: ArrayLike | None = None, *, per_query: bool = False
 ) -> float | NDArray[np.float64]:
     r"""Brier score: the mean squared difference between probability and relevance.
 
@@ -477,7 +429,7 @@ def _per_query_mean(lists: _Lists, values: NDArray[np.float64]) -> NDArray[np.fl
 
 
 def negative_log_likelihood(
-    probs: RankedLists | ArrayLike, labels: ArrayLike | None = None, *, eps: float | None = None,
+    probs: RankedLists | ArrayLike | Any, labels: ArrayLike | None = None, *, eps: float | None = None,
     per_query: bool = False,
 ) -> float | NDArray[np.float64]:
     r"""Mean binary negative log-likelihood (log loss) of the relevance labels.
@@ -530,7 +482,7 @@ def negative_log_likelihood(
 
 
 def calibration_by_rank(
-    probs: RankedLists | ArrayLike,
+    probs: RankedLists | ArrayLike | Any,
     labels: ArrayLike | None = None,
     *,
     n_bins: int | None = None,
@@ -611,7 +563,7 @@ class ImbalanceSweep:
 
 
 def imbalance_sweep(
-    probs: RankedLists | ArrayLike,
+    probs: RankedLists | ArrayLike | Any,
     labels: ArrayLike | None = None,
     *,
     n_negatives: Sequence[int] | None = None,

@@ -1,11 +1,15 @@
 """Ranking metrics: R_n@k, MAP, MRR, nDCG@k and RBP, vectorised over queries.
 
-Every function takes either a :class:`~uncertank.RankedLists` (flat CSR
-arrays, lists may differ in length; ``labels`` is then None) or two dense
-arrays ``scores`` and ``labels`` of shape (n_queries, n_candidates). Labels
-are integers ``>= 0``; a candidate is relevant when its label is ``> 0``.
-With ``per_query=True`` a function returns the per-query values, shape
-(n_queries,); otherwise their mean over all queries.
+Every function takes a :class:`~uncertank.RankedLists` (flat CSR arrays,
+lists may differ in length; ``labels`` is then None), a
+:class:`~uncertank.Predictions` with ``labels`` of shape (n_pairs,) or its
+labelled :class:`~uncertank.QuerySet`, or two dense arrays ``scores`` and
+``labels`` of shape (n_queries, n_candidates); all of them pass through the
+one input layer of the metrics package. Labels are integers ``>= 0``; a
+candidate is relevant when its label is ``> 0``. Each metric is a per-query
+core (``_recall_core``, ``_ap_core``, ...) on validated lists, and a thin
+public function: with ``per_query=True`` it returns the per-query values,
+shape (n_queries,); otherwise their mean over all queries.
 
 Tie rule
 --------
@@ -36,13 +40,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
-from uncertank._validation import as_float_array, as_label_array, check_positive_int
+from uncertank._validation import check_positive_int
+from uncertank.metrics._inputs import _Lists, as_lists
 
 __all__ = [
     "mean_average_precision",
@@ -52,140 +57,8 @@ __all__ = [
     "recall_at_k",
 ]
 
-#: Pad ragged lists to a dense block when it costs at most this many cells per pair.
-_PAD_FACTOR = 4
 #: Work arrays of the comparison path hold at most this many cells per chunk.
 _CHUNK_CELLS = 1 << 22
-
-
-# --------------------------------------------------------------------------- input
-
-
-def _check_scores_2d(x: ArrayLike, name: str) -> NDArray[np.float64]:
-    """Dense scores of shape (n_queries, n_candidates), finite, float64."""
-    arr = np.asarray(x)
-    if arr.dtype == np.float64 and arr.ndim == 2 and arr.size:
-        # min/max propagate NaN and expose inf: two fast passes instead of isfinite.
-        lo, hi = arr.min(), arr.max()
-        if math.isfinite(lo) and math.isfinite(hi):
-            return arr
-    return as_float_array(arr, name, ndim=2)
-
-
-def _check_labels_2d(x: ArrayLike, name: str) -> NDArray[Any]:
-    """Dense integer labels >= 0 of shape (n_queries, n_candidates)."""
-    arr = np.asarray(x)
-    if arr.ndim == 2 and arr.size:
-        if arr.dtype == bool or np.issubdtype(arr.dtype, np.unsignedinteger):
-            return arr
-        if np.issubdtype(arr.dtype, np.signedinteger) and arr.min() >= 0:
-            return arr
-    return as_label_array(arr, name, ndim=2)
-
-
-@dataclass(frozen=True, eq=False)
-class _Lists:
-    """Validated ranked lists, as a dense (or padded) block or as flat CSR arrays.
-
-    In block form ``s2`` and ``y2`` have shape (n_queries, width); padding
-    cells (where ``valid`` is False) hold score -inf and label 0, so they rank
-    after every real candidate and are never relevant. In flat form ``s2`` is
-    None and ``scores``, ``labels``, ``offsets`` hold the CSR arrays.
-    """
-
-    lengths: NDArray[np.int64]
-    s2: NDArray[np.float64] | None = None
-    y2: NDArray[Any] | None = None
-    valid: NDArray[np.bool_] | None = None
-    scores: NDArray[np.float64] | None = None
-    labels: NDArray[Any] | None = None
-    offsets: NDArray[np.int64] | None = None
-
-    @property
-    def n_queries(self) -> int:
-        return int(self.lengths.size)
-
-    @property
-    def n_pairs(self) -> int:
-        return int(self.lengths.sum())
-
-    def flat(self) -> tuple[NDArray[np.float64], NDArray[Any]]:
-        """Scores and labels of shape (n_pairs,), in input order."""
-        if self.s2 is None:
-            assert self.scores is not None and self.labels is not None
-            return self.scores, self.labels
-        assert self.y2 is not None
-        if self.valid is None:
-            return self.s2.reshape(-1), self.y2.reshape(-1)
-        return self.s2[self.valid], self.y2[self.valid]
-
-    def query_index(self) -> NDArray[np.int64]:
-        """Query of every pair, shape (n_pairs,), in input order."""
-        return np.repeat(np.arange(self.n_queries, dtype=np.int64), self.lengths)
-
-    def truncate(self, n: int) -> _Lists:
-        """Keep the first ``n`` candidates (in input order) of every list."""
-        lengths = np.minimum(self.lengths, n)
-        if self.s2 is not None:
-            assert self.y2 is not None
-            if self.valid is None:
-                return _Lists(lengths, self.s2[:, :n], self.y2[:, :n])
-            valid = self.valid[:, :n]
-            return _Lists(lengths, self.s2[:, :n], self.y2[:, :n], valid)
-        assert self.scores is not None and self.labels is not None and self.offsets is not None
-        pos = np.arange(self.n_pairs) - np.repeat(self.offsets[:-1], self.lengths)
-        keep = pos < n
-        offsets = np.zeros(lengths.size + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return _Lists(lengths, scores=self.scores[keep], labels=self.labels[keep], offsets=offsets)
-
-
-def _as_lists(scores: RankedLists | ArrayLike, labels: ArrayLike | None, name: str = "scores") -> _Lists:
-    """Accept a RankedLists (labels None) or dense 2-D scores and labels."""
-    if isinstance(scores, RankedLists):
-        if labels is not None:
-            raise ValueError(
-                f"labels must be None when {name} is a RankedLists (it carries its labels); "
-                f"got {type(labels).__name__}"
-            )
-        lengths = scores.lengths
-        n_q = lengths.size
-        width = int(lengths.max())
-        if bool((lengths == width).all()):
-            return _Lists(lengths, scores.scores.reshape(n_q, width), scores.labels.reshape(n_q, width))
-        if n_q * width <= _PAD_FACTOR * scores.n_pairs:
-            valid = np.arange(width) < lengths[:, None]
-            s2 = np.full((n_q, width), -np.inf)
-            s2[valid] = scores.scores
-            y2 = np.zeros((n_q, width), dtype=scores.labels.dtype)
-            y2[valid] = scores.labels
-            return _Lists(lengths, s2, y2, valid)
-        return _Lists(lengths, scores=scores.scores, labels=scores.labels, offsets=scores.offsets)
-    if labels is None:
-        raise ValueError(
-            f"labels are required when {name} is an array; pass labels of shape "
-            f"(n_queries, n_candidates), or a RankedLists as {name}"
-        )
-    s_arr, y_arr = np.asarray(scores), np.asarray(labels)
-    if s_arr.ndim != 2:
-        raise ValueError(
-            f"{name} must be 2-D of shape (n_queries, n_candidates), or a RankedLists; "
-            f"got an array of shape {s_arr.shape}"
-        )
-    if s_arr.shape[0] == 0:
-        raise ValueError(f"{name} must hold at least one query; got shape {s_arr.shape}")
-    if s_arr.shape[1] == 0:
-        raise ValueError(
-            f"every query needs at least one candidate; {name} has shape {s_arr.shape}"
-        )
-    if y_arr.shape != s_arr.shape:
-        raise ValueError(
-            f"{name} and labels must have the same shape; got {s_arr.shape} and {y_arr.shape}"
-        )
-    s2 = _check_scores_2d(s_arr, name)
-    y2 = _check_labels_2d(y_arr, "labels")
-    n_q, width = s2.shape
-    return _Lists(np.full(n_q, width, dtype=np.int64), s2, y2)
 
 
 # --------------------------------------------------------------------------- ranks
@@ -240,6 +113,8 @@ def _choose_method(lists: _Lists, n_relevant: int) -> str:
 
 def _relevant_ranks(lists: _Lists, *, ideal: bool = False, method: str | None = None) -> _RelevantRanks:
     """Rank, relevant-above count and (optionally) ideal rank of each relevant candidate."""
+    if method != "lexsort":
+        lists = lists.as_block()
     if lists.s2 is not None:
         assert lists.y2 is not None
         rel2 = lists.y2 > 0
@@ -250,20 +125,13 @@ def _relevant_ranks(lists: _Lists, *, ideal: bool = False, method: str | None = 
         elif method == "sort":
             rank, above, irank = _ranks_sort(lists.s2, lists.y2, rel2, q, j, ideal)
         else:
-            return _relevant_ranks(_to_flat(lists), ideal=ideal, method="lexsort")
+            return _relevant_ranks(lists.as_flat(), ideal=ideal, method="lexsort")
         gain = lists.y2[q, j]
     else:
         rank, above, irank, q, gain = _ranks_lexsort(lists, ideal)
     q = q.astype(np.int64, copy=False)
     n_rel = np.bincount(q, minlength=lists.n_queries)
     return _RelevantRanks(q, rank, above, gain, irank, n_rel, lists.lengths)
-
-
-def _to_flat(lists: _Lists) -> _Lists:
-    s, y = lists.flat()
-    offsets = np.zeros(lists.n_queries + 1, dtype=np.int64)
-    np.cumsum(lists.lengths, out=offsets[1:])
-    return _Lists(lists.lengths, scores=np.ascontiguousarray(s), labels=np.ascontiguousarray(y), offsets=offsets)
 
 
 def _ranks_compare(
@@ -375,24 +243,9 @@ def _finish(values: NDArray[np.float64], per_query: bool) -> float | NDArray[np.
 # --------------------------------------------------------------------------- metrics
 
 
-@overload
 def recall_at_k(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int = ...,
-    n: int | None = ..., per_query: Literal[False] = ...,
-) -> float: ...
-@overload
-def recall_at_k(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int = ...,
-    n: int | None = ..., per_query: Literal[True],
-) -> NDArray[np.float64]: ...
-@overload
-def recall_at_k(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int = ...,
-    n: int | None = ..., per_query: bool = ...,
-) -> float | NDArray[np.float64]: ...
-def recall_at_k(
-    scores: RankedLists | ArrayLike,
-    labels: ArrayLike | None = None,
+    scores: RankedLists | ArrayLike | Any,
+    labels: ArrayLike | Any | None = None,
     *,
     k: int = 1,
     n: int | None = None,
@@ -409,10 +262,11 @@ def recall_at_k(
 
     Parameters
     ----------
-    scores : RankedLists or array-like of shape (n_queries, n_candidates)
+    scores : RankedLists, Predictions, or array-like of shape (n_queries, n_candidates)
         Higher ranks first; ties by input position (see the module notes).
     labels : array-like of shape (n_queries, n_candidates), optional
-        Integer labels ``>= 0``; None when ``scores`` is a RankedLists.
+        Integer labels ``>= 0``; None when ``scores`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     k : int
         Cutoff, ``>= 1``.
     n : int, optional
@@ -443,34 +297,22 @@ def recall_at_k(
     >>> recall_at_k(scores, labels, k=1, n=2)  # first query keeps no relevant candidate
     0.5
     """
-    k = _check_k(k)
-    lists = _as_lists(scores, labels)
+    kk, nn = _check_k(k), _check_optional_k(n, "n")
+    return _finish(_recall_core(as_lists(scores, labels), kk, nn), per_query)
+
+
+def _recall_core(lists: _Lists, k: int, n: int | None) -> NDArray[np.float64]:
+    """Per-query R_n@k, shape (n_queries,)."""
     if n is not None:
-        lists = lists.truncate(check_positive_int(n, "n"))
+        lists = lists.truncate(n)
     rr = _relevant_ranks(lists)
     top = rr.above == 0  # the highest-ranked relevant candidate of each query
-    hit = rr.per_query((rr.rank < k).astype(np.float64), top)
-    return _finish(hit, per_query)
+    return rr.per_query((rr.rank < k).astype(np.float64), top)
 
 
-@overload
 def mean_reciprocal_rank(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
-    per_query: Literal[False] = ...,
-) -> float: ...
-@overload
-def mean_reciprocal_rank(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
-    per_query: Literal[True],
-) -> NDArray[np.float64]: ...
-@overload
-def mean_reciprocal_rank(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
-    per_query: bool = ...,
-) -> float | NDArray[np.float64]: ...
-def mean_reciprocal_rank(
-    scores: RankedLists | ArrayLike,
-    labels: ArrayLike | None = None,
+    scores: RankedLists | ArrayLike | Any,
+    labels: ArrayLike | Any | None = None,
     *,
     k: int | None = None,
     per_query: bool = False,
@@ -486,10 +328,11 @@ def mean_reciprocal_rank(
 
     Parameters
     ----------
-    scores : RankedLists or array-like of shape (n_queries, n_candidates)
+    scores : RankedLists, Predictions, or array-like of shape (n_queries, n_candidates)
         Higher ranks first; ties by input position.
     labels : array-like of shape (n_queries, n_candidates), optional
-        Integer labels ``>= 0``; None when ``scores`` is a RankedLists.
+        Integer labels ``>= 0``; None when ``scores`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     k : int, optional
         Cutoff (MRR@k); default none.
     per_query : bool
@@ -509,33 +352,22 @@ def mean_reciprocal_rank(
     0.5
     """
     kk = _check_optional_k(k)
-    lists = _as_lists(scores, labels)
+    return _finish(_rr_core(as_lists(scores, labels), kk), per_query)
+
+
+def _rr_core(lists: _Lists, k: int | None) -> NDArray[np.float64]:
+    """Per-query reciprocal rank, shape (n_queries,)."""
     rr = _relevant_ranks(lists)
     top = rr.above == 0
     rec = 1.0 / (rr.rank + 1.0)
-    if kk is not None:
-        rec[rr.rank >= kk] = 0.0
-    return _finish(rr.per_query(rec, top), per_query)
+    if k is not None:
+        rec[rr.rank >= k] = 0.0
+    return rr.per_query(rec, top)
 
 
-@overload
 def mean_average_precision(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
-    per_query: Literal[False] = ...,
-) -> float: ...
-@overload
-def mean_average_precision(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
-    per_query: Literal[True],
-) -> NDArray[np.float64]: ...
-@overload
-def mean_average_precision(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
-    per_query: bool = ...,
-) -> float | NDArray[np.float64]: ...
-def mean_average_precision(
-    scores: RankedLists | ArrayLike,
-    labels: ArrayLike | None = None,
+    scores: RankedLists | ArrayLike | Any,
+    labels: ArrayLike | Any | None = None,
     *,
     k: int | None = None,
     per_query: bool = False,
@@ -553,10 +385,11 @@ def mean_average_precision(
 
     Parameters
     ----------
-    scores : RankedLists or array-like of shape (n_queries, n_candidates)
+    scores : RankedLists, Predictions, or array-like of shape (n_queries, n_candidates)
         Higher ranks first; ties by input position.
     labels : array-like of shape (n_queries, n_candidates), optional
-        Integer labels ``>= 0``; None when ``scores`` is a RankedLists.
+        Integer labels ``>= 0``; None when ``scores`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     k : int, optional
         Cutoff; default none (the whole list).
     per_query : bool
@@ -574,33 +407,21 @@ def mean_average_precision(
     0.8333
     """
     kk = _check_optional_k(k)
-    lists = _as_lists(scores, labels)
+    return _finish(_ap_core(as_lists(scores, labels), kk), per_query)
+
+
+def _ap_core(lists: _Lists, k: int | None) -> NDArray[np.float64]:
+    """Per-query average precision, shape (n_queries,)."""
     rr = _relevant_ranks(lists)
     prec = (rr.above + 1.0) / (rr.rank + 1.0)
-    mask = None if kk is None else rr.rank < kk
+    mask = None if k is None else rr.rank < k
     total = rr.per_query(prec, mask)
-    ap = np.divide(total, rr.n_relevant, out=np.zeros_like(total), where=rr.n_relevant > 0)
-    return _finish(ap, per_query)
+    return np.divide(total, rr.n_relevant, out=np.zeros_like(total), where=rr.n_relevant > 0)
 
 
-@overload
 def ndcg_at_k(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
-    per_query: Literal[False] = ...,
-) -> float: ...
-@overload
-def ndcg_at_k(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
-    per_query: Literal[True],
-) -> NDArray[np.float64]: ...
-@overload
-def ndcg_at_k(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, k: int | None = ...,
-    per_query: bool = ...,
-) -> float | NDArray[np.float64]: ...
-def ndcg_at_k(
-    scores: RankedLists | ArrayLike,
-    labels: ArrayLike | None = None,
+    scores: RankedLists | ArrayLike | Any,
+    labels: ArrayLike | Any | None = None,
     *,
     k: int | None = 10,
     per_query: bool = False,
@@ -622,10 +443,11 @@ def ndcg_at_k(
 
     Parameters
     ----------
-    scores : RankedLists or array-like of shape (n_queries, n_candidates)
+    scores : RankedLists, Predictions, or array-like of shape (n_queries, n_candidates)
         Higher ranks first; ties by input position.
     labels : array-like of shape (n_queries, n_candidates), optional
-        Graded integer labels ``>= 0``; None when ``scores`` is a RankedLists.
+        Graded integer labels ``>= 0``; None when ``scores`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     k : int or None
         Cutoff, default 10; None for the whole list.
     per_query : bool
@@ -644,38 +466,26 @@ def ndcg_at_k(
     0.6697
     """
     kk = _check_optional_k(k)
-    lists = _as_lists(scores, labels)
+    return _finish(_ndcg_core(as_lists(scores, labels), kk), per_query)
+
+
+def _ndcg_core(lists: _Lists, k: int | None) -> NDArray[np.float64]:
+    """Per-query nDCG@k with linear gains, shape (n_queries,)."""
     rr = _relevant_ranks(lists, ideal=True)
-    assert rr.ideal is not None
+    assert rr.ideal is not None  # asked for with ideal=True
     width = int(lists.lengths.max())
     discount = 1.0 / np.log2(np.arange(width, dtype=np.float64) + 2.0)
     gain = rr.gain.astype(np.float64)
-    dmask = None if kk is None else rr.rank < kk
-    imask = None if kk is None else rr.ideal < kk
+    dmask = None if k is None else rr.rank < k
+    imask = None if k is None else rr.ideal < k
     dcg = rr.per_query(gain * discount[rr.rank], dmask)
     idcg = rr.per_query(gain * discount[rr.ideal], imask)
-    ndcg = np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
-    return _finish(ndcg, per_query)
+    return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
 
 
-@overload
 def rank_biased_precision(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, p: float = ...,
-    depth: int | None = ..., max_grade: int | None = ..., per_query: Literal[False] = ...,
-) -> tuple[float, float]: ...
-@overload
-def rank_biased_precision(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, p: float = ...,
-    depth: int | None = ..., max_grade: int | None = ..., per_query: Literal[True],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
-@overload
-def rank_biased_precision(
-    scores: RankedLists | ArrayLike, labels: ArrayLike | None = ..., *, p: float = ...,
-    depth: int | None = ..., max_grade: int | None = ..., per_query: bool = ...,
-) -> tuple[float, float] | tuple[NDArray[np.float64], NDArray[np.float64]]: ...
-def rank_biased_precision(
-    scores: RankedLists | ArrayLike,
-    labels: ArrayLike | None = None,
+    scores: RankedLists | ArrayLike | Any,
+    labels: ArrayLike | Any | None = None,
     *,
     p: float = 0.8,
     depth: int | None = None,
@@ -695,10 +505,11 @@ def rank_biased_precision(
 
     Parameters
     ----------
-    scores : RankedLists or array-like of shape (n_queries, n_candidates)
+    scores : RankedLists, Predictions, or array-like of shape (n_queries, n_candidates)
         Higher ranks first; ties by input position.
     labels : array-like of shape (n_queries, n_candidates), optional
-        Integer labels ``>= 0``; None when ``scores`` is a RankedLists.
+        Integer labels ``>= 0``; None when ``scores`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     p : float
         Persistence, in (0, 1). Default 0.8 (Benham et al. 2021).
     depth : int, optional
@@ -724,32 +535,38 @@ def rank_biased_precision(
     """
     if isinstance(p, bool) or not isinstance(p, (int, float, np.floating)) or not 0.0 < float(p) < 1.0:
         raise ValueError(f"p must be a float in (0, 1); got {p!r}")
-    p = float(p)
     dd = _check_optional_k(depth, "depth")
     mg = _check_optional_k(max_grade, "max_grade")
-    lists = _as_lists(scores, labels)
-    rr = _relevant_ranks(lists)
-    width = int(lists.lengths.max())
-    weights = (1.0 - p) * p ** np.arange(width, dtype=np.float64)
-    if mg is None:
-        gain = np.ones(rr.rank.size)
-    else:
-        gain = np.minimum(rr.gain, mg).astype(np.float64) / mg
-    mask = None if dd is None else rr.rank < dd
-    value = rr.per_query(gain * weights[rr.rank], mask)
-    evaluated = lists.lengths if dd is None else np.minimum(lists.lengths, dd)
-    residual = p ** evaluated.astype(np.float64)
+    value, residual = _rbp_core(as_lists(scores, labels), float(p), dd, mg)
     if per_query:
         return value, residual
     return float(value.mean()), float(residual.mean())
 
 
+def _rbp_core(
+    lists: _Lists, p: float, depth: int | None, max_grade: int | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-query RBP(p) and its residual, each of shape (n_queries,)."""
+    rr = _relevant_ranks(lists)
+    width = int(lists.lengths.max())
+    weights = (1.0 - p) * p ** np.arange(width, dtype=np.float64)
+    if max_grade is None:
+        gain = np.ones(rr.rank.size)
+    else:
+        gain = np.minimum(rr.gain, max_grade).astype(np.float64) / max_grade
+    mask = None if depth is None else rr.rank < depth
+    value = rr.per_query(gain * weights[rr.rank], mask)
+    evaluated = lists.lengths if depth is None else np.minimum(lists.lengths, depth)
+    return value, p ** evaluated.astype(np.float64)
+
+
 def _pair_ranks(lists: _Lists) -> NDArray[np.int64]:
     """0-based rank of every pair under the tie rule, shape (n_pairs,), in input order."""
+    lists = lists.as_block()
     if lists.s2 is not None:
         inv = _inverse_rows(np.argsort(-lists.s2, axis=1, kind="stable")).astype(np.int64, copy=False)
         return inv.reshape(-1) if lists.valid is None else inv[lists.valid]
-    flat = lists if lists.offsets is not None else _to_flat(lists)
+    flat = lists.as_flat()
     assert flat.offsets is not None
     s, _ = flat.flat()
     return _flat_rank(s, flat.query_index(), flat.offsets[:-1])[0]
