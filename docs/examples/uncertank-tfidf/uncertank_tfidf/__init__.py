@@ -1,0 +1,39 @@
+"""uncertank-tfidf: a worked example of an uncertank plugin package.
+
+What it registers (see :mod:`uncertank_tfidf.plugin`):
+
+- rankers ``tfidf`` (:class:`~uncertank_tfidf.ranker.TfidfRanker`) and
+  ``tfidf-bootstrap`` (:class:`~uncertank_tfidf.ranker.BootstrapTfidfRanker`,
+  a stochastic ranker whose draws come from bootstrap resamples of the
+  training documents);
+- the metric ``precision_at_k`` (:data:`~uncertank_tfidf.metric.PRECISION_AT_K`);
+- the recalibrator ``beta`` (:class:`~uncertank_tfidf.recalibration.BetaCalibration`);
+- the dataset ``ubuntu-questions`` (:class:`~uncertank_tfidf.dataset.UbuntuQuestions`).
+
+Importing this package, or its plugin module, imports nothing beyond
+uncertank itself: the classes load when first used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = ["BetaCalibration", "BootstrapTfidfRanker", "TfidfRanker", "UbuntuQuestions", "precision_at_k"]
+
+_WHERE = {
+    "TfidfRanker": "uncertank_tfidf.ranker",
+    "BootstrapTfidfRanker": "uncertank_tfidf.ranker",
+    "precision_at_k": "uncertank_tfidf.metric",
+    "BetaCalibration": "uncertank_tfidf.recalibration",
+    "UbuntuQuestions": "uncertank_tfidf.dataset",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'uncertank_tfidf' has no attribute {name!r}")

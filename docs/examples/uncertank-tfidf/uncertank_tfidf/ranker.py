@@ -1,0 +1,327 @@
+"""TF-IDF rankers: cosine similarity of a candidate to its query's context.
+
+:class:`TfidfRanker` learns its vocabulary and document frequencies with
+``fit`` (from the contexts and candidates of the training queries) and
+scores a pair by the cosine of the two TF-IDF vectors, the weighting of
+Salton & Buckley (1988) with scikit-learn's conventions: lower-cased words of
+two or more word characters, ``tf`` or ``1 + ln tf`` (``sublinear_tf``),
+``idf = ln((1 + n) / (1 + df)) + 1`` and L2-normalised rows. Words not seen
+in training are ignored.
+
+:class:`BootstrapTfidfRanker` is a stochastic ranker: draw ``s`` recomputes
+the document frequencies on a bootstrap resample of the training documents
+(Efron 1979) and scores every pair with that one IDF vector, so each row of
+its :class:`~uncertank.PredictiveSamples` is a joint draw over every
+candidate of every query. The spread says how much a score owes to which
+documents happened to be in the training set.
+
+Both use only uncertank's public API, numpy and scipy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+from typing_extensions import Self
+
+from uncertank import Predictions, PredictiveSamples, QuerySet
+
+__all__ = ["BootstrapTfidfRanker", "TfidfRanker", "tokenize"]
+
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_STATE = "tfidf.json"
+_MATRIX = "doc_terms.npz"
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased words of two or more word characters (scikit-learn's default pattern).
+
+    Examples
+    --------
+    >>> tokenize("Mount the USB-drive, a 2nd time")
+    ['mount', 'the', 'usb', 'drive', '2nd', 'time']
+    """
+    return _TOKEN.findall(text.lower())
+
+
+def _context_text(context: list[str] | tuple[str, ...]) -> str:
+    return " ".join(context)
+
+
+class TfidfRanker:
+    """Cosine similarity of TF-IDF vectors of context and candidate (raw scores in [0, 1]).
+
+    Scores are similarities, not probabilities: predictions are marked
+    ``probabilistic=False`` (ranking metrics apply; calibration metrics need
+    a recalibrator such as ``beta``).
+
+    Parameters
+    ----------
+    sublinear_tf : bool
+        Use ``1 + ln(tf)`` instead of raw term counts.
+    name : str, optional
+        The name in reports; ``"tfidf"`` by default.
+
+    Attributes
+    ----------
+    vocabulary_ : dict of str to int
+        Set by :meth:`fit`: term to column.
+    doc_terms_ : scipy.sparse.csr_matrix of shape (n_docs, n_terms)
+        Set by :meth:`fit`: which terms each training document holds (0/1).
+
+    Examples
+    --------
+    >>> train = QuerySet.from_lists(["my wifi is down", "no sound"],
+    ...                             [["restart the wifi driver", "hello"], ["check the sound mixer", "bye"]],
+    ...                             [[1, 0], [1, 0]])
+    >>> ranker = TfidfRanker().fit(train)
+    >>> scores = ranker.predict(QuerySet.from_lists(["wifi broken"], [["reload wifi", "hi"]])).scores
+    >>> bool(scores[0] > scores[1] == 0.0)
+    True
+    """
+
+    name = "tfidf"
+
+    def __init__(self, *, sublinear_tf: bool = True, name: str | None = None) -> None:
+        if not isinstance(sublinear_tf, bool):
+            raise TypeError(f"sublinear_tf must be a bool; got {type(sublinear_tf).__name__} {sublinear_tf!r}")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TypeError(f"name must be a non-empty str; got {name!r}")
+        self.sublinear_tf = sublinear_tf
+        if name is not None:
+            self.name = name
+        self.vocabulary_: dict[str, int] | None = None
+        self.doc_terms_: sparse.csr_matrix | None = None
+
+    # -- fitting ---------------------------------------------------------------------
+
+    def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
+        """Learn the vocabulary and document frequencies from ``train``.
+
+        The documents are every context (its utterances joined by spaces)
+        and every candidate of ``train``; labels are not used. ``valid`` is
+        accepted for the protocol and ignored.
+
+        Returns
+        -------
+        self
+        """
+        _check_queries(train, "train")
+        docs = [_context_text(c) for c in train.contexts] + list(train.candidates)
+        vocab: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        for i, doc in enumerate(docs):
+            for term in set(tokenize(doc)):
+                rows.append(i)
+                cols.append(vocab.setdefault(term, len(vocab)))
+        if not vocab:
+            raise ValueError("train must contain at least one word of two or more characters; got none")
+        data = np.ones(len(rows), dtype=np.float64)
+        self.doc_terms_ = sparse.csr_matrix((data, (rows, cols)), shape=(len(docs), len(vocab)))
+        self.vocabulary_ = vocab
+        return self
+
+    def _check_fitted(self) -> tuple[dict[str, int], sparse.csr_matrix]:
+        if self.vocabulary_ is None or self.doc_terms_ is None:
+            raise RuntimeError(f"{type(self).__name__} must be fitted before predicting; call fit(train) first")
+        return self.vocabulary_, self.doc_terms_
+
+    # -- scoring ---------------------------------------------------------------------
+
+    def _term_counts(self, texts: list[str]) -> sparse.csr_matrix:
+        vocab, _ = self._check_fitted()
+        rows: list[int] = []
+        cols: list[int] = []
+        for i, text in enumerate(texts):
+            for term in tokenize(text):
+                j = vocab.get(term)
+                if j is not None:
+                    rows.append(i)
+                    cols.append(j)
+        data = np.ones(len(rows), dtype=np.float64)
+        tf = sparse.csr_matrix((data, (rows, cols)), shape=(len(texts), len(vocab)))
+        tf.sum_duplicates()
+        if self.sublinear_tf:
+            tf.data = 1.0 + np.log(tf.data)
+        return tf
+
+    @staticmethod
+    def _idf(df: NDArray[np.float64], n_docs: float) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = np.log((1.0 + n_docs) / (1.0 + df)) + 1.0
+        return out
+
+    @staticmethod
+    def _cosines(
+        tf_q: sparse.csr_matrix, tf_c: sparse.csr_matrix, idf: NDArray[np.float64], query_index: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
+        weights = sparse.diags(idf)
+        q = _l2_rows(tf_q @ weights)
+        c = _l2_rows(tf_c @ weights)
+        return np.asarray(q[query_index].multiply(c).sum(axis=1), dtype=np.float64).ravel()
+
+    def _inputs(self, queries: QuerySet) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+        return (self._term_counts([_context_text(c) for c in queries.contexts]),
+                self._term_counts(list(queries.candidates)))
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        """Cosine similarity of every pair, shape (n_pairs,), marked ``probabilistic=False``.
+
+        Raises
+        ------
+        RuntimeError
+            Before :meth:`fit`.
+        """
+        _check_queries(queries, "queries")
+        _, doc_terms = self._check_fitted()
+        tf_q, tf_c = self._inputs(queries)
+        df = np.asarray(doc_terms.sum(axis=0), dtype=np.float64).ravel()
+        scores = self._cosines(tf_q, tf_c, self._idf(df, doc_terms.shape[0]), queries.query_index)
+        return Predictions(np.clip(scores, 0.0, 1.0), queries.offsets, ranker=self.name, probabilistic=False)
+
+    # -- persistence -----------------------------------------------------------------
+
+    def _params(self) -> dict[str, Any]:
+        return {"sublinear_tf": self.sublinear_tf, "name": self.name}
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the fitted ranker into the folder ``path`` (created, or replaced whole).
+
+        The folder is written beside ``path`` under a temporary name and then
+        renamed, so a reader never sees half a model.
+        """
+        vocab, doc_terms = self._check_fitted()
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            terms = sorted(vocab, key=vocab.__getitem__)
+            state = {"class": type(self).__name__, "params": self._params(), "terms": terms}
+            (tmp / _STATE).write_text(json.dumps(state), encoding="utf-8")
+            sparse.save_npz(tmp / _MATRIX, doc_terms.tocsr())
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Self:
+        """Rebuild a ranker written by :meth:`save`.
+
+        Raises
+        ------
+        FileNotFoundError
+            When ``path`` holds no saved ranker.
+        ValueError
+            When it holds a ranker of another class.
+        """
+        folder = Path(path)
+        if not (folder / _STATE).is_file():
+            raise FileNotFoundError(f"path must be a folder written by {cls.__name__}.save; no {_STATE} in {folder}")
+        state = json.loads((folder / _STATE).read_text(encoding="utf-8"))
+        if state.get("class") != cls.__name__:
+            raise ValueError(f"path holds a {state.get('class')} ranker; {cls.__name__}.load cannot read it")
+        ranker = cls(**state["params"])
+        ranker.vocabulary_ = {t: i for i, t in enumerate(state["terms"])}
+        ranker.doc_terms_ = sparse.load_npz(folder / _MATRIX).tocsr()
+        return ranker
+
+    def __repr__(self) -> str:
+        state = "unfitted" if self.vocabulary_ is None else f"{len(self.vocabulary_)} terms"
+        return f"{type(self).__name__}(name={self.name!r}, {state})"
+
+
+class BootstrapTfidfRanker(TfidfRanker):
+    """TF-IDF whose document frequencies come from bootstrap resamples of the training documents.
+
+    Draw ``s`` resamples the ``n_docs`` training documents with replacement
+    (seeded by ``seed``), recomputes every term's document frequency on the
+    resample and scores all pairs with that IDF; :meth:`predict` is the mean
+    over the ``n_samples`` draws. The draws depend on ``seed`` and the
+    training data only, not on the queries scored.
+
+    Parameters
+    ----------
+    n_samples : int
+        Default number of draws (20).
+    seed : int
+        Seeds the resamples.
+    sublinear_tf, name
+        As in :class:`TfidfRanker` (name ``"tfidf-bootstrap"``).
+    """
+
+    name = "tfidf-bootstrap"
+
+    def __init__(self, *, n_samples: int = 20, seed: int = 0, sublinear_tf: bool = True,
+                 name: str | None = None) -> None:
+        super().__init__(sublinear_tf=sublinear_tf, name=name)
+        self.n_samples = _positive_int(n_samples, "n_samples")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int; got {type(seed).__name__} {seed!r}")
+        self.seed = seed
+
+    def _params(self) -> dict[str, Any]:
+        return {**super()._params(), "n_samples": self.n_samples, "seed": self.seed}
+
+    def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
+        """Joint draws of the cosine similarities, shape (n_samples, n_pairs).
+
+        Parameters
+        ----------
+        queries : QuerySet
+            The queries to score.
+        n_samples : int, optional
+            Number of draws; ``self.n_samples`` by default. The first ``k``
+            draws are the same whatever ``n_samples`` is.
+
+        Raises
+        ------
+        RuntimeError
+            Before :meth:`fit`.
+        """
+        _check_queries(queries, "queries")
+        n = self.n_samples if n_samples is None else _positive_int(n_samples, "n_samples")
+        _, doc_terms = self._check_fitted()
+        n_docs = doc_terms.shape[0]
+        tf_q, tf_c = self._inputs(queries)
+        rng = np.random.default_rng(self.seed)
+        by_term = doc_terms.T.tocsr()
+        out = np.empty((n, queries.n_pairs), dtype=np.float64)
+        for s in range(n):
+            counts = np.bincount(rng.integers(0, n_docs, size=n_docs), minlength=n_docs).astype(np.float64)
+            df = by_term @ counts
+            out[s] = self._cosines(tf_q, tf_c, self._idf(df, n_docs), queries.query_index)
+        return PredictiveSamples(np.clip(out, 0.0, 1.0), queries.offsets, ranker=self.name)
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        """The mean over ``n_samples`` draws, shape (n_pairs,), marked ``probabilistic=False``."""
+        mean = self.predict_samples(queries).mean()
+        return Predictions(mean, queries.offsets, ranker=self.name, probabilistic=False)
+
+
+def _l2_rows(m: sparse.csr_matrix) -> sparse.csr_matrix:
+    norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1), dtype=np.float64).ravel())
+    inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    return sparse.csr_matrix(sparse.diags(inv) @ m)
+
+
+def _check_queries(queries: Any, name: str) -> None:
+    if not isinstance(queries, QuerySet):
+        raise TypeError(f"{name} must be a uncertank.QuerySet; got {type(queries).__name__}")
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int; got {value!r}")
+    return int(value)
