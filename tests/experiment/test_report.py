@@ -1,34 +1,367 @@
+"""The report writer and the analysis behind it, on synthetic StudyResults (made-up numbers, not results)."""
+
 from __future__ import annotations
 
 import json
+import math
+import re
+from pathlib import Path
 
-from uncertank.experiment.report import markdown_table, write_report
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from uncertank.experiment.analysis import (
+    best_rankers,
+    compare_to_reference,
+    higher_is_better,
+    metric_labels,
+    reference_ranker,
+    relative_change,
+)
+from uncertank.experiment.report import format_number, format_pvalue, markdown_table, write_report
+from uncertank.experiment.result import (
+    BayesOutcome,
+    Curve,
+    Evaluation,
+    NotaOutcome,
+    RiskOutcome,
+    SelectiveOutcome,
+    StepInfo,
+    StudyResult,
+)
+
+CONDITIONS = ["in-domain", "cross-NS random", "cross-domain chitchat"]
+METRIC_INFO = {
+    "R@1": {"kind": "ranking", "higher_is_better": True, "needs_probabilities": False},
+    "MAP": {"kind": "ranking", "higher_is_better": True, "needs_probabilities": False},
+    "plugin score": {"kind": "ranking", "higher_is_better": True, "needs_probabilities": False},
+    "ECE": {"kind": "calibration", "higher_is_better": False, "needs_probabilities": True},
+    "ECE balanced": {"kind": "calibration", "higher_is_better": False, "needs_probabilities": True},
+}
+# ranker -> (probabilistic, stochastic, R@1 hit rate, ECE)
+RANKERS = {
+    "bm25": (False, False, 0.30, None),
+    "bert": (True, False, 0.40, 0.20),
+    "mc_dropout": (True, True, 0.70, 0.05),
+    "ensemble": (True, True, 0.41, 0.30),
+}
 
 
-def test_markdown_table_formats_floats_and_keeps_order():
-    text = markdown_table([{"a": 0.123456, "b": "x"}, {"a": 2.0, "b": "y"}])
-    assert text.splitlines() == ["| a | b |", "|---|---|", "| 0.1235 | x |", "| 2.0000 | y |"]
+def make_result(*, seed: int = 0, n_queries: int = 60, smoke: bool = False, rankers: dict | None = None,
+                bayes_figure_dir: Path | None = None) -> StudyResult:
+    """A synthetic study: per-query hits drawn with the rates in ``RANKERS`` (shared noise keeps pairs close)."""
+    rng = np.random.default_rng(seed)
+    rankers = RANKERS if rankers is None else rankers
+    base = rng.random((len(CONDITIONS), n_queries))
+    evaluations = []
+    for name, (prob, stoch, rate, ece) in rankers.items():
+        for ci, cond in enumerate(CONDITIONS):
+            shift = 0.1 * ci
+            hits = (base[ci] < max(rate - shift, 0.05)).astype(float)
+            ap = np.clip(hits * 0.8 + rng.random(n_queries) * 0.2, 0, 1)
+            plugin = np.clip(hits * 0.5 + 0.25, 0, 1)
+            metrics = {"R@1": float(hits.mean()), "MAP": float(ap.mean()), "plugin score": float(plugin.mean())}
+            per_query = {"R@1": hits.tolist(), "MAP": ap.tolist(), "plugin score": plugin.tolist()}
+            ev = Evaluation(name, cond, prob, stoch, metrics, per_query)
+            if prob:
+                ev.metrics["ECE"] = ece + 0.05 * ci
+                ev.metrics["ECE balanced"] = ece * 1.5 + 0.05 * ci
+                ev.recalibrated = {
+                    "platt": {"ECE": ev.metrics["ECE"] * 0.5, "ECE balanced": ev.metrics["ECE balanced"] * 0.9},
+                    "isotonic": {"ECE": ev.metrics["ECE"] * 0.7, "ECE balanced": ev.metrics["ECE balanced"] * 0.8},
+                }
+                conf = [0.05, 0.25, 0.55, 0.85]
+                ev.reliability = Curve(conf, [max(c - ece, 0.0) for c in conf], [900, 300, 60, 12])
+                ev.imbalance = {k: (ece or 0) * (1 + 0.2 * k) for k in range(1, 10)}
+            if stoch:
+                grid = [0.0, 0.1, 0.5, 1.0]
+                ev.risk = RiskOutcome(b=0.1 if name == "mc_dropout" else 0.0,
+                                      valid_curve={b: 0.4 + 0.01 * (b == 0.1) for b in grid},
+                                      test_curve={b: metrics["R@1"] + 0.02 * (b == 0.1) for b in grid},
+                                      r1_mean=metrics["R@1"],
+                                      r1_risk_aware=metrics["R@1"] + 0.02 * (name == "mc_dropout"),
+                                      p_value=0.003 if name == "mc_dropout" else None)
+            cov = np.linspace(0.1, 1.0, 10)
+            risk = (1 - rate) * cov
+            ev.selective = SelectiveOutcome("probability" if prob else "margin", cov.tolist(), risk.tolist(),
+                                            float(np.trapezoid(risk, cov)), 0.05)
+            if prob and ci == 0:
+                ev.nota = (NotaOutcome(0.6, 0.02, 0.66, 0.03, 0.004) if stoch else NotaOutcome(0.58, 0.02))
+            if stoch:
+                ev.mean_std = 0.05
+            evaluations.append(ev)
+    bayes = {}
+    for fam in ("gaussian", "zoib"):
+        figures = []
+        if bayes_figure_dir is not None:
+            from matplotlib.figure import Figure
+
+            fig = Figure(figsize=(3, 2))
+            fig.add_subplot().plot([0, 1], [0, 1])
+            (bayes_figure_dir / "figures").mkdir(parents=True, exist_ok=True)
+            fig.savefig(bayes_figure_dir / "figures" / f"bayes-{fam}-ppc.png")
+            figures = [f"figures/bayes-{fam}-ppc.png"]
+        effects = [{"system": f"run{i}", "mean": 0.1 * i - 0.5, "lower": 0.1 * i - 0.7, "upper": 0.1 * i - 0.3}
+                   for i in range(12)]
+        bayes[fam] = BayesOutcome(fam, 12, 7 if fam == "gaussian" else 5, 6, fam == "gaussian",
+                                  {"max_rhat": 1.004 if fam == "gaussian" else 1.08, "min_ess_bulk": 812.0,
+                                   "divergences": 0 if fam == "gaussian" else 3,
+                                   "problems": [] if fam == "gaussian" else ["r-hat above 1.01"]},
+                                  effects, {"credibly riskier than run0 (r=1)": 4}, figures)
+    steps = {"data": StepInfo("a1b2c3", 1.5), "fit bert": StepInfo("d4e5f6", 612.25, resumed=True),
+             "bayes gaussian": StepInfo("0719ab", 30.0)}
+    return StudyResult(config={"name": "synthetic study"},
+                       sizes={"train": 500, "valid": 100, "test": dict.fromkeys(CONDITIONS, n_queries)},
+                       metric_info=METRIC_INFO, evaluations=evaluations, bayes=bayes, steps=steps, smoke=smoke)
+
+
+def _table(md: str, header_start: str) -> list[list[str]]:
+    """The rows (cells) of the first Markdown table whose header starts with ``header_start``."""
+    lines = md.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return [rows[0], *rows[2:]]
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def test_numbers_print_as_integers_or_with_significant_decimals():
+    assert format_number(200) == "200" and format_number(np.int64(7)) == "7"
+    assert format_number(0.412345) == "0.4123"
+    assert format_number(0.00312345) == "0.00312"
+    assert format_number(12.3456) == "12.346" and format_number(612.25) == "612.2"
+    assert format_number(float("nan")) == "n/a" and format_number(None) == "–"
+    assert format_pvalue(0.0123) == "0.012" and format_pvalue(4.2e-6) == "4.2e-06"
+
+
+def test_markdown_table_keeps_integers_and_order():
+    text = markdown_table([{"a": 0.123456, "n": 3}, {"a": 2.0, "n": 10, "b": "y"}])
+    assert text.splitlines() == ["| a | n | b |", "|---|---|---|", "| 0.1235 | 3 |  |", "| 2.000 | 10 | y |"]
     assert markdown_table([]) == "(none)\n"
-    ragged = markdown_table([{"a": 1}, {"a": 2, "b": 3}])
-    assert ragged.splitlines()[0] == "| a | b |" and ragged.splitlines()[2] == "| 1 |  |"
 
 
-def test_write_report_writes_all_files(tmp_path):
-    result = {
-        "config": {"name": "t"},
-        "data": {"train": 1, "valid": 1, "test": {"in": 2}},
-        "effectiveness": [{"ranker": "r", "condition": "in", "R@1": 0.5}],
-        "calibration": [{"ranker": "r", "condition": "in", "ECE": 0.1}],
-        "risk": [], "nota": [],
-        "reliability": {"in": {"r": {"mean_confidence": [0.2, 0.7], "fraction_relevant": [0.1, 0.8],
-                                     "count": [3, 4]}}},
-        "timings": {"total": 1.0},
-    }
-    write_report(result, tmp_path)
-    assert json.loads((tmp_path / "results.json").read_text())["effectiveness"][0]["R@1"] == 0.5
+# --------------------------------------------------------------------------- analysis
+
+
+def test_reference_is_bert_else_first_probabilistic_else_none():
+    assert reference_ranker(make_result()) == "bert"
+    no_bert = {k: v for k, v in RANKERS.items() if k != "bert"}
+    assert reference_ranker(make_result(rankers=no_bert)) == "mc_dropout"
+    only_bm25 = make_result(rankers={"bm25": RANKERS["bm25"]})
+    assert reference_ranker(only_bm25) is None
+    assert compare_to_reference(only_bm25, CONDITIONS, ["R@1"]) == []
+
+
+def test_metric_labels_and_best_follow_metric_info():
+    result = make_result()
+    assert metric_labels(result, "ranking") == ["R@1", "MAP", "plugin score"]
+    assert metric_labels(result, "calibration") == ["ECE", "ECE balanced"]
+    assert not higher_is_better(result, "ECE") and higher_is_better(result, "R@1")
+    in_dom = [e for e in result.evaluations if e.condition == CONDITIONS[0]]
+    assert best_rankers(result, CONDITIONS[0], "R@1") == [max(in_dom, key=lambda e: e.metrics["R@1"]).ranker]
+    probs = [e for e in in_dom if "ECE" in e.metrics]
+    assert best_rankers(result, CONDITIONS[0], "ECE") == [min(probs, key=lambda e: e.metrics["ECE"]).ranker]
+
+
+def test_comparisons_match_scipy_ttest_and_a_hand_written_holm():
+    result = make_result(seed=3)
+    comps = compare_to_reference(result, CONDITIONS[1:], ["R@1", "MAP", "ECE"])
+    tested = [c for c in comps if c.p_value is not None]
+    assert {c.metric for c in comps if c.p_value is None} == {"ECE"}  # pooled metric: no per-query values
+    raw = []
+    for c in tested:
+        a = result.evaluation(c.ranker, c.condition).per_query[c.metric]
+        b = result.evaluation("bert", c.condition).per_query[c.metric]
+        p = 1.0 if a == b else sps.ttest_rel(a, b).pvalue
+        raw.append(1.0 if math.isnan(p) else p)
+        assert c.p_value == pytest.approx(raw[-1], rel=1e-9)
+        assert c.change == pytest.approx(100 * (c.value - c.reference_value) / abs(c.reference_value))
+    m = len(raw)
+    order = sorted(range(m), key=lambda i: raw[i])
+    holm, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * raw[i]))
+        holm[i] = running
+    for c, h in zip(tested, holm, strict=True):
+        assert c.p_adjusted == pytest.approx(h, rel=1e-9)
+        assert c.significant == (h < 0.05)
+    ece = [c for c in comps if c.metric == "ECE"]
+    assert all(c.better == (c.value < c.reference_value) for c in ece)  # lower ECE is better
+    assert relative_change(1.0, 0.0) is None
+
+
+def test_analysis_errors_name_the_argument():
+    result = make_result()
+    with pytest.raises(ValueError, match="kind must be one of"):
+        metric_labels(result, "speed")  # type: ignore[arg-type]
+    with pytest.raises(KeyError, match="'nope' is not in this study's metric_info"):
+        higher_is_better(result, "nope")
+    with pytest.raises(ValueError, match="alpha must lie in"):
+        compare_to_reference(result, CONDITIONS, ["R@1"], alpha=1.5)
+    with pytest.raises(ValueError, match="reference must be one of"):
+        compare_to_reference(result, CONDITIONS, ["R@1"], reference="nobody")
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    result = make_result(bayes_figure_dir=out)
+    write_report(result, out)
+    return result, out
+
+
+def test_writes_every_file_atomically_and_results_round_trip(written):
+    result, out = written
+    for name in ("results.json", "report.md", "report.html"):
+        assert (out / name).stat().st_size > 500
+    back = StudyResult.from_dict(json.loads((out / "results.json").read_text()))
+    assert back == result
+    assert not list(out.glob("**/*.tmp"))
+    pngs = sorted((out / "figures").glob("*.png"))
+    names = {p.name for p in pngs}
+    assert {"reliability.png", "ece-imbalance.png", "risk-r1-vs-b.png", "risk-coverage.png",
+            "bayes-system-effects.png"} <= names
+    for p in pngs:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_metric_label_and_section_is_in_the_report(written):
+    result, out = written
+    md = (out / "report.md").read_text()
+    for label in result.metric_info:
+        assert f"`{label}`" in md
+    for heading in ("In-domain effectiveness and calibration", "Cross negative sampling and cross-domain",
+                    "Recalibration", "Risk-aware reranking", "NOTA prediction", "Selective prediction",
+                    "Reliability diagrams", "ECE against the imbalance ratio", "Bayesian comparison of systems",
+                    "Timings and cache keys"):
+        assert f"## {heading}" in md
+    assert "Warning" not in md  # not a smoke run
+
+
+def test_in_domain_table_bolds_the_best_per_column(written):
+    result, out = written
+    rows = _table((out / "report.md").read_text(), "| ranker | `R@1`")
+    header = rows[0]
+    for j, col in enumerate(header[1:], start=1):
+        label = col.strip("`")
+        values = {e.ranker: e.metrics[label] for e in result.evaluations
+                  if e.condition == CONDITIONS[0] and label in e.metrics}
+        target = max(values.values()) if METRIC_INFO[label]["higher_is_better"] else min(values.values())
+        for row in rows[1:]:
+            ranker = row[0].strip("`")
+            if ranker not in values:
+                assert row[j] == "–"
+                continue
+            assert row[j].startswith("**") == (values[ranker] == target), (label, ranker, row[j])
+
+
+def test_shifted_tables_show_change_and_markers_from_the_tests(written):
+    result, out = written
+    md = (out / "report.md").read_text()
+    labels = [m for m in METRIC_INFO]
+    comps = {(c.condition, c.ranker, c.metric): c for c in compare_to_reference(result, CONDITIONS[1:], labels)}
+    assert any(c.significant for c in comps.values()) and not all(c.significant for c in comps.values())
+    for cond in CONDITIONS[1:]:
+        section = md[md.index(f"### Condition `{cond}`"):]
+        rows = _table(section, "| ranker")
+        header = [c.strip("`") for c in rows[0]]
+        for row in rows[1:]:
+            ranker = row[0].strip("`")
+            for j, label in enumerate(header[1:], start=1):
+                c = comps.get((cond, ranker, label))
+                if ranker == "bert" or c is None:
+                    assert "%" not in row[j]
+                    continue
+                assert f"({c.change:+.1f}%)" in row[j]
+                assert row[j].rstrip("*").endswith("†") == c.significant
+    assert "Holm-corrected" in md
+
+
+def test_sentences_follow_the_numbers(tmp_path):
+    md = _write_md(make_result(), tmp_path / "a")
+    first = _paragraph_after(md, "## In-domain effectiveness and calibration")
+    assert "`mc_dropout` ranks best by `R@1`" in first
+    assert "By `ECE`, `mc_dropout` is best calibrated" in first
+    assert "`mc_dropout` is better calibrated than `bert` (0.2000)" in first
+    # Swap the numbers: now the ensemble is the better calibrated one and bm25 ranks best.
+    swapped = dict(RANKERS, ensemble=(True, True, 0.41, 0.01), mc_dropout=(True, True, 0.2, 0.25),
+                   bm25=(False, False, 0.9, None))
+    md2 = _write_md(make_result(rankers=swapped), tmp_path / "b")
+    first2 = _paragraph_after(md2, "## In-domain effectiveness and calibration")
+    assert "`bm25` ranks best by `R@1`" in first2 and "significantly above `bert`: `bm25`" in first2
+    assert "By `ECE`, `ensemble` is best calibrated" in first2
+    assert "`ensemble` is better calibrated than `bert`" in first2 and "`mc_dropout` is better" not in first2
+    nota = _paragraph_after(md, "## NOTA prediction")
+    assert "raises F1 for 2 of 2 stochastic rankers, significantly (p < 0.05) for `mc_dropout` and `ensemble`" in nota
+
+
+def test_smoke_run_shows_a_warning_first(tmp_path):
+    write_report(make_result(smoke=True, n_queries=10), tmp_path)
     md = (tmp_path / "report.md").read_text()
-    assert "| r | in | 0.5000 |" in md and "figures/reliability-in.png" in md
-    html = (tmp_path / "report.html").read_text()
-    assert "<td>0.5000</td>" in html and '<img src="figures/reliability-in.png"' in html
-    assert (tmp_path / "figures" / "reliability-in.png").stat().st_size > 1000
-    assert not list(tmp_path.glob("**/*.tmp"))
+    assert md.index("> **Warning.** This is a smoke run") < md.index("## In-domain")
+    assert '<div class="warning" role="alert">' in (tmp_path / "report.html").read_text()
+
+
+def test_html_is_self_contained_with_contents_and_anchors(written):
+    _, out = written
+    page = (out / "report.html").read_text()
+    anchors = re.findall(r'<h[23] id="([^"]+)"', page)
+    assert len(anchors) == len(set(anchors)) >= 10
+    for a in re.findall(r'<nav class="toc">.*?</nav>', page, flags=re.S)[0].split('href="#')[1:]:
+        assert a.split('"')[0] in anchors
+    assert not re.search(r'(src|href)="(https?:)?//', page) and "<script" not in page
+    srcs = re.findall(r'<img src="([^"]+)"', page)
+    assert len(srcs) == len(list((out / "figures").glob("*.png")))
+    assert all((out / s).is_file() for s in srcs)
+    assert "<figcaption>Figure 1." in page
+
+
+def test_timings_bayes_and_risk_tables_hold_the_result(written):
+    result, out = written
+    md = (out / "report.md").read_text()
+    steps = _table(md, "| step |")
+    assert steps[1:] == [[f"`{n}`", f"{s.seconds:.1f}", "yes" if s.resumed else "no", f"`{s.key}`"]
+                         for n, s in result.steps.items()]
+    bayes = _table(md, "| family | systems")
+    assert bayes[0][5:] == ["max_rhat", "min_ess_bulk", "divergences"]
+    assert "`zoib`, problems: r-hat above 1.01." in md and "`gaussian`, problems" not in md
+    assert bayes[1][1:6] == ["12", "7", "6", "yes", "1.004"] and bayes[2][4] == "**no**" and bayes[2][7] == "3"
+    assert "the sampler did **not** converge" in md
+    assert "figures/bayes-zoib-ppc.png" in md
+    risk = _table(md, "| condition | ranker | b |")
+    mc = [r for r in risk[1:] if r[1] == "`mc_dropout`"]
+    assert len(mc) == len(CONDITIONS) and all(r[5] == "+0.0200†" and r[6] == "0.003" for r in mc)
+
+
+def test_write_report_rejects_a_dict(tmp_path):
+    with pytest.raises(TypeError, match="result must be a StudyResult"):
+        write_report({"config": {}}, tmp_path)  # type: ignore[arg-type]
+
+
+def test_a_study_without_stochastic_or_probabilistic_rankers_still_reports(tmp_path):
+    result = make_result(rankers={"bm25": RANKERS["bm25"], "tfidf": (False, False, 0.25, None)})
+    result.bayes = {}
+    write_report(result, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert "risk-aware reranking (Penha & Hauff 2021, eq. 7) was not run" in md
+    assert "No ranker's scores are probabilities" in md
+    assert "Bayesian" not in md
+
+
+def _write_md(result: StudyResult, out: Path) -> str:
+    write_report(result, out)
+    return (out / "report.md").read_text()
+
+
+def _paragraph_after(md: str, heading: str) -> str:
+    rest = md[md.index(heading) + len(heading):].strip()
+    return rest.split("\n\n")[0]

@@ -1,0 +1,253 @@
+"""The numbers behind a study's report: reference ranker, comparisons, significance, best values.
+
+Everything here reads a :class:`~uncertank.experiment.result.StudyResult`
+and returns plain values; :mod:`uncertank.experiment.report` formats them.
+
+- :func:`reference_ranker`: the ranker relative changes are measured
+  against (``bert`` when present, else the first probabilistic ranker).
+- :func:`metric_labels`: the study's metric labels of one kind, in the
+  order of ``result.metric_info`` (so a plugin's metric appears too).
+- :func:`best_rankers`: who has the best value of a metric under a condition.
+- :func:`compare_to_reference`: value, relative change and a paired t-test
+  over queries against the reference, Holm-corrected over one table's
+  comparisons (Penha & Hauff 2021 mark significance the same way, with a
+  paired t-test over queries and a correction for multiple comparisons).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from uncertank.experiment.result import Evaluation, StudyResult
+
+__all__ = [
+    "Comparison",
+    "best_rankers",
+    "compare_to_reference",
+    "higher_is_better",
+    "metric_labels",
+    "reference_ranker",
+    "relative_change",
+]
+
+MetricKind = Literal["ranking", "calibration"]
+_KINDS: tuple[str, ...] = ("ranking", "calibration")
+
+
+def reference_ranker(result: StudyResult) -> str | None:
+    """The ranker that relative changes and significance tests compare against.
+
+    ``bert`` when the study has it, else the first ranker (in config order)
+    whose scores are probabilities, else None.
+
+    Examples
+    --------
+    >>> from uncertank.experiment.result import Evaluation, StudyResult
+    >>> evs = [Evaluation("bm25", "in", False, False, {}), Evaluation("sngp", "in", True, False, {})]
+    >>> reference_ranker(StudyResult({}, {}, {}, evs))
+    'sngp'
+    """
+    rankers = result.rankers
+    if "bert" in rankers:
+        return "bert"
+    for name in rankers:
+        if any(e.probabilistic for e in result.evaluations if e.ranker == name):
+            return name
+    return None
+
+
+def metric_labels(result: StudyResult, kind: MetricKind | None = None) -> list[str]:
+    """Metric labels of ``kind`` (all kinds when None) in the order of ``result.metric_info``.
+
+    Raises
+    ------
+    ValueError
+        When ``kind`` is neither ``"ranking"`` nor ``"calibration"``.
+    """
+    if kind is not None and kind not in _KINDS:
+        raise ValueError(f"kind must be one of {list(_KINDS)} or None; got {kind!r}")
+    return [label for label, info in result.metric_info.items() if kind is None or info.get("kind") == kind]
+
+
+def higher_is_better(result: StudyResult, label: str) -> bool:
+    """Whether a larger value of metric ``label`` is better (``result.metric_info``).
+
+    Raises
+    ------
+    KeyError
+        When ``label`` is not among the study's metrics (the message lists them).
+    """
+    if label not in result.metric_info:
+        raise KeyError(f"metric {label!r} is not in this study's metric_info; it has {sorted(result.metric_info)}")
+    return bool(result.metric_info[label].get("higher_is_better", True))
+
+
+def relative_change(value: float, reference: float) -> float | None:
+    """``100 * (value - reference) / |reference|`` in percent; None when the reference is 0 or not finite.
+
+    Examples
+    --------
+    >>> relative_change(0.44, 0.40)
+    10.000000000000009
+    >>> relative_change(0.1, 0.0) is None
+    True
+    """
+    if reference == 0 or not math.isfinite(reference) or not math.isfinite(value):
+        return None
+    return 100.0 * (value - reference) / abs(reference)
+
+
+def best_rankers(result: StudyResult, condition: str, label: str, *, rel_tol: float = 1e-12) -> list[str]:
+    """The rankers with the best value of ``label`` under ``condition`` (ties: all of them).
+
+    Rankers without the metric (e.g. calibration for scores that are not
+    probabilities) or with a non-finite value are left out; an empty list
+    when none has it.
+    """
+    better_high = higher_is_better(result, label)
+    values = {
+        e.ranker: e.metrics[label]
+        for e in result.evaluations
+        if e.condition == condition and label in e.metrics and math.isfinite(e.metrics[label])
+    }
+    if not values:
+        return []
+    best = max(values.values()) if better_high else min(values.values())
+    return [r for r, v in values.items() if math.isclose(v, best, rel_tol=rel_tol, abs_tol=1e-15)]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One ranker against the reference on one metric under one condition.
+
+    Attributes
+    ----------
+    ranker, reference, condition, metric : str
+        What is compared.
+    value, reference_value : float
+        The two values of the metric.
+    change : float or None
+        Relative change in percent (:func:`relative_change`).
+    better : bool or None
+        Whether ``ranker`` is better than the reference (by ``higher_is_better``);
+        None when they are equal.
+    p_value : float or None
+        Two-sided paired t-test over the per-query values; None when the
+        study holds no per-query values of this metric for both rankers.
+        Identical per-query values give 1.0 (no difference at all).
+    p_adjusted : float or None
+        Holm-adjusted over the comparisons tested together.
+    significant : bool
+        ``p_adjusted < alpha``.
+    """
+
+    ranker: str
+    reference: str
+    condition: str
+    metric: str
+    value: float
+    reference_value: float
+    change: float | None
+    better: bool | None
+    p_value: float | None
+    p_adjusted: float | None
+    significant: bool
+
+
+def _paired_p(a: Evaluation, b: Evaluation, label: str) -> float | None:
+    from uncertank.stats import paired_ttest
+
+    x, y = a.per_query.get(label), b.per_query.get(label)
+    if x is None or y is None or len(x) != len(y) or len(x) < 2:
+        return None
+    xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if np.array_equal(xa, ya):
+        return 1.0
+    p = paired_ttest(xa, ya).pvalue
+    return 1.0 if math.isnan(p) else float(p)
+
+
+def compare_to_reference(
+    result: StudyResult,
+    conditions: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    reference: str | None = None,
+    alpha: float = 0.05,
+    correction: Literal["holm", "bonferroni", "none"] = "holm",
+) -> list[Comparison]:
+    """Every ranker against the reference on ``metrics`` under ``conditions``: one family of tests.
+
+    For each condition, metric and ranker other than the reference that
+    both have the metric, the relative change and (where per-query values
+    exist, i.e. ranking metrics) a two-sided paired t-test over queries
+    (:func:`uncertank.stats.paired_ttest`). The p-values of all these
+    comparisons are adjusted together (:func:`uncertank.stats.adjust_pvalues`,
+    Holm by default), as the comparisons of one result table.
+
+    Parameters
+    ----------
+    result : StudyResult
+        The study.
+    conditions, metrics : sequence of str
+        Condition names and metric labels of the table.
+    reference : str, optional
+        The reference ranker; :func:`reference_ranker` by default.
+    alpha : float
+        Significance level in (0, 1).
+    correction : {"holm", "bonferroni", "none"}
+        Multiple-comparison correction over the family.
+
+    Returns
+    -------
+    list of Comparison
+        In the order condition, metric, ranker (config order); empty when
+        there is no reference ranker.
+
+    Raises
+    ------
+    ValueError
+        When ``alpha`` is not in (0, 1), or ``reference`` is not a ranker of the study.
+    """
+    from uncertank.stats import adjust_pvalues
+
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    if reference is None:
+        reference = reference_ranker(result)
+        if reference is None:
+            return []
+    elif reference not in result.rankers:
+        raise ValueError(f"reference must be one of the study's rankers {result.rankers}; got {reference!r}")
+    rows: list[tuple[str, str, str, float, float, float | None]] = []
+    for cond in conditions:
+        ref_ev = result.evaluation(reference, cond)
+        if ref_ev is None:
+            continue
+        for label in metrics:
+            if label not in ref_ev.metrics:
+                continue
+            for ranker in result.rankers:
+                ev = result.evaluation(ranker, cond)
+                if ranker == reference or ev is None or label not in ev.metrics:
+                    continue
+                rows.append((cond, label, ranker, ev.metrics[label], ref_ev.metrics[label],
+                             _paired_p(ev, ref_ev, label)))
+    raw = {i: r[5] for i, r in enumerate(rows) if r[5] is not None}
+    adjusted: dict[int, float] = {}
+    if raw:
+        adj = adjust_pvalues(list(raw.values()), correction)
+        adjusted = {i: float(a) for i, a in zip(raw, adj, strict=True)}
+    out = []
+    for i, (cond, label, ranker, value, ref_value, p) in enumerate(rows):
+        high = higher_is_better(result, label)
+        better = None if value == ref_value else (value > ref_value) == high
+        p_adj = adjusted.get(i)
+        out.append(Comparison(ranker, reference, cond, label, value, ref_value, relative_change(value, ref_value),
+                              better, p, p_adj, p_adj is not None and p_adj < alpha))
+    return out
