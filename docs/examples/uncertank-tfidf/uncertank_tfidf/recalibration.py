@@ -32,7 +32,7 @@ def _as_scores(scores: ArrayLike, name: str) -> NDArray[np.float64]:
         raise ValueError(f"{name} must have shape (n_pairs,); got {s.shape}")
     bad = ~((s >= 0) & (s <= 1))
     if bad.any():
-        raise ValueError(f"{name} must lie in [0, 1]; got {int(bad.sum())} values outside, e.g. {s[bad][0]!r}")
+        raise ValueError(f"{name} must lie in [0, 1]; got {int(bad.sum())} values outside, e.g. {float(s[bad][0])!r}")
     return s
 
 

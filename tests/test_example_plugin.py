@@ -1,0 +1,270 @@
+"""The worked external plugin of docs/plugins.md (docs/examples/uncertank-tfidf), installed as CI installs it.
+
+It must be listed by ``uncertank plugins``, import cheaply, pass the
+conformance checks, and each of its parts must agree with an independent
+reference (scikit-learn for TF-IDF and logistic regression, pytrec_eval for
+precision at k).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+# The package is a test dependency: .ci/run and the README's test command install it.
+import uncertank_tfidf
+from uncertank_tfidf.metric import PRECISION_AT_K, precision_at_k
+from uncertank_tfidf.ranker import BootstrapTfidfRanker, TfidfRanker, tokenize
+from uncertank_tfidf.recalibration import BetaCalibration
+
+import uncertank
+from uncertank.datasets import load
+from uncertank.metrics import resolve_metrics
+from uncertank.plugins import get_factory, registry
+from uncertank.testing import check_ranker, check_stochastic_ranker
+
+NAMES = {("rankers", "tfidf"), ("rankers", "tfidf-bootstrap"), ("metrics", "precision_at_k"),
+         ("recalibrators", "beta"), ("datasets", "ubuntu-questions")}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """Real data: the first queries of ubuntu-questions (train and test), cached in a temporary folder."""
+    old = os.environ.get("UNCERTANK_CACHE")
+    os.environ["UNCERTANK_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    try:
+        train = load("ubuntu-questions", split="train").subset(np.arange(300))
+        test = load("ubuntu-questions", split="test").subset(np.arange(40))
+    finally:
+        if old is None:
+            os.environ.pop("UNCERTANK_CACHE")
+        else:
+            os.environ["UNCERTANK_CACHE"] = old
+    return train, test
+
+
+def test_uncertank_plugins_lists_it():
+    out = subprocess.run([sys.executable, "-m", "uncertank.cli", "plugins", "--json"], capture_output=True,
+                         text=True, check=True, timeout=120).stdout
+    payload = json.loads(out)
+    mine = {(r["kind"], r["name"]) for r in payload["registered"] if r["distribution"] == "uncertank-tfidf"}
+    assert mine == NAMES
+    assert [f for f in payload["failed"] if f["distribution"] == "uncertank-tfidf"] == []
+    table = subprocess.run([sys.executable, "-m", "uncertank.cli", "plugins", "--kind", "rankers"],
+                           capture_output=True, text=True, check=True, timeout=120).stdout
+    assert "tfidf-bootstrap" in table.split()
+
+
+def test_importing_the_plugin_module_is_cheap():
+    code = ("import sys, uncertank_tfidf.plugin, uncertank_tfidf; "
+            "print(sorted(m for m in sys.modules if m.startswith(('uncertank_tfidf.', 'scipy.sparse', "
+            "'scipy.optimize', 'uncertank.metrics', 'torch'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert json.loads(out.stdout.strip().replace("'", '"')) == ["uncertank_tfidf.plugin"]
+
+
+def test_lazy_package_attributes():
+    assert uncertank_tfidf.TfidfRanker is TfidfRanker
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        uncertank_tfidf.Nope  # noqa: B018
+
+
+# -- conformance ------------------------------------------------------------------------
+
+
+def test_tfidf_conforms(data):
+    train, test = data
+    done = check_ranker(uncertank.make_ranker("tfidf"), test, train=train)
+    assert done[-1] == "save/load" and "fit" in done
+
+
+def test_bootstrap_conforms(data):
+    train, test = data
+    done = check_stochastic_ranker(uncertank.make_ranker("tfidf-bootstrap", n_samples=4), test, n_samples=3,
+                                   train=train)
+    assert {"fit", "predict_samples", "n_samples", "save/load"} <= set(done)
+
+
+# -- against references -------------------------------------------------------------------
+
+
+def _docs(train):
+    return [" ".join(c) for c in train.contexts] + list(train.candidates)
+
+
+@pytest.mark.parametrize("sublinear", [True, False])
+def test_tfidf_cosines_match_scikit_learn(data, sublinear):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    train, test = data
+    ranker = TfidfRanker(sublinear_tf=sublinear).fit(train)
+    ref = TfidfVectorizer(sublinear_tf=sublinear, smooth_idf=True, norm="l2").fit(_docs(train))
+    q = ref.transform([" ".join(c) for c in test.contexts])
+    c = ref.transform(list(test.candidates))
+    expected = np.asarray(q[test.query_index].multiply(c).sum(axis=1)).ravel()
+    np.testing.assert_allclose(ranker.predict(test).scores, expected, atol=1e-12)
+    assert set(ranker.vocabulary_) == set(ref.vocabulary_)
+    assert tokenize("A b-cd EF") == ["cd", "ef"]
+
+
+def test_a_bootstrap_draw_is_tfidf_on_a_resample(data):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    train, test = data
+    ranker = BootstrapTfidfRanker(n_samples=3, seed=7).fit(train)
+    samples = ranker.predict_samples(test).samples
+    docs = _docs(train)
+    rng = np.random.default_rng(7)
+    vocab = TfidfVectorizer().fit(docs).vocabulary_
+    for s in range(3):
+        idx = rng.integers(0, len(docs), size=len(docs))
+        ref = TfidfVectorizer(vocabulary=vocab, sublinear_tf=True).fit([docs[i] for i in idx])
+        q = ref.transform([" ".join(c) for c in test.contexts])
+        c = ref.transform(list(test.candidates))
+        expected = np.asarray(q[test.query_index].multiply(c).sum(axis=1)).ravel()
+        np.testing.assert_allclose(samples[s], expected, atol=1e-12)
+    assert samples.var(axis=0).max() > 0
+    np.testing.assert_allclose(ranker.predict(test).scores, samples.mean(axis=0))
+    # the first draws do not depend on how many are asked for
+    np.testing.assert_array_equal(ranker.predict_samples(test, n_samples=2).samples, samples[:2])
+
+
+def test_precision_at_k_matches_pytrec_eval():
+    import pytrec_eval
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 9, size=30)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    scores = rng.permutation(offsets[-1]).astype(float)  # distinct: trec_eval breaks ties differently
+    labels = (rng.random(offsets[-1]) < 0.3).astype(int)
+    ranked = uncertank.RankedLists.from_flat(scores, labels, offsets)
+    qrels, run = {}, {}
+    for q in range(30):
+        lo, hi = offsets[q], offsets[q + 1]
+        qrels[f"q{q}"] = {f"d{j}": int(labels[j]) for j in range(lo, hi)}
+        run[f"q{q}"] = {f"d{j}": float(scores[j]) for j in range(lo, hi)}
+    for k in (1, 5):
+        per = pytrec_eval.RelevanceEvaluator(qrels, {f"P_{k}"}).evaluate(run)
+        expected = np.array([per[f"q{q}"][f"P_{k}"] for q in range(30)])
+        np.testing.assert_allclose(precision_at_k(ranked, k=k, per_query=True), expected)
+        assert PRECISION_AT_K(ranked, k=k) == pytest.approx(expected.mean())
+
+
+def test_precision_at_k_inputs_ties_and_registry():
+    dense_s, dense_l = [[0.5, 0.5, 0.1]], [[0, 1, 0]]
+    assert precision_at_k(dense_s, dense_l, k=1) == 0.0  # the tie goes to the earlier position
+    pred = uncertank.Predictions(np.array([0.2, 0.9, 0.4]), np.array([0, 3]))
+    assert precision_at_k(pred, np.array([0, 1, 0])) == 1.0
+    qs = uncertank.QuerySet.from_lists(["q"], [["a", "b", "c"]], [[0, 1, 0]])
+    assert precision_at_k([0.2, 0.9, 0.4], qs) == 1.0
+    (metric,) = resolve_metrics([{"name": "precision_at_k", "k": 2}])
+    assert (metric.display_label, metric.kind, metric.higher_is_better) == ("P@2", "ranking", True)
+    assert metric(dense_s, dense_l) == 0.5
+    assert registry("metrics")["precision_at_k"].distribution == "uncertank-tfidf"
+    with pytest.raises(ValueError, match="k must be an int >= 1; got 0"):
+        precision_at_k(dense_s, dense_l, k=0)
+    with pytest.raises(ValueError, match="labels must be None when scores is a RankedLists"):
+        precision_at_k(uncertank.RankedLists.from_dense(dense_s, dense_l), dense_l)
+    with pytest.raises(ValueError, match="labels are required when scores is a list"):
+        precision_at_k(dense_s)
+
+
+def test_beta_calibration_matches_logistic_regression_when_unconstrained():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.01, 0.99, size=4000)
+    z = 1.5 * np.log(s) + 0.7 * -np.log1p(-s) + 0.3
+    y = (rng.random(s.size) < 1 / (1 + np.exp(-z))).astype(int)
+    cal = get_factory("recalibrators", "beta")().fit(s, y)
+    x = np.column_stack([np.log(s), -np.log1p(-s)])
+    ref = LogisticRegression(C=np.inf, tol=1e-10, max_iter=1000).fit(x, y)
+    np.testing.assert_allclose(cal.coef_, [*ref.coef_[0], ref.intercept_[0]], atol=2e-3)
+    np.testing.assert_allclose(cal.transform(s), ref.predict_proba(x)[:, 1], atol=1e-4)
+
+
+def test_beta_calibration_never_reverses_a_ranking():
+    rng = np.random.default_rng(2)
+    s = rng.uniform(0.01, 0.99, size=500)
+    y = (rng.random(s.size) < 1 - s).astype(int)  # relevance falls with the score
+    cal = BetaCalibration().fit(s, y)
+    assert (cal.coef_[:2] >= 0).all()
+    grid = np.linspace(0, 1, 101)
+    assert (np.diff(cal.transform(grid)) >= 0).all()
+
+
+def test_beta_calibration_errors():
+    with pytest.raises(ValueError, match=r"eps must be a float in \(0, 0.5\); got 0"):
+        BetaCalibration(eps=0)
+    cal = BetaCalibration()
+    with pytest.raises(RuntimeError, match="must be fitted before transform"):
+        cal.transform([0.5])
+    with pytest.raises(ValueError, match=r"scores must lie in \[0, 1\]; got 1 values outside, e.g. 1.5"):
+        cal.fit([0.2, 1.5], [0, 1])
+    with pytest.raises(ValueError, match=r"scores must have shape \(n_pairs,\); got \(1, 2\)"):
+        cal.fit([[0.2, 0.5]], [0, 1])
+    with pytest.raises(ValueError, match=r"labels must have the shape of scores \(2,\); got \(3,\)"):
+        cal.fit([0.2, 0.5], [0, 1, 1])
+    with pytest.raises(ValueError, match="labels must hold both relevant and non-relevant"):
+        cal.fit([0.2, 0.5], [1, 1])
+    assert cal.fit_transform([0.2, 0.5, 0.7], [0, 1, 1]).shape == (3,)
+    assert "coef_=[" in repr(cal)
+
+
+# -- the dataset ----------------------------------------------------------------------------
+
+
+def test_dataset_is_the_question_turns_and_caches_itself(tmp_path, monkeypatch):
+    monkeypatch.setenv("UNCERTANK_CACHE", str(tmp_path))
+    calls = []
+    original = uncertank_tfidf.dataset.UbuntuQuestions.__call__
+
+    def counting(self, **kw):
+        calls.append(kw)
+        return original(self, **kw)
+
+    monkeypatch.setattr(uncertank_tfidf.dataset.UbuntuQuestions, "__call__", counting)
+    first = load("ubuntu-questions", split="valid", seed=1)
+    again = load("ubuntu-questions", split="valid", seed=1)
+    assert len(calls) == 1  # the second load read the cache
+    assert again.digest() == first.digest()
+    assert first.name == "ubuntu-questions/valid/random"
+    assert all(c[-1].rstrip().endswith("?") for c in first.contexts)
+    full = load("ubuntu-sample", split="valid", seed=1)
+    assert first.n_queries == sum(c[-1].rstrip().endswith("?") for c in full.contexts)
+    load("ubuntu-questions", split="valid", seed=2)
+    assert len(calls) == 2  # another parameter, another cache entry
+    token = get_factory("datasets", "ubuntu-questions").cache_token(split="valid")
+    assert token.startswith("ubuntu-questions-v1:ubuntu-sample:")
+
+
+# -- the rankers' errors --------------------------------------------------------------------
+
+
+def test_ranker_errors(tmp_path, data):
+    train, test = data
+    with pytest.raises(TypeError, match="sublinear_tf must be a bool; got str"):
+        TfidfRanker(sublinear_tf="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="name must be a non-empty str; got ''"):
+        TfidfRanker(name="")
+    with pytest.raises(RuntimeError, match=r"TfidfRanker must be fitted before predicting; call fit\(train\)"):
+        TfidfRanker().predict(test)
+    with pytest.raises(TypeError, match=r"train must be a uncertank\.QuerySet; got list"):
+        TfidfRanker().fit([])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="train must contain at least one word"):
+        TfidfRanker().fit(uncertank.QuerySet.from_lists(["a"], [["b", "?"]]))
+    with pytest.raises(ValueError, match="n_samples must be a positive int; got 0"):
+        BootstrapTfidfRanker(n_samples=0)
+    with pytest.raises(TypeError, match="seed must be an int; got float"):
+        BootstrapTfidfRanker(seed=1.5)  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError, match=r"no tfidf\.json in"):
+        TfidfRanker.load(tmp_path)
+    TfidfRanker().fit(train).save(tmp_path / "plain")
+    with pytest.raises(ValueError, match=r"path holds a TfidfRanker ranker; BootstrapTfidfRanker\.load cannot"):
+        BootstrapTfidfRanker.load(tmp_path / "plain")
+    assert "terms" in repr(TfidfRanker.load(tmp_path / "plain")) and "unfitted" in repr(TfidfRanker())
