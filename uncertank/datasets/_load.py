@@ -40,6 +40,26 @@ def resolve_dataset(name: str) -> tuple[str, str | None]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _check_options(loader: Any, name: str, kwargs: dict[str, Any]) -> None:
+    """Raise TypeError naming every option ``loader`` does not take (unless it takes ``**kwargs``)."""
+    import inspect
+
+    try:
+        params = inspect.signature(loader).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - a callable without a signature
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    accepted = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    unknown = sorted(k for k in kwargs if k not in accepted)
+    if unknown:
+        takes = ", ".join(sorted(accepted - {"split", "negatives", "n_candidates", "seed"})) or "none"
+        raise TypeError(
+            f"dataset {name!r} does not take the option{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; its options: {takes}"
+        )
+
+
 def load(
     name: str,
     *,
@@ -135,6 +155,7 @@ def load(
     if max_context_turns is not None:  # passed only when set, so a loader need not know it
         kwargs["max_context_turns"] = max_context_turns
     kwargs.update(options)
+    _check_options(loader, name, kwargs)
     token_fn = getattr(loader, "cache_token", None)
     key = None
     if cache and callable(token_fn):

@@ -8,7 +8,13 @@ response ranking; Yang et al. 2018, Penha et al. 2019) holds one
 
 ``label`` is an integer >= 0 (1 relevant, 0 not). Consecutive lines with the
 same context form one query, so a query's lines must be adjacent. There is
-no header; blank lines are skipped; a trailing ``\\r`` is dropped.
+no header; blank lines are skipped; a trailing ``\\r`` is dropped. No field
+may be empty or blank: a line ending in a tab is an error, not a query with
+an empty candidate.
+
+Both readers take UTF-8 text, plain or gzipped (a ``.gz`` suffix), and name
+the file and line of anything they reject: a malformed line, bytes that are
+not UTF-8, a binary file, a broken archive.
 
 JSON lines holds one query per line, an object with the keys::
 
@@ -41,6 +47,7 @@ import numpy as np
 from uncertank._io import atomic_path
 from uncertank._types import QuerySet
 from uncertank._validation import check_choice, check_positive_int
+from uncertank.datasets._lines import read_lines
 
 __all__ = [
     "FileLoader",
@@ -105,8 +112,10 @@ def read_response_tsv(path: PathLike, *, name: str | None = None) -> QuerySet:
     Raises
     ------
     ValueError
-        On a line with fewer than three tab-separated fields or a label that
-        is not an integer >= 0; the message names the file and the line.
+        On a line with fewer than three tab-separated fields, an empty or
+        blank field (such as a trailing tab), a label that is not an integer
+        >= 0, bytes that are not UTF-8 or a broken ``.gz`` archive; the
+        message names the file and the line.
     """
     p = Path(path)
     contexts: list[list[str]] = []
@@ -114,34 +123,42 @@ def read_response_tsv(path: PathLike, *, name: str | None = None) -> QuerySet:
     labels: list[list[int]] = []
     qids: list[str] = []
     prev: tuple[str, ...] | None = None
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            where = f"{p}, line {lineno}"
-            if len(fields) < 3:
-                raise ValueError(
-                    f"{where}: expected 'label<TAB>utterance<TAB>...<TAB>candidate' "
-                    f"(at least 3 tab-separated fields); got {len(fields)}"
-                )
-            label = _parse_label(fields[0], where)
-            ctx = tuple(fields[1:-1])
-            if ctx != prev:
-                contexts.append(list(ctx))
-                candidates.append([])
-                labels.append([])
-                qids.append(f"L{lineno}")
-                prev = ctx
-            candidates[-1].append(fields[-1])
-            labels[-1].append(label)
+    for lineno, line in read_lines(p, "TSV file"):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        where = f"{p}, line {lineno}"
+        if len(fields) < 3:
+            raise ValueError(
+                f"{where}: expected 'label<TAB>utterance<TAB>...<TAB>candidate' "
+                f"(at least 3 tab-separated fields); got {len(fields)}"
+            )
+        empty = [i for i, f in enumerate(fields) if not f.strip()]
+        if empty:
+            i = empty[0]
+            hint = " (the line ends in a tab)" if i == len(fields) - 1 else ""
+            raise ValueError(
+                f"{where}: field {i + 1} of {len(fields)} is empty{hint}; every field "
+                "(label, utterances, candidate) must hold text"
+            )
+        label = _parse_label(fields[0], where)
+        ctx = tuple(fields[1:-1])
+        if ctx != prev:
+            contexts.append(list(ctx))
+            candidates.append([])
+            labels.append([])
+            qids.append(f"L{lineno}")
+            prev = ctx
+        candidates[-1].append(fields[-1])
+        labels[-1].append(label)
     if not contexts:
         raise ValueError(f"{p}: the file holds no query (it is empty or blank)")
     return _build(contexts, candidates, labels, qids, None, name if name is not None else p.name)
 
 
 def _check_tsv_text(text: str, what: str) -> None:
+    if not text.strip():
+        raise ValueError(f"{what} is empty or blank, which the TSV format cannot hold (it would be an empty field)")
     if "\t" in text or "\n" in text or "\r" in text:
         raise ValueError(
             f"{what} contains a tab or a line break, which the TSV format cannot hold; "
@@ -186,6 +203,13 @@ def write_response_tsv(qs: QuerySet, path: PathLike) -> None:
         fh.writelines(rows)
 
 
+def _is_label(v: Any) -> bool:
+    """An integer-valued JSON number >= 0 (``1`` or ``1.0``, never ``0.5`` or ``true``)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return v >= 0 and float(v).is_integer()
+
+
 def _jsonl_field(obj: Mapping[str, Any], key: str, where: str) -> Any:
     if key not in obj:
         raise ValueError(f"{where}: missing key {key!r}; a query needs 'context', 'candidates' and 'labels'")
@@ -194,9 +218,12 @@ def _jsonl_field(obj: Mapping[str, Any], key: str, where: str) -> Any:
 
 def _str_list(value: Any, key: str, where: str, *, allow_str: bool = False) -> list[str]:
     if allow_str and isinstance(value, str):
-        return [value]
+        value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{where}: {key!r} must be a list of strings; got {json.dumps(value)[:80]}")
+    blank = [i for i, v in enumerate(value) if not v.strip()]
+    if blank:
+        raise ValueError(f"{where}: {key!r} entry {blank[0]} is empty; every text must hold something")
     return value
 
 
@@ -218,9 +245,10 @@ def read_response_jsonl(path: PathLike, *, name: str | None = None) -> QuerySet:
     Raises
     ------
     ValueError
-        On invalid JSON, a missing key, a wrong type, a labels/candidates
-        length mismatch or an empty candidate list; the message names the
-        file and the line.
+        On invalid JSON, a missing key, a wrong type, an empty or blank text,
+        a labels/candidates length mismatch, an empty candidate list, bytes
+        that are not UTF-8 or a broken ``.gz`` archive; the message names
+        the file and the line.
     """
     p = Path(path)
     contexts: list[list[str]] = []
@@ -229,43 +257,43 @@ def read_response_jsonl(path: PathLike, *, name: str | None = None) -> QuerySet:
     qids: list[str] = []
     cids: list[str] = []
     any_cids = False
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{p}, line {lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: invalid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{where}: expected a JSON object; got {type(obj).__name__}")
-            ctx = _str_list(_jsonl_field(obj, "context", where), "context", where, allow_str=True)
-            cands = _str_list(_jsonl_field(obj, "candidates", where), "candidates", where)
-            labs = _jsonl_field(obj, "labels", where)
-            if not cands:
-                raise ValueError(f"{where}: 'candidates' must not be empty")
-            if not isinstance(labs, list) or len(labs) != len(cands):
-                raise ValueError(
-                    f"{where}: 'labels' must be a list with one label per candidate ({len(cands)}); "
-                    f"got {json.dumps(labs)[:80]}"
-                )
-            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in labs):
-                raise ValueError(f"{where}: 'labels' must be integers >= 0; got {json.dumps(labs)[:80]}")
-            if "candidate_ids" in obj:
-                ids = _str_list(obj["candidate_ids"], "candidate_ids", where)
-                if len(ids) != len(cands):
-                    raise ValueError(f"{where}: 'candidate_ids' must have one id per candidate ({len(cands)})")
-                if not any_cids and candidates:
-                    raise ValueError(f"{where}: 'candidate_ids' must be given on every line or on none")
-                any_cids = True
-                cids.extend(ids)
-            elif any_cids:
+    for lineno, line in read_lines(p, "JSON-lines file"):
+        if not line.strip():
+            continue
+        where = f"{p}, line {lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: invalid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{where}: expected a JSON object; got {type(obj).__name__}")
+        ctx = _str_list(_jsonl_field(obj, "context", where), "context", where, allow_str=True)
+        cands = _str_list(_jsonl_field(obj, "candidates", where), "candidates", where)
+        labs = _jsonl_field(obj, "labels", where)
+        if not cands:
+            raise ValueError(f"{where}: 'candidates' must not be empty")
+        if not isinstance(labs, list) or len(labs) != len(cands):
+            raise ValueError(
+                f"{where}: 'labels' must be a list with one label per candidate ({len(cands)}); "
+                f"got {json.dumps(labs)[:80]}"
+            )
+        if not all(_is_label(v) for v in labs):
+            raise ValueError(f"{where}: 'labels' must be integers >= 0; got {json.dumps(labs)[:80]}")
+        labs = [int(v) for v in labs]
+        if "candidate_ids" in obj:
+            ids = _str_list(obj["candidate_ids"], "candidate_ids", where)
+            if len(ids) != len(cands):
+                raise ValueError(f"{where}: 'candidate_ids' must have one id per candidate ({len(cands)})")
+            if not any_cids and candidates:
                 raise ValueError(f"{where}: 'candidate_ids' must be given on every line or on none")
-            contexts.append(ctx)
-            candidates.append(cands)
-            labels.append(labs)
-            qids.append(str(obj["id"]) if "id" in obj else f"L{lineno}")
+            any_cids = True
+            cids.extend(ids)
+        elif any_cids:
+            raise ValueError(f"{where}: 'candidate_ids' must be given on every line or on none")
+        contexts.append(ctx)
+        candidates.append(cands)
+        labels.append(labs)
+        qids.append(str(obj["id"]) if "id" in obj else f"L{lineno}")
     if not contexts:
         raise ValueError(f"{p}: the file holds no query (it is empty or blank)")
     return _build(contexts, candidates, labels, qids, cids if any_cids else None, name if name is not None else p.name)
@@ -277,6 +305,12 @@ def write_response_jsonl(qs: QuerySet, path: PathLike) -> None:
         raise TypeError(f"qs must be a QuerySet; got {type(qs).__name__}")
     if qs.labels is None:
         raise ValueError("qs must have labels to be written as JSON lines; got a QuerySet without labels")
+    for i, text in enumerate(qs.candidates):
+        if not text.strip():
+            raise ValueError(f"candidate {i} is empty or blank, which the JSON-lines reader rejects")
+    for q, ctx in enumerate(qs.contexts):
+        if any(not u.strip() for u in ctx):
+            raise ValueError(f"query {q} has an empty or blank context utterance, which the JSON-lines reader rejects")
     with _atomic_writer(path) as fh:
         for q in range(qs.n_queries):
             ctx, cands, labs = qs.query(q)
@@ -288,6 +322,15 @@ def write_response_jsonl(qs: QuerySet, path: PathLike) -> None:
                 lo, hi = int(qs.offsets[q]), int(qs.offsets[q + 1])
                 obj["candidate_ids"] = [str(c) for c in qs.candidate_ids[lo:hi]]
             fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _pair_ids(qs: QuerySet) -> list[str]:
+    """The candidate ids of ``qs``, or ``"<query id>:<position>"`` where it has none."""
+    if qs.candidate_ids is not None:
+        return [str(c) for c in qs.candidate_ids]
+    qids = [str(x) for x in qs.query_ids] if qs.query_ids is not None else [str(q) for q in range(qs.n_queries)]
+    within = (np.arange(qs.n_pairs) - np.repeat(qs.offsets[:-1], qs.lengths)).tolist()
+    return [f"{qids[q]}:{j}" for q, j in zip(qs.query_index.tolist(), within, strict=True)]
 
 
 class FileLoader:
@@ -340,11 +383,24 @@ class FileLoader:
         seed: int = 0,
         sampler_options: Mapping[str, Any] | None = None,
         relevant_first: bool = False,
+        max_queries: int | None = None,
     ) -> QuerySet:
-        """Load the file for ``split``; see :func:`uncertank.datasets.load`."""
+        """Load the file for ``split``; see :func:`uncertank.datasets.load`.
+
+        ``max_queries`` keeps a seeded subset of that many queries (in file
+        order) before negatives are drawn, as for the bundled corpora: the
+        subset depends on ``seed`` only, and with a sampler the response pool
+        stays the whole file.
+        """
         path = self.resolve(arg, split)
         qs = self.read(path)
         negatives = "file" if negatives is None else negatives
+        pool = qs
+        if max_queries is not None:
+            max_queries = check_positive_int(max_queries, "max_queries")
+            if max_queries < qs.n_queries:
+                keep = np.sort(np.random.default_rng([seed, 2]).permutation(qs.n_queries)[:max_queries])
+                qs = qs.subset(keep)
         if max_context_turns is not None:
             m = check_positive_int(max_context_turns, "max_context_turns")
             qs = QuerySet(
@@ -372,11 +428,12 @@ class FileLoader:
                 query_ids=qs.query_ids, candidate_ids=qs.candidate_ids, name=f"{path.name}/{split}/file",
             )
         n_sampled = 10 if n_candidates is None else n_candidates
-        return self._resample(qs, path, split, negatives, n_sampled, seed, sampler_options, relevant_first)
+        return self._resample(qs, pool, path, split, negatives, n_sampled, seed, sampler_options, relevant_first)
 
     def _resample(
         self,
         qs: QuerySet,
+        pool: QuerySet,
         path: Path,
         split: str,
         negatives: str,
@@ -408,15 +465,12 @@ class FileLoader:
         first_rel[owners] = rel_pos[first]
         keep = np.flatnonzero(has)
         all_qids = [str(x) for x in qs.query_ids] if qs.query_ids is not None else [str(q) for q in range(qs.n_queries)]
-        if qs.candidate_ids is not None:
-            pool_ids = [str(c) for c in qs.candidate_ids]
-        else:
-            within = (np.arange(qs.n_pairs) - np.repeat(qs.offsets[:-1], qs.lengths)).tolist()
-            pool_ids = [f"{all_qids[q]}:{j}" for q, j in zip(qidx.tolist(), within, strict=True)]
+        pool_ids = _pair_ids(pool)
+        own_ids = _pair_ids(qs)
         return assemble_query_set(
             [qs.contexts[int(q)] for q in keep], [qs.candidates[first_rel[q]] for q in keep],
-            [all_qids[q] for q in keep], list(qs.candidates), pool_ids,
-            positive_ids=[pool_ids[first_rel[q]] for q in keep],
+            [all_qids[q] for q in keep], list(pool.candidates), pool_ids,
+            positive_ids=[own_ids[first_rel[q]] for q in keep],
             negatives=negatives, n_candidates=n_candidates, seed=seed,
             name=f"{path.name}/{split}/{negatives}", sampler_options=sampler_options,
             relevant_first=bool(relevant_first),

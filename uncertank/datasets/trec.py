@@ -8,14 +8,16 @@
   Culpepper, "Bayesian System Inference on Shallow Pools" (ECIR 2021),
   bundled with the package under its MIT licence.
 
-Every reader names the file and the line of a malformed entry.
+Every reader names the file and the line of a malformed entry, of bytes
+that are not UTF-8 (a binary or Latin-1 file) and of a broken ``.gz``
+archive. Run and qrels files are whitespace-separated, so trailing
+whitespace is not a field; a missing field is an error on its line.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
+import zlib
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -44,23 +46,23 @@ _INT = r"[+-]?\d+"  # what int() accepts, less whitespace and underscores
 _QRELS_COLUMNS = ("query_id", "doc_id", "relevance")
 
 
-def _check_path(path: object, name: str) -> Path:
+def _check_path(path: object, name: str, what: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (str or os.PathLike); got {type(path).__name__}")
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"{name} must be an existing file; got {str(p)!r}, which does not exist")
+        raise ValueError(f"{name} must be an existing file; got the {what} {str(p)!r}, which does not exist")
     return p
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` for the non-blank lines of a text or ``.gz`` file."""
-    raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-    with raw, io.TextIOWrapper(raw, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            text = line.strip()
-            if text:
-                yield number, text
+def _lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for the non-blank lines of a text or ``.gz`` file, stripped."""
+    from uncertank.datasets._lines import read_lines
+
+    for number, line in read_lines(path, what):
+        text = line.strip()
+        if text:
+            yield number, text
 
 
 def _fast_fields(path: Path, n_fields: int) -> list[np.ndarray] | None:
@@ -80,8 +82,8 @@ def _fast_fields(path: Path, n_fields: int) -> list[np.ndarray] | None:
             quoting=csv.QUOTE_NONE, keep_default_na=False, na_values=[], skip_blank_lines=True,
             compression="gzip" if path.suffix == ".gz" else None, encoding="utf-8",
         )
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError):
-        return None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError, EOFError, OSError, zlib.error):
+        return None  # the line reader names the line (or the broken archive)
     # Without NA parsing, a missing field reads as "" (never a real whitespace-separated field).
     if df.empty or (df[n_fields] != "").any() or (df[list(range(n_fields))] == "").any().any():
         return None
@@ -126,7 +128,7 @@ def read_trec_run(path: str | os.PathLike[str], *, system: str | None = None) ->
     """
     import pandas as pd
 
-    p = _check_path(path, "path")
+    p = _check_path(path, "path", "run file")
     cols = _fast_fields(p, 6)
     if cols is not None:
         rank = pd.to_numeric(pd.Series(cols[3]), errors="coerce").to_numpy(dtype=np.float64)
@@ -158,7 +160,7 @@ def _read_trec_run_lines(p: Path, system: str | None) -> pd.DataFrame:
     scores: list[float] = []
     tags: list[str] = []
     first_line: dict[tuple[str, str, str], int] = {}
-    for number, text in _lines(p):
+    for number, text in _lines(p, "run file"):
         fields = text.split()
         where = f"{p}, line {number}"
         if len(fields) != 6:
@@ -231,7 +233,7 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     """
     import pandas as pd
 
-    p = _check_path(path, "path")
+    p = _check_path(path, "path", "qrels file")
     cols = _fast_fields(p, 4)
     if cols is not None:
         rel = pd.to_numeric(pd.Series(cols[3]), errors="coerce").to_numpy(dtype=np.float64)
@@ -256,7 +258,7 @@ def _read_qrels_lines(p: Path) -> pd.DataFrame:
     docs: list[str] = []
     rels: list[int] = []
     seen: dict[tuple[str, str], tuple[int, int]] = {}
-    for number, text in _lines(p):
+    for number, text in _lines(p, "qrels file"):
         fields = text.split()
         where = f"{p}, line {number}"
         if len(fields) != 4:

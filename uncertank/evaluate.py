@@ -1,0 +1,473 @@
+"""trec_eval-style effectiveness of TREC run files, with significance and calibration.
+
+:func:`evaluate_runs` reads one or more run files and a qrels file, computes
+the registered ranking metrics per query (and their means), compares every
+run with the first by a paired t-test over the queries they share with
+Holm-corrected p-values (:mod:`uncertank.stats`), and, when the scores are
+probabilities of relevance, the registered calibration metrics over all
+retrieved pairs. ``uncertank evaluate`` is its command line.
+
+What is evaluated matches ``trec_eval`` (and ``pytrec_eval``) defaults:
+
+- the queries of a run that the qrels judge (a query of the run with no
+  judgement at all is skipped; a judged query the run misses is not added);
+- documents ordered by descending score, ties by descending document id;
+  the rank field of the run is ignored;
+- a document is relevant when its grade is ``>= 1``; an unjudged document
+  counts as non-relevant; negative grades count as 0 (also as nDCG gains);
+- ``map`` divides by every relevant document of the query in the qrels, and
+  ``ndcg`` normalises by the ideal ranking of every judged document, both
+  including relevant documents the run did not retrieve (as trec_eval's
+  ``map``, ``map_cut_k``, ``ndcg`` and ``ndcg_cut_k``);
+- ``mrr`` is ``recip_rank``, ``recall_at_k`` (a hit in the top k) is
+  ``success_k``; ``rbp`` needs no normalisation. A plugin's ranking metric
+  sees the retrieved list only.
+
+Calibration metrics (with ``probabilities=True``) take every retrieved
+(query, document) pair with its binary label (grade >= 1); unjudged
+documents count as non-relevant.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from uncertank._io import to_jsonable
+from uncertank._types import RankedLists
+from uncertank._validation import check_choice
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from uncertank.metrics import Metric
+
+__all__ = [
+    "DEFAULT_EVALUATE_METRICS",
+    "EvaluationReport",
+    "RunScores",
+    "evaluate_runs",
+    "parse_metric",
+]
+
+Format = Literal["table", "csv", "json"]
+FORMATS: tuple[Format, ...] = ("table", "csv", "json")
+
+#: Default metrics of :func:`evaluate_runs`: MAP, MRR, nDCG@10, R@1 and R@10 (trec_eval's
+#: map, recip_rank, ndcg_cut_10, success_1 and success_10).
+DEFAULT_EVALUATE_METRICS: tuple[str | Mapping[str, Any], ...] = (
+    "map",
+    "mrr",
+    {"name": "ndcg", "k": 10},
+    {"name": "recall_at_k", "k": 1},
+    {"name": "recall_at_k", "k": 10},
+)
+
+#: Calibration metrics added with ``probabilities=True`` when none is named.
+DEFAULT_CALIBRATION_METRICS: tuple[str | Mapping[str, Any], ...] = ("ece", "brier", "nll")
+
+
+def parse_metric(text: str) -> str | dict[str, Any]:
+    """Parse a command-line metric: ``"map"`` or ``"ndcg:k=5"`` / ``"ece:n_bins=15,strategy=quantile"``.
+
+    Values are read as JSON where they parse (``5``, ``0.8``, ``true``,
+    ``null``) and kept as strings otherwise.
+
+    Examples
+    --------
+    >>> parse_metric("recall_at_k:k=5")
+    {'name': 'recall_at_k', 'k': 5}
+    >>> parse_metric("ece:strategy=quantile,n_bins=20")
+    {'name': 'ece', 'strategy': 'quantile', 'n_bins': 20}
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"a metric must be a name such as 'map' or 'ndcg:k=5'; got {text!r}")
+    name, sep, rest = text.strip().partition(":")
+    if not sep:
+        return name
+    entry: dict[str, Any] = {"name": name}
+    for part in rest.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"metric {text!r}: options are key=value pairs separated by commas; got {part!r}")
+        try:
+            entry[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            entry[key.strip()] = value.strip()
+    return entry
+
+
+@dataclass(frozen=True, eq=False)
+class RunScores:
+    """One run's per-query values and summary.
+
+    Attributes
+    ----------
+    name : str
+        The run's name (its file name).
+    query_ids : list of n_queries str
+        The evaluated queries, in numeric order when every id is an integer.
+    per_query : dict of str to ndarray of shape (n_queries,)
+        Per-query values of each ranking metric, keyed by its label.
+    summary : dict of str to float
+        The mean of each ranking metric over the queries, and each
+        calibration metric over all retrieved pairs.
+    n_pairs : int
+        Retrieved (query, document) pairs evaluated.
+    """
+
+    name: str
+    query_ids: list[str]
+    per_query: dict[str, NDArray[np.float64]]
+    summary: dict[str, float]
+    n_pairs: int
+
+
+@dataclass(frozen=True, eq=False)
+class EvaluationReport:
+    """What :func:`evaluate_runs` returns.
+
+    Attributes
+    ----------
+    runs : list of RunScores
+        In the order given; the first is the baseline of the comparisons.
+    metrics : list of str
+        Labels of the metrics, in order (ranking first, then calibration).
+    ranking : list of str
+        Labels of the ranking metrics (those with per-query values).
+    comparisons : dict of str to dict of str to dict
+        For every run after the first, per ranking metric: ``n`` (shared
+        queries), ``mean_difference`` (run minus first), ``pvalue`` (paired
+        t-test, two-sided) and ``pvalue_holm`` (Holm-corrected over the
+        runs compared with the first, per metric).
+    alpha : float
+        Significance level of the markers.
+    """
+
+    runs: list[RunScores]
+    metrics: list[str]
+    ranking: list[str]
+    comparisons: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    alpha: float = 0.05
+
+    def significant(self, run: str, metric: str) -> bool:
+        """Whether ``run`` differs from the first run on ``metric`` (Holm-corrected p < alpha)."""
+        comp = self.comparisons.get(run, {}).get(metric)
+        return comp is not None and math.isfinite(comp["pvalue_holm"]) and comp["pvalue_holm"] < self.alpha
+
+    # -- renderings ---------------------------------------------------------------------------
+
+    def to_frame(self, *, per_query: bool = False) -> pd.DataFrame:
+        """A pandas DataFrame: one row per run (or per run and query with ``per_query``), one column per metric."""
+        import pandas as pd
+
+        if per_query:
+            rows = [
+                {"run": r.name, "query_id": q, **{m: float(r.per_query[m][i]) for m in self.ranking}}
+                for r in self.runs for i, q in enumerate(r.query_ids)
+            ]
+            return pd.DataFrame(rows, columns=["run", "query_id", *self.ranking])
+        rows = [{"run": r.name, "n_queries": len(r.query_ids), **r.summary} for r in self.runs]
+        return pd.DataFrame(rows, columns=["run", "n_queries", *self.metrics])
+
+    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
+        """Plain JSON values: metrics, per-run summaries, comparisons (and per-query values)."""
+        out: dict[str, Any] = {
+            "metrics": list(self.metrics),
+            "baseline": self.runs[0].name,
+            "alpha": self.alpha,
+            "runs": {
+                r.name: {"n_queries": len(r.query_ids), "n_pairs": r.n_pairs, "summary": dict(r.summary)}
+                for r in self.runs
+            },
+            "comparisons": self.comparisons,
+        }
+        if per_query:
+            for r in self.runs:
+                out["runs"][r.name]["per_query"] = {
+                    q: {m: float(r.per_query[m][i]) for m in self.ranking} for i, q in enumerate(r.query_ids)
+                }
+        return to_jsonable(out)  # type: ignore[no-any-return]
+
+    def render(self, fmt: Format = "table", *, per_query: bool = False, digits: int = 4) -> str:
+        """The report as text: an aligned ``table``, ``csv`` or ``json``.
+
+        The table marks with ``†`` a value that differs from the first run's
+        with a Holm-corrected p-value below ``alpha``; CSV and JSON carry the
+        p-values themselves (CSV in columns ``<metric> p`` and ``<metric> p_holm``).
+        """
+        fmt = check_choice(fmt, "fmt", FORMATS)
+        if fmt == "json":
+            return json.dumps(self.to_dict(per_query=per_query), indent=2) + "\n"
+        if per_query:
+            header = ["run", "query_id", *self.ranking]
+            rows = [
+                [r.name, q, *(_fmt(r.per_query[m][i], digits) for m in self.ranking)]
+                for r in self.runs for i, q in enumerate(r.query_ids)
+            ]
+            if fmt == "table":  # trec_eval's "all" lines; CSV keeps to the per-query values
+                for r in self.runs:
+                    rows.append([r.name, "all", *(_fmt(r.summary[m], digits) for m in self.ranking)])
+        else:
+            header = ["run", "queries", *self.metrics]
+            rows = []
+            for r in self.runs:
+                cells = [r.name, str(len(r.query_ids))]
+                for m in self.metrics:
+                    mark = "†" if fmt == "table" and self.significant(r.name, m) else ""
+                    cells.append(_fmt(r.summary[m], digits) + mark)
+                rows.append(cells)
+            if fmt == "csv" and len(self.runs) > 1:
+                header += [f"{m} {p}" for m in self.ranking for p in ("p", "p_holm")]
+                for r, cells in zip(self.runs, rows, strict=True):
+                    for m in self.ranking:
+                        comp = self.comparisons.get(r.name, {}).get(m)
+                        cells += ["", ""] if comp is None else [repr(comp["pvalue"]), repr(comp["pvalue_holm"])]
+        if fmt == "csv":
+            buf = io.StringIO()
+            writer = csv.writer(buf, lineterminator="\n")
+            writer.writerow(header)
+            writer.writerows(rows)
+            return buf.getvalue()
+        widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
+        lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
+        lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        if len(self.runs) > 1 and not per_query:
+            lines.append(
+                f"† differs from {self.runs[0].name} (paired t-test over shared queries, "
+                f"Holm-corrected p < {self.alpha})"
+            )
+        return "\n".join(lines) + "\n"
+
+
+def _fmt(value: float, digits: int) -> str:
+    return "nan" if not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+# --------------------------------------------------------------------------- trec_eval normalisation
+
+
+def _ideal_dcg(gains: NDArray[np.float64], owner: NDArray[np.int64], n: int, k: int | None) -> NDArray[np.float64]:
+    """Per query, the DCG of its judged gains sorted descending, cut at ``k``.
+
+    ``gains`` of shape (n_judged,) belong to query ``owner``; the discount is
+    ``1 / log2(rank + 1)`` as in :func:`uncertank.metrics.ndcg_at_k`.
+    """
+    order = np.lexsort((-gains, owner))
+    g, o = gains[order], owner[order]
+    starts = np.searchsorted(o, np.arange(n))
+    rank = np.arange(o.size) - starts[o]  # 0-based rank within the query
+    keep = g > 0 if k is None else (g > 0) & (rank < k)
+    return np.bincount(o[keep], weights=g[keep] / np.log2(rank[keep] + 2.0), minlength=n).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """Per evaluated query, what the qrels hold beyond the retrieved list."""
+
+    n_relevant: NDArray[np.float64]  # relevant documents in the qrels, shape (n_queries,)
+    gains: NDArray[np.float64]  # positive grades of every judged document, flat
+    owner: NDArray[np.int64]  # their query index
+
+
+def _judged(lists: RankedLists, qrels: pd.DataFrame) -> _Judged:
+    import pandas as pd
+
+    assert lists.query_ids is not None
+    index = pd.Index(list(lists.query_ids))
+    q = index.get_indexer(pd.Index(qrels["query_id"].astype(str)))
+    rel = qrels["relevance"].to_numpy(dtype=np.float64)
+    keep = (q >= 0) & (rel > 0)
+    owner = q[keep].astype(np.int64)
+    gains = rel[keep]
+    n_rel = np.bincount(owner, minlength=lists.n_queries).astype(np.float64)
+    return _Judged(n_rel, gains, owner)
+
+
+def _retrieved_stats(lists: RankedLists) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    rel = (lists.labels > 0).astype(np.float64)
+    return np.bincount(lists.query_index, weights=rel, minlength=lists.n_queries).astype(np.float64), lists.query_index
+
+
+def _trec_normalised(metric: Metric, lists: RankedLists, judged: _Judged) -> NDArray[np.float64]:
+    """Per-query values of ``metric``, renormalised as trec_eval for ``map`` and ``ndcg``."""
+    values = np.asarray(metric(lists, per_query=True), dtype=np.float64)
+    if metric.name == "map":
+        rel_ret, _ = _retrieved_stats(lists)
+        # AP over the retrieved list divides by the relevant retrieved; trec_eval by all relevant
+        return np.divide(values * rel_ret, judged.n_relevant, out=np.zeros_like(values),
+                         where=judged.n_relevant > 0)
+    if metric.name == "ndcg":
+        k = metric.options.get("k")
+        ideal_ret = _ideal_dcg(lists.labels.astype(np.float64), lists.query_index, lists.n_queries, k)
+        ideal_all = _ideal_dcg(judged.gains, judged.owner, lists.n_queries, k)
+        return np.divide(values * ideal_ret, ideal_all, out=np.zeros_like(values), where=ideal_all > 0)
+    return values
+
+
+# --------------------------------------------------------------------------- the evaluation
+
+
+def _run_name(path: str | os.PathLike[str], taken: set[str]) -> str:
+    name = Path(path).name
+    return str(path) if name in taken else name
+
+
+def evaluate_runs(
+    runs: Sequence[str | os.PathLike[str]],
+    qrels: str | os.PathLike[str] | pd.DataFrame,
+    *,
+    metrics: Sequence[str | Mapping[str, Any] | Metric] | None = None,
+    probabilities: bool = False,
+    alpha: float = 0.05,
+) -> EvaluationReport:
+    r"""Evaluate TREC run files against qrels, trec_eval style.
+
+    Parameters
+    ----------
+    runs : sequence of paths
+        One or more run files (``qid Q0 docno rank score tag``, ``.gz``
+        allowed); each file is one run whatever its tags, named by its file
+        name. The first is the baseline of the significance tests.
+    qrels : path or pandas.DataFrame
+        The judgements (``qid iter docno rel``), or a frame as
+        :func:`uncertank.datasets.read_qrels` returns.
+    metrics : sequence, optional
+        Entries for :func:`uncertank.metrics.resolve_metrics`: registered
+        names (``"map"``) or mappings with options (``{"name": "ndcg", "k":
+        5}``). Default :data:`DEFAULT_EVALUATE_METRICS`, plus ``ece``,
+        ``brier`` and ``nll`` when ``probabilities`` is set. A calibration
+        metric needs ``probabilities=True``.
+    probabilities : bool
+        The scores are probabilities of relevance in [0, 1]: calibration
+        metrics are computed (a score outside [0, 1] is an error).
+    alpha : float
+        Significance level of the markers in the table, in (0, 1).
+
+    Returns
+    -------
+    EvaluationReport
+
+    Raises
+    ------
+    ValueError
+        A malformed run or qrels file (the message names the file and
+        line), no judged query in a run, an unknown metric or option, a
+        calibration metric without ``probabilities``, or scores outside
+        [0, 1] with it.
+
+    Notes
+    -----
+    See the module notes for the conventions, which are trec_eval's; the
+    test suite checks every built-in ranking metric against ``pytrec_eval``
+    on bundled files. Significance: for every run after the first and every
+    ranking metric, Student's paired t-test (:func:`uncertank.stats.paired_ttest`)
+    over the queries both runs evaluate; the p-values of one metric are
+    Holm-corrected over the runs compared (:func:`uncertank.stats.holm`).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "qrels").write_text("1 0 a 1\n1 0 b 0\n1 0 c 1\n")
+    >>> _ = (d / "run").write_text("1 Q0 a 1 0.9 x\n1 Q0 b 2 0.8 x\n")
+    >>> rep = evaluate_runs([d / "run"], d / "qrels")
+    >>> rep.runs[0].summary["MAP"]  # (1/1) / 2 relevant: c is relevant but not retrieved
+    0.5
+    """
+    from uncertank.datasets.trec import _QRELS_COLUMNS, _as_frame, ranked_lists_from_run, read_qrels, read_trec_run
+    from uncertank.metrics import resolve_metrics
+    from uncertank.stats import holm, paired_ttest
+
+    if isinstance(runs, (str, os.PathLike)) or not isinstance(runs, Sequence) or not runs:
+        raise TypeError(f"runs must be a non-empty sequence of run file paths; got {runs!r}")
+    if not isinstance(probabilities, bool):
+        raise TypeError(f"probabilities must be a bool; got {type(probabilities).__name__}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    entries = list(DEFAULT_EVALUATE_METRICS) if metrics is None else list(metrics)
+    if metrics is None and probabilities:
+        entries += list(DEFAULT_CALIBRATION_METRICS)
+    resolved = resolve_metrics(entries)
+    if not resolved:
+        raise ValueError("metrics must name at least one metric; got none")
+    for m in resolved:
+        if m.needs_probabilities and not probabilities:
+            raise ValueError(
+                f"metric {m.display_label!r} needs probabilities; pass probabilities=True "
+                "(--probabilities) when the run scores are probabilities of relevance"
+            )
+    ranking = [m for m in resolved if m.per_query and not m.needs_probabilities]
+    ranking_ids = {id(m) for m in ranking}
+    labels = [m.display_label for m in resolved]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"metrics must be distinct; got the labels {labels}")
+
+    qrels_df = _as_frame(qrels, "qrels", _QRELS_COLUMNS, read_qrels)
+    results: list[RunScores] = []
+    taken: set[str] = set()
+    for path in runs:
+        name = _run_name(path, taken)
+        taken.add(name)
+        frame = read_trec_run(path, system=name)  # one run per file: duplicates are named by line
+        try:
+            lists = ranked_lists_from_run(frame, qrels_df)
+        except ValueError as exc:
+            raise ValueError(f"run file {path}: {exc}") from None
+        judged = _judged(lists, qrels_df)
+        per_query: dict[str, NDArray[np.float64]] = {}
+        summary: dict[str, float] = {}
+        for m in resolved:
+            label = m.display_label
+            if id(m) in ranking_ids:
+                values = _trec_normalised(m, lists, judged)
+                per_query[label] = values
+                summary[label] = float(values.mean())
+            else:
+                if m.needs_probabilities:
+                    bad = (lists.scores < 0) | (lists.scores > 1)
+                    if bad.any():
+                        raise ValueError(
+                            f"run file {path}: --probabilities needs scores in [0, 1]; "
+                            f"{int(bad.sum())} scores lie outside, e.g. {float(lists.scores[bad][0])!r}"
+                        )
+                summary[label] = float(m(lists))
+        assert lists.query_ids is not None
+        results.append(RunScores(name, list(lists.query_ids), per_query, summary, lists.n_pairs))
+
+    comparisons: dict[str, dict[str, dict[str, float]]] = {r.name: {} for r in results[1:]}
+    base = results[0]
+    for m in ranking:
+        label = m.display_label
+        raw: list[float] = []
+        for r in results[1:]:
+            shared, ia, ib = np.intersect1d(r.query_ids, base.query_ids, return_indices=True)
+            a, b = r.per_query[label][ia], base.per_query[label][ib]
+            if shared.size >= 2 and not np.array_equal(a, b):
+                res = paired_ttest(a, b)
+                p, diff = res.pvalue, res.mean_difference
+            else:
+                p, diff = (1.0 if shared.size >= 2 else math.nan), float((a - b).mean()) if shared.size else math.nan
+            comparisons[r.name][label] = {"n": int(shared.size), "mean_difference": diff, "pvalue": p}
+            raw.append(p)
+        if raw:
+            finite = np.array([math.isfinite(p) for p in raw])
+            adjusted = np.full(len(raw), math.nan)
+            if finite.any():
+                adjusted[finite] = holm(np.asarray(raw)[finite])
+            for r, p_adj in zip(results[1:], adjusted.tolist(), strict=True):
+                comparisons[r.name][label]["pvalue_holm"] = p_adj
+    ranking_labels = [m.display_label for m in ranking]
+    ordered = ranking_labels + [lab for lab in labels if lab not in ranking_labels]
+    return EvaluationReport(results, ordered, ranking_labels, comparisons, float(alpha))
