@@ -115,6 +115,34 @@ def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False
     click.echo(f"Report: {out_dir}/report.html (and results.json, report.md, figures/)")
 
 
+@cli.command("evaluate")
+@click.option("--run", "runs", multiple=True, required=True, type=click.Path(dir_okay=False),
+              help="A TREC run file (repeat for several; the first is the baseline of the significance tests).")
+@click.option("--qrels", required=True, type=click.Path(dir_okay=False), help="The TREC qrels file.")
+@click.option("--metric", "-m", "metrics", multiple=True,
+              help="A registered metric, with options as 'ndcg:k=5' (repeatable). "
+                   "Default: map, mrr, ndcg:k=10, recall_at_k:k=1, recall_at_k:k=10.")
+@click.option("--per-query", is_flag=True, help="One row per run and query instead of the means.")
+@click.option("--probabilities", is_flag=True,
+              help="The scores are probabilities of relevance: add calibration (ECE, Brier, NLL by default).")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the † marks.")
+def evaluate_command(runs: tuple[str, ...], qrels: str, metrics: tuple[str, ...], per_query: bool,
+                     probabilities: bool, fmt: str, alpha: float) -> None:
+    """trec_eval-style effectiveness of TREC run files (see docs/trec.md); exit 2 on a bad file."""
+    import sys
+
+    from uncertank.evaluate import evaluate_runs, parse_metric
+
+    try:
+        entries = [parse_metric(m) for m in metrics] or None
+        report = evaluate_runs(list(runs), qrels, metrics=entries, probabilities=probabilities, alpha=alpha)
+    except (ValueError, TypeError, OSError) as exc:
+        click.echo(f"uncertank evaluate: {' '.join(str(exc).split())}", err=True)
+        sys.exit(2)
+    click.echo(report.render(fmt, per_query=per_query), nl=False)  # type: ignore[arg-type]
+
+
 def _attach_commands() -> None:
     """Attach sub-commands that live next to the code they drive (imported lazily inside)."""
     from uncertank.bayes.cli import compare_command
