@@ -288,3 +288,21 @@ def test_report_round_trips_through_json():
     assert list(report.to_frame()["run"]) == ["edge-a.run", "edge-b.run"]
     with pytest.raises(ValueError, match="fmt must be one of 'table', 'csv', 'json'"):
         report.render("xml")  # type: ignore[arg-type]
+
+
+def test_docs_example_runs_and_prints_what_the_docs_show(monkeypatch):
+    import re
+    import shlex
+
+    root = Path(__file__).parents[1]
+    text = (root / "docs" / "trec.md").read_text(encoding="utf-8")
+    block = re.search(r"```console\n\$ (uncertank evaluate .*?)\n(.*?)```", text, re.S)
+    assert block is not None
+    command, shown = block.group(1), block.group(2)
+    monkeypatch.chdir(root)
+    res = CliRunner().invoke(cli, shlex.split(command)[1:])
+    assert res.exit_code == 0, res.output
+    assert res.output == shown
+    code = re.search(r"```python\n(from uncertank.evaluate import evaluate_runs.*?)```", text, re.S)
+    assert code is not None
+    exec(compile(code.group(1), "trec.md", "exec"), {"__name__": "docs"})
