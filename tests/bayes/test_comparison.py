@@ -14,6 +14,7 @@ from uncertank.bayes import (
     ConvergenceWarning,
     SystemComparison,
     compare,
+    linear_predictor,
     urisk,
     zrisk,
 )
@@ -158,7 +159,7 @@ def test_diagnostics_pass_warn_and_strict():
     with pytest.warns(ConvergenceWarning, match="3 divergent transitions"):
         assert div.diagnostics().n_divergences == 3
     one = _fake(n_chains=1, seed=3)
-    with pytest.warns(ConvergenceWarning, match="R-hat needs at least 2 chains"):
+    with pytest.warns(ConvergenceWarning, match="R-hat unavailable with 1 chain"):
         assert np.isnan(one.diagnostics().max_rhat)
     short = _fake(n_draws=40, seed=4)
     with pytest.warns(ConvergenceWarning, match="min bulk ESS"):
@@ -173,7 +174,7 @@ def test_posterior_predictive_zoib_in_unit_interval_and_moments():
     assert (rep == 0).any() and (rep == 1).any()
     # E[y] = (1 - zoi) mu + zoi coi, averaged over the same draws
     idx = cmp._draw_index(2000)
-    mu = 1 / (1 + np.exp(-cmp._linear_predictor(idx)))
+    mu = 1 / (1 + np.exp(-linear_predictor(cmp.params(idx), cmp.design)[:, cmp.design.obs_cell]))
     zoi = cmp._flat("zoi")[idx, None]
     coi = cmp._flat("coi")[idx, None]
     expected = ((1 - zoi) * mu + zoi * coi).mean(axis=0)
@@ -299,7 +300,7 @@ def test_plots(tmp_path: Path):
     ("kwargs", "exc", "match"),
     [
         ({"family": "beta"}, ValueError, "family must be one of 'gaussian', 'zoib', 'zoib_rank'"),
-        ({"sampler": "stan"}, ValueError, "sampler must be one of 'pymc', 'nutpie', 'numpyro'"),
+        ({"sampler": "stan"}, ValueError, "sampler must be one of 'auto', 'pymc', 'nutpie', 'numpyro'"),
         ({"draws": 0}, ValueError, "draws must be an integer >= 1"),
         ({"chains": 2.0}, TypeError, "chains must be an integer"),
         ({"tune": -1}, ValueError, "tune must be an integer >= 0"),
@@ -307,7 +308,13 @@ def test_plots(tmp_path: Path):
         ({"seed": "0"}, TypeError, "seed must be an integer >= 0"),
         ({"target_accept": 1.0}, ValueError, r"target_accept must lie in \(0, 1\)"),
         ({"drop_bottom": 1.0}, ValueError, r"drop_bottom must lie in \[0, 1\)"),
-        ({"model_options": {"rank_effect": "linear"}}, ValueError, "model_options apply to family 'zoib_rank'"),
+        ({"model_options": {"rank_effect": "linear"}}, ValueError,
+         r"model_options for family 'zoib' take \['sufficient', 'centred'\]; got unknown \['rank_effect'\]"),
+        ({"target_ess": 0}, ValueError, "target_ess must be a number > 0 or None; got 0"),
+        ({"target_ess": 100, "time_budget": -1}, ValueError, "time_budget must be a number of seconds > 0"),
+        ({"time_budget": 10}, ValueError, "time_budget applies with target_ess only"),
+        ({"max_draws": 10}, ValueError, "max_draws applies with target_ess only"),
+        ({"target_ess": 100, "max_draws": 10}, ValueError, "max_draws must be an integer >= 1000"),
         ({"cores": 0}, ValueError, "cores must be an integer >= 1"),
     ],
 )

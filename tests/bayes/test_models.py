@@ -39,14 +39,22 @@ def _half_t(x, scale):
 
 def _effects(pt, sys_code, top_code, scale=2.5):
     sd_s, sd_t = np.exp(pt["sd_system_log__"]), np.exp(pt["sd_topic_log__"])
-    prior = (_half_t(sd_s, scale) + _half_t(sd_t, scale)
-             + stats.norm.logpdf(pt["z_system"]).sum() + stats.norm.logpdf(pt["z_topic"]).sum())
-    return sd_s * pt["z_system"][sys_code] + sd_t * pt["z_topic"][top_code], prior
+    prior = _half_t(sd_s, scale) + _half_t(sd_t, scale)
+    if "z_system" in pt:  # non-centred: r = sd * z, z ~ N(0, 1)
+        prior += stats.norm.logpdf(pt["z_system"]).sum() + stats.norm.logpdf(pt["z_topic"]).sum()
+        return sd_s * pt["z_system"][sys_code] + sd_t * pt["z_topic"][top_code], prior
+    prior += stats.norm.logpdf(pt["r_system"], 0, sd_s).sum() + stats.norm.logpdf(pt["r_topic"], 0, sd_t).sum()
+    return pt["r_system"][sys_code] + pt["r_topic"][top_code], prior
 
 
-def test_gaussian_logp_equals_scipy():
+VARIANTS = pytest.mark.parametrize(("sufficient", "centred"), [(True, True), (False, True), (True, False),
+                                                               (False, False)])
+
+
+@VARIANTS
+def test_gaussian_logp_equals_scipy(sufficient, centred):
     y = np.random.default_rng(0).normal(0.5, 0.3, S * T)
-    model = gaussian(SYS, TOP, y)
+    model = gaussian(SYS, TOP, y, sufficient=sufficient, centred=centred)
     assert model.coords["system"] == ("sys0", "sys1", "sys2")
     assert model.coords["topic"] == tuple(range(T))
     pt = _random_point(model, 1)
@@ -58,9 +66,10 @@ def test_gaussian_logp_equals_scipy():
     assert _logp(model, pt) == pytest.approx(ref, abs=1e-6)
 
 
-def test_zoib_logp_equals_scipy():
+@VARIANTS
+def test_zoib_logp_equals_scipy(sufficient, centred):
     y = _scores()
-    model = zoib(SYS, TOP, y)
+    model = zoib(SYS, TOP, y, sufficient=sufficient, centred=centred)
     pt = _random_point(model, 2)
     eff, prior = _effects(pt, np.repeat(np.arange(S), T), TOP)
     phi = np.exp(pt["phi_log__"])
@@ -73,14 +82,15 @@ def test_zoib_logp_equals_scipy():
     assert _logp(model, pt) == pytest.approx(ref, abs=1e-6)
 
 
+@VARIANTS
 @pytest.mark.parametrize("rank_effect", ["linear", "categorical"])
-def test_zoib_rank_logp_equals_scipy(rank_effect):
+def test_zoib_rank_logp_equals_scipy(rank_effect, sufficient, centred):
     sys_ = np.repeat(SYS, 3)
     top = np.repeat(TOP, 3)
     rank = np.tile([1, 2, 3], S * T)
     y = np.random.default_rng(3).uniform(0.0, 0.2, rank.size)
     y[::4] = 0.0  # gains: many zeros, no ones
-    model = zoib_rank(sys_, top, rank, y, rank_effect=rank_effect)
+    model = zoib_rank(sys_, top, rank, y, rank_effect=rank_effect, sufficient=sufficient, centred=centred)
     assert "coi" not in model.named_vars  # one_inflation defaults to False without ones
     assert model.coords["rank"] == (1, 2, 3)
     pt = _random_point(model, 4)

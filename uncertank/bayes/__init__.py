@@ -10,25 +10,31 @@ Typical use::
 
     from uncertank.bayes import compare, frame_from_trec_covid
 
-    cmp = compare(frame_from_trec_covid("zoib"), family="zoib", sampler="nutpie")
+    cmp = compare(frame_from_trec_covid("zoib"), family="zoib", target_ess=10_000)
+    cmp.diagnostics().ok                     # R-hat, ESS, divergences all pass
     cmp.system_effects()                     # posterior mean and 95% interval per system
     cmp.distinguishable("best")              # systems the best one is credibly better than
     cmp.urisk("bm25_baseline", r=2)          # URisk on posterior predictive replicates
+    cmp.write_ppc_figure("ppc.png")          # the posterior predictive check, into a file
 """
 
 from __future__ import annotations
 
-from uncertank.bayes.comparison import (
-    SAMPLERS,
-    ConvergenceError,
-    ConvergenceWarning,
-    Diagnostics,
-    SystemComparison,
-    compare,
-)
+from uncertank.bayes.comparison import SystemComparison
 from uncertank.bayes.data import check_frame, drop_bottom_systems, frame_from_runs, frame_from_trec_covid
+from uncertank.bayes.diagnostics import ConvergenceError, ConvergenceWarning, Diagnostics, SamplingError
+from uncertank.bayes.fit import SAMPLERS, Gate, compare
 from uncertank.bayes.likelihood import zoib_logp_graph, zoib_logpdf, zoib_rvs
-from uncertank.bayes.models import FAMILIES, gaussian, zoib, zoib_rank
+from uncertank.bayes.models import (
+    FAMILIES,
+    Design,
+    design,
+    gaussian,
+    linear_predictor,
+    posterior_predictive,
+    zoib,
+    zoib_rank,
+)
 from uncertank.bayes.risk import CONVENTIONS, georisk, loss_weight, urisk, zrisk
 
 __all__ = [
@@ -37,16 +43,22 @@ __all__ = [
     "SAMPLERS",
     "ConvergenceError",
     "ConvergenceWarning",
+    "Design",
     "Diagnostics",
+    "Gate",
+    "SamplingError",
     "SystemComparison",
     "check_frame",
     "compare",
+    "design",
     "drop_bottom_systems",
     "frame_from_runs",
     "frame_from_trec_covid",
     "gaussian",
     "georisk",
+    "linear_predictor",
     "loss_weight",
+    "posterior_predictive",
     "urisk",
     "zoib",
     "zoib_logp_graph",

@@ -17,13 +17,12 @@ atomically. PyMC is imported only when the command runs.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from uncertank._io import atomic_write_text
+from uncertank._io import atomic_write_text, to_jsonable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,19 +34,7 @@ __all__ = ["BUNDLED", "compare_command"]
 #: The name that selects the bundled TREC-COVID round 1 data.
 BUNDLED = "trec-covid-round1"
 _FAMILIES = ("gaussian", "zoib", "zoib_rank")
-_SAMPLERS = ("pymc", "nutpie", "numpyro")
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
+_SAMPLERS = ("auto", "pymc", "nutpie", "numpyro")
 
 
 def _load_source(
@@ -115,6 +102,7 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
         "family": cmp.family, "sampler": cmp.sampler, "n_systems": len(cmp.systems),
         "n_topics": len(cmp.topics), "n_obs": len(cmp.data), "chains": cmp.n_chains,
         "draws": cmp.n_draws, "timings": cmp.timings, "diagnostics": cmp.diagnostics().to_dict(),
+        "gate": None if cmp.gate is None else cmp.gate.to_dict(),
         "distinguishable": distinguishable,
         "effects": effects.to_dict(orient="records"),
     }
@@ -124,7 +112,7 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
             "tables": {f"r={r:g}": cmp.urisk(baseline, r=r, convention=convention).to_dict(orient="records")  # type: ignore[arg-type]
                        for r in risk_r},
         }
-    return _jsonable(out)  # type: ignore[no-any-return]
+    return to_jsonable(out)  # type: ignore[no-any-return]
 
 
 @click.command("compare")
@@ -136,8 +124,13 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
 @click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")
 @click.option("--chains", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--sampler", type=click.Choice(_SAMPLERS), default="pymc", show_default=True,
-              help="NUTS implementation (nutpie is faster once compiled).")
+@click.option("--sampler", type=click.Choice(_SAMPLERS), default="auto", show_default=True,
+              help="NUTS implementation; auto: nutpie when installed (faster), else pymc.")
+@click.option("--target-ess", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Keep sampling until every parameter's bulk ESS reaches this with R-hat <= 1.01 "
+                   "(the paper: 10000).")
+@click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds of sampling allowed to reach --target-ess.")
 @click.option("--drop-bottom", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0, show_default=True,
               help="Fraction of systems, lowest mean score first, discarded before fitting.")
 @click.option("--baseline", default=None,
@@ -160,7 +153,8 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
 @click.option("--progress/--no-progress", default=False, show_default=True, help="Show the sampler's progress.")
 def compare_command(
     source: str, qrels: str | None, family: str, draws: int, tune: int, chains: int, seed: int, sampler: str,
-    drop_bottom: float, baseline: str | None, risk_r: tuple[float, ...], convention: str, phi: float,
+    target_ess: float | None, time_budget: float | None, drop_bottom: float, baseline: str | None,
+    risk_r: tuple[float, ...], convention: str, phi: float,
     depth: int | None, gain: str, all_systems: bool, output: Path, strict: bool, plots: bool, progress: bool,
 ) -> None:
     """Compare systems with a Bayesian hierarchical model (Benham, Moffat & Culpepper, ECIR 2021).
@@ -169,7 +163,8 @@ def compare_command(
     a folder of TREC run files (then QRELS is required), or trec-covid-round1
     for the bundled TREC-COVID round 1 data.
     """
-    from uncertank.bayes.comparison import ConvergenceError, compare
+    from uncertank.bayes.diagnostics import ConvergenceError, SamplingError
+    from uncertank.bayes.fit import compare, default_sampler
     from uncertank.datasets.trec import TREC_COVID_ROUND1_BM25_BASELINE
 
     df, label = _load_source(source, qrels, family=family, all_systems=all_systems, phi=phi, depth=depth,
@@ -178,13 +173,18 @@ def compare_command(
         baseline = TREC_COVID_ROUND1_BM25_BASELINE
     if baseline is not None and baseline not in set(df["system"].astype(str)):
         raise click.BadParameter(f"{baseline!r} is not a system of {label}", param_hint="--baseline")
+    if time_budget is not None and target_ess is None:
+        raise click.UsageError("--time-budget applies with --target-ess only")
+    chosen = default_sampler() if sampler == "auto" else sampler
+    gate = "" if target_ess is None else f", until bulk ESS {target_ess:g}"
     click.echo(f"fitting {family} on {label}: {df['system'].nunique()} systems, "
-               f"{df['topic'].nunique()} topics, {len(df)} rows ({sampler}, {chains}x{draws})", err=True)
+               f"{df['topic'].nunique()} topics, {len(df)} rows ({chosen}, {chains}x{draws}{gate})", err=True)
     try:
+        # Ctrl-C raises KeyboardInterrupt out of compare() whatever the sampler: nothing below runs
         cmp = compare(df, family=family, draws=draws, tune=tune, chains=chains, seed=seed,  # type: ignore[arg-type]
-                      sampler=sampler, drop_bottom=drop_bottom, strict=strict,  # type: ignore[arg-type]
-                      progressbar=progress)
-    except ConvergenceError as exc:
+                      sampler=chosen, drop_bottom=drop_bottom, strict=strict,  # type: ignore[arg-type]
+                      progressbar=progress, target_ess=target_ess, time_budget=time_budget)
+    except (ConvergenceError, SamplingError) as exc:
         raise click.ClickException(str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -195,7 +195,8 @@ def compare_command(
     results = summarise(cmp, baseline=baseline, risk_r=tuple(risk_r), convention=convention)
     results["source"] = label
     results["settings"] = {"tune": tune, "seed": seed, "drop_bottom": drop_bottom, "phi": phi, "depth": depth,
-                           "gain": gain, "all_systems": all_systems}
+                           "gain": gain, "all_systems": all_systems, "target_ess": target_ess,
+                           "time_budget": time_budget}
     atomic_write_text(output / "results.json", json.dumps(results, indent=2) + "\n")
     atomic_write_text(output / "effects.csv", cmp.system_effects().to_csv(index=False))
     cmp.to_netcdf(output / "posterior.nc")
@@ -203,14 +204,14 @@ def compare_command(
     if plots:
         written += _write_plots(cmp, output)
     d = results["distinguishable"]
-    diag = results["diagnostics"]
     click.echo(
         f"best {d['best']['system']}: distinguishable from {d['best']['interval']} systems "
         f"(intervals), {d['best']['contrast']} (contrasts); worst {d['worst']['system']}: "
         f"{d['worst']['interval']} and {d['worst']['contrast']}"
     )
-    click.echo(f"R-hat max {diag['max_rhat']:.3f}, bulk ESS min {diag['min_ess_bulk']:.0f}, "
-               f"{diag['n_divergences']} divergences; wrote {', '.join(written)} to {output}")
+    if cmp.gate is not None:
+        click.echo(f"ESS gate: {cmp.gate.reason} after {cmp.gate.draws} draws per chain")
+    click.echo(f"{cmp.diagnostics().summary()}; wrote {', '.join(written)} to {output}")
 
 
 def _write_plots(cmp: SystemComparison, output: Path) -> list[str]:
@@ -220,19 +221,9 @@ def _write_plots(cmp: SystemComparison, output: Path) -> list[str]:
         click.echo('matplotlib is missing (pip install "uncertank[plot]"): no plots', err=True)
         return []
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from uncertank._io import atomic_path
-
-    written = []
-    for name, draw in (("effects.png", lambda: cmp.plot_effects()), ("ppc.png", lambda: cmp.plot_ppc())):
-        fig: Any = draw().figure
-        fig.tight_layout()
-        with atomic_path(output / name) as tmp:
-            fig.savefig(tmp, dpi=120, format="png")
-        plt.close(fig)
-        written.append(name)
-    return written
+    cmp.write_effects_figure(output / "effects.png")
+    cmp.write_ppc_figure(output / "ppc.png")
+    return ["effects.png", "ppc.png"]
 
 
 if __name__ == "__main__":  # pragma: no cover - ``python -m uncertank.bayes.cli``

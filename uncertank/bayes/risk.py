@@ -23,7 +23,7 @@ higher is better under both conventions.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -31,7 +31,12 @@ from scipy import special
 
 from uncertank._validation import check_choice
 
-__all__ = ["CONVENTIONS", "georisk", "loss_weight", "urisk", "zrisk"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from uncertank.bayes.comparison import SystemComparison
+
+__all__ = ["CONVENTIONS", "georisk", "loss_weight", "urisk", "urisk_table", "zrisk"]
 
 Convention = Literal["benham", "trec"]
 CONVENTIONS: tuple[str, ...] = ("benham", "trec")
@@ -185,3 +190,90 @@ def georisk(matrix: ArrayLike, *, r: float = 1.0, convention: Convention = "benh
     zr = np.where(z > 0, z, w * z).sum(axis=-1)
     out: NDArray[np.float64] = np.sqrt(x.sum(axis=-1) / c * special.ndtr(zr / c))
     return out
+
+
+def urisk_table(
+    cmp: SystemComparison,
+    baseline: str,
+    *,
+    r: float = 1.0,
+    convention: Convention = "benham",
+    prob: float = 0.95,
+    n_draws: int | None = 1000,
+    seed: int | None = None,
+) -> pd.DataFrame:
+    """URisk of every system of a fit against ``baseline``, on posterior predictive replicates.
+
+    For each posterior draw, the replicated per-topic scores of a system and
+    of the baseline (``cmp.replicate_matrix``) give one URisk value
+    (:func:`urisk`); the expected a posteriori (EAP) value is their mean and
+    the credible interval their quantiles, as in Benham et al.'s Figure 3.
+    ZRisk and GeoRisk (:func:`zrisk`, :func:`georisk`, against all systems)
+    are computed on the same replicates; Gaussian replicates are clipped to
+    [0, 1] for these two, which need non-negative scores.
+
+    Parameters
+    ----------
+    cmp : SystemComparison
+        The fit.
+    baseline : str
+        The baseline system's name.
+    r : float
+        Loss weight (``"benham"``, usually 1 or 2) or TREC's alpha (``"trec"``).
+    convention : {"benham", "trec"}
+        ``"benham"``: URisk > 0 means riskier than the baseline; ``"trec"``:
+        URisk > 0 means better.
+    prob : float
+        Credible mass of the intervals.
+    n_draws : int or None
+        Posterior draws used (None for all).
+    seed : int, optional
+        Seed of the replicates; the fit's seed by default.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per system other than the baseline: ``system``, ``urisk``
+        (EAP), ``urisk_lower``, ``urisk_upper``, ``urisk_observed`` (on the
+        data), ``p_risky`` (posterior probability of doing worse than the
+        baseline in URisk terms), ``zrisk``, ``zrisk_lower``,
+        ``zrisk_upper``, ``georisk``, ``georisk_lower``, ``georisk_upper``
+        (NaN when some system has no score on some topic); sorted from least
+        to most risky.
+    """
+    import pandas as pd
+
+    from uncertank.bayes.summaries import check_prob, quantiles
+
+    prob = check_prob(prob)
+    loss_weight(r, convention)
+    names = [str(x) for x in cmp.systems]
+    if baseline not in names:
+        raise ValueError(
+            f"baseline must be one of the compared systems; got {baseline!r} "
+            f"(systems: {', '.join(sorted(names)[:8])}{', ...' if len(names) > 8 else ''})"
+        )
+    b = names.index(baseline)
+    rep = cmp.replicate_matrix(n_draws, seed=seed)  # (D, S, T)
+    obs = cmp.observed_matrix()
+    u = urisk(rep, rep[:, [b], :], r=r, convention=convention)  # (D, S)
+    u_obs = urisk(obs, obs[[b], :], r=r, convention=convention)
+    lo, hi = quantiles(u, prob)
+    risky = (u > 0) if convention == "benham" else (u < 0)
+    rows: dict[str, Any] = {
+        "system": names, "urisk": u.mean(axis=0),
+        "urisk_lower": lo, "urisk_upper": hi, "urisk_observed": u_obs, "p_risky": risky.mean(axis=0),
+    }
+    if not np.isnan(obs).any():
+        mat = np.clip(rep, 0.0, 1.0) if cmp.family == "gaussian" else rep
+        for name, fn in (("zrisk", zrisk), ("georisk", georisk)):
+            vals = fn(mat, r=r, convention=convention)
+            v_lo, v_hi = quantiles(vals, prob)
+            rows[name], rows[f"{name}_lower"], rows[f"{name}_upper"] = vals.mean(axis=0), v_lo, v_hi
+    else:
+        for name in ("zrisk", "georisk"):
+            for suffix in ("", "_lower", "_upper"):
+                rows[name + suffix] = np.full(len(names), np.nan)
+    out = pd.DataFrame(rows).drop(index=b)
+    ascending = convention == "benham"
+    return out.sort_values(["urisk", "system"], ascending=[ascending, True], kind="stable").reset_index(drop=True)

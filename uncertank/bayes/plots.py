@@ -1,0 +1,195 @@
+"""Figures of a fitted comparison: system effects (the paper's Figure 2) and posterior predictive checks.
+
+matplotlib is imported inside the functions (``pip install "uncertank[plot]"``).
+The ``write_*`` functions draw a figure straight into a file, atomically,
+for reports.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from uncertank._validation import check_positive_int
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from uncertank.bayes.comparison import SystemComparison
+
+__all__ = ["plot_effects", "plot_ppc", "write_effects_figure", "write_ppc_figure"]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(f'plots need matplotlib: pip install "uncertank[plot]" ({exc})') from exc
+    return plt
+
+
+def plot_effects(
+    cmp: SystemComparison, *, top: int | None = None, bottom: int | None = None, prob: float = 0.95,
+    ax: Axes | None = None,
+) -> Axes:
+    """Forest plot of the system effects with their credible intervals (the paper's Figure 2).
+
+    Parameters
+    ----------
+    cmp : SystemComparison
+        The fit.
+    top, bottom : int, optional
+        Show only the ``top`` best and ``bottom`` worst systems; all by default.
+    prob : float
+        Credible mass of the bars.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure by default.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    plt = _pyplot()
+    eff = cmp.system_effects(prob=prob)
+    if top is not None or bottom is not None:
+        n = len(eff)
+        t = check_positive_int(top, "top", minimum=0) if top is not None else 0
+        bo = check_positive_int(bottom, "bottom", minimum=0) if bottom is not None else 0
+        keep = sorted(set(range(min(t, n))) | set(range(max(n - bo, 0), n)))
+        eff = eff.iloc[keep]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.0, 0.6 + 0.18 * len(eff)))
+    y = np.arange(len(eff))[::-1]
+    ax.errorbar(eff["mean"], y, xerr=[eff["mean"] - eff["lower"], eff["upper"] - eff["mean"]],
+                fmt="o", ms=3, color="black", ecolor="0.4", elinewidth=1, capsize=2)
+    ax.axvline(0.0, color="#7570b3", lw=1)
+    ax.set_yticks(y)
+    ax.set_yticklabels(eff["system"], fontsize=7)
+    scale = "score" if cmp.family == "gaussian" else "log-odds"
+    ax.set_xlabel(f"system effect ({scale}), mean and {prob:.0%} interval")
+    ax.set_title(f"{cmp.family}: {len(cmp.systems)} systems", fontsize=9)
+    return ax
+
+
+def plot_ppc(cmp: SystemComparison, n_replicates: int = 100, *, seed: int | None = None,
+             ax: Axes | None = None) -> Axes:
+    """Densities of replicated scores over the observed one (the tops of the paper's Figure 1).
+
+    Kernel density estimates, as bayesplot's ``ppc_dens_overlay``. When the
+    data and every replicate lie in [0, 1] the densities are drawn on [0, 1];
+    otherwise the range outside is shaded and a second title line gives the
+    share of replicated scores that fall there.
+
+    Parameters
+    ----------
+    cmp : SystemComparison
+        The fit.
+    n_replicates : int
+        Replicated data sets drawn (thin lines).
+    seed : int, optional
+        Seed of the replicates.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    from scipy.stats import gaussian_kde
+
+    plt = _pyplot()
+    n_replicates = check_positive_int(n_replicates, "n_replicates")
+    rep = cmp.posterior_predictive(n_replicates, seed=seed)
+    y = cmp.data["score"].to_numpy(dtype=np.float64)
+    outside = float(((rep < 0) | (rep > 1)).mean())
+    if outside == 0.0 and 0.0 <= y.min() and y.max() <= 1.0:
+        grid = np.linspace(0.0, 1.0, 256)  # bounded family: draw the densities on [0, 1] only
+    else:
+        lo = min(float(y.min()), float(np.quantile(rep, 0.001)))
+        hi = max(float(y.max()), float(np.quantile(rep, 0.999)))
+        pad = 0.05 * (hi - lo)
+        grid = np.linspace(lo - pad, hi + pad, 256)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.0, 2.6))
+    for row in rep:
+        ax.plot(grid, gaussian_kde(row)(grid), color="#9ecae1", lw=0.5, alpha=0.5)
+    ax.plot(grid, gaussian_kde(y)(grid), color="#08306b", lw=1.8, label="observed")
+    ax.plot([], [], color="#9ecae1", lw=1, label=f"{rep.shape[0]} replicates")
+    if grid[0] < 0.0:
+        ax.axvspan(grid[0], 0.0, color="0.92", zorder=0)
+    if grid[-1] > 1.0:
+        ax.axvspan(1.0, grid[-1], color="0.92", zorder=0)
+    ax.set_xlim(grid[0], grid[-1])
+    title = f"posterior predictive check: {cmp.family}"
+    if outside > 0:
+        title += f"\n{outside:.1%} of replicated scores outside [0, 1]"  # a second line: never clipped
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("score" if cmp.family != "zoib_rank" else "per-rank gain")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=7, frameon=False)
+    return ax
+
+
+def _write(ax: Axes, path: str | os.PathLike[str], dpi: int) -> Path:
+    from uncertank._io import atomic_path
+
+    plt = _pyplot()
+    fig: Any = ax.figure
+    fig.tight_layout()
+    p = Path(path)
+    fmt = p.suffix.lstrip(".").lower() or "png"
+    try:
+        with atomic_path(p) as tmp:
+            fig.savefig(tmp, dpi=dpi, format=fmt, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return p
+
+
+def write_effects_figure(cmp: SystemComparison, path: str | os.PathLike[str], *, dpi: int = 120,
+                         **options: Any) -> Path:
+    """Draw :func:`plot_effects` into ``path`` (format from its suffix, PNG by default), atomically.
+
+    Parameters
+    ----------
+    cmp : SystemComparison
+        The fit.
+    path : str or os.PathLike
+        Destination; its folder is created when missing.
+    dpi : int
+        Resolution.
+    **options
+        Passed to :func:`plot_effects` (``top``, ``bottom``, ``prob``).
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+    """
+    return _write(plot_effects(cmp, **options), path, dpi)
+
+
+def write_ppc_figure(cmp: SystemComparison, path: str | os.PathLike[str], *, dpi: int = 120,
+                     **options: Any) -> Path:
+    """Draw :func:`plot_ppc` into ``path`` (format from its suffix, PNG by default), atomically.
+
+    Parameters
+    ----------
+    cmp : SystemComparison
+        The fit.
+    path : str or os.PathLike
+        Destination; its folder is created when missing.
+    dpi : int
+        Resolution.
+    **options
+        Passed to :func:`plot_ppc` (``n_replicates``, ``seed``).
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+    """
+    return _write(plot_ppc(cmp, **options), path, dpi)
