@@ -1,0 +1,20 @@
+"""The entry point ``pgdrr`` of the group ``uncertank`` (torch loads on first use)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uncertank import hookimpl
+
+
+def pgdrr(**params: Any) -> Any:
+    """Build :class:`uncertank_pgdrr.PGDRRRanker` with ``params``."""
+    from uncertank_pgdrr.ranker import PGDRRRanker
+
+    return PGDRRRanker(**params)
+
+
+@hookimpl
+def uncertank_rankers() -> dict[str, Any]:
+    """Register the ranker ``pgdrr``."""
+    return {"pgdrr": pgdrr}
