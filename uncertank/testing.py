@@ -320,8 +320,6 @@ def _fail(ranker: Any, check: str, message: str) -> ConformanceError:
 def _check_queries(queries: Any) -> QuerySet:
     if not isinstance(queries, QuerySet):
         raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
-    if queries.n_queries < 1:
-        raise ValueError("queries must hold at least one query; got 0")
     return queries
 
 
@@ -420,11 +418,6 @@ def _run_checks(
         ps = _check_samples(ranker, ranker.predict_samples(queries), queries, "predict_samples", None)
         if pred.probabilistic and not ((ps.samples >= 0) & (ps.samples <= 1)).all():
             raise _fail(ranker, "predict_samples", "predict gives probabilities, so every sample must lie in [0, 1]")
-        blocks = ps.covariance_blocks()
-        if len(blocks) != queries.n_queries or any(
-            b.shape != (int(n), int(n)) for b, n in zip(blocks, queries.lengths, strict=True)
-        ):
-            raise _fail(ranker, "predict_samples", "covariance blocks must be (n_q, n_q) per query")
         samples = ps.samples
         done.append("predict_samples")
         sized = _check_samples(
@@ -528,7 +521,7 @@ def check_ranker(
     ranker : Ranker
         The ranker under test, fitted or not (``train`` fits it).
     queries : QuerySet
-        At least one query; lists of different lengths make a better test.
+        The queries to score; lists of different lengths make a better test.
     train, valid : QuerySet, optional
         When ``train`` is given, ``fit(train, valid)`` runs first.
     atol : float
@@ -545,7 +538,7 @@ def check_ranker(
     ConformanceError
         When a check fails.
     TypeError, ValueError
-        For bad arguments (``queries`` not a QuerySet or empty, ``valid``
+        For bad arguments (``queries`` not a QuerySet, ``valid``
         without ``train``, a negative ``atol``).
     """
     queries = _check_queries(queries)
@@ -571,9 +564,8 @@ def check_stochastic_ranker(
     ``predict_samples``
         ``predict_samples(queries)`` returns :class:`~uncertank.PredictiveSamples`
         of shape (n_samples, n_pairs) (rows are joint draws over every pair),
-        finite, with the QuerySet's offsets, in [0, 1] when ``predict`` says
-        its scores are probabilities, and whose covariance blocks have shape
-        (n_q, n_q) per query.
+        finite, with the QuerySet's offsets, and in [0, 1] when ``predict``
+        says its scores are probabilities.
     ``n_samples``
         ``predict_samples(queries, n_samples=n_samples)`` gives exactly that many rows.
     ``same output twice``, ``labels unused``, ``save/load``
@@ -584,7 +576,7 @@ def check_stochastic_ranker(
     ranker : StochasticRanker
         The ranker under test.
     queries : QuerySet
-        At least one query.
+        The queries to score.
     n_samples : int
         The number of draws asked for in the ``n_samples`` check.
     train, valid : QuerySet, optional

@@ -1,0 +1,488 @@
+"""uncertank.testing: loading plugins without installing them, fake entry points, and the conformance checks.
+
+Every check is shown to catch the fault it exists for, on a ranker that has
+exactly that fault.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import uncertank
+from uncertank import Predictions, PredictiveSamples, QuerySet, hookimpl
+from uncertank import plugins as host
+from uncertank.testing import (
+    ConformanceError,
+    FakeEntryPoint,
+    check_ranker,
+    check_stochastic_ranker,
+    fake_entry_points,
+    load_plugin_module,
+)
+
+QS = QuerySet.from_lists(
+    [["my wifi is down"], ["no sound"], ["grub fails"]],
+    [["restart the wifi", "hello", "bye"], ["check the mixer", "hi"], ["reinstall grub", "ok", "sure", "no"]],
+    [[1, 0, 0], [1, 0], [1, 0, 0, 0]],
+)
+
+
+def test_importable_without_pytest():
+    code = "import sys; sys.modules['pytest'] = None; import uncertank.testing; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+# -- load_plugin_module ------------------------------------------------------------------
+
+
+PLUGIN_SOURCE = """
+from uncertank import hookimpl, CallableRanker
+
+
+@hookimpl
+def uncertank_rankers():
+    return {"{name}": lambda: CallableRanker(lambda c, x: [0.5] * len(x), name="{name}")}
+"""
+
+
+def _write_package(root: Path, name: str) -> Path:
+    pkg = root / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "impl.py").write_text("VALUE = 0.25\n")
+    (pkg / "plugin.py").write_text(textwrap.dedent("""
+        from uncertank import hookimpl, CallableRanker
+        from {pkg}.impl import VALUE
+
+
+        @hookimpl
+        def uncertank_rankers():
+            return {{"{pkg}": lambda: CallableRanker(lambda c, x: [VALUE] * len(x), name="{pkg}")}}
+    """).format(pkg=name))
+    return pkg
+
+
+def test_load_a_standalone_file_after_a_lookup(tmp_path):
+    path = tmp_path / "my_plugin.py"
+    path.write_text(PLUGIN_SOURCE.replace("{name}", "file-ranker"))
+    assert "file-ranker" not in host.registry("rankers")
+    module = load_plugin_module(path, name="file-plugin")
+    try:
+        assert uncertank.make_ranker("file-ranker").predict(QS).scores.tolist() == [0.5] * QS.n_pairs
+        assert host.registry("rankers")["file-ranker"].plugin == "file-plugin"
+        assert load_plugin_module(path, register=False) is module  # imported once
+    finally:
+        host.unregister(module)
+    assert "file-ranker" not in host.registry("rankers")
+
+
+def test_load_a_module_inside_a_package_with_its_own_imports(tmp_path):
+    pkg = _write_package(tmp_path, "kitpkg_a")
+    module = load_plugin_module(pkg / "plugin.py")
+    try:
+        assert module.__name__ == "kitpkg_a.plugin"
+        assert uncertank.make_ranker("kitpkg_a").predict(QS).scores[0] == 0.25
+    finally:
+        host.unregister(module)
+
+
+def test_load_by_dotted_name_package_folder_and_module(tmp_path):
+    pkg = _write_package(tmp_path, "kitpkg_b")
+    folder_module = load_plugin_module(pkg, register=False)
+    assert folder_module.__name__ == "kitpkg_b"
+    module = load_plugin_module("kitpkg_b.plugin")
+    try:
+        assert "kitpkg_b" in host.registry("rankers")
+        assert load_plugin_module(module) is module  # already registered: left as it is
+    finally:
+        host.unregister(module)
+
+
+def test_load_plugin_module_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="must be an existing .py file or package folder"):
+        load_plugin_module(tmp_path / "nope.py")
+    (tmp_path / "data.txt").write_text("x")
+    with pytest.raises(ValueError, match="must be a .py file or a package folder; got the file"):
+        load_plugin_module(tmp_path / "data.txt")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(ValueError, match=r"must be a package folder \(with __init__.py\)"):
+        load_plugin_module(tmp_path / "plain")
+    with pytest.raises(ModuleNotFoundError):
+        load_plugin_module("no_such_module_anywhere")
+    with pytest.raises(TypeError, match="path_or_module must be a module, a dotted module name.*; got int"):
+        load_plugin_module(3)  # type: ignore[arg-type]
+    broken = tmp_path / "broken_plugin.py"
+    broken.write_text("raise RuntimeError('broken at import')\n")
+    with pytest.raises(RuntimeError, match="broken at import"):
+        load_plugin_module(broken)
+    assert not any("broken_plugin" in name for name in sys.modules)
+
+
+# -- fake entry points -------------------------------------------------------------------
+
+
+def test_fake_entry_points_patch_only_the_uncertank_group_and_restore():
+    original = importlib.metadata.entry_points
+    mod = types.ModuleType("fake_mod")
+    with fake_entry_points(("only", mod)) as eps:
+        assert [ep.name for ep in importlib.metadata.entry_points(group="uncertank")] == ["only"]
+        assert importlib.metadata.entry_points(group="console_scripts") is not None
+        assert eps[0].dist.name == "fake-dist" and eps[0].value == "<module>"
+        assert "bert" not in host.registry("rankers")  # installed plugins are hidden
+    assert importlib.metadata.entry_points is original
+    assert "bert" in host.registry("rankers")
+
+
+def test_fake_entry_points_can_keep_the_installed_ones_and_import_by_name():
+    with pytest.warns(RuntimeWarning, match="'by-name' .* failed to load: ValueError: Plugin already registered"), \
+            fake_entry_points(FakeEntryPoint("by-name", "uncertank.baselines"), keep_installed=True):
+        names = [ep.name for ep in importlib.metadata.entry_points(group="uncertank")]
+        assert "by-name" in names and "bert" in names
+        # the module is the built-in one, already registered: reported, not fatal
+        assert any(f.plugin == "by-name" for f in host.plugin_failures())
+
+
+def test_fake_entry_points_restore_after_an_error():
+    original = importlib.metadata.entry_points
+    with pytest.raises(KeyError), fake_entry_points():
+        raise KeyError("inside")
+    assert importlib.metadata.entry_points is original
+
+
+def test_fake_entry_point_errors():
+    with pytest.raises(TypeError, match="entry_points must be FakeEntryPoint objects or"):
+        with fake_entry_points("oops"):  # type: ignore[arg-type]
+            pass  # pragma: no cover
+    with pytest.raises(TypeError, match="name must be a non-empty str; got ''"):
+        FakeEntryPoint("", types.ModuleType("x"))
+    assert "FakeEntryPoint('a', 'pkg.mod', distribution='d')" == repr(FakeEntryPoint("a", "pkg.mod", distribution="d"))
+
+
+# -- rankers with one fault each -------------------------------------------------------------
+
+
+class Good:
+    """A deterministic ranker that keeps every rule: the overlap of words."""
+
+    name = "good"
+
+    def __init__(self, *, offset: float = 0.0) -> None:
+        self.offset = offset
+
+    def _scores(self, queries: QuerySet) -> np.ndarray:
+        out = []
+        for ctx, cands, _ in queries:
+            words = set(" ".join(ctx).split())
+            out += [len(words & set(c.split())) / (1 + len(c.split())) for c in cands]
+        return np.clip(np.asarray(out) + self.offset, 0, 1)
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        return Predictions(self._scores(queries), queries.offsets, ranker=self.name)
+
+    def fit(self, train, valid=None):
+        self.offset = 0.0
+        return self
+
+    def save(self, path) -> None:
+        Path(path).mkdir(parents=True)
+        (Path(path) / "state.json").write_text(json.dumps({"offset": self.offset}))
+
+    @classmethod
+    def load(cls, path):
+        return cls(**json.loads((Path(path) / "state.json").read_text()))
+
+
+class GoodStochastic(Good):
+    """Seeded noise around the overlap: joint draws, same seed same output."""
+
+    name = "good-stochastic"
+
+    def predict_samples(self, queries, *, n_samples=None):
+        n = 4 if n_samples is None else n_samples
+        rng = np.random.default_rng(0)
+        noise = rng.uniform(-0.05, 0.05, size=(n, 1))  # one shift per draw, shared by the whole list
+        return PredictiveSamples(np.clip(self._scores(queries) + noise, 0, 1), queries.offsets, ranker=self.name)
+
+    def predict(self, queries):
+        return self.predict_samples(queries).to_predictions()
+
+
+def test_good_rankers_pass_every_check():
+    assert check_ranker(Good(), QS, train=QS, valid=QS) == [
+        "protocol", "fit", "predict", "same output twice", "labels unused", "input unchanged", "save/load"]
+    done = check_stochastic_ranker(GoodStochastic(), QS, n_samples=2)
+    assert done == ["protocol", "predict", "predict_samples", "n_samples", "same output twice", "labels unused",
+                    "input unchanged", "save/load"]
+
+
+class NoName(Good):
+    name = ""
+
+
+class NoPredict:
+    name = "no-predict"
+
+
+class WrongType(Good):
+    def predict(self, queries):
+        return self._scores(queries)
+
+
+class WrongLength(Good):
+    def predict(self, queries):
+        return Predictions(self._scores(queries)[:-1], np.array([0, queries.n_pairs - 1]))
+
+
+class WrongOffsets(Good):
+    def predict(self, queries):
+        return Predictions(self._scores(queries), np.array([0, queries.n_pairs]))
+
+
+class NotFinite(Good):
+    def predict(self, queries):
+        pred = Predictions(self._scores(queries), queries.offsets, probabilistic=False)
+        s = pred.scores.copy()
+        s[0] = np.nan
+        object.__setattr__(pred, "scores", s)  # bypasses Predictions' own check
+        return pred
+
+
+class OutOfRange(Good):
+    def predict(self, queries):
+        pred = Predictions(self._scores(queries), queries.offsets)
+        object.__setattr__(pred, "scores", pred.scores + 2.0)  # bypasses Predictions' own check
+        return pred
+
+
+class Unseeded(Good):
+    def predict(self, queries):
+        return Predictions(np.random.default_rng().random(queries.n_pairs), queries.offsets)
+
+
+class PeeksAtLabels(Good):
+    def predict(self, queries):
+        s = self._scores(queries) if queries.labels is None else queries.labels.astype(float)
+        return Predictions(s, queries.offsets)
+
+
+class Mutates(Good):
+    def predict(self, queries):
+        queries.contexts[0].append("extra turn")
+        return super().predict(queries)
+
+
+class ForgetsOnSave(Good):
+    def save(self, path):
+        Path(path).mkdir(parents=True)
+        (Path(path) / "state.json").write_text(json.dumps({"offset": 0.5}))
+
+
+class SavesNothing(Good):
+    def save(self, path):
+        pass
+
+
+class LoadsSomethingElse(Good):
+    @classmethod
+    def load(cls, path):
+        return object()
+
+
+class FitReturnsNone(Good):
+    def fit(self, train, valid=None):
+        return None
+
+
+class CannotFit:
+    name = "cannot-fit"
+
+    def predict(self, queries):
+        return Predictions(np.zeros(queries.n_pairs), queries.offsets)
+
+
+FAULTS = [
+    (NoName(), "protocol", "non-empty str attribute 'name'"),
+    (NoPredict(), "protocol", r"does not satisfy uncertank.Ranker: it needs predict\(queries\)"),
+    (WrongType(), "predict", "must return uncertank.Predictions; got ndarray"),
+    (WrongLength(), "predict", r"scores must have shape \(9,\), one per pair; got \(8,\)"),
+    (WrongOffsets(), "predict", "must carry the offsets of the QuerySet scored"),
+    (NotFinite(), "predict", "scores must be finite; got 1 NaN or infinite values"),
+    (OutOfRange(), "predict", r"probabilistic scores must lie in \[0, 1\]"),
+    (Unseeded(), "same output twice", "must give the same scores .seed your randomness.; max abs difference"),
+    (PeeksAtLabels(), "labels unused", "must not depend on the labels"),
+    (Mutates(), "input unchanged", "must not modify the QuerySet"),
+    (ForgetsOnSave(), "save/load", "a loaded ranker must predict what the saved one did"),
+    (SavesNothing(), "save/load", r"save\(path\) must write into path; nothing at"),
+    (LoadsSomethingElse(), "save/load", "load must return a Ranker; got object"),
+]
+
+
+@pytest.mark.parametrize(("ranker", "check", "message"), FAULTS, ids=[type(f[0]).__name__ for f in FAULTS])
+def test_each_fault_is_caught_by_its_check(ranker, check, message):
+    qs = QuerySet.from_lists([list(c) for c in QS.contexts], [QS.query(q)[1] for q in range(3)],
+                             [QS.query(q)[2].tolist() for q in range(3)])
+    with pytest.raises(ConformanceError, match=rf"ranker '.*' \({type(ranker).__name__}\) fails check "
+                                               rf"'{check}': .*{message}"):
+        check_ranker(ranker, qs)
+
+
+def test_fit_faults():
+    with pytest.raises(ConformanceError, match="fit must return the ranker itself"):
+        check_ranker(FitReturnsNone(), QS, train=QS)
+    with pytest.raises(ConformanceError, match=r"train was given but the ranker has no fit"):
+        check_ranker(CannotFit(), QS, train=QS)
+
+
+# -- stochastic faults -----------------------------------------------------------------------
+
+
+class NotStochastic(Good):
+    pass
+
+
+class SamplesWrongType(GoodStochastic):
+    def predict_samples(self, queries, *, n_samples=None):
+        return super().predict_samples(queries, n_samples=n_samples).samples
+
+    def predict(self, queries):
+        return Good.predict(self, queries)
+
+
+class SamplesWrongShape(GoodStochastic):
+    def predict_samples(self, queries, *, n_samples=None):
+        ps = super().predict_samples(queries, n_samples=n_samples)
+        return PredictiveSamples(ps.samples[:, :-1], np.array([0, queries.n_pairs - 1]))
+
+    def predict(self, queries):
+        return Good.predict(self, queries)
+
+
+class IgnoresNSamples(GoodStochastic):
+    def predict_samples(self, queries, *, n_samples=None):
+        return super().predict_samples(queries)
+
+
+class SamplesWrongOffsets(GoodStochastic):
+    def predict_samples(self, queries, *, n_samples=None):
+        ps = super().predict_samples(queries, n_samples=n_samples)
+        return PredictiveSamples(ps.samples, np.array([0, queries.n_pairs]))
+
+    def predict(self, queries):
+        return Good.predict(self, queries)
+
+
+class SamplesNotFinite(GoodStochastic):
+    def predict_samples(self, queries, *, n_samples=None):
+        ps = super().predict_samples(queries, n_samples=n_samples)
+        s = ps.samples.copy()
+        s[0, 0] = np.inf
+        object.__setattr__(ps, "samples", s)  # bypasses PredictiveSamples' own check
+        return ps
+
+    def predict(self, queries):
+        return Good.predict(self, queries)
+
+
+class SamplesOutOfRange(GoodStochastic):
+    def predict_samples(self, queries, *, n_samples=None):
+        ps = super().predict_samples(queries, n_samples=n_samples)
+        return PredictiveSamples(ps.samples + 1.5, queries.offsets)
+
+    def predict(self, queries):
+        return Good.predict(self, queries)
+
+
+class SamplesUnseeded(GoodStochastic):
+    def predict_samples(self, queries, *, n_samples=None):
+        n = 3 if n_samples is None else n_samples
+        return PredictiveSamples(np.random.default_rng().random((n, queries.n_pairs)), queries.offsets)
+
+    def predict(self, queries):
+        return Good.predict(self, queries)
+
+
+class SamplesPeek(GoodStochastic):
+    def predict_samples(self, queries, *, n_samples=None):
+        ps = super().predict_samples(queries, n_samples=n_samples)
+        if queries.labels is None:
+            return ps
+        return PredictiveSamples(np.clip(ps.samples + queries.labels * 0.01, 0, 1), queries.offsets)
+
+    def predict(self, queries):
+        return Good.predict(self, queries)
+
+
+class SamplesForgotten(GoodStochastic):
+    @classmethod
+    def load(cls, path):
+        class Other(GoodStochastic):
+            def predict_samples(self, queries, *, n_samples=None):
+                ps = GoodStochastic.predict_samples(self, queries, n_samples=n_samples)
+                return PredictiveSamples(ps.samples * 0.5, queries.offsets)
+
+            def predict(self, queries):
+                return GoodStochastic.predict(SamplesForgotten(), queries)
+
+        return Other()
+
+
+STOCHASTIC_FAULTS = [
+    (NotStochastic(), "protocol", "does not satisfy uncertank.StochasticRanker"),
+    (SamplesWrongType(), "predict_samples", "must return uncertank.PredictiveSamples; got ndarray"),
+    (SamplesWrongShape(), "predict_samples", r"samples must have shape \(n_samples, 9\), one joint draw per row"),
+    (IgnoresNSamples(), "n_samples", "n_samples=2 must give 2 rows; got 4"),
+    (SamplesWrongOffsets(), "predict_samples", "samples must carry the offsets"),
+    (SamplesNotFinite(), "predict_samples", "samples must be finite"),
+    (SamplesOutOfRange(), "predict_samples", r"every sample must lie in \[0, 1\]"),
+    (SamplesUnseeded(), "same output twice", "predict_samples on the same queries must give the same draws"),
+    (SamplesPeek(), "labels unused", "samples must not depend on the labels"),
+    (SamplesForgotten(), "save/load", "a loaded ranker must draw what the saved one did"),
+]
+
+
+@pytest.mark.parametrize(("ranker", "check", "message"), STOCHASTIC_FAULTS,
+                         ids=[type(f[0]).__name__ for f in STOCHASTIC_FAULTS])
+def test_each_stochastic_fault_is_caught_by_its_check(ranker, check, message):
+    with pytest.raises(ConformanceError, match=rf"fails check '{check}': .*{message}"):
+        check_stochastic_ranker(ranker, QS, n_samples=2)
+
+
+def test_argument_errors():
+    with pytest.raises(TypeError, match="queries must be a QuerySet; got list"):
+        check_ranker(Good(), [])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="n_samples must be a positive int; got 0"):
+        check_stochastic_ranker(GoodStochastic(), QS, n_samples=0)
+    with pytest.raises(ValueError, match="atol must be a number >= 0; got -1"):
+        check_ranker(Good(), QS, atol=-1)
+    with pytest.raises(TypeError, match="train must be a QuerySet or None; got str"):
+        check_ranker(Good(), QS, train="data")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="valid needs train"):
+        check_ranker(Good(), QS, valid=QS)
+
+
+# -- the kit used as a plugin author would, end to end ------------------------------------------
+
+
+def test_a_plugin_tested_through_fake_entry_points():
+    @hookimpl
+    def uncertank_rankers():
+        return {"good": Good, "good-stochastic": GoodStochastic}
+
+    mod = types.ModuleType("authors_plugin")
+    mod.uncertank_rankers = uncertank_rankers  # type: ignore[attr-defined]
+    with fake_entry_points(FakeEntryPoint("good", mod, distribution="uncertank-good", version="0.3")):
+        info = host.registry("rankers")["good-stochastic"]
+        assert (info.plugin, info.distribution, info.version) == ("good", "uncertank-good", "0.3")
+        check_stochastic_ranker(uncertank.make_ranker("good-stochastic"), QS)
+        check_ranker(uncertank.make_ranker("good"), QS)
