@@ -110,17 +110,17 @@ def test_load_by_dotted_name_package_folder_and_module(tmp_path):
 
 
 def test_load_plugin_module_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="must be an existing .py file or package folder"):
+    with pytest.raises(FileNotFoundError, match=r"must be an existing \.py file or package folder"):
         load_plugin_module(tmp_path / "nope.py")
     (tmp_path / "data.txt").write_text("x")
-    with pytest.raises(ValueError, match="must be a .py file or a package folder; got the file"):
+    with pytest.raises(ValueError, match=r"must be a \.py file or a package folder; got the file"):
         load_plugin_module(tmp_path / "data.txt")
     (tmp_path / "plain").mkdir()
     with pytest.raises(ValueError, match=r"must be a package folder \(with __init__.py\)"):
         load_plugin_module(tmp_path / "plain")
     with pytest.raises(ModuleNotFoundError):
         load_plugin_module("no_such_module_anywhere")
-    with pytest.raises(TypeError, match="path_or_module must be a module, a dotted module name.*; got int"):
+    with pytest.raises(TypeError, match=r"path_or_module must be a module, a dotted module name.*; got int"):
         load_plugin_module(3)  # type: ignore[arg-type]
     broken = tmp_path / "broken_plugin.py"
     broken.write_text("raise RuntimeError('broken at import')\n")
