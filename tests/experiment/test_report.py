@@ -286,6 +286,7 @@ def test_shifted_tables_show_change_and_markers_from_the_tests(written):
     assert "Holm-corrected" in md
 
 
+@pytest.mark.slow  # writes two whole reports with their figures
 def test_sentences_follow_the_numbers(tmp_path):
     md = _write_md(make_result(), tmp_path / "a")
     first = _paragraph_after(md, "## In-domain effectiveness and calibration")

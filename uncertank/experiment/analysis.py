@@ -92,8 +92,8 @@ def relative_change(value: float, reference: float) -> float | None:
 
     Examples
     --------
-    >>> relative_change(0.44, 0.40)
-    10.000000000000009
+    >>> round(relative_change(0.44, 0.40), 6)
+    10.0
     >>> relative_change(0.1, 0.0) is None
     True
     """

@@ -399,7 +399,7 @@ def _marker_notes(comparisons: list[Comparison], ref: str) -> list[str]:
     ]
     untested = sorted({c.metric for c in comparisons if c.p_value is None})
     if untested:
-        notes.append("Not tested (no per-query values; these metrics pool all pairs): "
+        notes.append("Not tested (no paired per-query values; calibration metrics pool all pairs): "
                      + ", ".join(f"`{m}`" for m in untested) + ".")
     return notes
 
@@ -493,9 +493,9 @@ def _in_domain(doc: _Doc, result: StudyResult, ref: str | None) -> None:
     comps = compare_to_reference(result, [cond], labels, reference=ref, alpha=ALPHA) if ref else []
     sentence = f"In-domain (`{cond}`): " + _ranking_sentence(result, cond, ref, comps)
     doc.text(sentence + " " + _calibration_sentence(result, cond, ref, comps))
-    notes = ["Best value per column in bold (lower is better for "
-             + ", ".join(f"`{m}`" for m in labels if not higher_is_better(result, m)) + "). "
-             "Calibration is measured only for rankers whose scores are probabilities (– otherwise). "
+    lower = [f"`{m}`" for m in labels if not higher_is_better(result, m)]
+    notes = ["Best value per column in bold" + (f" (lower is better for {', '.join(lower)})" if lower else "")
+             + ". Calibration is measured only for rankers whose scores are probabilities (– otherwise). "
              "As in Penha & Hauff (2021), Table 1."]
     if ref and comps:
         notes += _marker_notes(comps, ref)
@@ -526,7 +526,8 @@ def _shifted(doc: _Doc, result: StudyResult, ref: str | None) -> None:
     doc.text(" ".join(sentences))
     for cond in shifted:
         doc.heading(3, f"Condition `{cond}`")
-        notes = ["Values with the relative change against `" + str(ref) + "` in parentheses; best per column in bold."]
+        notes = [f"Values with the relative change against `{ref}` in parentheses; best per column in bold."
+                 if ref else "Best per column in bold (no probabilistic reference ranker, so no relative changes)."]
         if ref and comps:
             notes += _marker_notes(comps, ref)
         doc.table(["ranker", *[f"`{m}`" for m in labels]],
@@ -852,8 +853,10 @@ def _bayes(doc: _Doc, result: StudyResult, figs: _Figures, out: Path) -> None:
         for f in b.figures:
             if not (out / f).is_file():
                 continue
-            what = ("posterior predictive check" if "ppc" in Path(f).stem.lower()
-                    else Path(f).stem.replace("-", " "))
+            stem = Path(f).stem.lower()
+            what = ("posterior predictive check: densities of replicated scores over the observed ones"
+                    if "ppc" in stem else "system effects with credible intervals" if "effects" in stem
+                    else stem.replace("-", " "))
             doc.figure(f, f"`{b.family}` model: {what}.")
 
 
