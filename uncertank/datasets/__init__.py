@@ -4,6 +4,9 @@
   dataset (``ubuntu-sample``, ``chitchat``, ``tsv:PATH``, ``jsonl:PATH``)
   with negatives from a registered sampler (``random``, ``bm25``,
   ``embedding``), caching the result on disk.
+- :func:`redraw_negatives` gives a labelled set new negatives from a
+  registered sampler, keeping every sampling rule (the way rankers get
+  differently built training pairs: data flows one way).
 - The samplers, the file readers and writers, and the corpus helpers are
   importable from here too.
 - TREC run files and qrels (:func:`read_trec_run`, :func:`read_qrels`,
@@ -23,6 +26,8 @@ from uncertank.datasets.conversation import (
     build_query_set,
     chitchat_dialogues,
     describe,
+    dialogue_of,
+    redraw_negatives,
     split_dialogues,
     ubuntu_dialogues,
 )
@@ -57,12 +62,14 @@ __all__ = [
     "chitchat_dialogues",
     "clear_cache",
     "describe",
+    "dialogue_of",
     "duplicate_stats",
     "list_datasets",
     "load",
     "normalize_text",
     "read_response_jsonl",
     "read_response_tsv",
+    "redraw_negatives",
     "split_dialogues",
     "ubuntu_dialogues",
     "write_response_jsonl",

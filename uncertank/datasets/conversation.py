@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -56,8 +56,10 @@ __all__ = [
     "chitchat_dialogues",
     "conversation_instances",
     "describe",
+    "dialogue_of",
     "load_chitchat",
     "load_ubuntu_sample",
+    "redraw_negatives",
     "split_dialogues",
     "ubuntu_dialogues",
 ]
@@ -445,6 +447,197 @@ def assemble_query_set(
     return QuerySet(
         [list(c) for c in contexts], candidates, offsets, labels,
         query_ids=list(ids), candidate_ids=cand_ids, name=name,
+    )
+
+
+def dialogue_of(item_id: str) -> str | None:
+    """The dialogue of a query or candidate id ``"<dialogue_id>#<turn>"`` (what :func:`build_query_set` writes).
+
+    Returns None for an id of another form.
+
+    Examples
+    --------
+    >>> dialogue_of("1234#5"), dialogue_of("L17")
+    ('1234', None)
+    """
+    head, sep, turn = str(item_id).rpartition("#")
+    return head if sep and head and turn.isdigit() else None
+
+
+def _ids_or_positions(qs: QuerySet) -> list[str]:
+    """Candidate ids of ``qs``, or ``"<query id>:<position>"`` where it has none."""
+    if qs.candidate_ids is not None:
+        return [str(c) for c in qs.candidate_ids]
+    qids = [str(x) for x in qs.query_ids] if qs.query_ids is not None else [str(q) for q in range(qs.n_queries)]
+    within = (np.arange(qs.n_pairs) - np.repeat(qs.offsets[:-1], qs.lengths)).tolist()
+    return [f"{qids[q]}:{j}" for q, j in zip(qs.query_index.tolist(), within, strict=True)]
+
+
+def _groups_from_ids(ids: Sequence[str]) -> list[str] | None:
+    out = [dialogue_of(i) for i in ids]
+    return None if any(g is None for g in out) else out  # type: ignore[return-value]
+
+
+def redraw_negatives(
+    queries: QuerySet,
+    *,
+    negatives: str = "random",
+    n_candidates: int | None = None,
+    seed: int = 0,
+    pool: Sequence[str] | None = None,
+    pool_ids: Sequence[str] | None = None,
+    groups: Sequence[str] | Literal["ids"] | None = "ids",
+    pool_groups: Sequence[str] | Literal["ids"] | None = "ids",
+    sampler_options: Mapping[str, Any] | None = None,
+    relevant_first: bool = False,
+    name: str | None = None,
+) -> QuerySet:
+    """The same queries and positives with new negatives from a registered sampler.
+
+    Each query keeps its context and its first relevant candidate; its
+    negatives are drawn again by the sampler ``negatives`` from ``pool`` with
+    every rule of :class:`~uncertank.datasets.NegativeSampler`: never the
+    positive, never a text identical (after whitespace normalisation) to the
+    positive or to another negative of the list, never one of the query's
+    context utterances, and never a text of the query's own dialogue. This
+    is how a ranker gets training pairs built differently (another sampler,
+    another seed per epoch, more candidates) without drawing negatives
+    itself: data flows one way, from ``uncertank.datasets`` to the ranker.
+
+    Parameters
+    ----------
+    queries : QuerySet
+        A labelled set. Queries with no relevant candidate are dropped (with
+        a warning).
+    negatives : str
+        A registered negative sampler (``random``, ``bm25``, ``embedding``, ...).
+    n_candidates : int, optional
+        Candidates per query, the positive included. Default: the length of
+        the lists of ``queries`` when all are equal, else 10.
+    seed : int
+        Seeds the sampler and the shuffling of each list.
+    pool : sequence of str, optional
+        The texts negatives are drawn from. Default: every candidate of
+        ``queries`` (the sets built by :func:`uncertank.datasets.load` hold
+        only a sample of their split's utterances; pass the split's
+        utterances to draw from all of them).
+    pool_ids : sequence of str, optional
+        One id per pool text (the candidate ids of the result). Default: the
+        candidate ids of ``queries`` when ``pool`` is None (``"<query
+        id>:<position>"`` where it has none), else ``"pool:<i>"``.
+    groups : sequence of str, "ids" or None
+        The dialogue of each query. ``"ids"`` (the default) reads it from the
+        query ids when all have the form ``"<dialogue_id>#<turn>"`` (those of
+        the bundled corpora and of :func:`build_query_set`), and applies no
+        dialogue rule otherwise; None applies none.
+    pool_groups : sequence of str, "ids" or None
+        The dialogue of each pool text, likewise (``"ids"`` reads ``pool_ids``).
+    sampler_options : mapping, optional
+        Keyword arguments of the sampler's factory (``{"k1": 1.2}`` for ``bm25``).
+    relevant_first : bool
+        See :func:`assemble_query_set`.
+    name : str, optional
+        Name of the result; default ``"<name of queries>/<negatives>"``.
+
+    Returns
+    -------
+    QuerySet
+        One query per query of ``queries`` with a relevant candidate, in the
+        same order, each with ``n_candidates`` candidates of which one is
+        relevant (label 1); query ids and contexts kept.
+
+    Raises
+    ------
+    ValueError
+        When ``queries`` has no labels or no relevant candidate at all, the
+        pool is too small for ``n_candidates``, or ``groups`` / ``pool_groups``
+        / ``pool_ids`` have the wrong length.
+
+    Examples
+    --------
+    >>> from uncertank.datasets import load, redraw_negatives
+    >>> train = load("ubuntu-sample", split="valid", negatives="random", cache=False)
+    >>> hard = redraw_negatives(train, negatives="bm25", seed=1)
+    >>> hard.n_queries == train.n_queries, int(hard.labels.sum()) == hard.n_queries
+    (True, True)
+    """
+    import warnings
+
+    if not isinstance(queries, QuerySet):
+        raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
+    if queries.labels is None:
+        raise ValueError("queries must be labelled to redraw its negatives; got a QuerySet without labels")
+    rel = queries.labels > 0
+    qidx = queries.query_index
+    has = np.zeros(queries.n_queries, dtype=bool)
+    has[qidx[rel]] = True
+    if not has.any():
+        raise ValueError(
+            f"queries {queries.name or '(unnamed)'}: no query has a relevant candidate, so there is nothing to "
+            "redraw negatives around"
+        )
+    if not has.all():
+        warnings.warn(
+            f"{queries.name or 'queries'}: {int((~has).sum())} of {queries.n_queries} queries have no relevant "
+            "candidate and are dropped when negatives are redrawn",
+            RuntimeWarning, stacklevel=2,
+        )
+    if n_candidates is None:
+        lengths = queries.lengths
+        n_candidates = int(lengths[0]) if (lengths == lengths[0]).all() and lengths[0] >= 2 else 10
+    rel_pos = np.flatnonzero(rel)
+    owners, first = np.unique(qidx[rel_pos], return_index=True)
+    first_rel = np.full(queries.n_queries, -1, dtype=np.int64)
+    first_rel[owners] = rel_pos[first]
+    keep = np.flatnonzero(has)
+    all_qids = (
+        [str(x) for x in queries.query_ids] if queries.query_ids is not None
+        else [str(q) for q in range(queries.n_queries)]
+    )
+    own_ids = _ids_or_positions(queries)
+    if pool is None:
+        if pool_ids is not None:
+            raise ValueError("pool_ids needs pool; pass both or neither")
+        pool_texts, ids = list(queries.candidates), own_ids
+    else:
+        pool_texts = list(pool)
+        ids = [f"pool:{i}" for i in range(len(pool_texts))] if pool_ids is None else [str(i) for i in pool_ids]
+        if len(ids) != len(pool_texts):
+            raise ValueError(f"pool_ids must hold one id per pool text ({len(pool_texts)}); got {len(ids)}")
+    query_ids = [all_qids[q] for q in keep]
+    q_groups: list[str] | None
+    if isinstance(groups, str):
+        if groups != "ids":
+            raise ValueError(f"groups must be a sequence of dialogue ids, 'ids' or None; got {groups!r}")
+        q_groups = _groups_from_ids(query_ids)
+    elif groups is None:
+        q_groups = None
+    else:
+        if len(groups) != queries.n_queries:
+            raise ValueError(f"groups must hold one dialogue per query ({queries.n_queries}); got {len(groups)}")
+        q_groups = [str(groups[q]) for q in keep]
+    p_groups: list[str] | None
+    if isinstance(pool_groups, str):
+        if pool_groups != "ids":
+            raise ValueError(f"pool_groups must be a sequence of dialogue ids, 'ids' or None; got {pool_groups!r}")
+        p_groups = _groups_from_ids(ids)
+    elif pool_groups is None:
+        p_groups = None
+    else:
+        if len(pool_groups) != len(pool_texts):
+            raise ValueError(
+                f"pool_groups must hold one dialogue per pool text ({len(pool_texts)}); got {len(pool_groups)}"
+            )
+        p_groups = [str(g) for g in pool_groups]
+    return assemble_query_set(
+        [queries.contexts[int(q)] for q in keep],
+        [queries.candidates[first_rel[q]] for q in keep],
+        query_ids, pool_texts, ids,
+        positive_ids=[own_ids[first_rel[q]] for q in keep],
+        groups=q_groups, pool_groups=p_groups,
+        negatives=negatives, n_candidates=n_candidates, seed=seed,
+        name=f"{queries.name}/{negatives}" if name is None else name,
+        sampler_options=sampler_options, relevant_first=bool(relevant_first),
     )
 
 

@@ -324,15 +324,6 @@ def write_response_jsonl(qs: QuerySet, path: PathLike) -> None:
             fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
-def _pair_ids(qs: QuerySet) -> list[str]:
-    """The candidate ids of ``qs``, or ``"<query id>:<position>"`` where it has none."""
-    if qs.candidate_ids is not None:
-        return [str(c) for c in qs.candidate_ids]
-    qids = [str(x) for x in qs.query_ids] if qs.query_ids is not None else [str(q) for q in range(qs.n_queries)]
-    within = (np.arange(qs.n_pairs) - np.repeat(qs.offsets[:-1], qs.lengths)).tolist()
-    return [f"{qids[q]}:{j}" for q, j in zip(qs.query_index.tolist(), within, strict=True)]
-
-
 class FileLoader:
     """The ``tsv:`` and ``jsonl:`` dataset loaders.
 
@@ -442,39 +433,27 @@ class FileLoader:
         sampler_options: Mapping[str, Any] | None,
         relevant_first: bool,
     ) -> QuerySet:
-        from uncertank.datasets.conversation import assemble_query_set
+        from uncertank.datasets.conversation import _ids_or_positions, redraw_negatives
 
         n_candidates = check_positive_int(n_candidates, "n_candidates", minimum=2)
         assert qs.labels is not None
-        rel = qs.labels > 0
-        qidx = qs.query_index
-        has = np.zeros(qs.n_queries, dtype=bool)
-        has[qidx[rel]] = True
-        if not has.any():
+        n_dropped = qs.n_queries - int(np.unique(qs.query_index[qs.labels > 0]).size)
+        if n_dropped == qs.n_queries:
             raise ValueError(f"{path}: no query has a relevant candidate, so there is nothing to resample around")
-        if not has.all():
+        if n_dropped:
             warnings.warn(
-                f"{path}: {int((~has).sum())} of {qs.n_queries} queries have no relevant candidate "
+                f"{path}: {n_dropped} of {qs.n_queries} queries have no relevant candidate "
                 f"and are dropped when negatives are resampled",
                 RuntimeWarning, stacklevel=4,
             )
-        # first relevant candidate of every query that has one
-        first_rel = np.full(qs.n_queries, -1, dtype=np.int64)
-        rel_pos = np.flatnonzero(rel)
-        owners, first = np.unique(qidx[rel_pos], return_index=True)
-        first_rel[owners] = rel_pos[first]
-        keep = np.flatnonzero(has)
-        all_qids = [str(x) for x in qs.query_ids] if qs.query_ids is not None else [str(q) for q in range(qs.n_queries)]
-        pool_ids = _pair_ids(pool)
-        own_ids = _pair_ids(qs)
-        return assemble_query_set(
-            [qs.contexts[int(q)] for q in keep], [qs.candidates[first_rel[q]] for q in keep],
-            [all_qids[q] for q in keep], list(pool.candidates), pool_ids,
-            positive_ids=[own_ids[first_rel[q]] for q in keep],
-            negatives=negatives, n_candidates=n_candidates, seed=seed,
-            name=f"{path.name}/{split}/{negatives}", sampler_options=sampler_options,
-            relevant_first=bool(relevant_first),
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # said above, naming the file
+            return redraw_negatives(
+                qs, negatives=negatives, n_candidates=n_candidates, seed=seed,
+                pool=list(pool.candidates), pool_ids=_ids_or_positions(pool), groups=None, pool_groups=None,
+                sampler_options=sampler_options, relevant_first=relevant_first,
+                name=f"{path.name}/{split}/{negatives}",
+            )
 
     def __repr__(self) -> str:
         return f"FileLoader({self.fmt!r})"
