@@ -615,7 +615,7 @@ def redraw_negatives(
     else:
         if len(groups) != queries.n_queries:
             raise ValueError(f"groups must hold one dialogue per query ({queries.n_queries}); got {len(groups)}")
-        q_groups = [str(groups[q]) for q in keep]
+        q_groups = [str(groups[int(q)]) for q in keep]
     p_groups: list[str] | None
     if isinstance(pool_groups, str):
         if pool_groups != "ids":
