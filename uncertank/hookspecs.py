@@ -43,8 +43,16 @@ def uncertank_rankers() -> Mapping[str, Callable[..., Any]]:
     """Return ranker factories by name.
 
     Each factory is called as ``factory(**params)`` by
-    :func:`uncertank.make_ranker` and must return an object satisfying
-    :class:`uncertank.Ranker` (or :class:`uncertank.StochasticRanker`).
+    :func:`uncertank.make_ranker` (with the ``params`` of a study file) and
+    must return an object satisfying :class:`uncertank.Ranker`: a str
+    ``name`` and ``predict(queries) -> Predictions``; ``make_ranker`` checks
+    this and raises TypeError naming the plugin otherwise. ``uncertank run``
+    then calls, where the ranker has them: ``fit(train, valid)``,
+    ``save(folder)`` (a folder that does not exist yet), ``type(ranker).load(folder)``
+    on a resumed run, and ``predict_samples(queries)`` (a
+    :class:`uncertank.StochasticRanker`, whose rows are joint draws) or else
+    ``predict(queries)``. :func:`uncertank.testing.check_ranker` and
+    :func:`uncertank.testing.check_stochastic_ranker` check that contract.
     """
     raise NotImplementedError
 
@@ -55,8 +63,12 @@ def uncertank_datasets() -> Mapping[str, Callable[..., Any]]:
 
     Each loader is called as ``loader(split=..., negatives=..., n_candidates=...,
     seed=..., **options)`` by :func:`uncertank.datasets.load` and returns a
-    :class:`uncertank.QuerySet`. A name ending in ``":"`` is a prefix: the text
-    after it (a path, say) is passed as the loader's first argument.
+    :class:`uncertank.QuerySet`; ``max_context_turns`` is passed only when the
+    user sets it. A name ending in ``":"`` is a prefix: the text after it (a
+    path, say) is passed as the loader's first argument. A loader with a
+    method ``cache_token(arg=None, *, split=...)`` returning a str that
+    changes whenever its data does is cached on disk by ``load`` (keyed by
+    that token and every parameter); one without it is called every time.
     """
     raise NotImplementedError
 
@@ -66,7 +78,10 @@ def uncertank_negative_samplers() -> Mapping[str, Callable[..., Any]]:
     """Return negative-sampler factories by name.
 
     A sampler is built as ``factory(pool, seed=...)`` over a pool of candidate
-    responses and called as ``sampler.sample(contexts, positives, k)``.
+    responses and called as ``sampler.sample(contexts, positives, k)``,
+    returning an integer array of shape (n_queries, k) of indices into the
+    pool. A factory that accepts ``groups=`` is told which dialogue each pool
+    text comes from, so that a query's own dialogue is never sampled.
     """
     raise NotImplementedError
 
@@ -75,18 +90,32 @@ def uncertank_negative_samplers() -> Mapping[str, Callable[..., Any]]:
 def uncertank_recalibrators() -> Mapping[str, Callable[..., Any]]:
     """Return recalibrator factories by name.
 
-    A recalibrator has ``fit(scores, labels)`` and ``transform(scores)``, both on
-    flat arrays of shape (n_pairs,), and maps scores to calibrated probabilities.
+    The factory is called with no argument; the object has ``fit(scores,
+    labels) -> self`` and ``transform(scores) -> probabilities``, both on flat
+    arrays of shape (n_pairs,), and maps the scores of a probabilistic ranker
+    to calibrated probabilities in [0, 1]. A study fits each one on the
+    validation predictions and reports the calibration metrics of its output
+    beside the raw scores. The map should be non-decreasing in the score, so
+    that recalibrating never reorders the ranking it calibrates.
     """
     raise NotImplementedError
 
 
 @hookspec
 def uncertank_metrics() -> Mapping[str, Callable[..., Any]]:
-    """Return metric functions by name.
+    """Return metrics by name: :class:`uncertank.metrics.Metric` objects (or bare callables).
 
-    A metric is called as ``metric(scores, labels, **options)`` where ``scores``
-    is a :class:`uncertank.RankedLists` (``labels`` is then None) or a dense
-    2-D array, and returns a float (or an array with ``per_query=True``).
+    A :class:`~uncertank.metrics.Metric` carries what a study report needs:
+    ``kind`` (``"ranking"`` or ``"calibration"``), ``needs_probabilities``,
+    ``higher_is_better``, a column ``label`` (``"P@{k}"``) and default
+    ``options``. Every metric is called as ``metric(scores, labels=None, *,
+    per_query=False, **options)``, where ``scores`` is a
+    :class:`uncertank.RankedLists` (``labels`` None), a
+    :class:`uncertank.Predictions` with labels, or dense arrays of shape
+    (n_queries, n_candidates); it returns a float, or an array of shape
+    (n_queries,) with ``per_query=True``. A bare callable is wrapped by
+    :func:`uncertank.metrics.as_metric` as a ranking metric, higher is
+    better. A study's ``metrics = [...]`` names them (with options) and its
+    report shows their columns.
     """
     raise NotImplementedError
