@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
                      device=args.device, show_progress=False)
         for m in range(args.members)
     ]
-    models = [m._build() for m in members]
+    models = [m.build_model() for m in members]
     enc = encode_queries(members[0].tokenizer, queries, max_length=args.max_length)
     keep = np.arange(min(args.pairs, enc.n_pairs))
     from uncertank.nn.inputs import EncodedPairs

@@ -111,8 +111,13 @@ def main(argv: list[str] | None = None) -> None:
 
     work: Path = args.workdir
     work.mkdir(parents=True, exist_ok=True)
+    # The training negatives are built by the data layer (--negatives); the rankers
+    # train on the pairs they are given. The test split always has BM25 negatives.
     data = {
-        split: ud.load("ubuntu-sample", split=split, negatives="bm25", n_candidates=10, seed=0)
+        split: ud.load(
+            "ubuntu-sample", split=split, negatives="bm25" if split == "test" else args.negatives,
+            n_candidates=10, seed=0,
+        )
         for split in ("train", "valid", "test")
     }
     train = _subset(data["train"], args.train_queries, 0)
@@ -136,7 +141,6 @@ def main(argv: list[str] | None = None) -> None:
                 batch_size=args.batch_size,
                 lr=args.lr,
                 seed=m,
-                negatives=args.negatives,
                 device="auto",
             )
             t0 = time.perf_counter()

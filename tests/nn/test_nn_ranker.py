@@ -21,7 +21,7 @@ from uncertank.nn.testing import tiny_config, toy_queries
 
 
 def small(**kw):
-    params = dict(max_length=32, epochs=2, batch_size=4, lr=3e-3, negatives="given", show_progress=False)
+    params = dict(max_length=32, epochs=2, batch_size=4, lr=3e-3, show_progress=False)
     params.update(kw)
     return NeuralRanker(tiny_config(), **params)
 
@@ -55,9 +55,8 @@ def test_save_load_round_trip_is_bit_identical(tmp_path, queries):
     again = NeuralRanker.load(tmp_path / "ck")
     np.testing.assert_array_equal(again.predict(queries).scores, before)
     assert again.training_config.max_length == 32 and again.history_ == ranker.history_
-    generic = load_ranker(tmp_path / "ck")
-    assert type(generic) is NeuralRanker
-    np.testing.assert_array_equal(generic.predict(queries).scores, before)
+    with pytest.raises(ValueError, match="ranker 'cross-encoder', which no installed plugin registers"):
+        load_ranker(tmp_path / "ck")  # the base class is not a registered ranker
     assert not list(tmp_path.glob(".ck*"))  # no temporary folder left behind
 
 
@@ -127,7 +126,7 @@ def test_device_auto_and_accelerator_on_cpu():
 def test_packaged_backbone_loads_offline():
     seed_everything(0)
     ranker = NeuralRanker(max_length=16, show_progress=False)
-    model = ranker._build()
+    model = ranker.build_model()
     assert model.encoder.config.num_hidden_layers == 6
     assert model.encoder.config.hidden_size == 384
     # The pretrained weights are loaded, not re-initialised.

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 import pytest
 import torch
@@ -46,79 +44,37 @@ def test_average_precision_matches_sklearn():
 
 
 def test_balanced_pairs_given_negatives(queries):
-    ctx, cands, qidx, labels = balanced_pairs(queries, "given", seed=3)
+    ctx, cands, qidx, labels = balanced_pairs(queries, seed=3)
     assert len(ctx) == 10 and labels.sum() == 10 and (labels == 0).sum() == 10
     for text, q, y in zip(cands, qidx, labels, strict=True):
         _, own, own_labels = queries.query(int(q))
         assert text in own
         assert own_labels[own.index(text)] == y
-    _, cands2, _, _ = balanced_pairs(queries, "given", seed=4)
+    _, cands2, _, _ = balanced_pairs(queries, seed=4)
     assert cands2[10:] != cands[10:]  # another seed, other negatives
-    assert balanced_pairs(queries, "given", seed=3)[1] == cands
+    assert balanced_pairs(queries, seed=3)[1] == cands
 
 
 def test_balanced_pairs_skip_queries_without_relevant_and_cap_negatives():
     qs = QuerySet.from_lists(
         [["a"], ["b"], ["c"]], [["x", "y"], ["p", "q", "r"], ["u", "v"]], [[0, 0], [1, 1, 0], [1, 0]]
     )
-    ctx, cands, qidx, labels = balanced_pairs(qs, "given", seed=0)
+    ctx, cands, qidx, labels = balanced_pairs(qs, seed=0)
     assert ctx == [["b"], ["c"]]
     assert labels.tolist() == [1, 1, 1, 0, 0]  # query b has one negative for two positives
     assert sorted(cands[3:]) == ["r", "v"]
     assert qidx.tolist() == [0, 0, 1, 0, 1]
 
 
-class RecordingSampler:
-    """A sampler factory for tests: the negative of a positive is the next pool text."""
-
-    calls: ClassVar[list[int]] = []
-
-    def __init__(self, pool, *, seed=0):
-        self.pool = pool
-        RecordingSampler.calls.append(seed)
-
-    def sample(self, contexts, positives, k):
-        idx = np.array([(self.pool.index(p) + 1) % len(self.pool) for p in positives])
-        return idx[:, None]
-
-
-def test_balanced_pairs_from_a_sampler_factory(queries):
-    _, cands, _, _ = balanced_pairs(queries, RecordingSampler, seed=7)
-    pool = sorted(set(queries.candidates))
-    pos = cands[:10]
-    assert cands[10:] == [pool[(pool.index(p) + 1) % len(pool)] for p in pos]
-    assert RecordingSampler.calls[-1] == 7
-
-
-def test_balanced_pairs_from_the_registered_bm25_sampler(queries):
-    _, cands, _, labels = balanced_pairs(queries, "bm25", seed=0)
-    assert labels.tolist() == [1] * 10 + [0] * 10
-    assert all(n not in cands[:10] or n != p for n, p in zip(cands[10:], cands[:10], strict=True))
-
-
 def test_balanced_pairs_errors(queries):
     with pytest.raises(TypeError, match="train must be a QuerySet"):
-        balanced_pairs([1, 2], "given")
+        balanced_pairs([1, 2])
     unlabelled = QuerySet.from_lists([["a"]], [["x", "y"]])
     with pytest.raises(ValueError, match="train must carry labels"):
-        balanced_pairs(unlabelled, "given")
+        balanced_pairs(unlabelled)
     none_relevant = QuerySet.from_lists([["a"]], [["x", "y"]], [[0, 0]])
     with pytest.raises(ValueError, match="at least one query with a relevant"):
-        balanced_pairs(none_relevant, "given")
-
-    class Bad:
-        def __init__(self, pool, *, seed=0):
-            pass
-
-        def sample(self, contexts, positives, k):
-            return np.zeros((len(positives), 2), dtype=np.int64)
-
-    with pytest.raises(ValueError, match="pool indices of shape"):
-        balanced_pairs(queries, Bad)
-    from uncertank.plugins import UnknownNameError
-
-    with pytest.raises(UnknownNameError, match="no-such-sampler"):
-        balanced_pairs(queries, "no-such-sampler")
+        balanced_pairs(none_relevant)
 
 
 @pytest.mark.parametrize(
@@ -126,7 +82,7 @@ def test_balanced_pairs_errors(queries):
     [
         ("epochs", 0, ValueError), ("batch_size", 1.5, TypeError), ("lr", 0.0, ValueError),
         ("lr", float("nan"), ValueError), ("weight_decay", -1.0, ValueError),
-        ("warmup_ratio", 1.0, ValueError), ("negatives", 3, TypeError), ("seed", -1, ValueError),
+        ("warmup_ratio", 1.0, ValueError), ("seed", -1, ValueError),
     ],
 )
 def test_training_config_errors(field, value, error):
@@ -135,7 +91,7 @@ def test_training_config_errors(field, value, error):
 
 
 def _pair_loss(model, tokenizer, queries):
-    ctx, cands, qidx, labels = balanced_pairs(queries, "given", seed=0)
+    ctx, cands, qidx, labels = balanced_pairs(queries, seed=0)
     enc = encode_pairs(tokenizer, ctx, cands, qidx, max_length=32)
     model.eval()
     with torch.no_grad():
@@ -151,7 +107,7 @@ def test_training_lowers_the_loss():
     model = CrossEncoderModel(encoder)
     before = _pair_loss(model, tok, queries)
     cfg = TrainingConfig(
-        max_length=32, epochs=6, batch_size=4, lr=1e-2, warmup_ratio=0.0, negatives="given",
+        max_length=32, epochs=6, batch_size=4, lr=1e-2, warmup_ratio=0.0,
         show_progress=False,
     )
     history = train_cross_encoder(model, tok, queries, config=cfg)
@@ -168,7 +124,7 @@ def test_the_best_validation_epoch_is_kept():
     seed_everything(0)
     encoder, tok = build_backbone(tiny_config())
     model = CrossEncoderModel(encoder)
-    cfg = TrainingConfig(max_length=32, epochs=3, batch_size=4, lr=3e-3, negatives="given", show_progress=False)
+    cfg = TrainingConfig(max_length=32, epochs=3, batch_size=4, lr=3e-3, show_progress=False)
     history = train_cross_encoder(model, tok, train, valid, config=cfg)
     assert len(history.valid_map) == 3
     assert history.best_epoch == int(np.argmax(history.valid_map))  # first of the best on ties
@@ -182,7 +138,7 @@ def test_the_best_validation_epoch_is_kept():
 def test_validation_must_be_labelled(queries):
     encoder, tok = build_backbone(tiny_config())
     model = CrossEncoderModel(encoder)
-    cfg = TrainingConfig(epochs=1, negatives="given", show_progress=False)
+    cfg = TrainingConfig(epochs=1, show_progress=False)
     with pytest.raises(ValueError, match="valid must carry labels"):
         train_cross_encoder(model, tok, queries, QuerySet.from_lists([["a"]], [["x"]]), config=cfg)
     with pytest.raises(TypeError, match="valid must be a QuerySet"):

@@ -4,13 +4,16 @@
   with the ``[U]``/``[T]`` separators and truncation from the oldest turn.
 - :mod:`~uncertank.nn.model`: the backbone (the packaged all-MiniLM-L6-v2, any
   local folder, or a random config) and the cross-encoder head.
-- :mod:`~uncertank.nn.training`: balanced pairs, AdamW with warm-up, clipping,
-  validation per epoch, best epoch kept; under Hugging Face Accelerate.
+- :mod:`~uncertank.nn.training`: balanced pairs of the given candidates, AdamW
+  with warm-up, clipping, validation per epoch, best epoch kept, a pluggable
+  loss and an end-of-training hook; under Hugging Face Accelerate.
 - :mod:`~uncertank.nn.inference`: batched scoring for one model, T MC-dropout
-  passes (every dropout site, attention included) or M ensemble members.
+  passes (every dropout site, attention included) or M ensemble members, and
+  the length-sorted, sharded batch loop under them (:func:`score_batches`).
 - :mod:`~uncertank.nn.checkpoint`: safetensors + JSON, written atomically.
 - :mod:`~uncertank.nn.runtime`: seeding, ``device="auto"``, bf16 on CUDA, progress.
-- :class:`NeuralRanker`: the base ranker the plugins build on.
+- :class:`NeuralRanker`: the base ranker the plugins build on (its public
+  extension API is listed in :mod:`uncertank.nn.ranker`).
 
 Importing this package raises ImportError naming ``pip install "uncertank[torch]"``
 when torch, transformers, accelerate, safetensors or tqdm is missing.
@@ -22,8 +25,20 @@ from uncertank.nn._deps import require_torch
 
 require_torch()
 
-from uncertank.nn.checkpoint import atomic_directory, load_model, read_manifest, save_model  # noqa: E402
-from uncertank.nn.inference import dropout_owners, mc_dropout, score_probabilities  # noqa: E402
+from uncertank.nn.checkpoint import (  # noqa: E402
+    atomic_directory,
+    load_model,
+    read_manifest,
+    save_model,
+    write_manifest,
+)
+from uncertank.nn.inference import (  # noqa: E402
+    dropout_owners,
+    mc_dropout,
+    output_probabilities,
+    score_batches,
+    score_probabilities,
+)
 from uncertank.nn.inputs import (  # noqa: E402
     TURN_TOKEN,
     UTTERANCE_TOKEN,
@@ -48,6 +63,7 @@ from uncertank.nn.training import (  # noqa: E402
     TrainingHistory,
     average_precision,
     balanced_pairs,
+    cross_entropy_loss,
     train_cross_encoder,
 )
 
@@ -65,6 +81,7 @@ __all__ = [
     "average_precision",
     "balanced_pairs",
     "build_backbone",
+    "cross_entropy_loss",
     "default_backbone_path",
     "dropout_owners",
     "encode_pairs",
@@ -74,13 +91,16 @@ __all__ = [
     "load_model",
     "load_ranker",
     "mc_dropout",
+    "output_probabilities",
     "progress",
     "read_manifest",
     "require_torch",
     "resolve_device",
     "save_model",
+    "score_batches",
     "score_probabilities",
     "seed_everything",
     "train_cross_encoder",
     "turn_text",
+    "write_manifest",
 ]

@@ -2,7 +2,7 @@
 
 A checkpoint is a folder::
 
-    uncertank.json      what to rebuild: format, ranker class, its parameters
+    uncertank.json      what to rebuild: format, registered ranker name, its parameters
     model.safetensors   the CrossEncoderModel's state dict
     backbone/           the encoder's transformers config
     tokenizer/          the tokenizer, [U] and [T] included
@@ -19,13 +19,13 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["FORMAT", "atomic_directory", "load_model", "read_manifest", "save_model"]
+__all__ = ["FORMAT", "MANIFEST", "atomic_directory", "load_model", "read_manifest", "save_model", "write_manifest"]
 
 FORMAT = "uncertank.nn/1"
 MANIFEST = "uncertank.json"
@@ -58,15 +58,29 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def save_model(folder: Path, model: Any, tokenizer: Any, manifest: dict[str, Any]) -> None:
-    """Write ``model``, ``tokenizer`` and ``manifest`` into ``folder`` (which exists)."""
+    """Write ``model``, ``tokenizer`` and ``manifest`` into ``folder`` (which exists).
+
+    ``model``'s whole state dict (parameters and persistent buffers) goes to
+    ``model.safetensors``, ``model.encoder``'s config to ``backbone/``.
+    """
     from safetensors.torch import save_file
 
     state = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(folder / "model.safetensors"), metadata={"format": FORMAT})
     model.encoder.config.save_pretrained(str(folder / "backbone"))
     tokenizer.save_pretrained(str(folder / "tokenizer"))
-    with open(folder / MANIFEST, "w", encoding="utf-8") as fh:
-        json.dump({"format": FORMAT, **manifest}, fh, indent=2, sort_keys=True)
+    write_manifest(folder, manifest)
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    """Write ``manifest`` (JSON values) as the manifest of the checkpoint ``folder``, with the format.
+
+    For composite checkpoints (an ensemble's folder of member folders); a
+    single model's :func:`save_model` calls it. The manifest should carry
+    ``"ranker"``, the registered ranker name that :func:`uncertank.nn.load_ranker` resolves.
+    """
+    with open(Path(folder) / MANIFEST, "w", encoding="utf-8") as fh:
+        json.dump({**manifest, "format": FORMAT}, fh, indent=2, sort_keys=True)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -87,8 +101,26 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     return manifest
 
 
-def load_model(folder: str | os.PathLike[str]) -> tuple[torch.nn.Module, Any]:
-    """Rebuild the :class:`CrossEncoderModel` and tokenizer saved in ``folder``."""
+def load_model(
+    folder: str | os.PathLike[str], *, make_model: Callable[[torch.nn.Module], torch.nn.Module] | None = None
+) -> tuple[torch.nn.Module, Any]:
+    """Rebuild the model and tokenizer saved in ``folder``.
+
+    Parameters
+    ----------
+    folder : str or path
+        A checkpoint folder written by :func:`save_model`.
+    make_model : callable, optional
+        ``make_model(encoder) -> nn.Module`` builds the network around the
+        encoder before the saved weights (and buffers) are loaded into it,
+        strictly; :class:`CrossEncoderModel` by default.
+
+    Returns
+    -------
+    model : nn.Module
+        In eval mode.
+    tokenizer : transformers tokenizer
+    """
     from safetensors.torch import load_file
     from transformers import AutoConfig
 
@@ -97,7 +129,7 @@ def load_model(folder: str | os.PathLike[str]) -> tuple[torch.nn.Module, Any]:
     folder = Path(folder)
     config = AutoConfig.from_pretrained(str(folder / "backbone"), local_files_only=True)
     encoder, tokenizer = build_backbone(config, tokenizer=folder / "tokenizer")
-    model = CrossEncoderModel(encoder)
+    model = (make_model or CrossEncoderModel)(encoder)
     model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=True)
     model.eval()
     return model, tokenizer

@@ -24,7 +24,7 @@ from uncertank._validation import check_positive_int
 from uncertank.nn.inputs import EncodedPairs
 from uncertank.nn.runtime import autocast, progress
 
-__all__ = ["dropout_owners", "mc_dropout", "score_probabilities"]
+__all__ = ["dropout_owners", "mc_dropout", "output_probabilities", "score_batches", "score_probabilities"]
 
 _DROPOUT_TYPES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 _MODE_SENSITIVE = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
@@ -102,6 +102,117 @@ def _stacked_call(models: Sequence[nn.Module]) -> Callable[[dict[str, torch.Tens
     return lambda batch: batched(params, buffers, batch)
 
 
+def output_probabilities(output: torch.Tensor) -> torch.Tensor:
+    """P(relevant) from a model's output, the conversion every scoring path uses.
+
+    Parameters
+    ----------
+    output : Tensor of shape (..., 2), (..., 1) or (batch,)
+        Two logits (the cross-encoder's head): the softmax of the second; one
+        logit (a single-output head such as SNGP's): its sigmoid.
+
+    Returns
+    -------
+    Tensor of shape (...,) or (batch,)
+        float32 probabilities.
+
+    Examples
+    --------
+    >>> import torch
+    >>> output_probabilities(torch.tensor([[0.0, 0.0], [0.0, 50.0]])).tolist()
+    [0.5, 1.0]
+    >>> output_probabilities(torch.tensor([0.0])).tolist()
+    [0.5]
+    """
+    out = output.float()
+    if out.ndim >= 2 and out.shape[-1] == 2:
+        return torch.softmax(out, dim=-1)[..., 1]
+    if out.ndim >= 2 and out.shape[-1] == 1:
+        return torch.sigmoid(out[..., 0])
+    if out.ndim == 1:
+        return torch.sigmoid(out)
+    raise ValueError(
+        f"output must have shape (..., 2) (two logits), (..., 1) or (batch,) (one logit); got {tuple(output.shape)}"
+    )
+
+
+def score_batches(
+    encoded: EncodedPairs,
+    fn: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    *,
+    batch_size: int = 64,
+    device: torch.device | None = None,
+    accelerator: Any = None,
+    show_progress: bool = False,
+    desc: str = "scoring",
+) -> NDArray[np.float64]:
+    """Run ``fn`` over every pair in length-sorted batches; the machinery of all scoring.
+
+    The pairs are sorted by length (less padding) and cut into batches; each
+    batch is padded once and handed to ``fn``. Under several processes each
+    process runs a contiguous shard of the sorted pairs and the shards are
+    gathered, so every process returns the full result, in input order. The
+    caller sets the modes (eval, MC dropout, ``torch.inference_mode``); this
+    function adds bf16 autocast on CUDA.
+
+    Parameters
+    ----------
+    encoded : EncodedPairs
+        The ``n_pairs`` pairs.
+    fn : callable
+        ``fn(batch) -> Tensor of shape (b, k)`` for a batch dict of
+        ``input_ids``, ``attention_mask`` and ``token_type_ids`` of shape
+        (b, length), on the device.
+    batch_size : int
+        Pairs per call.
+    device : torch.device, optional
+        Where to run on one process (CPU by default); ignored under several processes.
+    accelerator : accelerate.Accelerator, optional
+        Gives the process index, count and device, and gathers the shards.
+    show_progress : bool
+        Show a progress bar on the main process.
+    desc : str
+        The bar's label.
+
+    Returns
+    -------
+    ndarray of shape (n_pairs, k)
+        Row ``i`` is ``fn``'s output for pair ``i``, as float64.
+    """
+    batch_size = check_positive_int(batch_size, "batch_size")
+    world, rank = 1, 0
+    if accelerator is not None:
+        world, rank = int(accelerator.num_processes), int(accelerator.process_index)
+        device = accelerator.device
+    device = device or torch.device("cpu")
+    n = encoded.n_pairs
+    order = np.argsort(encoded.lengths, kind="stable")
+    shard = -(-n // world)
+    padded = np.concatenate([order, np.full(shard * world - n, order[-1] if n else 0, dtype=np.int64)])
+    mine = padded[rank * shard : (rank + 1) * shard]
+    parts: list[torch.Tensor] = []
+    with progress(mine.size, desc, enabled=show_progress and rank == 0) as bar:
+        for lo in range(0, mine.size, batch_size):
+            idx = mine[lo : lo + batch_size]
+            batch = encoded.batch(idx, device)
+            with autocast(device):
+                value = fn(batch)
+            if value.ndim != 2 or value.shape[0] != idx.size:
+                raise ValueError(
+                    f"fn must return a tensor of shape ({idx.size}, k) for a batch of {idx.size} pairs; "
+                    f"got {tuple(value.shape)}"
+                )
+            parts.append(value.detach().float().cpu())
+            bar.update(idx.size)
+    out = torch.cat(parts) if parts else torch.empty((0, 0))
+    if world > 1:
+        out = accelerator.gather(out.to(device)).cpu()
+    out = out[:n]
+    result = np.empty((n, out.shape[1] if out.ndim == 2 else 0), dtype=np.float64)
+    result[order] = out.numpy().astype(np.float64)
+    return result
+
+
 def score_probabilities(
     models: Sequence[nn.Module],
     encoded: EncodedPairs,
@@ -118,10 +229,15 @@ def score_probabilities(
 ) -> NDArray[np.float64]:
     """P(relevant) of every pair under every model and pass.
 
+    Every batch is encoded once and fed to each model ``n_passes`` times
+    (:func:`score_batches`); each output goes through
+    :func:`output_probabilities`, so two-logit and one-logit heads both work.
+
     Parameters
     ----------
-    models : sequence of CrossEncoderModel
-        One model, or the members of an ensemble.
+    models : sequence of nn.Module
+        One model, or the members of an ensemble: ``model(**batch)`` returns
+        logits (see :func:`output_probabilities`).
     encoded : EncodedPairs
         The ``n_pairs`` pairs to score.
     n_passes : int
@@ -156,19 +272,10 @@ def score_probabilities(
     if not models:
         raise ValueError("models must hold at least one model; got none")
     n_passes = check_positive_int(n_passes, "n_passes")
-    batch_size = check_positive_int(batch_size, "batch_size")
-    world, rank = 1, 0
     if accelerator is not None:
-        world, rank = int(accelerator.num_processes), int(accelerator.process_index)
         device = accelerator.device
     device = device or torch.device("cpu")
-    n = encoded.n_pairs
-    order = np.argsort(encoded.lengths, kind="stable")
-    shard = -(-n // world)
-    padded = np.concatenate([order, np.full(shard * world - n, order[-1] if n else 0, dtype=np.int64)])
-    mine = padded[rank * shard : (rank + 1) * shard]
-    rows = len(models) * n_passes
-    out = torch.empty((mine.size, rows), dtype=torch.float32)
+    rank = int(accelerator.process_index) if accelerator is not None else 0
     for m in models:
         m.to(device)
     modes = [mc_dropout(m) if mc else _eval_mode(m) for m in models]
@@ -181,30 +288,20 @@ def score_probabilities(
         if seed is not None:
             torch.manual_seed(int(seed) + rank)
         call = _stacked_call(models) if stacked and len(models) > 1 else None
-        bar = stack.enter_context(progress(mine.size, desc, enabled=show_progress and rank == 0))
-        for lo in range(0, mine.size, batch_size):
-            idx = mine[lo : lo + batch_size]
-            batch = encoded.batch(idx, device)
-            with autocast(device):
-                if call is not None:
-                    for t in range(n_passes):
-                        logits = call(batch)  # (M, B, 2)
-                        probs = torch.softmax(logits.float(), dim=-1)[..., 1]
-                        out[lo : lo + idx.size, t::n_passes] = probs.T.cpu()
-                else:
-                    for k, model in enumerate(models):
-                        for t in range(n_passes):
-                            logits = model(**batch)
-                            probs = torch.softmax(logits.float(), dim=-1)[:, 1]
-                            out[lo : lo + idx.size, k * n_passes + t] = probs.cpu()
-            bar.update(idx.size)
-    if world > 1:
-        gathered = accelerator.gather(out.to(device)).cpu()[:n]
-    else:
-        gathered = out[:n]
-    result = np.empty((rows, n), dtype=np.float64)
-    result[:, order] = gathered.numpy().astype(np.float64).T
-    return result
+
+        def fn(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+            if call is not None:
+                # (M, B, ...) per pass -> columns ordered m * n_passes + t
+                passes = [output_probabilities(call(batch)) for _ in range(n_passes)]
+                return torch.stack(passes, dim=1).reshape(-1, passes[0].shape[-1]).T
+            cols = [output_probabilities(model(**batch)) for model in models for _ in range(n_passes)]
+            return torch.stack(cols, dim=1)
+
+        out = score_batches(
+            encoded, fn, batch_size=batch_size, device=device, accelerator=accelerator,
+            show_progress=show_progress, desc=desc,
+        )
+    return np.ascontiguousarray(out.T)
 
 
 @contextlib.contextmanager

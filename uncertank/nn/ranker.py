@@ -1,36 +1,49 @@
 """The base class of the neural rankers: fit, predict, save, load.
 
 :class:`NeuralRanker` is a complete deterministic cross-encoder ranker; the
-plugins ``uncertank-bert``, ``uncertank-mcdropout`` and ``uncertank-ensemble``
-build on it, and so can a third party's (see the user guide, "Write your own
-neural ranker plugin").
+plugins ``uncertank-bert``, ``uncertank-mcdropout``, ``uncertank-ensemble``
+and ``uncertank-sngp`` build on it, and so can a third party's (see the user
+guide, "Write your own neural ranker"). Its extension API:
+
+- :meth:`NeuralRanker.create_model` (override): the network around the encoder;
+- :meth:`NeuralRanker.loss` (override): the training loss of a batch;
+- :meth:`NeuralRanker.on_train_end` (override): state computed after training;
+- :meth:`NeuralRanker.build_model`, :meth:`NeuralRanker.encode`,
+  :meth:`NeuralRanker.score`, :meth:`NeuralRanker.check_queries`: building,
+  encoding and batched scoring;
+- :meth:`NeuralRanker.get_params`, :meth:`NeuralRanker.extra_params`,
+  :meth:`NeuralRanker.save_into`: what a checkpoint stores.
+
+Checkpoints are data: :func:`load_ranker` finds the class through the ranker
+registry by the name the manifest records, and never imports a module that a
+manifest names.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from numpy.typing import NDArray
 from typing_extensions import Self
 
 from uncertank._types import Predictions, QuerySet
 from uncertank.nn.checkpoint import atomic_directory, load_model, read_manifest, save_model
 from uncertank.nn.inference import score_probabilities
-from uncertank.nn.inputs import encode_queries
+from uncertank.nn.inputs import EncodedPairs, encode_queries
 from uncertank.nn.model import CrossEncoderModel, build_backbone
 from uncertank.nn.runtime import get_accelerator, is_main_process, resolve_device, seed_everything
-from uncertank.nn.training import TrainingConfig, TrainingHistory, train_cross_encoder
+from uncertank.nn.training import TrainingConfig, TrainingHistory, cross_entropy_loss, train_cross_encoder
 
 __all__ = ["NeuralRanker", "load_ranker"]
 
 _TRAIN_PARAMS = (
     "max_length", "epochs", "batch_size", "lr", "seed", "warmup_ratio", "weight_decay",
-    "max_grad_norm", "eval_batch_size", "negatives", "show_progress",
+    "max_grad_norm", "eval_batch_size", "show_progress",
 )
 
 
@@ -38,7 +51,15 @@ class NeuralRanker:
     """A pointwise cross-encoder ranker (Penha & Hauff, EACL 2021, section 3.1).
 
     ``[CLS]`` -> feed-forward -> two logits -> softmax gives P(relevant);
-    trained with cross-entropy on balanced pairs (:mod:`uncertank.nn.training`).
+    trained with cross-entropy on balanced pairs of the training set's own
+    candidates (:mod:`uncertank.nn.training`).
+
+    A subclass changes the network by overriding :meth:`create_model`, the
+    loss by :meth:`loss`, and adds state that needs the trained weights in
+    :meth:`on_train_end`; inputs, the training loop, batched scoring,
+    Accelerate and checkpoints come with the base class. The class attribute
+    ``name`` is the name the class is registered under (``make_ranker(name)``):
+    checkpoints record it, and :func:`load_ranker` resolves it.
 
     Parameters
     ----------
@@ -57,9 +78,6 @@ class NeuralRanker:
         Training length, pairs per step, peak AdamW rate, random seed.
     device : str
         ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda:0"``, ...
-    negatives : str or sampler factory
-        Where the training negatives come from (see
-        :class:`~uncertank.nn.TrainingConfig`); ``"bm25"`` by default.
     warmup_ratio, weight_decay, max_grad_norm, eval_batch_size, show_progress
         See :class:`~uncertank.nn.TrainingConfig`.
     name : str, optional
@@ -67,6 +85,8 @@ class NeuralRanker:
 
     Attributes
     ----------
+    model : nn.Module or None
+        The network, built by :meth:`build_model` (or :meth:`load`).
     history_ : TrainingHistory or None
         Set by :meth:`fit`.
     """
@@ -85,7 +105,6 @@ class NeuralRanker:
         lr: float = 2e-5,
         seed: int = 0,
         device: str = "auto",
-        negatives: Any = "bm25",
         warmup_ratio: float = 0.1,
         weight_decay: float = 0.01,
         max_grad_norm: float = 1.0,
@@ -96,7 +115,7 @@ class NeuralRanker:
         self.training_config = TrainingConfig(
             max_length=max_length, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
             warmup_ratio=warmup_ratio, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
-            eval_batch_size=eval_batch_size, negatives=negatives, show_progress=show_progress,
+            eval_batch_size=eval_batch_size, show_progress=show_progress,
         )
         self.device = device
         resolve_device(device)  # fail early on a bad device string
@@ -105,12 +124,45 @@ class NeuralRanker:
         self.num_hidden_layers = num_hidden_layers
         if name is not None:
             self.name = name
-        self.model: CrossEncoderModel | None = None
+        self.model: torch.nn.Module | None = None
         self.history_: TrainingHistory | None = None
 
-    # -- building ---------------------------------------------------------------
+    # -- the network -----------------------------------------------------------
 
-    def _build(self) -> CrossEncoderModel:
+    def create_model(self, encoder: torch.nn.Module) -> torch.nn.Module:
+        """The network around ``encoder``; override to plug in another head.
+
+        Called once by :meth:`build_model` (seeded with ``seed``, so the
+        head's initialisation is reproducible) and by :meth:`load` before the
+        saved weights are loaded. The returned module must have an
+        ``encoder`` attribute; ``model(**batch)`` returns what :meth:`loss`
+        takes in training mode and, in eval mode, logits that
+        :func:`uncertank.nn.output_probabilities` turns into P(relevant)
+        (two logits, or one). Buffers registered on it (a covariance, fixed
+        random features, counts) are saved with the weights.
+
+        Parameters
+        ----------
+        encoder : transformers.PreTrainedModel
+            From :func:`uncertank.nn.build_backbone`.
+
+        Returns
+        -------
+        nn.Module
+            :class:`~uncertank.nn.CrossEncoderModel` by default.
+        """
+        return CrossEncoderModel(encoder)
+
+    def build_model(self) -> torch.nn.Module:
+        """The network, built on first use (backbone, tokenizer and :meth:`create_model`).
+
+        Before :meth:`fit` (or :meth:`load`) the head is randomly initialised.
+
+        Raises
+        ------
+        ValueError
+            When ``max_length`` exceeds the backbone's ``max_position_embeddings``.
+        """
         if self.model is None:
             seed_everything(self.training_config.seed)
             encoder, tok = build_backbone(self.backbone, self.tokenizer, num_hidden_layers=self.num_hidden_layers)
@@ -121,21 +173,66 @@ class NeuralRanker:
                     f"got {self.training_config.max_length}"
                 )
             self.tokenizer = tok
-            self.model = CrossEncoderModel(encoder)
+            self.model = self.create_model(encoder)
         return self.model
 
-    def _params(self) -> dict[str, Any]:
+    def loss(self, output: Any, labels: torch.Tensor) -> torch.Tensor:
+        """The training loss of one batch; override for another head or objective.
+
+        Parameters
+        ----------
+        output : Tensor or any
+            What the model returns in training mode for the batch.
+        labels : Tensor of shape (batch,)
+            int64, 1 for relevant, on the model's device.
+
+        Returns
+        -------
+        Tensor
+            A scalar, the mean over the batch. Cross-entropy of two logits
+            (:func:`uncertank.nn.cross_entropy_loss`) by default.
+        """
+        return cross_entropy_loss(output, labels)
+
+    def on_train_end(
+        self, model: torch.nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Any
+    ) -> None:
+        """Called once after training with the final weights; override to fit extra state.
+
+        Parameters
+        ----------
+        model : nn.Module
+            The trained network (the best epoch's weights), in eval mode.
+        pairs : EncodedPairs
+            The last epoch's training pairs.
+        labels : ndarray of shape (n_train_pairs,)
+            Their labels.
+        accelerator : accelerate.Accelerator
+            Gives the device and, under several processes, the process group.
+        """
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor parameters a checkpoint stores (training settings, device, name).
+
+        Subclasses add theirs in :meth:`extra_params`.
+        """
         params = {k: getattr(self.training_config, k) for k in _TRAIN_PARAMS}
-        if not isinstance(params["negatives"], str):
-            params["negatives"] = "bm25"  # a sampler object cannot be stored
         params["device"] = self.device
         params["name"] = self.name
         return params
+
+    def extra_params(self) -> dict[str, Any]:
+        """A subclass's own constructor parameters, stored in checkpoints (JSON values); none here."""
+        return {}
 
     # -- Ranker API -------------------------------------------------------------
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
         """Fine-tune on ``train``; with ``valid``, keep the epoch of best validation MAP.
+
+        The negatives are ``train``'s own non-relevant candidates (built by
+        the data layer, e.g. ``uncertank.datasets.load(..., negatives="bm25")``),
+        paired one to one with its relevant ones.
 
         Parameters
         ----------
@@ -148,24 +245,47 @@ class NeuralRanker:
         -------
         self
         """
-        model = self._build()
+        model = self.build_model()
         self.history_ = train_cross_encoder(
             model, self.tokenizer, train, valid,
             config=self.training_config, accelerator=get_accelerator(self.device),
+            loss_fn=self.loss, on_train_end=self.on_train_end,
         )
         return self
 
-    def _check_queries(self, queries: Any) -> QuerySet:
+    def check_queries(self, queries: Any) -> QuerySet:
+        """Return ``queries`` when it is a :class:`~uncertank.QuerySet`; raise TypeError otherwise."""
         if not isinstance(queries, QuerySet):
             raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
         return queries
 
-    def _score(
+    def encode(self, queries: QuerySet) -> EncodedPairs:
+        """Every pair of ``queries`` as token sequences (the model's tokenizer, ``max_length``)."""
+        self.build_model()
+        return encode_queries(self.tokenizer, self.check_queries(queries), max_length=self.training_config.max_length)
+
+    def score(
         self, queries: QuerySet, *, n_passes: int = 1, mc: bool = False, seed: int | None = None
     ) -> NDArray[np.float64]:
-        """Probabilities of shape (n_passes, n_pairs)."""
-        model = self._build()
-        enc = encode_queries(self.tokenizer, queries, max_length=self.training_config.max_length)
+        """P(relevant) of every pair, in batches of ``eval_batch_size`` (under Accelerate).
+
+        Parameters
+        ----------
+        queries : QuerySet
+        n_passes : int
+            Forward passes over every batch (each batch is encoded once).
+        mc : bool
+            Dropout on at every site (:func:`uncertank.nn.mc_dropout`); eval mode otherwise.
+        seed : int, optional
+            Seeds the dropout masks without touching torch's global generator.
+
+        Returns
+        -------
+        ndarray of shape (n_passes, n_pairs)
+            Row ``t`` is pass ``t``: a joint draw over all pairs.
+        """
+        model = self.build_model()
+        enc = self.encode(queries)
         return score_probabilities(
             [model], enc, n_passes=n_passes, mc=mc, batch_size=self.training_config.eval_batch_size,
             accelerator=get_accelerator(self.device), seed=seed,
@@ -177,8 +297,8 @@ class NeuralRanker:
 
         Before :meth:`fit` the head is randomly initialised.
         """
-        queries = self._check_queries(queries)
-        probs = self._score(queries)[0]
+        queries = self.check_queries(queries)
+        probs = self.score(queries)[0]
         return Predictions(probs, queries.offsets, ranker=self.name)
 
     # -- persistence ------------------------------------------------------------
@@ -188,23 +308,28 @@ class NeuralRanker:
 
         Under several processes only the process of rank 0 writes.
         """
-        model = self._build()
+        model = self.build_model()
         if not is_main_process():
             return
         with atomic_directory(path) as tmp:
-            self._save_into(tmp, model)
+            self.save_into(tmp, model)
 
-    def _save_into(self, folder: Path, model: CrossEncoderModel) -> None:
+    def save_into(self, folder: Path, model: torch.nn.Module) -> None:
+        """Write ``model`` (weights and buffers), tokenizer and manifest into the existing ``folder``.
+
+        The manifest records the registered ranker name (the class attribute
+        ``name``), :meth:`get_params`, :meth:`extra_params` and the training
+        history. :meth:`save` calls it inside an atomic folder; a composite
+        ranker (an ensemble) calls it once per member sub-folder.
+        """
         manifest = {
+            "ranker": type(self).name,
             "class": f"{type(self).__module__}:{type(self).__qualname__}",
-            "params": self._params(),
-            "extra": self._extra_params(),
+            "params": self.get_params(),
+            "extra": self.extra_params(),
             "history": None if self.history_ is None else asdict(self.history_),
         }
         save_model(folder, model, self.tokenizer, manifest)
-
-    def _extra_params(self) -> dict[str, Any]:
-        return {}
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], **overrides: Any) -> Self:
@@ -216,16 +341,15 @@ class NeuralRanker:
             The checkpoint folder.
         **overrides
             Parameters to change (``device``, ``eval_batch_size``, ``n_passes``...).
-            A checkpoint of a plain cross-encoder loads into any subclass, so a
-            fine-tuned ``bert`` becomes an ``mc_dropout`` ranker with
-            ``MCDropoutRanker.load(path)``.
+            A checkpoint of a plain cross-encoder loads into any subclass with
+            the same network, so a fine-tuned ``bert`` becomes an
+            ``mc_dropout`` ranker with ``MCDropoutRanker.load(path)``.
         """
         manifest = read_manifest(path)
-        params = dict(manifest["params"])
-        params.pop("name", None)
+        params = {k: v for k, v in manifest["params"].items() if k not in ("name", "negatives")}
         extra = {k: v for k, v in manifest.get("extra", {}).items() if _accepts(cls, k)}
         ranker = cls(**{**params, **extra, **overrides})
-        ranker.model, ranker.tokenizer = load_model(path)  # type: ignore[assignment]
+        ranker.model, ranker.tokenizer = load_model(path, make_model=ranker.create_model)
         if manifest.get("history") is not None:
             ranker.history_ = TrainingHistory(**manifest["history"])
         return ranker
@@ -242,10 +366,52 @@ def _accepts(cls: type, name: str) -> bool:
 
 
 def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:
-    """Load any checkpoint with the class recorded in it."""
+    """Load any checkpoint through the ranker registry.
+
+    The manifest's ``ranker`` entry names a registered ranker
+    (``uncertank plugins``); its factory gives the class, whose ``load``
+    rebuilds the checkpoint. Nothing the manifest names is imported: a
+    checkpoint is data, and only installed, registered plugins run.
+
+    Parameters
+    ----------
+    path : str or path
+        A checkpoint folder written by a ranker's ``save``.
+    **overrides
+        Passed to the class's ``load`` (``device=...``).
+
+    Raises
+    ------
+    ValueError
+        When the manifest names no ranker, or one that no installed plugin
+        registers (the message lists the registered names).
+    """
+    from uncertank.plugins import registry
+
     manifest = read_manifest(path)
-    module, _, qualname = str(manifest["class"]).partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj.load(path, **overrides)
+    name = manifest.get("ranker")
+    if not isinstance(name, str) or not name:
+        raise ValueError(
+            f"checkpoint {str(path)!r} records no registered ranker name (its manifest has no 'ranker' "
+            "entry); load it with the ranker class's own load(), e.g. NeuralRanker.load(path)"
+        )
+    rankers = registry("rankers")
+    if name not in rankers:
+        known = ", ".join(sorted(rankers)) or "(none)"
+        raise ValueError(
+            f"checkpoint {str(path)!r} was written by ranker {name!r}, which no installed plugin "
+            f"registers; known rankers: {known}. Install the plugin that provides it (nothing "
+            "named in a checkpoint is imported)."
+        )
+    factory = rankers[name].factory
+    cls = factory if isinstance(factory, type) else type(factory(**_init_params(manifest)))
+    load = getattr(cls, "load", None)
+    if not callable(load):
+        raise TypeError(f"ranker {name!r} ({cls.__qualname__}) has no load(path) classmethod")
+    return load(path, **overrides)
+
+
+def _init_params(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The constructor parameters a checkpoint records (to build a throwaway instance)."""
+    params = {k: v for k, v in manifest.get("params", {}).items() if k not in ("negatives",)}
+    return {**params, **manifest.get("extra", {})}

@@ -1,17 +1,25 @@
 """Fine-tuning a cross-encoder: balanced pairs, AdamW, warm-up, clipping, best epoch kept.
 
 The recipe of Penha & Hauff (EACL 2021, section 4): pointwise cross-entropy on
-(context, response) pairs with as many non-relevant as relevant responses, the
-non-relevant ones drawn by a negative sampler (BM25 by default); AdamW with a
-linear warm-up then linear decay; gradient-norm clipping; validation after
-every epoch, and the weights of the best epoch kept. It runs under Hugging
-Face Accelerate, so the same code trains on one CPU, one GPU (bf16 autocast)
-or several processes (``accelerate launch``, ``torchrun``; DDP).
+(context, response) pairs with as many non-relevant as relevant responses;
+AdamW with a linear warm-up then linear decay; gradient-norm clipping;
+validation after every epoch, and the weights of the best epoch kept. It runs
+under Hugging Face Accelerate, so the same code trains on one CPU, one GPU
+(bf16 autocast) or several processes (``accelerate launch``, ``torchrun``; DDP).
+
+Data flows one way: the non-relevant responses are the training set's own
+candidates, as the data layer built them (``uncertank.datasets.load(...,
+negatives=...)``, which keeps every sampling rule); training never draws
+negatives of its own.
+
+A head with its own loss or state plugs in through ``loss_fn`` (the loss of a
+batch from the model's output) and ``on_train_end`` (called once with the
+final model and the training pairs, e.g. to compute a covariance).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +31,6 @@ from uncertank._types import QuerySet
 from uncertank._validation import check_positive_int
 from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_pairs, encode_queries
-from uncertank.nn.model import CrossEncoderModel
 from uncertank.nn.runtime import progress
 
 __all__ = [
@@ -31,6 +38,7 @@ __all__ = [
     "TrainingHistory",
     "average_precision",
     "balanced_pairs",
+    "cross_entropy_loss",
     "train_cross_encoder",
 ]
 
@@ -50,7 +58,7 @@ class TrainingConfig:
     lr : float
         Peak AdamW learning rate.
     seed : int
-        Seeds initialisation, negative sampling and shuffling.
+        Seeds initialisation, the choice among a query's negatives, and shuffling.
     warmup_ratio : float
         Fraction of the steps with a linear warm-up, in [0, 1).
     weight_decay : float
@@ -59,13 +67,6 @@ class TrainingConfig:
         Gradient-norm clipping bound (0 switches clipping off).
     eval_batch_size : int
         Pairs per forward pass when validating and predicting.
-    negatives : str or sampler factory
-        ``"given"`` uses each training query's own non-relevant candidates;
-        any other string names a registered negative sampler (``"bm25"``, the
-        default, as in the paper), built over the distinct candidate texts of
-        the training set; a factory ``factory(pool, seed=...)`` (a sampler
-        class) is built over the same pool; its ``sample(contexts, positives,
-        k)`` returns pool indices of shape (n, k).
     show_progress : bool
         Progress bars on the main process.
     """
@@ -79,7 +80,6 @@ class TrainingConfig:
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     eval_batch_size: int = 64
-    negatives: Any = "bm25"
     show_progress: bool = True
 
     def __post_init__(self) -> None:
@@ -94,11 +94,6 @@ class TrainingConfig:
                 raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}; got {v!r}")
         if not isinstance(self.warmup_ratio, (int, float)) or not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must lie in [0, 1); got {self.warmup_ratio!r}")
-        if not isinstance(self.negatives, str) and not callable(self.negatives):
-            raise TypeError(
-                "negatives must be 'given', a registered negative sampler name, or a sampler "
-                f"factory called as factory(pool, seed=...); got {type(self.negatives).__name__}"
-            )
 
 
 @dataclass
@@ -108,7 +103,7 @@ class TrainingHistory:
     Attributes
     ----------
     loss : list of float
-        Training cross-entropy of every step (mean over the batch).
+        Training loss of every step (mean over the batch).
     valid_map : list of float
         Validation MAP after every epoch (empty without validation data).
     best_epoch : int
@@ -139,40 +134,35 @@ def average_precision(
     from uncertank._types import RankedLists
     from uncertank.metrics import mean_average_precision
 
-    return mean_average_precision(RankedLists.from_flat(scores, labels, offsets), per_query=True)
-
-
-def _sampler(negatives: Any, pool: Sequence[str], seed: int) -> Any:
-    if isinstance(negatives, str):
-        from uncertank.plugins import get_factory
-
-        negatives = get_factory("negative_samplers", negatives)
-    return negatives(list(pool), seed=seed)
+    return np.asarray(mean_average_precision(RankedLists.from_flat(scores, labels, offsets), per_query=True))
 
 
 def balanced_pairs(
-    train: QuerySet, negatives: Any = "given", *, seed: int = 0
+    train: QuerySet, *, seed: int = 0
 ) -> tuple[list[list[str]], list[str], NDArray[np.int64], NDArray[np.int64]]:
-    """Training pairs with one non-relevant response per relevant one.
+    """Training pairs with one non-relevant response per relevant one, from the given candidates.
+
+    Every relevant candidate of a query is paired with one of the same
+    query's non-relevant candidates, drawn without replacement (as many as
+    it has relevant ones, fewer when it has fewer). The negatives are the
+    ones the data layer put in ``train``: to train on other negatives, load
+    or rebuild the training set with them (``uncertank.datasets``).
 
     Parameters
     ----------
     train : QuerySet
         Labelled queries; queries with no relevant candidate are skipped.
-    negatives : str or sampler factory
-        See :class:`TrainingConfig`. With ``"given"``, the non-relevant
-        candidates of each query are drawn without replacement (as many as
-        it has relevant ones, fewer when it has fewer). With a sampler, the
-        pool is every distinct candidate text of ``train``.
     seed : int
-        Seeds the draw.
+        Seeds the draw among a query's non-relevant candidates.
 
     Returns
     -------
     contexts : list of n_queries lists of str
         The queries that have a relevant candidate.
     candidates : list of n_train_pairs str
+        The relevant responses first, then the non-relevant ones.
     query_index : ndarray of shape (n_train_pairs,)
+        Index into ``contexts``.
     labels : ndarray of shape (n_train_pairs,)
         1 for relevant, 0 for non-relevant.
     """
@@ -192,35 +182,37 @@ def balanced_pairs(
     pos_idx = np.flatnonzero(rel)
     cands = np.asarray(train.candidates, dtype=object)
     rng = np.random.default_rng(seed)
-    if isinstance(negatives, str) and negatives == "given":
-        neg_idx = np.flatnonzero(~rel)
-        # A random rank among each query's negatives; keep the first n_pos of them.
-        key = rng.random(neg_idx.size)
-        order = np.lexsort((key, qidx[neg_idx]))
-        neg_sorted = neg_idx[order]
-        q_sorted = qidx[neg_sorted]
-        first = np.searchsorted(q_sorted, q_sorted, side="left")
-        within = np.arange(neg_sorted.size) - first
-        chosen = neg_sorted[within < n_pos[q_sorted]]
-        neg_texts = cands[chosen].tolist()
-        neg_q = new_q[qidx[chosen]]
-    else:
-        pool = sorted(set(train.candidates))
-        sampler = _sampler(negatives, pool, seed)
-        pos_q = qidx[pos_idx]
-        drawn = np.asarray(sampler.sample([train.contexts[q] for q in pos_q], cands[pos_idx].tolist(), 1))
-        if drawn.shape != (pos_idx.size, 1) or not np.issubdtype(drawn.dtype, np.integer):
-            raise ValueError(
-                f"the negative sampler must return pool indices of shape ({pos_idx.size}, 1); "
-                f"got {drawn.dtype} of shape {drawn.shape}"
-            )
-        neg_texts = [pool[i] for i in drawn[:, 0]]
-        neg_q = new_q[pos_q]
-    pos_texts = cands[pos_idx].tolist()
-    candidates = [str(t) for t in pos_texts] + [str(t) for t in neg_texts]
-    query_index = np.concatenate([new_q[qidx[pos_idx]], np.asarray(neg_q, dtype=np.int64)])
-    labels = np.concatenate([np.ones(pos_idx.size, np.int64), np.zeros(len(neg_texts), np.int64)])
+    neg_idx = np.flatnonzero(~rel)
+    # A random rank among each query's negatives; keep the first n_pos of them.
+    key = rng.random(neg_idx.size)
+    order = np.lexsort((key, qidx[neg_idx]))
+    neg_sorted = neg_idx[order]
+    q_sorted = qidx[neg_sorted]
+    first = np.searchsorted(q_sorted, q_sorted, side="left")
+    within = np.arange(neg_sorted.size) - first
+    chosen = neg_sorted[within < n_pos[q_sorted]]
+    candidates = [str(t) for t in cands[pos_idx].tolist()] + [str(t) for t in cands[chosen].tolist()]
+    query_index = np.concatenate([new_q[qidx[pos_idx]], new_q[qidx[chosen]]]).astype(np.int64)
+    labels = np.concatenate([np.ones(pos_idx.size, np.int64), np.zeros(chosen.size, np.int64)])
     return contexts, candidates, query_index, labels
+
+
+def cross_entropy_loss(output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The default training loss: cross-entropy of two logits against 0/1 labels.
+
+    Parameters
+    ----------
+    output : Tensor of shape (batch, 2)
+        The cross-encoder's logits.
+    labels : Tensor of shape (batch,)
+        int64 labels, 1 for relevant.
+
+    Returns
+    -------
+    Tensor
+        The mean over the batch (a scalar), in float32.
+    """
+    return torch.nn.functional.cross_entropy(output.float(), labels)
 
 
 def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -234,30 +226,50 @@ def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str,
 
 
 def train_cross_encoder(
-    model: CrossEncoderModel,
+    model: torch.nn.Module,
     tokenizer: Any,
     train: QuerySet,
     valid: QuerySet | None = None,
     *,
     config: TrainingConfig | None = None,
     accelerator: Any = None,
+    loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] | None = None,
+    on_train_end: Callable[[torch.nn.Module, EncodedPairs, NDArray[np.int64], Any], None] | None = None,
 ) -> TrainingHistory:
     """Fine-tune ``model`` in place on ``train``; keep the best validation epoch.
 
+    Every epoch draws its balanced pairs from the given candidates
+    (:func:`balanced_pairs`, seed ``config.seed + epoch``), shuffles them and
+    takes AdamW steps on ``loss_fn(model(**batch), labels)``.
+
     Parameters
     ----------
-    model : CrossEncoderModel
-        Trained in place; on return it holds the best epoch's weights.
+    model : nn.Module
+        ``model(**batch)`` for a batch of ``input_ids``, ``attention_mask`` and
+        ``token_type_ids`` returns what ``loss_fn`` takes; in eval mode, logits
+        that :func:`uncertank.nn.output_probabilities` turns into P(relevant)
+        (two logits or one). A :class:`CrossEncoderModel` by default. Trained
+        in place; on return it holds the best epoch's weights, in eval mode.
     tokenizer : transformers tokenizer
         With ``[U]`` and ``[T]`` added.
     train : QuerySet
-        Labelled training queries (see :func:`balanced_pairs`).
+        Labelled training queries; its own non-relevant candidates are the negatives.
     valid : QuerySet, optional
-        Labelled validation queries; scored after every epoch, and the epoch
-        with the highest MAP is kept.
+        Labelled validation queries; scored (in eval mode) after every epoch,
+        and the epoch with the highest MAP is kept.
     config : TrainingConfig, optional
     accelerator : accelerate.Accelerator, optional
         One for the CPU is made when omitted.
+    loss_fn : callable, optional
+        ``loss_fn(output, labels) -> scalar Tensor`` with ``labels`` an int64
+        Tensor of shape (batch,) on the device; :func:`cross_entropy_loss` by
+        default. It runs outside autocast, so it sees the output's own dtype.
+    on_train_end : callable, optional
+        ``on_train_end(model, pairs, labels, accelerator)``, called once on
+        every process after the best weights are restored, with the unwrapped
+        model in eval mode, the last epoch's training pairs (``EncodedPairs``)
+        and their labels of shape (n_train_pairs,): the place to compute state
+        that needs the final weights (a head's covariance, a memory bank).
 
     Returns
     -------
@@ -269,6 +281,14 @@ def train_cross_encoder(
     from uncertank.nn.runtime import get_accelerator
 
     cfg = config or TrainingConfig()
+    loss_fn = cross_entropy_loss if loss_fn is None else loss_fn
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable as loss_fn(output, labels); got {type(loss_fn).__name__}")
+    if on_train_end is not None and not callable(on_train_end):
+        raise TypeError(
+            "on_train_end must be callable as on_train_end(model, pairs, labels, accelerator); "
+            f"got {type(on_train_end).__name__}"
+        )
     if valid is not None:
         if not isinstance(valid, QuerySet):
             raise TypeError(f"valid must be a QuerySet or None; got {type(valid).__name__}")
@@ -279,7 +299,7 @@ def train_cross_encoder(
     main = acc.is_main_process
     epochs_pairs: list[tuple[EncodedPairs, NDArray[np.int64]]] = []
     for epoch in range(cfg.epochs):
-        ctx, cands, qidx, labels = balanced_pairs(train, cfg.negatives, seed=cfg.seed + epoch)
+        ctx, cands, qidx, labels = balanced_pairs(train, seed=cfg.seed + epoch)
         enc = encode_pairs(tokenizer, ctx, cands, qidx, max_length=cfg.max_length)
         epochs_pairs.append((enc, labels))
     valid_enc = encode_queries(tokenizer, valid, max_length=cfg.max_length) if valid is not None else None
@@ -306,8 +326,8 @@ def train_cross_encoder(
                 batch = enc.batch(idx, acc.device)
                 y = y_all[idx].to(acc.device)
                 with acc.autocast():
-                    logits = wrapped(**batch)
-                loss = torch.nn.functional.cross_entropy(logits.float(), y)
+                    output = wrapped(**batch)
+                loss = loss_fn(output, y)
                 acc.backward(loss)
                 if cfg.max_grad_norm > 0:
                     acc.clip_grad_norm_(wrapped.parameters(), cfg.max_grad_norm)
@@ -335,5 +355,8 @@ def train_cross_encoder(
     else:
         history.best_epoch = cfg.epochs - 1
     net.eval()
+    if on_train_end is not None:
+        enc, labels = epochs_pairs[-1]
+        on_train_end(net, enc, labels, acc)
     acc.free_memory()
     return history

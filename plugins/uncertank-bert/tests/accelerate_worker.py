@@ -20,7 +20,7 @@ def main() -> None:
     ckpt, out = Path(sys.argv[1]), Path(sys.argv[2])
     ranker = BertRanker.load(ckpt, device="cpu", eval_batch_size=16, show_progress=False)
     rows = []
-    ranker._build().register_forward_hook(lambda mod, args, output: rows.append(int(output.shape[0])))
+    ranker.build_model().register_forward_hook(lambda mod, args, output: rows.append(int(output.shape[0])))
     scores = ranker.predict(toy_queries()).scores
     from accelerate import PartialState
 

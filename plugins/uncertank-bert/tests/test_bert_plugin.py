@@ -36,7 +36,7 @@ def test_plugin_import_is_light():
 def test_fit_predict_probabilities():
     queries = toy_queries()
     ranker = BertRanker(tiny_config(), max_length=32, epochs=2, batch_size=4, lr=3e-3,
-                        negatives="given", show_progress=False).fit(queries)
+                        show_progress=False).fit(queries)
     scores = ranker.predict(queries).scores
     assert scores.shape == (100,) and ((scores >= 0) & (scores <= 1)).all()
 
@@ -51,7 +51,7 @@ def _free_port() -> int:
 def test_two_processes_score_like_one(tmp_path):
     queries = toy_queries()
     ranker = BertRanker(tiny_config(), max_length=32, epochs=1, batch_size=4, lr=3e-3,
-                        negatives="given", eval_batch_size=16, show_progress=False).fit(queries)
+                        eval_batch_size=16, show_progress=False).fit(queries)
     ranker.save(tmp_path / "ck")
     one = BertRanker.load(tmp_path / "ck", device="cpu").predict(queries).scores
     worker = Path(__file__).with_name("accelerate_worker.py")
@@ -70,3 +70,15 @@ def test_two_processes_score_like_one(tmp_path):
     assert [r["rows"] for r in ranks] == [50, 50]  # each process scored half of the 100 pairs
     two = np.load(tmp_path / "scores.npy")
     np.testing.assert_allclose(two, one, rtol=0, atol=1e-6)
+
+
+def test_load_ranker_finds_bert_through_the_registry(tmp_path):
+    from uncertank.nn import load_ranker
+
+    queries = toy_queries()
+    ranker = BertRanker(tiny_config(), max_length=32, show_progress=False)
+    ranker.save(tmp_path / "ck")
+    assert json.loads((tmp_path / "ck" / "uncertank.json").read_text())["ranker"] == "bert"
+    again = load_ranker(tmp_path / "ck", device="cpu")
+    assert type(again) is BertRanker and again.device == "cpu"
+    np.testing.assert_array_equal(again.predict(queries).scores, ranker.predict(queries).scores)

@@ -11,7 +11,7 @@ from uncertank.nn.testing import tiny_config, toy_queries
 
 pytestmark = pytest.mark.slow  # the module fixture fine-tunes three members
 
-PARAMS = dict(max_length=32, epochs=1, batch_size=4, lr=3e-3, negatives="given", show_progress=False)
+PARAMS = dict(max_length=32, epochs=1, batch_size=4, lr=3e-3, show_progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -9,18 +9,18 @@ from typing import Any
 
 from typing_extensions import Self
 
-from uncertank._types import Predictions, PredictiveSamples, QuerySet
-from uncertank._validation import check_positive_int
+from uncertank import Predictions, PredictiveSamples, QuerySet
 from uncertank.nn import (
     NeuralRanker,
     atomic_directory,
-    encode_queries,
     get_accelerator,
+    is_main_process,
     read_manifest,
     resolve_device,
     score_probabilities,
+    write_manifest,
 )
-from uncertank.nn.checkpoint import FORMAT, MANIFEST
+from uncertank.validation import check_positive_int
 
 __all__ = ["DeepEnsembleRanker"]
 
@@ -87,7 +87,7 @@ class DeepEnsembleRanker:
             if not isinstance(m, NeuralRanker):
                 raise TypeError(f"members[{i}] must be a NeuralRanker; got {type(m).__name__}")
         first = members[0]
-        params = {k: v for k, v in first._params().items() if k not in ("name", "seed")}
+        params = {k: v for k, v in first.get_params().items() if k not in ("name", "seed")}
         new = cls.__new__(cls)
         new.n_members, new.stacked, new.name = len(members), stacked, name
         new.seed, new.backbone, new.params = first.training_config.seed, first.backbone, params
@@ -119,17 +119,16 @@ class DeepEnsembleRanker:
         n_samples : int, optional
             Use the first ``n_samples`` members; all by default.
         """
-        if not isinstance(queries, QuerySet):
-            raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
         members = self.members
+        queries = members[0].check_queries(queries)
         if n_samples is not None:
             check_positive_int(n_samples, "n_samples")
             if n_samples > len(members):
                 raise ValueError(f"n_samples must be <= n_members ({len(members)}); got {n_samples}")
             members = members[:n_samples]
-        models = [m._build() for m in members]
+        models = [m.build_model() for m in members]
         first = members[0]
-        enc = encode_queries(first.tokenizer, queries, max_length=first.training_config.max_length)
+        enc = first.encode(queries)
         probs = score_probabilities(
             models, enc, batch_size=first.training_config.eval_batch_size,
             accelerator=get_accelerator(first.device), stacked=self._use_stacked() and len(models) > 1,
@@ -143,24 +142,18 @@ class DeepEnsembleRanker:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the ensemble into the folder ``path``: one sub-folder per member."""
-        import json
-
-        from uncertank.nn.runtime import is_main_process
-
         if not is_main_process():
             return
         with atomic_directory(path) as tmp:
             for m, member in enumerate(self.members):
                 (tmp / f"member_{m}").mkdir()
-                member._save_into(tmp / f"member_{m}", member._build())
-            manifest = {
-                "format": FORMAT,
+                member.save_into(tmp / f"member_{m}", member.build_model())
+            write_manifest(tmp, {
+                "ranker": type(self).name,
                 "class": f"{type(self).__module__}:{type(self).__qualname__}",
                 "params": {**self.params, "seed": self.seed, "name": self.name},
                 "extra": {"n_members": self.n_members, "stacked": self.stacked},
-            }
-            with open(tmp / MANIFEST, "w", encoding="utf-8") as fh:
-                json.dump(manifest, fh, indent=2, sort_keys=True)
+            })
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], **overrides: Any) -> Self:

@@ -118,7 +118,7 @@ def test_passes_are_batched_not_one_example_at_a_time():
 @pytest.mark.slow
 def test_loads_a_bert_checkpoint_and_from_ranker(tmp_path):
     queries = toy_queries()
-    bert = NeuralRanker(tiny_config(), max_length=32, epochs=1, batch_size=4, negatives="given", show_progress=False)
+    bert = NeuralRanker(tiny_config(), max_length=32, epochs=1, batch_size=4, show_progress=False)
     bert.fit(queries)
     bert.save(tmp_path / "bert")
     mc = MCDropoutRanker.load(tmp_path / "bert", n_passes=3)

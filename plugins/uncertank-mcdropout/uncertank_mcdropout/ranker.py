@@ -6,9 +6,9 @@ from typing import Any
 
 from typing_extensions import Self
 
-from uncertank._types import Predictions, PredictiveSamples, QuerySet
-from uncertank._validation import check_positive_int
+from uncertank import Predictions, PredictiveSamples, QuerySet
 from uncertank.nn import NeuralRanker
+from uncertank.validation import check_positive_int
 
 __all__ = ["MCDropoutRanker"]
 
@@ -52,13 +52,14 @@ class MCDropoutRanker(NeuralRanker):
         if not isinstance(ranker, NeuralRanker):
             raise TypeError(f"ranker must be a NeuralRanker (such as bert); got {type(ranker).__name__}")
         new = cls(ranker.backbone, n_passes=n_passes, **{
-            k: v for k, v in ranker._params().items() if k != "name"
+            k: v for k, v in ranker.get_params().items() if k != "name"
         })
         new.training_config = ranker.training_config
-        new.model, new.tokenizer, new.history_ = ranker._build(), ranker.tokenizer, ranker.history_
+        new.model, new.tokenizer, new.history_ = ranker.build_model(), ranker.tokenizer, ranker.history_
         return new
 
-    def _extra_params(self) -> dict[str, Any]:
+    def extra_params(self) -> dict[str, Any]:
+        """``n_passes``, stored in checkpoints."""
         return {"n_passes": self.n_passes}
 
     def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
@@ -70,9 +71,9 @@ class MCDropoutRanker(NeuralRanker):
         n_samples : int, optional
             Passes to run; ``n_passes`` by default.
         """
-        queries = self._check_queries(queries)
+        queries = self.check_queries(queries)
         t = self.n_passes if n_samples is None else check_positive_int(n_samples, "n_samples")
-        probs = self._score(queries, n_passes=t, mc=True, seed=self.training_config.seed)
+        probs = self.score(queries, n_passes=t, mc=True, seed=self.training_config.seed)
         return PredictiveSamples(probs, queries.offsets, ranker=self.name)
 
     def predict(self, queries: QuerySet) -> Predictions:

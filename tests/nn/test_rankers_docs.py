@@ -1,0 +1,29 @@
+"""The extension-API example of docs/rankers.md runs, and the section lists exactly the public API."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SECTION = (ROOT / "docs" / "rankers.md").read_text().split("## Write your own neural ranker", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_write_your_own_example_runs():
+    code = re.findall(r"```python\n(.*?)```", SECTION, flags=re.S)[0]
+    exec(compile(code, "docs/rankers.md", "exec"), {"__name__": "rankers_docs"})
+
+
+def test_the_section_lists_every_public_method_of_the_extension_api():
+    from uncertank.nn import NeuralRanker
+
+    public = {
+        name for name, value in vars(NeuralRanker).items()
+        if not name.startswith("_") and callable(getattr(NeuralRanker, name)) and name not in ("fit", "predict")
+    }
+    assert public == {
+        "create_model", "build_model", "loss", "on_train_end", "get_params", "extra_params", "check_queries",
+        "encode", "score", "save", "save_into", "load",
+    }
+    missing = [name for name in public if f"`{name}(" not in SECTION]
+    assert missing == []
