@@ -373,7 +373,7 @@ def _header(doc: _Doc, result: StudyResult, ref: str | None) -> None:
     conds = result.conditions
     parts = [f"Rankers: {_names(result.rankers)}."]
     if conds:
-        parts.append(f"Test conditions: {_names(conds)}; the first, `{conds[0]}`, is in-domain.")
+        parts.append(f"Test conditions: {_names(conds)}; the first (`{conds[0]}`) is the in-domain one.")
     if ref is not None:
         parts.append(f"Relative changes and significance tests are against `{ref}`.")
     doc.text(" ".join(parts))
@@ -491,7 +491,8 @@ def _in_domain(doc: _Doc, result: StudyResult, ref: str | None) -> None:
     cond = result.conditions[0]
     labels = _table_labels(result, [cond])
     comps = compare_to_reference(result, [cond], labels, reference=ref, alpha=ALPHA) if ref else []
-    sentence = f"In-domain (`{cond}`): " + _ranking_sentence(result, cond, ref, comps)
+    lead = "In-domain: " if "in-domain" in cond.lower() else f"In-domain (`{cond}`): "
+    sentence = lead + _ranking_sentence(result, cond, ref, comps)
     doc.text(sentence + " " + _calibration_sentence(result, cond, ref, comps))
     lower = [f"`{m}`" for m in labels if not higher_is_better(result, m)]
     notes = ["Best value per column in bold" + (f" (lower is better for {', '.join(lower)})" if lower else "")
