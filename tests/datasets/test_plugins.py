@@ -78,3 +78,71 @@ def test_loader_returning_something_else_is_reported(toy_plugin, monkeypatch):
     get_plugin_manager(refresh=True).register(_ToyPlugin(), name="toy-plugin")
     with pytest.raises(TypeError, match="dataset loader 'toy' must return a QuerySet; got list"):
         load("toy")
+
+
+# --------------------------------------------------------------------------- third-party caching (issue 11)
+
+
+class _CachedPlugin:
+    """A third-party plugin whose function loader is made cacheable with the public decorator."""
+
+    calls: ClassVar[list[str]] = []
+    version: ClassVar[str] = "v1"
+
+    @hookimpl
+    def uncertank_datasets(self):
+        from uncertank.datasets import cacheable
+
+        @cacheable(lambda arg, split: f"greetings-{_CachedPlugin.version}")
+        def greetings(*, split, negatives, n_candidates, seed, shout=False):
+            _CachedPlugin.calls.append(split)
+            text = "HELLO" if shout else "hello"
+            return QuerySet.from_lists(["hi"], [[text, "bye"]], [[1, 0]], name=f"greetings/{split}")
+
+        return {"greetings": greetings}
+
+
+@pytest.fixture
+def cached_plugin():
+    pm = get_plugin_manager(refresh=True)
+    pm.register(_CachedPlugin(), name="cached-plugin")
+    _CachedPlugin.calls.clear()
+    _CachedPlugin.version = "v1"
+    yield
+    get_plugin_manager(refresh=True)
+
+
+def test_cacheable_rejects_a_token_of_another_type():
+    from uncertank.datasets import cacheable
+
+    with pytest.raises(TypeError, match="token must be a str or a callable"):
+        cacheable(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="cacheable decorates a dataset loader"):
+        cacheable("v1")(5)  # type: ignore[type-var]
+
+
+def test_third_party_dataset_is_cached_through_the_public_decorator(cached_plugin):
+    from uncertank.datasets import cache_dir
+
+    a = load("greetings", split="test")
+    b = load("greetings", split="test")
+    assert _CachedPlugin.calls == ["test"]  # built once, then read from the cache
+    assert a.digest() == b.digest() and b.name == "greetings/test"
+    assert len(list(cache_dir().glob("*.json"))) == 1
+    load("greetings", split="test", shout=True)  # another parameter is another key
+    assert _CachedPlugin.calls == ["test", "test"]
+    _CachedPlugin.version = "v2"  # the token changes with the data: rebuilt
+    load("greetings", split="test")
+    assert _CachedPlugin.calls == ["test", "test", "test"]
+    load("greetings", split="test", cache=False)
+    assert len(_CachedPlugin.calls) == 4
+
+
+def test_cache_token_must_return_a_str(cached_plugin, monkeypatch):
+    _CachedPlugin.version = None  # type: ignore[assignment]
+    from uncertank.plugins import get_factory
+
+    loader = get_factory("datasets", "greetings")
+    monkeypatch.setattr(loader, "cache_token", lambda arg=None, *, split: 42)
+    with pytest.raises(TypeError, match="dataset 'greetings': cache_token must return a str"):
+        load("greetings", split="test")

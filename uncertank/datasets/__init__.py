@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from uncertank._io import file_digest
 from uncertank.datasets._cache import cache_dir, clear_cache
-from uncertank.datasets._load import list_datasets, load
+from uncertank.datasets._load import cacheable, list_datasets, load
 from uncertank.datasets.conversation import (
     Dialogue,
     SplitSummary,
@@ -59,11 +60,13 @@ __all__ = [
     "SplitSummary",
     "build_query_set",
     "cache_dir",
+    "cacheable",
     "chitchat_dialogues",
     "clear_cache",
     "describe",
     "dialogue_of",
     "duplicate_stats",
+    "file_digest",
     "list_datasets",
     "load",
     "normalize_text",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from uncertank._types import QuerySet
 from uncertank._validation import check_choice, check_positive_int
 
-__all__ = ["list_datasets", "load", "resolve_dataset"]
+__all__ = ["cacheable", "list_datasets", "load", "resolve_dataset"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 SPLITS = ("train", "valid", "test")
 
@@ -38,6 +41,58 @@ def resolve_dataset(name: str) -> tuple[str, str | None]:
         return f"{head}:", rest
     get_factory("datasets", name)  # raises UnknownNameError with the known names
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def cacheable(token: str | Callable[..., str]) -> Callable[[F], F]:
+    """Mark a dataset loader as cacheable by :func:`load`: give it a ``cache_token``.
+
+    :func:`load` caches a built set on disk only for a loader with a
+    ``cache_token(arg=None, *, split=...)`` method or attribute returning a
+    str that changes whenever the data or the way the set is built changes
+    (the key also holds every parameter of the call). A class loader can
+    define that method itself; this decorator adds it to a function.
+
+    Parameters
+    ----------
+    token : str or callable
+        A fixed version string (``"my-corpus-v2"``: bump it when the data or
+        the code change), or a function ``token(arg, split)`` returning one,
+        such as a digest of the file read (:func:`uncertank._io.file_digest`).
+
+    Returns
+    -------
+    callable
+        A decorator that sets ``loader.cache_token`` and returns the loader.
+
+    Examples
+    --------
+    >>> from uncertank import QuerySet
+    >>> @cacheable("greetings-v1")
+    ... def greetings(*, split="train", negatives=None, n_candidates=None, seed=0):
+    ...     return QuerySet.from_lists(["hi"], [["hello", "bye"]], [[1, 0]], name=f"greetings/{split}")
+    >>> greetings.cache_token(split="test")
+    'greetings-v1'
+    """
+    if isinstance(token, str):
+        fixed = token
+
+        def make(arg: str | None = None, *, split: str = "train") -> str:
+            return fixed
+    elif callable(token):
+        fn = token
+
+        def make(arg: str | None = None, *, split: str = "train") -> str:
+            return fn(arg, split)
+    else:
+        raise TypeError(f"token must be a str or a callable (arg, split) -> str; got {type(token).__name__}")
+
+    def decorate(loader: F) -> F:
+        if not callable(loader):
+            raise TypeError(f"cacheable decorates a dataset loader (a callable); got {type(loader).__name__}")
+        loader.cache_token = make  # type: ignore[attr-defined]
+        return loader
+
+    return decorate
 
 
 def _check_options(loader: Any, name: str, kwargs: dict[str, Any]) -> None:
@@ -96,7 +151,10 @@ def load(
         of dialogues does not depend on it.
     cache : bool
         Read and write the on-disk cache (``$UNCERTANK_CACHE`` or
-        ``~/.cache/uncertank``), keyed by every parameter and the data's version.
+        ``~/.cache/uncertank``), keyed by every parameter and the data's
+        version. Every built-in dataset is cached; a plugin's loader is
+        cached when it has a ``cache_token(arg=None, *, split=...)`` method
+        (see :func:`cacheable`), and built on every call otherwise.
     **options
         Passed to the loader: for bundled corpora ``max_instances_per_dialogue``
         (default 10, None for every turn), ``split_seed`` (default 0) and
@@ -121,6 +179,10 @@ def load(
     ------
     UnknownNameError
         For an unknown dataset or sampler name (the message lists the known ones).
+    TypeError
+        For an option the dataset's loader does not take (the message names
+        it and lists the loader's options), or a ``cache_token`` that does not
+        return a str.
     ValueError
         For a bad split, ``n_candidates`` larger than the response pool
         allows, or a malformed file (the message names file and line).
@@ -162,6 +224,11 @@ def load(
         from uncertank.datasets import _cache
 
         token = token_fn(*args, split=split)
+        if not isinstance(token, str):
+            raise TypeError(
+                f"dataset {name!r}: cache_token must return a str that changes with the data; "
+                f"got {type(token).__name__}"
+            )
         key = _cache.cache_key({"dataset": loader_name, "arg": arg, "token": token, **kwargs})
         hit = _cache.read_cached(key)
         if hit is not None:
