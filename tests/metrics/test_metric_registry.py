@@ -83,6 +83,7 @@ def test_bind_and_labels(data):
     assert r5(p, y) == recall_at_k(p, y, k=5)
     assert r5(p, y, k=2) == recall_at_k(p, y, k=2)  # a call overrides the bound options
     assert r5.options == {"k": 5}
+    assert r.bind(n=2).display_label == "R_2@1"
     ece = get_factory("metrics", "ece")
     assert ece.bind(strategy="quantile", balanced=True, convention="naeini").display_label == "ECE quantile balanced"
     assert ece.bind(norm="l2").display_label == "ECE l2"
@@ -93,6 +94,17 @@ def test_bind_and_labels(data):
     fmt = Metric(mean_average_precision, name="m", kind="ranking", label="AP{missing}")
     assert fmt.display_label == "AP{missing}"  # a label naming no option is shown as written
     assert "label='R@5'" in repr(r5)
+
+
+def test_builtin_metrics_pickle_and_copy(data):
+    import copy
+    import pickle
+
+    p, y = data
+    for m in resolve_metrics(DEFAULT_STUDY_METRICS):
+        for twin in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+            assert twin.display_label == m.display_label and twin.options == m.options
+            assert twin(p, y) == m(p, y)
 
 
 def test_resolve_metrics_entries_and_errors(data):

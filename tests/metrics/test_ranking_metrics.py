@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from uncertank import RankedLists
+from uncertank.metrics import _inputs as I
 from uncertank.metrics import (
     mean_average_precision,
     mean_reciprocal_rank,
@@ -17,7 +18,6 @@ from uncertank.metrics import (
     rank_biased_precision,
     recall_at_k,
 )
-from uncertank.metrics import _inputs as I
 from uncertank.metrics import ranking as R
 
 # --------------------------------------------------------------------------- data

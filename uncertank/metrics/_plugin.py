@@ -7,6 +7,7 @@ per_query=False, **options)``; see :mod:`uncertank.metrics.metric`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -56,11 +57,18 @@ def mce(
                                       balanced=balanced, seed=seed)
 
 
-def _cutoff(base: str, key: str = "k") -> Any:
-    def label(options: Mapping[str, Any]) -> str:
-        k = options.get(key)
-        return base if k is None else f"{base}@{k}"
-    return label
+def _cutoff_label(base: str, options: Mapping[str, Any]) -> str:
+    k = options.get("k")
+    return base if k is None else f"{base}@{k}"
+
+
+def _cutoff(base: str) -> Any:
+    return partial(_cutoff_label, base)
+
+
+def _recall_label(options: Mapping[str, Any]) -> str:
+    n = options.get("n")
+    return f"R@{options.get('k', 1)}" if n is None else f"R_{n}@{options.get('k', 1)}"
 
 
 def _ece_label(options: Mapping[str, Any]) -> str:
@@ -81,34 +89,40 @@ def _mce_label(options: Mapping[str, Any]) -> str:
     return _ece_label({**options, "norm": "max"})
 
 
+def _rbp_label_for(base: str, options: Mapping[str, Any]) -> str:
+    out = f"{base}({options.get('p', 0.8)})"
+    return out if options.get("depth") is None else f"{out}@{options['depth']}"
+
+
 def _rbp_label(base: str) -> Any:
-    def label(options: Mapping[str, Any]) -> str:
-        out = f"{base}({options.get('p', 0.8)})"
-        return out if options.get("depth") is None else f"{out}@{options['depth']}"
-    return label
+    return partial(_rbp_label_for, base)
+
+
+def _make_ece_accumulator(fixed_norm: Norm | None, **options: Any) -> Any:
+    from uncertank.metrics.streaming import ECEAccumulator
+
+    if fixed_norm is not None:
+        options["norm"] = fixed_norm
+    return ECEAccumulator(**options)
 
 
 def _calibration_accumulator(norm: Norm | None) -> Any:
-    def make(**options: Any) -> Any:
-        from uncertank.metrics.streaming import ECEAccumulator
+    return partial(_make_ece_accumulator, norm)
 
-        opts = dict(options)
-        if norm is not None:
-            opts["norm"] = norm
-        return ECEAccumulator(**opts)
-    return make
+
+def _make_pairs_accumulator(which: str, **options: Any) -> Any:
+    from uncertank.metrics.streaming import BrierAccumulator, NLLAccumulator
+
+    return BrierAccumulator(**options) if which == "brier" else NLLAccumulator(**options)
 
 
 def _pairs_accumulator(which: str) -> Any:
-    def make(**options: Any) -> Any:
-        from uncertank.metrics.streaming import BrierAccumulator, NLLAccumulator
-
-        return BrierAccumulator(**options) if which == "brier" else NLLAccumulator(**options)
-    return make
+    return partial(_make_pairs_accumulator, which)
 
 
 BUILTIN_METRICS: dict[str, Metric] = {
-    "recall_at_k": Metric(recall_at_k, name="recall_at_k", kind="ranking", label="R@{k}", options={"k": 1}),
+    "recall_at_k": Metric(recall_at_k, name="recall_at_k", kind="ranking", label=_recall_label,
+                          options={"k": 1}),
     "map": Metric(mean_average_precision, name="map", kind="ranking", label=_cutoff("MAP")),
     "mrr": Metric(mean_reciprocal_rank, name="mrr", kind="ranking", label=_cutoff("MRR")),
     "ndcg": Metric(ndcg_at_k, name="ndcg", kind="ranking", label=_cutoff("nDCG"), options={"k": 10}),

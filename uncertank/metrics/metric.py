@@ -160,8 +160,8 @@ class Metric:
             raise TypeError(f"label must be a format string or a callable; got {type(label).__name__}")
         self.per_query = _accepts_per_query(fn) if per_query is None else bool(per_query)
         self._option_names, self._var_kw = _option_names(fn)
-        self._options: Mapping[str, Any] = MappingProxyType({})
-        self._options = MappingProxyType(self._check_options(dict(options or {}), "options"))
+        self._options: dict[str, Any] = {}
+        self._options = self._check_options(dict(options or {}), "options")
         self._accumulator = accumulator
         if description is None:
             doc = inspect.getdoc(fn) or ""
@@ -172,8 +172,8 @@ class Metric:
 
     @property
     def options(self) -> Mapping[str, Any]:
-        """The default options (read-only)."""
-        return self._options
+        """The default options (a read-only view)."""
+        return MappingProxyType(self._options)
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -394,21 +394,22 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
     return out
 
 
-#: The metrics a study reports by default, as entries for :func:`resolve_metrics`:
+#: The metrics a study reports by default, as entries for :func:`resolve_metrics`
+#: (plain dicts: copy one before changing it):
 #: R@1, R@2, R@5, MAP, MRR, nDCG@10, ECE (uniform bins), ECE quantile, ECE
 #: balanced (subsample seeded with 0; bind ``seed`` to change it), ECE
 #: Penha-Hauff, MCE, Brier, NLL.
 DEFAULT_STUDY_METRICS: tuple[str | Mapping[str, Any], ...] = (
-    MappingProxyType({"name": "recall_at_k", "k": 1}),
-    MappingProxyType({"name": "recall_at_k", "k": 2}),
-    MappingProxyType({"name": "recall_at_k", "k": 5}),
+    {"name": "recall_at_k", "k": 1},
+    {"name": "recall_at_k", "k": 2},
+    {"name": "recall_at_k", "k": 5},
     "map",
     "mrr",
-    MappingProxyType({"name": "ndcg", "k": 10}),
+    {"name": "ndcg", "k": 10},
     "ece",
-    MappingProxyType({"name": "ece", "strategy": "quantile"}),
-    MappingProxyType({"name": "ece", "balanced": True, "seed": 0}),
-    MappingProxyType({"name": "ece", "convention": "penha-hauff"}),
+    {"name": "ece", "strategy": "quantile"},
+    {"name": "ece", "balanced": True, "seed": 0},
+    {"name": "ece", "convention": "penha-hauff"},
     "mce",
     "brier",
     "nll",

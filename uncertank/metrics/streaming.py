@@ -1,0 +1,726 @@
+r"""Streaming evaluation: mergeable accumulators and a constant-memory reader of scored pairs.
+
+Every accumulator has ``update(chunk, labels=None)`` (a chunk is any input
+the metric accepts: a :class:`~uncertank.RankedLists`, a
+:class:`~uncertank.Predictions` with labels, dense or flat arrays),
+``merge(other)`` (combine two accumulators of the same metric and options,
+built on different chunks or machines) and ``compute()`` (the metric's
+value). They hold a fixed number of float64 and integer sums, so memory does
+not grow with the data.
+
+What equals what
+----------------
+For any split of the pairs into chunks, ``compute()`` equals the in-memory
+function on all pairs at once:
+
+- counts are integers and exact: the bin counts of ECE and the reliability
+  curve, the number of pairs and queries, and the hits of R@k;
+- sums of floating-point values (per-bin confidence sums, squared errors,
+  per-query AP or nDCG) are accumulated in float64 and agree with the
+  in-memory sums up to rounding in the order of addition (a relative
+  difference of about 1e-15 per chunk; the tests ask for 1e-12).
+
+Ranking metrics and :func:`~uncertank.metrics.calibration_by_rank` need
+whole queries: a chunk must not split the candidate list of a query (the
+reader below and :func:`~uncertank.metrics.sharded.evaluate_dask` cut
+chunks at query boundaries; a caller that feeds chunks by hand must do the
+same). The calibration metrics over pairs (ECE, MCE, reliability curve,
+Brier, NLL) accept any split.
+
+Not streamed: equal-mass (``strategy="quantile"``) bins, whose edges are
+quantiles of all the scores, the balanced ECE, which subsamples at random
+from all pairs, and :func:`~uncertank.metrics.imbalance_sweep`; their
+accumulators raise ValueError saying so.
+
+Examples
+--------
+>>> import numpy as np
+>>> from uncertank.metrics import expected_calibration_error
+>>> rng = np.random.default_rng(0)
+>>> p, y = rng.random(1000), rng.integers(0, 2, 1000)
+>>> acc = ECEAccumulator()
+>>> for lo in range(0, 1000, 300):
+...     _ = acc.update(p[lo:lo + 300], y[lo:lo + 300])
+>>> bool(np.isclose(acc.compute(), expected_calibration_error(p, y), rtol=1e-12))
+True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from uncertank._io import require
+from uncertank._types import RankedLists
+from uncertank._validation import check_choice, check_positive_int
+from uncertank.metrics.calibration import (
+    Convention,
+    Norm,
+    ReliabilityCurve,
+    Strategy,
+    _as_pairs,
+    _as_structured,
+    _bin_index,
+    _BinStats,
+    _ece_from_stats,
+    _options,
+)
+from uncertank.metrics.ranking import _pair_ranks
+
+if TYPE_CHECKING:
+    from uncertank.metrics.metric import Metric
+
+__all__ = [
+    "Accumulator",
+    "BrierAccumulator",
+    "CalibrationByRankAccumulator",
+    "ECEAccumulator",
+    "NLLAccumulator",
+    "PerQueryMean",
+    "ReliabilityAccumulator",
+    "evaluate_stream",
+    "read_scored_pairs",
+]
+
+A = TypeVar("A", bound="_Base")
+
+
+@runtime_checkable
+class Accumulator(Protocol):
+    """A mergeable streaming evaluator of one metric."""
+
+    def update(self, chunk: Any, labels: Any = None) -> Any:
+        """Add a chunk of scored pairs; returns self."""
+        ...
+
+    def merge(self, other: Any) -> Any:
+        """Add another accumulator of the same metric and options; returns self."""
+        ...
+
+    def compute(self) -> Any:
+        """The metric's value over everything added so far."""
+        ...
+
+
+class _Sum:
+    """A float64 running sum with Neumaier compensation (one term per chunk)."""
+
+    __slots__ = ("comp", "total")
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.comp = 0.0
+
+    def add(self, x: float) -> None:
+        t = self.total + x
+        if abs(self.total) >= abs(x):
+            self.comp += (self.total - t) + x
+        else:
+            self.comp += (x - t) + self.total
+        self.total = t
+
+    def merge(self, other: _Sum) -> None:
+        self.add(other.total)
+        self.add(other.comp)
+
+    @property
+    def value(self) -> float:
+        return self.total + self.comp
+
+
+class _Base:
+    """Shared ``merge`` checks: same class, same options."""
+
+    def _key(self) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def _check_merge(self: A, other: Any) -> A:
+        if type(other) is not type(self):
+            raise TypeError(f"can only merge a {type(self).__name__} with another; got {type(other).__name__}")
+        if other._key() != self._key():
+            raise ValueError(
+                f"can only merge {type(self).__name__}s with the same options; got {self._key()} and {other._key()}"
+            )
+        return other  # type: ignore[no-any-return]
+
+    def _empty(self, what: str = "pairs") -> ValueError:
+        return ValueError(f"{type(self).__name__}.compute() needs at least one chunk of {what}; none was added")
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+class PerQueryMean(_Base):
+    """The mean over queries of a metric's per-query values (any metric with ``per_query``).
+
+    Every ranking metric is such a mean, so this one class streams all of
+    them: ``update`` calls ``metric(chunk, per_query=True)`` and adds the
+    values and their number. Chunks must hold whole queries.
+
+    Parameters
+    ----------
+    metric : Metric
+        A metric with a per-query value, its options bound.
+    """
+
+    def __init__(self, metric: Metric) -> None:
+        if not metric.per_query:
+            raise ValueError(f"metric {metric.name!r} has no per-query value; it cannot be averaged over queries")
+        self.metric = metric
+        self._sum = _Sum()
+        self.n_queries = 0
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.metric.name, tuple(sorted((k, repr(v)) for k, v in self.metric.options.items())))
+
+    def update(self, chunk: Any, labels: Any = None) -> PerQueryMean:
+        """Add the queries of ``chunk`` (whole queries only)."""
+        values = np.asarray(self.metric(chunk, labels, per_query=True), dtype=np.float64)
+        self._sum.add(float(values.sum()))
+        self.n_queries += int(values.size)
+        return self
+
+    def merge(self, other: PerQueryMean) -> PerQueryMean:
+        """Add ``other``'s queries."""
+        o = self._check_merge(other)
+        self._sum.merge(o._sum)
+        self.n_queries += o.n_queries
+        return self
+
+    def compute(self) -> float:
+        """The mean over every query added."""
+        if self.n_queries == 0:
+            raise self._empty("queries")
+        return self._sum.value / self.n_queries
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def _streamable(strategy: str, balanced: Any, what: str) -> None:
+    if strategy != "uniform":
+        raise ValueError(
+            f"{what} streams equal-width bins only; got strategy={strategy!r}: equal-mass bins need the "
+            "quantiles of all the scores (compute them in memory, or use strategy='uniform')"
+        )
+    if balanced:
+        raise ValueError(
+            f"{what} cannot stream balanced=True: it subsamples at random from all pairs; "
+            "compute it in memory"
+        )
+
+
+class _Binned(_Base):
+    """Per-bin count, sum of confidences, number relevant and sum of (p - y), over fixed edges."""
+
+    def __init__(self, n_bins: int, strategy: str, convention: str) -> None:
+        self.n_bins, self.strategy, self.convention = n_bins, strategy, convention
+        self.counts = np.zeros(n_bins, dtype=np.int64)
+        self.sum_conf = np.zeros(n_bins)
+        self.sum_pos = np.zeros(n_bins)
+        self.sum_gap = np.zeros(n_bins)
+        self.n = 0
+        self.edges: NDArray[np.float64] | None = None
+
+    def _add(self, p: NDArray[np.float64], y: NDArray[np.bool_]) -> None:
+        idx, edges, minlength = _bin_index(p, self.n_bins, self.strategy, self.convention)
+        c = self.n_bins
+        self.counts += np.bincount(idx, minlength=minlength)[:c]
+        self.sum_conf += np.bincount(idx, weights=p, minlength=minlength)[:c]
+        self.sum_pos += np.bincount(idx, weights=y, minlength=minlength)[:c]
+        self.sum_gap += np.bincount(idx, weights=p - y, minlength=minlength)[:c]
+        self.n += int(p.size)
+        self.edges = edges
+
+    def _merge(self, o: _Binned) -> None:
+        self.counts += o.counts
+        self.sum_conf += o.sum_conf
+        self.sum_pos += o.sum_pos
+        self.sum_gap += o.sum_gap
+        self.n += o.n
+        self.edges = self.edges if self.edges is not None else o.edges
+
+    def _stats(self) -> _BinStats:
+        if self.n == 0:
+            raise self._empty()
+        assert self.edges is not None  # set with the first pairs
+        return _BinStats(self.counts.copy(), self.sum_conf.copy(), self.sum_pos.copy(), self.edges, self.n)
+
+
+class ECEAccumulator(_Binned):
+    """Streaming :func:`~uncertank.metrics.expected_calibration_error` (and MCE, l2).
+
+    Parameters
+    ----------
+    n_bins, norm, convention
+        As in :func:`~uncertank.metrics.expected_calibration_error`.
+    strategy : {"uniform"}
+        Only equal-width bins stream (see the module notes).
+    balanced : bool
+        Must be False (see the module notes).
+    seed : ignored
+        Accepted so that the options of a bound ``ece`` metric pass through.
+
+    Raises
+    ------
+    ValueError
+        For ``strategy="quantile"`` or ``balanced=True``.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_bins: int | None = None,
+        strategy: Strategy = "uniform",
+        norm: Norm = "l1",
+        balanced: bool = False,
+        seed: Any = None,
+        convention: Convention = "naeini",
+    ) -> None:
+        c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
+        _streamable(strategy, balanced, "ECEAccumulator")
+        super().__init__(c, strategy, convention)
+        self.norm = norm
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.n_bins, self.strategy, self.norm, self.convention)
+
+    def update(self, chunk: Any, labels: Any = None) -> ECEAccumulator:
+        """Add the pairs of ``chunk`` (any split)."""
+        self._add(*_as_pairs(chunk, labels))
+        return self
+
+    def merge(self, other: ECEAccumulator) -> ECEAccumulator:
+        """Add ``other``'s bins."""
+        self._merge(self._check_merge(other))
+        return self
+
+    def compute(self) -> float:
+        """The ECE (MCE, l2) of every pair added."""
+        st = self._stats()
+        if self.norm == "l1":
+            ece = float(np.abs(self.sum_gap).sum()) / st.n
+            return ece / self.n_bins if self.convention == "penha-hauff" else ece
+        return _ece_from_stats(st, self.norm, self.convention)
+
+
+class ReliabilityAccumulator(_Binned):
+    """Streaming :func:`~uncertank.metrics.reliability_curve` (equal-width bins).
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of bins, ``>= 1``; default 10.
+    strategy : {"uniform"}
+        Only equal-width bins stream.
+    """
+
+    def __init__(self, *, n_bins: int = 10, strategy: Strategy = "uniform") -> None:
+        c, strategy, _, _ = _options(n_bins, strategy, "l1", "naeini")
+        _streamable(strategy, False, "ReliabilityAccumulator")
+        super().__init__(c, strategy, "naeini")
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.n_bins, self.strategy)
+
+    def update(self, chunk: Any, labels: Any = None) -> ReliabilityAccumulator:
+        """Add the pairs of ``chunk`` (any split)."""
+        self._add(*_as_pairs(chunk, labels))
+        return self
+
+    def merge(self, other: ReliabilityAccumulator) -> ReliabilityAccumulator:
+        """Add ``other``'s bins."""
+        self._merge(self._check_merge(other))
+        return self
+
+    def compute(self) -> ReliabilityCurve:
+        """The curve of every pair added (empty bins: NaN means, count 0)."""
+        st = self._stats()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            conf = st.sum_conf / st.counts
+            frac = st.sum_pos / st.counts
+        return ReliabilityCurve(conf, frac, st.counts, st.edges)
+
+
+class BrierAccumulator(_Base):
+    """Streaming :func:`~uncertank.metrics.brier_score` (mean over pairs; any split)."""
+
+    def __init__(self) -> None:
+        self._sum = _Sum()
+        self.n = 0
+
+    def _key(self) -> tuple[Any, ...]:
+        return ()
+
+    def update(self, chunk: Any, labels: Any = None) -> BrierAccumulator:
+        """Add the pairs of ``chunk``."""
+        p, y = _as_pairs(chunk, labels)
+        d = p - y
+        self._sum.add(float(np.dot(d, d)))
+        self.n += int(p.size)
+        return self
+
+    def merge(self, other: BrierAccumulator) -> BrierAccumulator:
+        """Add ``other``'s pairs."""
+        o = self._check_merge(other)
+        self._sum.merge(o._sum)
+        self.n += o.n
+        return self
+
+    def compute(self) -> float:
+        """The Brier score of every pair added."""
+        if self.n == 0:
+            raise self._empty()
+        return self._sum.value / self.n
+
+
+class NLLAccumulator(_Base):
+    """Streaming :func:`~uncertank.metrics.negative_log_likelihood` (mean over pairs; any split).
+
+    Parameters
+    ----------
+    eps : float, optional
+        As in :func:`~uncertank.metrics.negative_log_likelihood`.
+    """
+
+    def __init__(self, *, eps: float | None = None) -> None:
+        e = float(np.finfo(np.float64).eps) if eps is None else eps
+        if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
+            raise ValueError(f"eps must be a float in (0, 0.5); got {eps!r}")
+        self.eps = float(e)
+        self._sum = _Sum()
+        self.n = 0
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.eps,)
+
+    def update(self, chunk: Any, labels: Any = None) -> NLLAccumulator:
+        """Add the pairs of ``chunk``."""
+        p, y = _as_pairs(chunk, labels)
+        pc = np.clip(p, self.eps, 1.0 - self.eps)
+        ll = np.where(y, np.log(pc), np.log1p(-pc))
+        self._sum.add(float(-ll.sum()))
+        self.n += int(p.size)
+        return self
+
+    def merge(self, other: NLLAccumulator) -> NLLAccumulator:
+        """Add ``other``'s pairs."""
+        o = self._check_merge(other)
+        self._sum.merge(o._sum)
+        self.n += o.n
+        return self
+
+    def compute(self) -> float:
+        """The NLL of every pair added."""
+        if self.n == 0:
+            raise self._empty()
+        return self._sum.value / self.n
+
+
+class CalibrationByRankAccumulator(_Base):
+    """Streaming :func:`~uncertank.metrics.calibration_by_rank` (equal-width bins; whole queries).
+
+    Parameters
+    ----------
+    n_bins, norm, convention, max_rank
+        As in :func:`~uncertank.metrics.calibration_by_rank`.
+    strategy : {"uniform"}
+        Only equal-width bins stream.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_bins: int | None = None,
+        strategy: Strategy = "uniform",
+        norm: Norm = "l1",
+        convention: Convention = "naeini",
+        max_rank: int | None = None,
+    ) -> None:
+        c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
+        _streamable(strategy, False, "CalibrationByRankAccumulator")
+        self.n_bins, self.strategy, self.norm, self.convention = c, strategy, norm, convention
+        self.max_rank = None if max_rank is None else check_positive_int(max_rank, "max_rank")
+        self.n_positions = 0 if self.max_rank is None else self.max_rank
+        self.counts = np.zeros((self.n_positions, c), dtype=np.int64)
+        self.sum_conf = np.zeros((self.n_positions, c))
+        self.sum_pos = np.zeros((self.n_positions, c))
+        self.n_at = np.zeros(self.n_positions, dtype=np.int64)  # pairs at each position
+        self.edges: NDArray[np.float64] | None = None
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.n_bins, self.strategy, self.norm, self.convention, self.max_rank)
+
+    def _grow(self, n_positions: int) -> None:
+        if n_positions <= self.n_positions:
+            return
+        extra = n_positions - self.n_positions
+        self.counts = np.vstack([self.counts, np.zeros((extra, self.n_bins), dtype=np.int64)])
+        self.sum_conf = np.vstack([self.sum_conf, np.zeros((extra, self.n_bins))])
+        self.sum_pos = np.vstack([self.sum_pos, np.zeros((extra, self.n_bins))])
+        self.n_at = np.concatenate([self.n_at, np.zeros(extra, dtype=np.int64)])
+        self.n_positions = n_positions
+
+    def update(self, chunk: Any, labels: Any = None) -> CalibrationByRankAccumulator:
+        """Add the queries of ``chunk`` (whole queries only)."""
+        lists, p, y = _as_structured(chunk, labels)
+        rank = _pair_ranks(lists)
+        if self.max_rank is None:
+            self._grow(int(lists.lengths.max()))
+        else:
+            keep = rank < self.max_rank
+            rank, p, y = rank[keep], p[keep], y[keep]
+        idx, edges, _ = _bin_index(p, self.n_bins, self.strategy, self.convention)
+        inside = idx < self.n_bins  # the penha-hauff overflow slot counts in no bin
+        cell = rank[inside] * self.n_bins + idx[inside]
+        size = self.n_positions * self.n_bins
+        self.counts += np.bincount(cell, minlength=size).reshape(self.n_positions, self.n_bins)
+        self.sum_conf += np.bincount(cell, weights=p[inside], minlength=size).reshape(self.n_positions, self.n_bins)
+        self.sum_pos += np.bincount(cell, weights=y[inside], minlength=size).reshape(self.n_positions, self.n_bins)
+        self.n_at += np.bincount(rank, minlength=self.n_positions)
+        self.edges = edges
+        return self
+
+    def merge(self, other: CalibrationByRankAccumulator) -> CalibrationByRankAccumulator:
+        """Add ``other``'s positions and bins."""
+        o = self._check_merge(other)
+        self._grow(o.n_positions)
+        self.counts[: o.n_positions] += o.counts
+        self.sum_conf[: o.n_positions] += o.sum_conf
+        self.sum_pos[: o.n_positions] += o.sum_pos
+        self.n_at[: o.n_positions] += o.n_at
+        self.edges = self.edges if self.edges is not None else o.edges
+        return self
+
+    def compute(self) -> NDArray[np.float64]:
+        """ECE at ranks 1, 2, ...; shape (n_positions,), NaN where no query reaches the position."""
+        if self.edges is None:
+            raise self._empty("queries")
+        out = np.full(self.n_positions, np.nan)
+        for r in range(self.n_positions):
+            n = int(self.n_at[r])
+            if n:
+                st = _BinStats(self.counts[r], self.sum_conf[r], self.sum_pos[r], self.edges, n)
+                out[r] = _ece_from_stats(st, self.norm, self.convention)
+        return out
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _detect_format(path: str, fmt: str | None) -> str:
+    if fmt is not None:
+        return check_choice(fmt, "format", ("parquet", "csv"))
+    lower = path.lower()
+    if lower.endswith((".parquet", ".pq")):
+        return "parquet"
+    if lower.endswith((".csv", ".csv.gz", ".tsv")):
+        return "csv"
+    raise ValueError(f"cannot tell the format of {path!r} from its name; pass format='parquet' or format='csv'")
+
+
+def _batches(path: str, fmt: str, columns: list[str], chunk_size: int) -> Iterator[Any]:
+    if fmt == "parquet":
+        pq = require("pyarrow.parquet", "scale", what="reading Parquet")
+        pf = pq.ParquetFile(path)
+        missing = [c for c in columns if c not in pf.schema_arrow.names]
+        if missing:
+            raise ValueError(f"{path}: no column {missing[0]!r}; the columns are {pf.schema_arrow.names}")
+        yield from pf.iter_batches(batch_size=chunk_size, columns=columns)
+        return
+    pa = require("pyarrow", "scale", what="reading CSV")
+    pacsv = require("pyarrow.csv", "scale", what="reading CSV")
+    delimiter = "\t" if path.lower().endswith(".tsv") else ","
+    # about 24 bytes per row of text: a block of chunk_size rows
+    read = pacsv.ReadOptions(block_size=max(1 << 16, min(chunk_size * 24, 1 << 30)))
+    convert = pacsv.ConvertOptions(
+        include_columns=columns, column_types={columns[0]: pa.string(), columns[1]: pa.float64()}
+    )
+    try:
+        reader = pacsv.open_csv(path, read_options=read, parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                                convert_options=convert)
+    except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
+        raise ValueError(f"{path}: cannot read columns {columns}: {exc}") from None
+    try:
+        yield from reader
+    except pa.ArrowInvalid as exc:  # a value that does not parse, past the first block
+        raise ValueError(f"{path}: cannot read columns {columns}: {exc}") from None
+
+
+def read_scored_pairs(
+    path: str | os.PathLike[str],
+    *,
+    query: str = "query_id",
+    score: str = "score",
+    label: str = "label",
+    chunk_size: int = 1 << 20,
+    format: str | None = None,
+) -> Iterator[RankedLists]:
+    """Stream scored pairs (query id, score, label) from Parquet or CSV in chunks of whole queries.
+
+    The file is read in batches of about ``chunk_size`` rows with pyarrow
+    (``ParquetFile.iter_batches`` or ``pyarrow.csv.open_csv``); the rows of
+    the last query of a batch are carried into the next one, so that every
+    chunk yielded holds whole queries and memory stays at about one batch.
+    The rows of a query must be contiguous (a file sorted or grouped by
+    query id, as a TREC run is); within a chunk a query id that appears in
+    two separate runs of rows is an error, across chunks it cannot be
+    detected in constant memory. Candidates keep their file order (the tie
+    rule ranks the earlier row first on equal scores).
+
+    Parameters
+    ----------
+    path : path
+        A ``.parquet``/``.pq`` or ``.csv``/``.tsv`` file (or give ``format``).
+    query, score, label : str
+        Column names: the query id (any type; read as text from CSV), the
+        score (float), the label (integer ``>= 0``).
+    chunk_size : int
+        Rows per batch read, ``>= 1``.
+    format : {"parquet", "csv"}, optional
+        Default: from the file name.
+
+    Yields
+    ------
+    RankedLists
+        The whole queries read so far, in file order.
+
+    Raises
+    ------
+    ValueError
+        A missing column, a non-contiguous query, an unknown format, or
+        scores or labels that fail the checks of :class:`~uncertank.RankedLists`.
+    ImportError
+        Without pyarrow (``pip install "uncertank[scale]"``).
+    """
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    path_s = os.fspath(path)
+    fmt = _detect_format(path_s, format)
+    pa = require("pyarrow", "scale", what="streaming scored pairs")
+    pc = require("pyarrow.compute", "scale", what="streaming scored pairs")
+    columns = [query, score, label]
+    carry: tuple[Any, NDArray[np.float64], NDArray[Any]] | None = None
+    for batch in _batches(path_s, fmt, columns, chunk_size):
+        names = batch.schema.names
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise ValueError(f"{path_s}: no column {missing[0]!r}; the columns are {names}")
+        q = batch.column(names.index(query))
+        s = batch.column(names.index(score)).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        y = batch.column(names.index(label)).to_numpy(zero_copy_only=False)
+        if carry is not None:
+            q = pa.concat_arrays([carry[0], q])
+            s = np.concatenate([carry[1], s])
+            y = np.concatenate([carry[2], y])
+        n = len(q)
+        if n == 0:
+            continue
+        starts = np.zeros(1, dtype=np.int64)
+        if n > 1:
+            change = pc.not_equal(q.slice(1), q.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+            starts = np.concatenate([starts, np.flatnonzero(change) + 1])
+        last = int(starts[-1])
+        carry = (q.slice(last), s[last:], y[last:])
+        if last > 0:
+            yield _chunk(path_s, pc, q.slice(0, last), s[:last], y[:last], starts[:-1])
+    if carry is not None and len(carry[0]):
+        yield _chunk(path_s, pc, carry[0], carry[1], carry[2], np.zeros(1, dtype=np.int64))
+
+
+def _chunk(
+    path: str, pc: Any, q: Any, s: NDArray[np.float64], y: NDArray[Any], starts: NDArray[np.int64]
+) -> RankedLists:
+    """RankedLists of whole queries; checks that no query id comes back after another."""
+    if starts.size > 1:
+        ids = q.take(starts)
+        if pc.count_distinct(ids).as_py() != starts.size:
+            counts = pc.value_counts(ids)
+            again = next(v["values"] for v in counts.to_pylist() if v["counts"] > 1)
+            raise ValueError(
+                f"{path}: the rows of query {again!r} are not contiguous; sort or group the file by query id"
+            )
+    offsets = np.append(starts, s.size).astype(np.int64)
+    if y.dtype.kind == "f":
+        yy = y
+    else:
+        yy = y.astype(np.int64, copy=False)
+    return RankedLists.from_flat(s, yy, offsets)
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def _accumulators(metrics: Any) -> tuple[list[str], list[Any]]:
+    """Keys and empty accumulators for metric entries or accumulator instances."""
+    from uncertank.metrics.metric import resolve_metrics
+
+    items: list[tuple[str | None, Any]]
+    if isinstance(metrics, Mapping):
+        items = list(metrics.items())
+    elif isinstance(metrics, (str, bytes)):
+        raise TypeError(f"metrics must be a list or a mapping; got a single {type(metrics).__name__}")
+    else:
+        items = [(None, m) for m in metrics]
+    keys: list[str] = []
+    accs: list[Any] = []
+    for key, entry in items:
+        if isinstance(entry, Accumulator):
+            accs.append(entry)
+            keys.append(key if key is not None else type(entry).__name__)
+        else:
+            metric = resolve_metrics([entry])[0]
+            accs.append(metric.accumulator())
+            keys.append(key if key is not None else metric.display_label)
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"metrics must have distinct labels; got {keys} (pass a mapping to name them)")
+    return keys, accs
+
+
+def evaluate_stream(chunks: Iterable[Any], metrics: Any) -> dict[str, Any]:
+    """Evaluate ``metrics`` over an iterable of chunks (each of whole queries) in one pass.
+
+    Parameters
+    ----------
+    chunks : iterable
+        Chunks of whole queries: RankedLists (from :func:`read_scored_pairs`)
+        or ``(scores, labels)`` tuples of arrays.
+    metrics : list or mapping
+        Metric entries (names, mappings or :class:`~uncertank.metrics.Metric`,
+        resolved by :func:`~uncertank.metrics.resolve_metrics`) or empty
+        accumulators (``ReliabilityAccumulator(n_bins=10)``); a mapping names
+        the results.
+
+    Returns
+    -------
+    dict
+        ``{label or key: value}`` in the order given.
+
+    Raises
+    ------
+    ValueError
+        A chunk tuple that is not ``(scores, labels)``, or two metrics with
+        the same label.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> chunks = [(rng.random((50, 10)), rng.integers(0, 2, (50, 10))) for _ in range(3)]
+    >>> sorted(evaluate_stream(chunks, ["map", "ece"]))
+    ['ECE', 'MAP']
+    """
+    keys, accs = _accumulators(metrics)
+    for chunk in chunks:
+        for acc in accs:
+            if isinstance(chunk, tuple):
+                if len(chunk) != 2:
+                    raise ValueError(f"a chunk tuple must be (scores, labels); got {len(chunk)} items")
+                acc.update(chunk[0], chunk[1])
+            else:
+                acc.update(chunk)
+    return {key: acc.compute() for key, acc in zip(keys, accs, strict=True)}
+
