@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -268,3 +270,31 @@ def test_ranker_errors(tmp_path, data):
     with pytest.raises(ValueError, match=r"path holds a TfidfRanker ranker; BootstrapTfidfRanker\.load cannot"):
         BootstrapTfidfRanker.load(tmp_path / "plain")
     assert "terms" in repr(TfidfRanker.load(tmp_path / "plain")) and "unfitted" in repr(TfidfRanker())
+
+
+# -- the plugin author's guide is built on this package ------------------------------------------
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
+
+
+def test_the_guides_excerpts_are_the_packages_code():
+    text = GUIDE.read_text()
+    excerpts = re.findall(r"<!-- file: (\S+) -->\n```py\n(.*?)```", text, flags=re.S)
+    assert len(excerpts) >= 5
+    root = GUIDE.parents[1]
+    for path, code in excerpts:
+        assert code in (root / path).read_text(), f"docs/plugins.md quotes {path} as it no longer is"
+
+
+def test_the_guides_code_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("UNCERTANK_CACHE", str(tmp_path))
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.S)
+    assert len(blocks) >= 5
+    namespace: dict[str, object] = {"__name__": "guide"}
+    for code in blocks:
+        exec(compile(code, "docs/plugins.md", "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "[0.8 0.2 0.6 0.2 0.1]" in out
+    assert "P@1 " in out and "MAP " in out
+    assert "'save/load'" in out and "'predict_samples'" in out
+    assert "[('broken', 'SystemExit: 1')]" in out
