@@ -196,6 +196,14 @@ def test_comparisons_match_scipy_ttest_and_a_hand_written_holm():
     assert relative_change(1.0, 0.0) is None
 
 
+def test_per_query_values_with_nan_are_not_tested():
+    result = make_result()
+    result.evaluation("ensemble", CONDITIONS[0]).per_query["R@1"][3] = float("nan")
+    comps = {c.ranker: c for c in compare_to_reference(result, CONDITIONS[:1], ["R@1"])}
+    assert comps["ensemble"].p_value is None and not comps["ensemble"].significant
+    assert comps["mc_dropout"].p_value is not None
+
+
 def test_analysis_errors_name_the_argument():
     result = make_result()
     with pytest.raises(ValueError, match="kind must be one of"):

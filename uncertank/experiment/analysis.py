@@ -138,7 +138,8 @@ class Comparison:
         None when they are equal.
     p_value : float or None
         Two-sided paired t-test over the per-query values; None when the
-        study holds no per-query values of this metric for both rankers.
+        study holds no per-query values of this metric for both rankers (or
+        they differ in length or hold NaN).
         Identical per-query values give 1.0 (no difference at all).
     p_adjusted : float or None
         Holm-adjusted over the comparisons tested together.
@@ -166,6 +167,8 @@ def _paired_p(a: Evaluation, b: Evaluation, label: str) -> float | None:
     if x is None or y is None or len(x) != len(y) or len(x) < 2:
         return None
     xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if not (np.isfinite(xa).all() and np.isfinite(ya).all()):
+        return None
     if np.array_equal(xa, ya):
         return 1.0
     p = paired_ttest(xa, ya).pvalue
