@@ -6,7 +6,9 @@ Every metric accepts a :class:`~uncertank.RankedLists`, a
 of shape (n_pairs,). See :mod:`uncertank.metrics.ranking` for the tie rule,
 :mod:`uncertank.metrics.calibration` for the ECE conventions,
 :mod:`uncertank.metrics.metric` for the registry entries (:class:`Metric`,
-:func:`resolve_metrics`).
+:func:`resolve_metrics`), :mod:`uncertank.metrics.streaming` and
+:mod:`uncertank.metrics.sharded` for evaluating data that do not fit in
+memory (mergeable accumulators, a Parquet/CSV reader, Dask).
 """
 
 from __future__ import annotations
@@ -29,11 +31,31 @@ from uncertank.metrics.ranking import (
     rank_biased_precision,
     recall_at_k,
 )
+from uncertank.metrics.sharded import evaluate_dask
+from uncertank.metrics.streaming import (
+    BrierAccumulator,
+    CalibrationByRankAccumulator,
+    ECEAccumulator,
+    NLLAccumulator,
+    PerQueryMean,
+    ReliabilityAccumulator,
+    evaluate_stream,
+    read_scored_pairs,
+)
 
 __all__ = [
     "DEFAULT_STUDY_METRICS",
+    "BrierAccumulator",
+    "CalibrationByRankAccumulator",
+    "ECEAccumulator",
     "Metric",
+    "NLLAccumulator",
+    "PerQueryMean",
+    "ReliabilityAccumulator",
     "as_metric",
+    "evaluate_dask",
+    "evaluate_stream",
+    "read_scored_pairs",
     "resolve_metrics",
     "ImbalanceSweep",
     "ReliabilityCurve",
