@@ -163,3 +163,123 @@ def test_import_is_light():
             "print(sorted(m for m in ('pymc', 'pytensor', 'arviz', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _multi_cell_data(family, seed=0):
+    """Several observations per cell (so that the cell statistics really aggregate), with 0s and 1s."""
+    rng = np.random.default_rng(seed)
+    reps = 3
+    sys_ = np.repeat(SYS, reps)
+    top = np.repeat(TOP, reps)
+    if family == "gaussian":
+        return sys_, top, None, rng.normal(0.5, 0.3, sys_.size)
+    y = rng.uniform(0.02, 0.98, sys_.size)
+    y[rng.random(y.size) < 0.15] = 0.0
+    if family == "zoib":
+        y[rng.random(y.size) < 0.1] = 1.0
+        return sys_, top, None, y
+    rank = np.tile([1, 2, 3], sys_.size // 3)  # each (system, topic) has ranks 1..3: cells are per rank
+    return np.repeat(sys_, 2), np.repeat(top, 2), np.repeat(rank, 2), np.repeat(y, 2)  # 2 obs per cell
+
+
+def _pair(family, sufficient, centred, data):
+    sys_, top, rank, y = data
+    if family == "gaussian":
+        return gaussian(sys_, top, y, sufficient=sufficient, centred=centred)
+    if family == "zoib":
+        return zoib(sys_, top, y, sufficient=sufficient, centred=centred)
+    return zoib_rank(sys_, top, rank, y, sufficient=sufficient, centred=centred)
+
+
+@pytest.mark.parametrize("centred", [True, False])
+@pytest.mark.parametrize("family", ["gaussian", "zoib", "zoib_rank"])
+def test_sufficient_statistics_give_the_per_observation_log_density(family, centred):
+    data = _multi_cell_data(family)
+    cells = _pair(family, True, centred, data)
+    per_obs = _pair(family, False, centred, data)
+    assert "score_loglik" in cells.named_vars and "score" in per_obs.named_vars
+    logp_c = cells.compile_logp(mode="FAST_COMPILE")
+    logp_o = per_obs.compile_logp(mode="FAST_COMPILE")
+    dlogp_c = cells.compile_dlogp(mode="FAST_COMPILE")
+    dlogp_o = per_obs.compile_dlogp(mode="FAST_COMPILE")
+    for seed in range(5):
+        pt = _random_point(per_obs, 10 + seed)
+        a, b = float(logp_c(pt)), float(logp_o(pt))
+        assert np.isfinite(a) and abs(a - b) <= 1e-8 * max(1.0, abs(b)), (a, b)
+        np.testing.assert_allclose(dlogp_c(pt), dlogp_o(pt), rtol=1e-8, atol=1e-8)
+
+
+def test_design_reduces_to_cells():
+    from uncertank.bayes import design
+
+    sys_, top, _, y = _multi_cell_data("zoib")
+    d = design(sys_, top, y, family="zoib")
+    assert d.n_obs == y.size and d.n_cells == S * T and (d.n == 3).all()
+    for c in range(d.n_cells):
+        ys = y[d.obs_cell == c]
+        inner = ys[(ys > 0) & (ys < 1)]
+        assert d.n0[c] == (ys == 0).sum() and d.n1[c] == (ys == 1).sum()
+        assert d.sum_log_y[c] == pytest.approx(np.log(inner).sum())
+        assert d.sum_log1m_y[c] == pytest.approx(np.log1p(-inner).sum())
+        assert d.mean[c] == pytest.approx(ys.mean()) and d.ss[c] == pytest.approx(((ys - ys.mean()) ** 2).sum())
+        assert d.systems[d.cell_system[c]] == sys_[d.obs_cell == c][0]
+    r_sys, r_top, r_rank, r_y = _multi_cell_data("zoib_rank")
+    dr = design(r_sys, r_top, r_y, r_rank, family="zoib_rank")
+    assert dr.n_cells == S * T * 3 and dr.ranks == (1, 2, 3)
+    np.testing.assert_allclose(dr.cell_rank[dr.obs_cell], r_rank - r_rank.mean())
+    with pytest.raises(ValueError, match="rank must be given for family 'zoib_rank'"):
+        design(r_sys, r_top, r_y, family="zoib_rank")
+
+
+@pytest.mark.parametrize("centred", [True, False])
+@pytest.mark.parametrize(("family", "rank_effect"), [("gaussian", "linear"), ("zoib", "linear"),
+                                                     ("zoib_rank", "linear"), ("zoib_rank", "categorical")])
+def test_numpy_linear_predictor_equals_the_pymc_graph(family, rank_effect, centred):
+    """The posterior predictive's linear predictor is the model's: evaluated by PyMC, then by NumPy."""
+    from uncertank.bayes import design, linear_predictor
+    from uncertank.bayes.models import _build
+
+    sys_, top, rank, y = _multi_cell_data(family)
+    d = design(sys_, top, y, rank, family=family, rank_effect=rank_effect)
+    model, eta = _build(d, centred=centred)
+    names = ["Intercept", "r_system", "r_topic"] + (["b_rank"] if family == "zoib_rank" else [])
+    import pytensor
+
+    outs = model.replace_rvs_by_values([eta, *(model[n] for n in names)])
+    graph = pytensor.function(model.value_vars, outs, on_unused_input="ignore", mode="FAST_COMPILE")
+    for seed in range(3):
+        pt = _random_point(model, 20 + seed)
+        eta_graph, *values = graph(*(pt[v.name] for v in model.value_vars))
+        params = {n: np.asarray(v)[None, ...] for n, v in zip(names, values, strict=True)}  # one draw
+        np.testing.assert_allclose(linear_predictor(params, d)[0], eta_graph, rtol=1e-12, atol=1e-12)
+
+
+def test_posterior_predictive_moments_follow_the_likelihood():
+    from uncertank.bayes import design, posterior_predictive
+
+    sys_, top, _, y = _multi_cell_data("zoib")
+    d = design(sys_, top, y, family="zoib")
+    rng = np.random.default_rng(0)
+    n = 4000
+    r_sys, r_top = np.array([0.5, 0.0, -0.5]), np.linspace(-0.4, 0.4, T)
+    params = {"Intercept": np.full(n, 0.3), "r_system": np.tile(r_sys, (n, 1)), "r_topic": np.tile(r_top, (n, 1)),
+              "phi": np.full(n, 6.0), "zoi": np.full(n, 0.2), "coi": np.full(n, 0.25)}
+    rep = posterior_predictive(d, params, rng=rng)
+    assert rep.shape == (n, d.n_obs) and rep.min() >= 0 and rep.max() <= 1
+    mu = special.expit(0.3 + r_sys[d.cell_system] + r_top[d.cell_topic])
+    expected = (0.8 * mu + 0.2 * 0.25)[d.obs_cell]  # E[y] = (1 - zoi) mu + zoi coi
+    np.testing.assert_allclose(rep.mean(axis=0), expected, atol=0.03)
+    assert (rep == 0).mean() == pytest.approx(0.2 * 0.75, abs=0.01)
+    gauss = design(sys_, top, y, family="gaussian")
+    g = posterior_predictive(gauss, {**params, "sigma": np.full(n, 0.1)}, rng=rng)
+    np.testing.assert_allclose(g.std(axis=0), 0.1, rtol=0.1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [({"sufficient": 1}, TypeError, "sufficient must be a bool; got int"),
+     ({"centred": "yes"}, TypeError, "centred must be a bool; got str")],
+)
+def test_model_option_errors(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        zoib(SYS, TOP, _scores(), **kwargs)

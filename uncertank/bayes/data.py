@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from uncertank._validation import check_choice
 
@@ -215,7 +216,9 @@ def frame_from_runs(
     ties by descending document id). With ``g_k`` the gain of the document
     at rank ``k``, RBP (Moffat & Zobel, TOIS 2008) is
     ``(1 - phi) * sum_k phi ** (k - 1) * g_k`` over ranks ``k <= depth``;
-    unjudged documents gain 0 (the residual is not added).
+    unjudged documents gain 0 (the residual is not added). RBP is computed
+    by :func:`uncertank.metrics.rank_biased_precision` (its persistence
+    ``p`` is ``phi`` here); a per-rank gain is what its rank adds to RBP.
 
     Parameters
     ----------
@@ -247,7 +250,9 @@ def frame_from_runs(
     """
     import pandas as pd
 
+    from uncertank import RankedLists
     from uncertank.datasets.trec import read_qrels
+    from uncertank.metrics import rank_biased_precision
 
     check_choice(gain, "gain", ("graded", "binary"))
     if isinstance(phi, bool) or not isinstance(phi, (int, float, np.floating)) or not 0 < phi < 1:
@@ -264,32 +269,46 @@ def frame_from_runs(
     q = qrels[["query_id", "doc_id", "relevance"]].copy()
     q["query_id"] = q["query_id"].astype(str)
     q["doc_id"] = q["doc_id"].astype(str)
-    grades = q["relevance"].to_numpy(dtype=np.float64).clip(min=0)
-    if gain == "binary":
-        q["gain"] = (grades > 0).astype(np.float64)
-    else:
-        top = grades.max()
-        q["gain"] = grades / top if top > 0 else grades
+    q["grade"] = np.rint(q["relevance"].to_numpy(dtype=np.float64).clip(min=0)).astype(np.int64)
+    top = int(q["grade"].max()) if len(q) else 0
     topics = np.unique(q["query_id"].to_numpy())
     run = run[run["query_id"].isin(set(topics))]
     if run.empty:
         raise ValueError("no query of runs is judged in qrels; check that the query ids match")
-    merged = run.merge(q[["query_id", "doc_id", "gain"]], on=["query_id", "doc_id"], how="left")
-    merged["gain"] = merged["gain"].fillna(0.0)
+    merged = run.merge(q[["query_id", "doc_id", "grade"]], on=["query_id", "doc_id"], how="left")
+    merged["grade"] = merged["grade"].fillna(0).astype(np.int64)
     merged = merged.sort_values(["system", "query_id", "score", "doc_id"],
-                                ascending=[True, True, False, False], kind="stable")
+                                ascending=[True, True, False, False], kind="stable").reset_index(drop=True)
     merged["rank"] = merged.groupby(["system", "query_id"], sort=False).cumcount().to_numpy() + 1
     if depth is not None:
-        merged = merged[merged["rank"] <= depth]
-    merged["score"] = (1 - phi) * np.power(phi, merged["rank"].to_numpy() - 1.0) * merged["gain"].to_numpy()
+        merged = merged[merged["rank"] <= depth].reset_index(drop=True)
+    # One list per (system, topic), in trec_eval order: the metric ranks by the score -rank, so its
+    # own tie rule never applies. RBP itself is the metrics module's (one definition).
+    first = np.flatnonzero(merged["rank"].to_numpy() == 1)
+    offsets = np.append(first, len(merged)).astype(np.int64)
+    lists = RankedLists.from_flat(-merged["rank"].to_numpy(dtype=np.float64), merged["grade"].to_numpy(), offsets)
+    max_grade = top if gain == "graded" and top > 0 else None
+
+    def rbp(at: int | None) -> NDArray[np.float64]:
+        value = rank_biased_precision(lists, p=phi, depth=at, max_grade=max_grade, per_query=True)[0]
+        return np.asarray(value, dtype=np.float64)
+
     merged = merged.rename(columns={"query_id": "topic"})
     if per_rank:
+        assert depth is not None
+        # the gain of rank k is what rank k adds to RBP: RBP to depth k minus RBP to depth k - 1
+        cumulative = np.stack([np.zeros(offsets.size - 1)] + [rbp(k) for k in range(1, depth + 1)])
+        per_rank_gain = np.diff(cumulative, axis=0)  # (depth, n_lists)
+        list_of_row = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+        merged["score"] = per_rank_gain[merged["rank"].to_numpy() - 1, list_of_row]
         out = merged[["system", "topic", "rank", "score"]].reset_index(drop=True)
     else:
-        sums = merged.groupby(["system", "topic"], sort=True)["score"].sum()
+        heads = merged.iloc[first]
+        sums = pd.Series(rbp(depth), index=pd.MultiIndex.from_arrays(
+            [heads["system"].to_numpy(), heads["topic"].to_numpy()], names=["system", "topic"]))
         systems = np.unique(run["system"].to_numpy())
         full = pd.MultiIndex.from_product([systems, topics], names=["system", "topic"])
-        out = sums.reindex(full, fill_value=0.0).reset_index()
+        out = sums.reindex(full, fill_value=0.0).reset_index(name="score")
     return out
 
 
