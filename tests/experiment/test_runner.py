@@ -9,13 +9,15 @@ import pytest
 from uncertank import CallableRanker, EnsembleRanker, hookimpl
 from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, run_study
 from uncertank.experiment.config import BayesConfig
+from uncertank.experiment.result import StudyResult
+from uncertank.experiment.runner import validate_config
 from uncertank.plugins import get_plugin_manager
 
-CALLS = {"predict": 0}
+CALLS: dict[str, int] = {}
 
 
 def _overlap(context, candidates, weight=1.0):
-    CALLS["predict"] += 1
+    CALLS[f"overlap {weight}"] = CALLS.get(f"overlap {weight}", 0) + 1
     last = set(context[-1].lower().split())
     return [weight * len(last & set(c.lower().split())) / (2 + len(set(c.lower().split()))) for c in candidates]
 
@@ -26,9 +28,46 @@ def _make_noisy_ensemble(n_members: int = 3) -> EnsembleRanker:
     return EnsembleRanker(members, name="overlap-ensemble")
 
 
+class Trained:
+    """A trainable ranker: learns one weight (the mean label), counts its fits."""
+
+    name = "trained"
+    fits = 0
+
+    def __init__(self, *, weight: float = 1.0, seed: int = 0) -> None:
+        self.weight, self.seed, self.learned = weight, seed, None
+
+    @property
+    def is_fitted(self) -> bool:
+        return self.learned is not None
+
+    def fit(self, train, valid=None):
+        type(self).fits += 1
+        self.learned = float(np.mean(train.labels)) * self.weight
+        return self
+
+    def predict(self, queries):
+        from uncertank import Predictions
+
+        scores = np.concatenate([_overlap(c, x, self.weight) for c, x, _ in queries])
+        return Predictions(np.clip(scores + self.learned, 0, 1), queries.offsets, ranker=self.name)
+
+    def save(self, path):
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "w.json").write_text(json.dumps({"weight": self.weight, "learned": self.learned}))
+
+    @classmethod
+    def load(cls, path):
+        d = json.loads((path / "w.json").read_text())
+        new = cls(weight=d["weight"])
+        new.learned = d["learned"]
+        return new
+
+
 @hookimpl
 def uncertank_rankers():
-    return {"overlap": lambda: CallableRanker(_overlap, name="overlap"), "overlap-ensemble": _make_noisy_ensemble}
+    return {"overlap": lambda: CallableRanker(_overlap, name="overlap"), "overlap-ensemble": _make_noisy_ensemble,
+            "trained": Trained}
 
 
 @pytest.fixture
@@ -41,9 +80,8 @@ def test_rankers():
     get_plugin_manager(refresh=True)
 
 
-@pytest.mark.slow
-def test_study_runs_end_to_end_and_resumes(tmp_path, test_rankers):
-    config = StudyConfig(
+def _config(**changes):
+    base = dict(
         name="tiny",
         train_dataset="ubuntu-sample",
         conditions=(ConditionConfig("in-domain", "ubuntu-sample", "bm25"),
@@ -53,22 +91,121 @@ def test_study_runs_end_to_end_and_resumes(tmp_path, test_rankers):
         risk_grid=(0.0, 0.5),
         bayes=BayesConfig(enabled=False),
     )
+    base.update(changes)
+    return StudyConfig(**base)
+
+
+@pytest.mark.slow
+def test_study_runs_end_to_end_and_resumes(tmp_path, test_rankers):
+    config = _config()
     result = run_study(config, tmp_path)
-    eff = {(r["ranker"], r["condition"]): r for r in result["effectiveness"]}
-    assert len(eff) == 6
-    assert all(0.0 <= r["R@1"] <= r["R@2"] <= r["R@5"] <= 1.0 for r in eff.values())
-    # bm25 is not probabilistic: no calibration row; the callable rankers are
-    assert {r["ranker"] for r in result["calibration"]} == {"overlap", "overlap-ensemble"}
-    assert [r["ranker"] for r in result["risk"]] == ["overlap-ensemble"] * 2
-    assert {r["ranker"] for r in result["nota"]} == {"overlap", "overlap-ensemble"}
-    assert "F1 means+var" in next(r for r in result["nota"] if r["ranker"] == "overlap-ensemble")
-    assert result["data"]["test"] == {"in-domain": 40, "cross-NS random": 40}
-    on_disk = json.loads((tmp_path / "results.json").read_text())
-    assert on_disk["effectiveness"] == result["effectiveness"]
+    assert isinstance(result, StudyResult)
+    assert result.rankers == ["bm25", "overlap", "overlap-ensemble"]
+    assert result.conditions == ["in-domain", "cross-NS random"]
+    for e in result.evaluations:
+        assert 0.0 <= e.metrics["R@1"] <= e.metrics["R@2"] <= e.metrics["R@5"] <= 1.0
+        assert len(e.per_query["R@1"]) == 40
+        assert np.mean(e.per_query["R@1"]) == pytest.approx(e.metrics["R@1"])
+        assert e.selective is not None and len(e.selective.risk) == 40
+        assert e.selective.oracle_aurc <= e.selective.aurc + 1e-12
+    # bm25 is not probabilistic: no calibration; the callable rankers are
+    bm25 = result.evaluation("bm25", "in-domain")
+    assert bm25 is not None and not bm25.probabilistic and "ECE" not in bm25.metrics
+    assert bm25.selective is not None and bm25.selective.confidence == "margin"
+    ov = result.evaluation("overlap", "in-domain")
+    assert ov is not None and "ECE" in ov.metrics and ov.reliability is not None and ov.imbalance
+    assert set(ov.recalibrated) >= {"platt", "temperature"}
+    ens = result.evaluation("overlap-ensemble", "cross-NS random")
+    assert ens is not None and ens.stochastic and ens.risk is not None and ens.mean_std is not None
+    assert set(ens.risk.test_curve) == {0.0, 0.5}
+    assert ens.risk.test_curve[ens.risk.b] == pytest.approx(ens.risk.r1_risk_aware)
+    assert ens.risk.test_curve[0.0] == pytest.approx(ens.risk.r1_mean)
+    nota = result.evaluation("overlap-ensemble", "in-domain").nota  # type: ignore[union-attr]
+    assert nota is not None and nota.f1_means_var is not None
+    assert result.sizes["test"] == {"in-domain": 40, "cross-NS random": 40}
+    on_disk = StudyResult.from_dict(json.loads((tmp_path / "results.json").read_text()))
+    assert on_disk.evaluations[0].metrics == result.evaluations[0].metrics
     assert (tmp_path / "report.html").exists() and list((tmp_path / "figures").glob("*.png"))
-    # resume: predictions are read back, nothing is scored again, same numbers
-    CALLS["predict"] = 0
+    # resume: predictions are read back, nothing is scored again, same numbers, timings of the first run
+    CALLS.clear()
     again = run_study(config, tmp_path)
-    assert CALLS["predict"] == 0
-    assert again["effectiveness"] == result["effectiveness"]
-    assert again["calibration"] == result["calibration"]
+    assert CALLS == {}
+    assert [e.metrics for e in again.evaluations] == [e.metrics for e in result.evaluations]
+    for name, step in again.steps.items():
+        if name.startswith("predict"):
+            assert step.resumed and step.seconds == pytest.approx(result.steps[name].seconds)
+
+
+@pytest.mark.slow
+def test_changed_inputs_recompute_exactly_their_steps(tmp_path, test_rankers):
+    rankers = (RankerConfig("trained", {"weight": 1.0}), RankerConfig("overlap"))
+    config = _config(rankers=rankers, conditions=(ConditionConfig("in-domain", "ubuntu-sample", "bm25"),),
+                     nota=False)
+    first = run_study(config, tmp_path)
+    assert Trained.fits == 1
+
+    def rerun(cfg):
+        before = Trained.fits
+        res = run_study(cfg, tmp_path)
+        recomputed = {k for k, s in res.steps.items() if not s.resumed and k.split()[0] in ("fit", "predict")}
+        return res, recomputed, Trained.fits - before
+
+    # nothing changed: nothing recomputed
+    _, recomputed, fits = rerun(config)
+    assert recomputed == set() and fits == 0
+    # a ranker parameter: that ranker's fit and predictions, nothing of the other ranker
+    changed = _config(rankers=(RankerConfig("trained", {"weight": 0.5}), RankerConfig("overlap")),
+                      conditions=config.conditions, nota=False)
+    res, recomputed, fits = rerun(changed)
+    assert recomputed == {"fit trained", "predict trained valid", "predict trained in-domain"} and fits == 1
+    assert res.steps["fit trained"].key != first.steps["fit trained"].key
+    # the test data (another negative sampler, same shape): only the predictions on it
+    changed_data = _config(rankers=rankers, conditions=(ConditionConfig("in-domain", "ubuntu-sample", "random"),),
+                           nota=False)
+    _, recomputed, fits = rerun(changed_data)
+    assert recomputed == {"predict trained in-domain", "predict overlap in-domain"} and fits == 0
+    # the training data: every fit and everything after it (the untrained ranker's predictions stay)
+    changed_train = _config(rankers=rankers, conditions=config.conditions, nota=False, max_train_queries=25)
+    _, recomputed, fits = rerun(changed_train)
+    assert recomputed == {"fit trained", "predict trained valid", "predict trained in-domain"} and fits == 1
+
+
+def test_bad_names_fail_before_any_data_is_loaded(monkeypatch, test_rankers):
+    import uncertank.datasets as ds
+
+    def boom(*a, **k):
+        raise AssertionError("data loaded")
+
+    monkeypatch.setattr(ds, "load", boom)
+    cases = [
+        (dict(rankers=(RankerConfig("nope"),)), "unknown ranker 'nope'; known: .*bm25"),
+        (dict(rankers=(RankerConfig("bm25", {"k9": 1}),)), "unknown parameter"),
+        (dict(train_dataset="nowhere"), "unknown dataset 'nowhere'"),
+        (dict(conditions=(ConditionConfig("x", "ubuntu-sample", "psychic"),)), "unknown negative sampler 'psychic'"),
+        (dict(metrics=("recall_at_k", "no_such_metric")), "no_such_metric"),
+        (dict(recalibrators=("magic",)), "unknown recalibrator 'magic'"),
+    ]
+    for change, match in cases:
+        with pytest.raises(ValueError, match=match):
+            validate_config(_config(**change))
+
+
+def test_init_from_must_name_an_earlier_ranker():
+    with pytest.raises(ValueError, match="init_from must name an earlier ranker"):
+        _config(rankers=(RankerConfig("overlap", init_from="bert"), RankerConfig("bm25")))
+
+
+def test_run_command_rejects_an_unknown_ranker_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from uncertank.cli import cli
+
+    study = tmp_path / "study.toml"
+    study.write_text('[study]\ntrain_dataset = "ubuntu-sample"\n\n[[conditions]]\nname = "in"\n'
+                     'dataset = "ubuntu-sample"\n\n[[rankers]]\nname = "bertt"\n')
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["run", str(study), "--out", str(out)])
+    assert result.exit_code == 2
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "unknown ranker 'bertt'; known:" in lines[0] and "bm25" in lines[0]
+    assert not out.exists()

@@ -39,11 +39,29 @@ class ConditionConfig:
 
 @dataclass(frozen=True)
 class RankerConfig:
-    """One ranker: a registered name, its parameters, and a report label."""
+    """One ranker: a registered name, its parameters, and a report label.
+
+    Attributes
+    ----------
+    name : str
+        A registered ranker (``uncertank plugins --kind rankers``).
+    params : dict
+        Keyword arguments of the ranker's factory.
+    label : str
+        Report name; ``name`` by default.
+    init_from : str, optional
+        The label of an earlier ranker of the study whose trained weights this
+        one starts from: its factory's ``from_ranker(trained, **params)``
+        builds it (``mc_dropout`` from ``bert`` is Penha & Hauff's S-BERT^D;
+        an ``ensemble`` from ``bert`` keeps it as member 0 and trains the
+        others). The runner calls ``fit`` on the result only when its
+        ``is_fitted`` is False.
+    """
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     label: str = ""
+    init_from: str | None = None
 
     @property
     def key(self) -> str:
@@ -91,6 +109,16 @@ class StudyConfig:
         Values of the risk aversion ``b`` tried on validation data.
     nota : bool
         Run NOTA prediction on the in-domain condition.
+    metrics : tuple
+        Metric entries resolved through the metrics registry
+        (:func:`uncertank.metrics.resolve_metrics`): a name (``"map"``) or a
+        table with its options (``{name = "recall_at_k", k = 1}``); by
+        default :data:`uncertank.metrics.DEFAULT_STUDY_METRICS`. A plugin's
+        metric named here appears in every table of the report.
+    recalibrators : tuple of str
+        Registered recalibrators fitted on each probabilistic ranker's
+        validation predictions and reported beside the raw scores; by default
+        every registered one.
     bayes : BayesConfig
         The TREC-COVID comparison.
     seed : int
@@ -110,6 +138,8 @@ class StudyConfig:
     n_bins: int = 10
     risk_grid: tuple[float, ...] = (-0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5)
     nota: bool = True
+    metrics: tuple[Any, ...] | None = None
+    recalibrators: tuple[str, ...] | None = None
     bayes: BayesConfig = field(default_factory=BayesConfig)
     seed: int = 0
 
@@ -130,6 +160,14 @@ class StudyConfig:
             raise ValueError(f"n_candidates must be >= 2; got {self.n_candidates}")
         if self.n_bins < 1:
             raise ValueError(f"n_bins must be >= 1; got {self.n_bins}")
+        seen: set[str] = set()
+        for r in self.rankers:
+            if r.init_from is not None and r.init_from not in seen:
+                raise ValueError(
+                    f"ranker {r.key!r}: init_from must name an earlier ranker's label; got {r.init_from!r} "
+                    f"(earlier: {', '.join(sorted(seen)) or 'none'})"
+                )
+            seen.add(r.key)
 
 
 def _backbone_path() -> str | None:
@@ -142,34 +180,43 @@ def _backbone_path() -> str | None:
 
 
 _SIZES: dict[str, dict[str, Any]] = {
-    # layers of MiniLM kept, input tokens, epochs, ensemble members, query caps, MCMC draws/tune/chains
-    "quick": {"layers": 1, "max_length": 48, "epochs": 1, "members": 2, "train": 160, "valid": 40, "test": 40,
-              "draws": 200, "chains": 2},
-    "default": {"layers": 2, "max_length": 64, "epochs": 1, "members": 3, "train": 400, "valid": 100, "test": 150,
-                "draws": 500, "chains": 2},
-    "full": {"layers": None, "max_length": 128, "epochs": 2, "members": 5, "train": None, "valid": None, "test": None,
-             "draws": 1000, "chains": 4},
+    # MiniLM layers kept, input tokens, peak learning rate, epochs, ensemble members, MC passes,
+    # query caps (train / valid / test per condition), MCMC draws (= tuning steps) and chains.
+    # docs/experiments.md records the measurements that chose the default.
+    "quick": {"layers": 1, "max_length": 48, "lr": 2e-4, "epochs": 1, "members": 2, "passes": 5,
+              "train": 300, "valid": 40, "test": 40, "draws": 300, "chains": 2},
+    "default": {"layers": 2, "max_length": 64, "lr": 2e-4, "epochs": 1, "members": 3, "passes": 10,
+                "train": 3000, "valid": 100, "test": 200, "draws": 1000, "chains": 4},
+    "full": {"layers": None, "max_length": 64, "lr": 1e-4, "epochs": 1, "members": 5, "passes": 10,
+             "train": None, "valid": 200, "test": 600, "draws": 2000, "chains": 4},
 }
+
+# GP rankers join the study when their plugins are installed (trained on their own, like bert).
+_GP_RANKERS = ("sngp", "gpf_bert", "pgdrr")
 
 
 def demo_config(size: Size = "default") -> StudyConfig:
-    """The bundled default study on real data.
+    """The bundled study on real data.
 
     Ubuntu (sample) with BM25 negatives for training; test conditions:
     in-domain (BM25 negatives), cross-negative-sampling (random, and
     embedding when the packaged MiniLM is installed), cross-domain (chitchat,
     BM25 negatives, when the ``chitchat-dataset`` package is installed).
-    Rankers: the BM25 baseline and, when the neural plugins are installed,
-    ``bert``, ``mc_dropout`` and ``ensemble`` fine-tuned from the packaged
-    MiniLM.
+    Rankers: the BM25 baseline and, when the neural plugins and the packaged
+    MiniLM are installed, ``bert`` fine-tuned from MiniLM, ``mc_dropout``
+    with ``bert``'s weights (Penha & Hauff's S-BERT^D), ``ensemble`` with
+    ``bert`` as member 0, and ``sngp``, ``gpf_bert``, ``pgdrr`` when their
+    plugins are installed.
 
     Parameters
     ----------
     size : {"quick", "default", "full"}
-        ``quick`` (a smoke run: 1 MiniLM layer, a few dozen queries),
-        ``default`` (2 of MiniLM's 6 layers, 64 tokens, a few hundred queries:
-        minutes on two CPU cores) or ``full`` (all 6 layers, 128 tokens, the
-        whole sample: hours on CPU).
+        ``quick``: a smoke run (one MiniLM layer, a few hundred queries; it
+        checks that everything runs, its numbers are not evidence).
+        ``default``: the first layers of MiniLM fine-tuned on a few thousand
+        queries, under 15 minutes on two CPU cores with every neural ranker
+        clearly trained. ``full``: Penha & Hauff's setting on the whole
+        sample (all six layers, M = 5, T = 10); hours on a CPU.
     """
     from uncertank._validation import check_choice
     from uncertank.plugins import registry
@@ -178,24 +225,26 @@ def demo_config(size: Size = "default") -> StudyConfig:
     rankers: list[RankerConfig] = [RankerConfig("bm25")]
     available = registry("rankers")
     backbone = _backbone_path()
-    if backbone is not None:
+    if backbone is not None and "bert" in available:
         neural: dict[str, Any] = {
             "backbone": backbone,
             "max_length": s["max_length"],
             "epochs": s["epochs"],
+            "lr": s["lr"],
             "batch_size": 16,
             "seed": 0,
+            "show_progress": False,
         }
         if s["layers"] is not None:
             neural["num_hidden_layers"] = s["layers"]
-        extras: dict[str, dict[str, Any]] = {
-            "bert": {},
-            "mc_dropout": {"n_passes": 10},
-            "ensemble": {"n_members": s["members"]},
-        }
-        for name, extra in extras.items():
+        rankers.append(RankerConfig("bert", neural))
+        if "mc_dropout" in available:
+            rankers.append(RankerConfig("mc_dropout", {"n_passes": s["passes"]}, init_from="bert"))
+        if "ensemble" in available:
+            rankers.append(RankerConfig("ensemble", {"n_members": s["members"]}, init_from="bert"))
+        for name in _GP_RANKERS:
             if name in available:
-                rankers.append(RankerConfig(name, {**neural, **extra}))
+                rankers.append(RankerConfig(name, dict(neural)))
     conditions = [
         ConditionConfig("in-domain", "ubuntu-sample", "bm25"),
         ConditionConfig("cross-NS random", "ubuntu-sample", "random"),
@@ -213,6 +262,7 @@ def demo_config(size: Size = "default") -> StudyConfig:
         max_train_queries=s["train"],
         max_valid_queries=s["valid"],
         max_test_queries=s["test"],
+        risk_grid=(-0.5, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.5),
         bayes=BayesConfig(
             draws=s["draws"], tune=s["draws"], chains=s["chains"],
             # nutpie samples these models 2-3x faster than PyMC's NUTS (benchmarks/RESULTS.md)
@@ -270,6 +320,9 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
     study = _only_known("study", study, StudyConfig)
     if "risk_grid" in study:
         study["risk_grid"] = tuple(float(b) for b in study["risk_grid"])
+    for key in ("metrics", "recalibrators"):
+        if key in study:
+            study[key] = tuple(study[key])
     for key in ("conditions", "rankers", "bayes"):
         if key in study:
             raise ValueError(f"[study] must not hold {key!r}; use the [{key}] table(s)")

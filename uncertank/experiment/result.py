@@ -269,17 +269,13 @@ class StudyResult:
 
 
 def _plain(obj: Any) -> Any:
-    """Dataclasses, tuples and numpy scalars as JSON-ready Python objects."""
-    import numpy as np
+    """Dataclasses (at any depth) as dicts, then plain JSON values (:func:`uncertank._io.to_jsonable`)."""
+    from uncertank._io import to_jsonable
 
     if hasattr(obj, "__dataclass_fields__"):
-        return _plain(asdict(obj))
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, (np.floating, np.integer, np.bool_)):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return obj
+        obj = asdict(obj)
+    elif isinstance(obj, dict):
+        obj = {k: _plain(v) for k, v in obj.items()}
+    elif isinstance(obj, (list, tuple)):
+        obj = [_plain(v) for v in obj]
+    return to_jsonable(obj)

@@ -1,42 +1,186 @@
-"""Run a study: train, predict under every condition, evaluate, report.
+"""Run a study in stages: load, fit or load, predict, evaluate, decide, report.
 
-Each finished step leaves a file in the output folder (a saved model, the
-predictions of one ranker under one condition, the Bayesian comparison), so a
-rerun with the same configuration resumes rather than repeats. Every file is
+Each stage is a function of this module, and :func:`run_study` chains them:
+
+1. :func:`load_data`: the training, validation and test query sets (built and
+   cached by :mod:`uncertank.datasets`), each with a digest of its content.
+2. :func:`fit_rankers`: every ranker trained (or loaded from ``models/``).
+3. :func:`predict_all`: predictions (mean and, for stochastic rankers, joint
+   samples) on validation and every test condition (or loaded from
+   ``predictions/``).
+4. :func:`evaluate`: every metric named by the study (through the metrics
+   registry), calibration after every recalibrator, reliability curves, ECE
+   against the imbalance ratio.
+5. :func:`decide`: what the uncertainty is worth: risk-aware reranking, NOTA,
+   selective prediction.
+6. :func:`~uncertank.experiment.report.write_report`: ``results.json``,
+   ``report.md``, ``report.html`` and the figures.
+
+Every cached step (a trained model, the predictions of one ranker on one
+split, a Bayesian fit) is keyed by a digest of everything it depends on: the
+ranker's name and parameters, the content of its data (not the path), the key
+of the step before it, and the versions of uncertank and of the plugin. A
+changed input recomputes that step and the steps after it, nothing else; a
+step's cost is that of the run that computed it, kept on resume. Every file is
 written atomically (a temporary file, then a rename).
 """
 
 from __future__ import annotations
 
-import hashlib
+import inspect
 import json
 import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from uncertank._io import atomic_path, atomic_write_text
-from uncertank._types import PredictiveSamples, QuerySet
+from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
+from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
 from uncertank.experiment.config import RankerConfig, StudyConfig
+from uncertank.experiment.result import (
+    BayesOutcome,
+    Curve,
+    Evaluation,
+    NotaOutcome,
+    RiskOutcome,
+    SelectiveOutcome,
+    StepInfo,
+    StudyResult,
+)
 
-__all__ = ["StudyResult", "run_study"]
+__all__ = [
+    "Prediction",
+    "StudyData",
+    "decide",
+    "evaluate",
+    "fit_rankers",
+    "load_data",
+    "predict_all",
+    "run_study",
+    "validate_config",
+]
 
-StudyResult = dict[str, Any]
 Log = Callable[[str], None]
 
 
-def _digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+def _quiet(msg: str) -> None:
+    """Discard a progress line."""
 
 
-def _atomic_save_npz(path: Path, **arrays: Any) -> None:
-    with atomic_path(path) as tmp, tmp.open("wb") as fh:
-        np.savez(fh, **arrays)
+def digest(obj: Any) -> str:
+    """A short key (16 hex digits of SHA-256 over canonical JSON) for cache file names."""
+    return json_digest(obj)[:16]
+
+
+# -- stage 0: check the study against the registries ------------------------------------------------------------
+
+
+def validate_config(config: StudyConfig) -> None:
+    """Check every name and parameter of ``config`` against the registries, before any data is loaded.
+
+    Rankers (and their parameters, by building each one: construction is
+    cheap, nothing is trained or loaded), datasets, negative samplers,
+    metrics and recalibrators must be registered.
+
+    Raises
+    ------
+    ValueError
+        One line naming the bad entry and listing what exists.
+    """
+    from uncertank.plugins import get_factory, registry
+
+    datasets = registry("datasets")
+    samplers = registry("negative_samplers")
+
+    def check_dataset(name: str, where: str) -> None:
+        known = sorted(datasets)
+        prefix = name.split(":", 1)[0] + ":" if ":" in name else None
+        if name not in datasets and (prefix is None or prefix not in datasets):
+            raise ValueError(f"{where}: unknown dataset {name!r}; known: {', '.join(known)}")
+
+    def check_negatives(name: str, where: str) -> None:
+        if name not in samplers and name not in ("file", "given"):
+            known = sorted([*samplers, "file"])
+            raise ValueError(f"{where}: unknown negative sampler {name!r}; known: {', '.join(known)}")
+
+    check_dataset(config.train_dataset, "study.train_dataset")
+    check_negatives(config.train_negatives, "study.train_negatives")
+    for c in config.conditions:
+        check_dataset(c.dataset, f"condition {c.name!r}")
+        check_negatives(c.negatives, f"condition {c.name!r}")
+    rankers = registry("rankers")
+    for rc in config.rankers:
+        if rc.name not in rankers:
+            raise ValueError(f"ranker {rc.key!r}: unknown ranker {rc.name!r}; known: {', '.join(sorted(rankers))}")
+        factory = get_factory("rankers", rc.name)
+        _check_params(factory, rc)
+        if rc.init_from is not None and not callable(getattr(factory, "from_ranker", None)):
+            raise ValueError(
+                f"ranker {rc.key!r}: init_from needs {rc.name!r} to offer from_ranker(trained, **params); it does not"
+            )
+    from uncertank.metrics import resolve_metrics
+
+    resolve_metrics(_metric_entries(config))
+    recal = registry("recalibrators")
+    for name in config.recalibrators or ():
+        if name not in recal:
+            raise ValueError(f"unknown recalibrator {name!r}; known: {', '.join(sorted(recal))}")
+
+
+def _check_params(factory: Callable[..., Any], rc: RankerConfig) -> None:
+    """Unknown keyword arguments of a ranker factory, found by its signature or by building it."""
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        sig = None
+    if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        named = [n for n, p in sig.parameters.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        unknown = sorted(set(rc.params) - set(named))
+        if unknown:
+            raise ValueError(
+                f"ranker {rc.key!r}: unknown parameter(s) {', '.join(unknown)} for {rc.name!r}; "
+                f"known: {', '.join(named)}"
+            )
+    try:
+        factory(**rc.params)
+    except TypeError as exc:
+        raise ValueError(f"ranker {rc.key!r}: bad parameters for {rc.name!r}: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"ranker {rc.key!r}: {exc}") from None
+
+
+def _metric_entries(config: StudyConfig) -> list[Any]:
+    from uncertank.metrics import DEFAULT_STUDY_METRICS
+
+    return list(config.metrics) if config.metrics is not None else list(DEFAULT_STUDY_METRICS)
+
+
+# -- stage 1: data ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StudyData:
+    """The query sets of a study and the digests of their content.
+
+    Attributes
+    ----------
+    train, valid : QuerySet
+        Where the rankers learn and where ``b`` and the recalibrators are fitted.
+    tests : dict
+        Condition name -> test QuerySet.
+    digests : dict
+        ``"train"``, ``"valid"`` and each condition name -> content digest.
+    """
+
+    train: QuerySet
+    valid: QuerySet
+    tests: dict[str, QuerySet]
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 def _load(name: str, split: str, negatives: str, cap: int | None, config: StudyConfig) -> QuerySet:
@@ -50,7 +194,8 @@ def _load(name: str, split: str, negatives: str, cap: int | None, config: StudyC
     return load(name, split=split, negatives=negatives, n_candidates=config.n_candidates, seed=config.seed, **options)
 
 
-def _load_data(config: StudyConfig, log: Log) -> tuple[QuerySet, QuerySet, dict[str, QuerySet]]:
+def load_data(config: StudyConfig, log: Log = _quiet) -> StudyData:
+    """Stage 1: load (building and caching on first use) every query set of ``config``."""
     log(f"data: {config.train_dataset} train/valid with {config.train_negatives} negatives")
     train = _load(config.train_dataset, "train", config.train_negatives, config.max_train_queries, config)
     valid = _load(config.train_dataset, "valid", config.train_negatives, config.max_valid_queries, config)
@@ -58,91 +203,387 @@ def _load_data(config: StudyConfig, log: Log) -> tuple[QuerySet, QuerySet, dict[
     for cond in config.conditions:
         log(f"data: condition {cond.name!r} = {cond.dataset} test with {cond.negatives} negatives")
         tests[cond.name] = _load(cond.dataset, "test", cond.negatives, config.max_test_queries, config)
-    return train, valid, tests
+    digests = {"train": train.digest(), "valid": valid.digest(), **{k: v.digest() for k, v in tests.items()}}
+    return StudyData(train, valid, tests, digests)
 
 
-def _ranker_dir(out: Path, rc: RankerConfig, data_key: str) -> Path:
-    return out / "models" / f"{rc.key}-{_digest([rc.name, rc.params, data_key])}"
+# -- stage 2: fit or load --------------------------------------------------------------------------------------------
 
 
-def _train_or_load(rc: RankerConfig, train: QuerySet, valid: QuerySet, out: Path, data_key: str,
-                   resume: bool, log: Log) -> Any:
-    from uncertank.plugins import make_ranker
+def _plugin_version(name: str) -> str:
+    from uncertank.plugins import registry
 
-    ranker = make_ranker(rc.name, **rc.params)
-    if not callable(getattr(ranker, "fit", None)):
-        return ranker
-    model_dir = _ranker_dir(out, rc, data_key)
-    if resume and (model_dir / ".complete").exists() and callable(getattr(type(ranker), "load", None)):
-        log(f"{rc.key}: loading the trained model from {model_dir}")
-        return type(ranker).load(model_dir)
-    log(f"{rc.key}: training on {train.n_queries} queries")
-    t0 = time.perf_counter()
-    ranker.fit(train, valid)
-    log(f"{rc.key}: trained in {time.perf_counter() - t0:.1f} s")
-    if callable(getattr(ranker, "save", None)):
-        tmp = model_dir.with_name(model_dir.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        ranker.save(tmp)
-        (tmp / ".complete").write_text("ok\n")
-        shutil.rmtree(model_dir, ignore_errors=True)
-        os.replace(tmp, model_dir)
-    return ranker
+    info = registry("rankers").get(name)
+    return "" if info is None else f"{getattr(info, 'distribution', '')} {getattr(info, 'version', '')}"
 
 
-def _predict(ranker: Any, rc: RankerConfig, qs: QuerySet, split_key: str, out: Path, resume: bool,
-             log: Log) -> tuple[PredictiveSamples | None, np.ndarray, bool]:
-    """Return (samples or None, mean scores, probabilistic)."""
-    path = out / "predictions" / f"{rc.key}-{split_key}.npz"
-    if resume and path.exists():
-        with np.load(path) as z:
-            samples = z["samples"] if z["stochastic"] else None
-            mean, prob = z["mean"], bool(z["probabilistic"])
-        ps = PredictiveSamples(samples, qs.offsets, ranker=rc.key) if samples is not None else None
-        return ps, mean, prob
-    t0 = time.perf_counter()
-    if callable(getattr(ranker, "predict_samples", None)):
-        ps = ranker.predict_samples(qs)
-        mean, prob = ps.mean(), bool(((ps.samples >= 0) & (ps.samples <= 1)).all())
-        arrays: dict[str, Any] = {"samples": ps.samples, "mean": mean, "stochastic": True, "probabilistic": prob}
-    else:
-        pred = ranker.predict(qs)
-        ps, mean, prob = None, pred.scores, pred.probabilistic
-        arrays = {"mean": mean, "stochastic": False, "probabilistic": prob}
-    log(f"{rc.key}: scored {qs.n_pairs} pairs ({split_key}) in {time.perf_counter() - t0:.1f} s")
-    _atomic_save_npz(path, **arrays)
-    return ps, mean, prob
+def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
+    return digest([rc.name, rc.params, data.digests["train"], data.digests["valid"], upstream,
+                   __version__, _plugin_version(rc.name)])
 
 
-def _effectiveness(qs: QuerySet, scores: np.ndarray) -> dict[str, float]:
-    from uncertank import metrics
-
-    ranked = qs.ranked(scores)
-    return {
-        "R@1": float(metrics.recall_at_k(ranked, k=1)),
-        "R@2": float(metrics.recall_at_k(ranked, k=2)),
-        "R@5": float(metrics.recall_at_k(ranked, k=5)),
-        "MAP": float(metrics.mean_average_precision(ranked)),
-        "MRR": float(metrics.mean_reciprocal_rank(ranked)),
-        "nDCG@10": float(metrics.ndcg_at_k(ranked, k=10)),
-    }
+def _read_seconds(folder: Path) -> float:
+    try:
+        return float(json.loads((folder / "step.json").read_text())["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return float("nan")
 
 
-def _calibration(qs: QuerySet, probs: np.ndarray, n_bins: int, seed: int) -> dict[str, float]:
-    from uncertank import metrics
+def fit_rankers(
+    config: StudyConfig, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet
+) -> tuple[dict[str, Any], dict[str, StepInfo]]:
+    """Stage 2: train every ranker of ``config`` (or load it from ``out/models``).
 
-    labels = qs.labels
-    assert labels is not None  # checked when the data are loaded
-    return {
-        "ECE": float(metrics.expected_calibration_error(probs, labels, n_bins=n_bins)),
-        "ECE quantile": float(metrics.expected_calibration_error(probs, labels, n_bins=n_bins, strategy="quantile")),
-        "ECE balanced": float(metrics.expected_calibration_error(probs, labels, n_bins=n_bins, balanced=True,
-                                                                 seed=seed)),
-        "ECE Penha-Hauff": float(metrics.expected_calibration_error(probs, labels, convention="penha-hauff")),
-        "MCE": float(metrics.expected_calibration_error(probs, labels, n_bins=n_bins, norm="max")),
-        "Brier": float(metrics.brier_score(probs, labels)),
-        "NLL": float(metrics.negative_log_likelihood(probs, labels)),
-    }
+    Returns
+    -------
+    rankers : dict
+        Ranker label -> ranker, ready to predict.
+    steps : dict
+        ``"fit <label>"`` -> :class:`StepInfo` (rankers without ``fit`` have none).
+    """
+    from uncertank.plugins import get_factory, make_ranker
+
+    rankers: dict[str, Any] = {}
+    keys: dict[str, str] = {}
+    steps: dict[str, StepInfo] = {}
+    for rc in config.rankers:
+        factory = get_factory("rankers", rc.name)
+        upstream = keys.get(rc.init_from) if rc.init_from else None
+        key = _model_key(rc, data, upstream)
+        keys[rc.key] = key
+        folder = out / "models" / f"{_safe(rc.key)}-{key}"
+        trainable = callable(getattr(factory, "fit", None))
+        if not trainable:
+            rankers[rc.key] = make_ranker(rc.name, **rc.params)
+            continue
+        if resume and (folder / ".complete").exists() and callable(getattr(factory, "load", None)):
+            log(f"{rc.key}: loading the trained model from {folder}")
+            rankers[rc.key] = factory.load(folder)  # type: ignore[attr-defined]
+            steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
+            continue
+        t0 = time.perf_counter()
+        if rc.init_from is not None:
+            log(f"{rc.key}: starting from the trained {rc.init_from}")
+            ranker = factory.from_ranker(rankers[rc.init_from], **rc.params)  # type: ignore[attr-defined]
+        else:
+            ranker = make_ranker(rc.name, **rc.params)
+        if not getattr(ranker, "is_fitted", False):
+            log(f"{rc.key}: training on {data.train.n_queries} queries")
+            ranker.fit(data.train, data.valid)
+        seconds = time.perf_counter() - t0
+        log(f"{rc.key}: ready in {seconds:.1f} s")
+        if callable(getattr(ranker, "save", None)):
+            tmp = folder.with_name(folder.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            ranker.save(tmp)
+            atomic_write_text(tmp / "step.json", json.dumps({"key": key, "seconds": seconds}))
+            (tmp / ".complete").write_text("ok\n")
+            shutil.rmtree(folder, ignore_errors=True)
+            os.replace(tmp, folder)
+        rankers[rc.key] = ranker
+        steps[f"fit {rc.key}"] = StepInfo(key, seconds)
+    return rankers, steps
+
+
+# -- stage 3: predict ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Prediction:
+    """A ranker's output on one query set.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (n_pairs,)
+        The scores (the mean over samples for a stochastic ranker).
+    samples : PredictiveSamples or None
+        Joint draws, for a stochastic ranker.
+    probabilistic : bool
+        The ranker's own claim that its scores are P(relevant).
+    """
+
+    mean: np.ndarray
+    samples: PredictiveSamples | None
+    probabilistic: bool
+
+
+def _predict_one(ranker: Any) -> Callable[[QuerySet], Prediction]:
+    def run(qs: QuerySet) -> Prediction:
+        if callable(getattr(ranker, "predict_samples", None)):
+            ps = ranker.predict_samples(qs)
+            mean = ps.mean()
+            flag = getattr(ranker, "probabilistic", None)
+            prob = bool(((mean >= 0) & (mean <= 1)).all()) if flag is None else bool(flag)
+            return Prediction(mean, ps, prob)
+        pred: Predictions = ranker.predict(qs)
+        return Prediction(pred.scores, None, bool(pred.probabilistic))
+
+    return run
+
+
+def predict_all(
+    config: StudyConfig,
+    data: StudyData,
+    rankers: dict[str, Any],
+    fit_steps: dict[str, StepInfo],
+    out: Path,
+    *,
+    resume: bool = True,
+    log: Log = _quiet,
+) -> tuple[dict[tuple[str, str], Prediction], dict[str, StepInfo]]:
+    """Stage 3: predictions of every ranker on ``"valid"`` and every condition (or loaded).
+
+    Returns
+    -------
+    predictions : dict
+        ``(ranker label, split)`` -> :class:`Prediction`, split being ``"valid"``
+        or a condition name.
+    steps : dict
+        ``"predict <label> <split>"`` -> :class:`StepInfo`.
+    """
+    preds: dict[tuple[str, str], Prediction] = {}
+    steps: dict[str, StepInfo] = {}
+    sets = {"valid": data.valid, **data.tests}
+    for rc in config.rankers:
+        upstream = fit_steps[f"fit {rc.key}"].key if f"fit {rc.key}" in fit_steps else digest(
+            [rc.name, rc.params, __version__, _plugin_version(rc.name)])
+        run = _predict_one(rankers[rc.key])
+        for split, qs in sets.items():
+            key = digest([upstream, data.digests[split]])
+            path = out / "predictions" / f"{_safe(rc.key)}-{_safe(split)}-{key}.npz"
+            if resume and path.exists():
+                with np.load(path) as z:
+                    samples = PredictiveSamples(z["samples"], qs.offsets, ranker=rc.key) if bool(z["stochastic"]) \
+                        else None
+                    pred = Prediction(z["mean"], samples, bool(z["probabilistic"]))
+                    seconds = float(z["seconds"])
+                preds[(rc.key, split)] = pred
+                steps[f"predict {rc.key} {split}"] = StepInfo(key, seconds, resumed=True)
+                continue
+            t0 = time.perf_counter()
+            pred = run(qs)
+            seconds = time.perf_counter() - t0
+            log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s")
+            arrays: dict[str, Any] = {"mean": pred.mean, "stochastic": pred.samples is not None,
+                                      "probabilistic": pred.probabilistic, "seconds": seconds}
+            if pred.samples is not None:
+                arrays["samples"] = pred.samples.samples
+            with atomic_path(path) as tmp, tmp.open("wb") as fh:
+                np.savez(fh, **arrays)
+            preds[(rc.key, split)] = pred
+            steps[f"predict {rc.key} {split}"] = StepInfo(key, seconds)
+    return preds, steps
+
+
+# -- stage 4: evaluate -----------------------------------------------------------------------------------------------
+
+
+def evaluate(
+    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], Prediction]
+) -> tuple[list[Evaluation], dict[str, dict[str, Any]]]:
+    """Stage 4: every metric of the study, recalibration, reliability and imbalance, per ranker and condition.
+
+    Returns
+    -------
+    evaluations : list of Evaluation
+        One per ranker and condition (``risk``, ``nota`` and ``selective``
+        are filled by :func:`decide`).
+    metric_info : dict
+        Metric label -> ``{"kind", "higher_is_better", "needs_probabilities"}``.
+    """
+    from uncertank import metrics as M
+    from uncertank.metrics import resolve_metrics
+    from uncertank.plugins import get_factory, registry
+
+    bound = resolve_metrics(_metric_entries(config))
+    info = {m.display_label: {"kind": m.kind, "higher_is_better": m.higher_is_better,
+                              "needs_probabilities": m.needs_probabilities} for m in bound}
+    recal_names = list(config.recalibrators) if config.recalibrators is not None else sorted(registry("recalibrators"))
+    out: list[Evaluation] = []
+    valid_labels = data.valid.labels
+    for rc in config.rankers:
+        valid_pred = preds[(rc.key, "valid")]
+        fitted: dict[str, Any] = {}
+        if valid_pred.probabilistic and valid_labels is not None:
+            for name in recal_names:
+                fitted[name] = get_factory("recalibrators", name)().fit(valid_pred.mean, valid_labels)
+        for cond in config.conditions:
+            qs = data.tests[cond.name]
+            pred = preds[(rc.key, cond.name)]
+            ranked = qs.ranked(pred.mean)
+            values: dict[str, float] = {}
+            per_query: dict[str, list[float]] = {}
+            for m in bound:
+                if m.needs_probabilities and not pred.probabilistic:
+                    continue
+                values[m.display_label] = float(m(ranked))
+                if m.kind == "ranking":
+                    per_query[m.display_label] = np.asarray(m(ranked, per_query=True), dtype=float).tolist()
+            ev = Evaluation(ranker=rc.key, condition=cond.name, probabilistic=pred.probabilistic,
+                            stochastic=pred.samples is not None, metrics=values, per_query=per_query)
+            if pred.samples is not None:
+                ev.mean_std = float(np.sqrt(pred.samples.var()).mean())
+            if pred.probabilistic:
+                for name, rec in fitted.items():
+                    cal = qs.ranked(np.clip(rec.transform(pred.mean), 0.0, 1.0))
+                    ev.recalibrated[name] = {m.display_label: float(m(cal)) for m in bound if m.kind == "calibration"}
+                curve = M.reliability_curve(ranked, n_bins=config.n_bins)
+                filled = curve.counts > 0
+                ev.reliability = Curve(curve.mean_confidence[filled].tolist(),
+                                       curve.fraction_relevant[filled].tolist(),
+                                       [int(c) for c in curve.counts[filled]])
+                sweep = M.imbalance_sweep(ranked, n_bins=config.n_bins, seed=config.seed)
+                ev.imbalance = {int(k): float(v) for k, v in zip(sweep.n_negatives, sweep.ece, strict=True)}
+            out.append(ev)
+    return out, info
+
+
+# -- stage 5: decide -------------------------------------------------------------------------------------------------
+
+
+def decide(
+    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], Prediction], evaluations: list[Evaluation]
+) -> None:
+    """Stage 5: risk-aware reranking, NOTA and selective prediction, filled into ``evaluations`` in place.
+
+    - Risk-aware reranking (stochastic rankers): ``b`` chosen on validation
+      R@1 over ``config.risk_grid``; test R@1 at every ``b`` for the figure; a
+      paired t-test over queries between the chosen ``b`` and the mean ranking.
+    - NOTA (probabilistic rankers, first condition): means only, and means
+      plus variances for stochastic rankers, with a paired t-test over folds.
+    - Selective prediction (every ranker and condition): queries ordered by
+      the top candidate's probability (its margin over the runner-up for
+      scores that are not probabilities).
+    """
+    from uncertank import metrics as M
+    from uncertank.stats import paired_ttest
+    from uncertank.uncertainty import (
+        compare_nota,
+        evaluate_nota,
+        make_nota_task,
+        query_certainty,
+        risk_aware_rerank,
+        risk_coverage_curve,
+        select_risk_aversion,
+        top1_loss,
+    )
+
+    def r1(r: Any) -> float:
+        return float(M.recall_at_k(r, k=1))
+
+    first = config.conditions[0].name
+    by_key = {(e.ranker, e.condition): e for e in evaluations}
+    for rc in config.rankers:
+        vpred = preds[(rc.key, "valid")]
+        sel = None
+        if vpred.samples is not None and data.valid.labels is not None:
+            sel = select_risk_aversion(vpred.samples, data.valid.labels, r1, grid=config.risk_grid)
+        for cond in config.conditions:
+            qs = data.tests[cond.name]
+            pred = preds[(rc.key, cond.name)]
+            ev = by_key[(rc.key, cond.name)]
+            ranked = qs.ranked(pred.mean)
+            if sel is not None and pred.samples is not None:
+                test_curve = {float(b): r1(qs.ranked(risk_aware_rerank(pred.samples, b=float(b))))
+                              for b in config.risk_grid}
+                reranked = qs.ranked(risk_aware_rerank(pred.samples, b=sel.b))
+                a = np.asarray(M.recall_at_k(ranked, k=1, per_query=True), dtype=float)
+                b_ = np.asarray(M.recall_at_k(reranked, k=1, per_query=True), dtype=float)
+                p = float(paired_ttest(b_, a).p_value) if np.any(a != b_) else None
+                ev.risk = RiskOutcome(
+                    b=float(sel.b),
+                    valid_curve={float(g): float(v) for g, v in zip(sel.grid, sel.scores, strict=True)},
+                    test_curve=test_curve, r1_mean=float(a.mean()), r1_risk_aware=float(b_.mean()), p_value=p,
+                )
+            kind = "probability" if pred.probabilistic else "margin"
+            rc_curve = risk_coverage_curve(query_certainty(ranked, certainty=kind), top1_loss(ranked))
+            ev.selective = SelectiveOutcome(kind, rc_curve.coverage.tolist(), rc_curve.risk.tolist(),
+                                            rc_curve.aurc, rc_curve.oracle_aurc)
+            if config.nota and cond.name == first and pred.probabilistic:
+                task = make_nota_task(ranked, None if pred.samples is None else pred.samples.var(), seed=config.seed)
+                if pred.samples is not None:
+                    cmp = compare_nota(task, seed=config.seed)
+                    ev.nota = NotaOutcome(cmp.means_only.f1_mean, cmp.means_only.f1_std,
+                                          cmp.with_variance.f1_mean, cmp.with_variance.f1_std, float(cmp.p_value))
+                else:
+                    res = evaluate_nota(task, seed=config.seed)
+                    ev.nota = NotaOutcome(res.f1_mean, res.f1_std)
+
+
+# -- the Bayesian comparison ------------------------------------------------------------------------------------------
+
+
+def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict[str, BayesOutcome],
+                                                                            dict[str, StepInfo]]:
+    from uncertank.bayes import compare, frame_from_trec_covid
+
+    outcomes: dict[str, BayesOutcome] = {}
+    steps: dict[str, StepInfo] = {}
+    for family in config.bayes.families:
+        frame = frame_from_trec_covid(family)
+        frame_key = digest(frame.to_csv(index=False))
+        key = digest([family, asdict(config.bayes), config.seed, frame_key, __version__])
+        path = out / "bayes" / f"{family}-{key}.json"
+        if resume and path.exists():
+            log(f"bayes: reusing the finished {family} fit")
+            saved = json.loads(path.read_text())
+            outcomes[family] = BayesOutcome(**saved["outcome"])
+            steps[f"bayes {family}"] = StepInfo(key, float(saved["seconds"]), resumed=True)
+            continue
+        log(f"bayes: fitting the {family} model on TREC-COVID round 1 ({frame['system'].nunique()} pooled runs)")
+        t0 = time.perf_counter()
+        cmp = compare(frame, family=family, draws=config.bayes.draws, tune=config.bayes.tune,  # type: ignore[arg-type]
+                      chains=config.bayes.chains, seed=config.seed, sampler=config.bayes.sampler,  # type: ignore[arg-type]
+                      drop_bottom=config.bayes.drop_bottom)
+        diag = cmp.diagnostics()
+        eff = cmp.system_effects()
+        outcome = BayesOutcome(
+            family=family, n_systems=len(cmp.systems),
+            best_distinguishable=len(cmp.distinguishable(reference="best")),
+            worst_distinguishable=len(cmp.distinguishable(reference="worst")),
+            converged=bool(diag.ok), diagnostics=to_jsonable(diag.to_dict()),
+            effects=[{"system": str(r.system), "mean": float(r.mean), "lower": float(r.lower),
+                      "upper": float(r.upper)} for r in eff.itertuples()],
+        )
+        baseline = config.bayes.baseline or "bm25_baseline"
+        if baseline in {str(x) for x in cmp.systems}:
+            for r in (1, 2):
+                ur = cmp.urisk(baseline, r=r)
+                # Benham convention: URisk > 0 is riskier than the baseline.
+                outcome.risk[f"credibly riskier than {baseline} (r={r})"] = int((ur["urisk_lower"] > 0).sum())
+                outcome.risk[f"credibly less risky than {baseline} (r={r})"] = int((ur["urisk_upper"] < 0).sum())
+        outcome.figures = _bayes_figures(cmp, family, out, config.seed)
+        seconds = time.perf_counter() - t0
+        atomic_write_text(path, json.dumps({"outcome": to_jsonable(asdict(outcome)), "seconds": seconds}, indent=2))
+        outcomes[family] = outcome
+        steps[f"bayes {family}"] = StepInfo(key, seconds)
+    return outcomes, steps
+
+
+def _bayes_figures(cmp: Any, family: str, out: Path, seed: int) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    names = []
+    fig_dir = out / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for what, draw in (("effects", lambda ax: cmp.plot_effects(ax=ax)),
+                       ("ppc", lambda ax: cmp.plot_ppc(seed=seed, ax=ax))):
+        height = 0.6 + 0.16 * len(cmp.systems) if what == "effects" else 3.6
+        fig, ax = plt.subplots(figsize=(6.0, height))
+        draw(ax)
+        fig.tight_layout()
+        name = f"bayes-{family}-{what}.png"
+        with atomic_path(fig_dir / name) as tmp:
+            fig.savefig(tmp, dpi=110, format="png")
+        plt.close(fig)
+        names.append(f"figures/{name}")
+    return names
+
+
+# -- the whole study -------------------------------------------------------------------------------------------------
 
 
 def run_study(
@@ -151,8 +592,9 @@ def run_study(
     *,
     resume: bool = True,
     log: Log | None = None,
+    smoke: bool = False,
 ) -> StudyResult:
-    """Run ``config`` and write its report into ``out_dir``.
+    """Run ``config`` stage by stage and write its report into ``out_dir``.
 
     Parameters
     ----------
@@ -160,135 +602,51 @@ def run_study(
         What to run (see :func:`uncertank.experiment.demo_config`).
     out_dir : path
         The report folder: ``results.json``, ``report.md``, ``report.html``,
-        ``figures/*.png``, plus ``models/`` and ``predictions/`` for resuming.
+        ``figures/*.png``, plus ``models/``, ``predictions/`` and ``bayes/``
+        for resuming.
     resume : bool
-        Reuse finished steps found in ``out_dir``.
+        Reuse finished steps found in ``out_dir`` whose keys match.
     log : callable, optional
         Receives one line per step (progress); silent when None.
+    smoke : bool
+        Mark the report as a smoke run whose numbers are not evidence.
 
     Returns
     -------
-    dict
-        The content of ``results.json``.
+    StudyResult
+        Also written to ``results.json`` (``StudyResult.to_dict()``).
     """
     from uncertank.experiment.report import write_report
-    from uncertank.uncertainty import compare_nota, evaluate_nota, make_nota_task, risk_aware_rerank
-    from uncertank.uncertainty import select_risk_aversion as select_b
 
-    say: Log = log or (lambda msg: None)
+    say: Log = log or _quiet
+    validate_config(config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    train, valid, tests = _load_data(config, say)
-    data_key = _digest([config.train_dataset, config.train_negatives, config.n_candidates,
-                        config.max_train_queries, config.max_context_turns, config.seed])
-    result: StudyResult = {
-        "config": asdict(config),
-        "data": {"train": train.n_queries, "valid": valid.n_queries,
-                 "test": {name: qs.n_queries for name, qs in tests.items()}},
-        "effectiveness": [], "calibration": [], "risk": [], "nota": [], "reliability": {}, "timings": {},
-    }
-    from uncertank import metrics
-
-    for rc in config.rankers:
-        t0 = time.perf_counter()
-        ranker = _train_or_load(rc, train, valid, out, data_key, resume, say)
-        v_samples, _, _ = _predict(ranker, rc, valid, f"valid-{data_key}", out, resume, say)
-        b = None
-        if v_samples is not None:
-            assert valid.labels is not None  # the datasets are labelled
-            sel = select_b(v_samples, valid.labels, lambda r: metrics.recall_at_k(r, k=1), grid=config.risk_grid)
-            b = sel.b
-            say(f"{rc.key}: risk aversion b = {b} chosen on validation R@1")
-        for cond in config.conditions:
-            qs = tests[cond.name]
-            cond_key = _digest([cond.dataset, cond.negatives, config.n_candidates, config.max_test_queries,
-                                config.max_context_turns, config.seed])
-            samples, mean, prob = _predict(ranker, rc, qs, f"{cond.name}-{cond_key}", out, resume, say)
-            row = {"ranker": rc.key, "condition": cond.name, **_effectiveness(qs, mean)}
-            result["effectiveness"].append(row)
-            if prob:
-                result["calibration"].append({"ranker": rc.key, "condition": cond.name,
-                                              **_calibration(qs, mean, config.n_bins, config.seed)})
-                curve = metrics.reliability_curve(mean, qs.labels, n_bins=config.n_bins)
-                filled = curve.counts > 0
-                result["reliability"].setdefault(cond.name, {})[rc.key] = {
-                    "mean_confidence": curve.mean_confidence[filled].tolist(),
-                    "fraction_relevant": curve.fraction_relevant[filled].tolist(),
-                    "count": curve.counts[filled].tolist(),
-                }
-            if samples is not None and b is not None:
-                reranked = risk_aware_rerank(samples, b=b)
-                result["risk"].append({
-                    "ranker": rc.key, "condition": cond.name, "b": b,
-                    "R@1 mean": float(metrics.recall_at_k(qs.ranked(mean), k=1)),
-                    "R@1 risk-aware": float(metrics.recall_at_k(qs.ranked(reranked), k=1)),
-                })
-            if config.nota and cond is config.conditions[0] and prob:
-                task = make_nota_task(qs.ranked(mean), None if samples is None else samples.var(), seed=config.seed)
-                if samples is not None:
-                    cmp = compare_nota(task, seed=config.seed)
-                    result["nota"].append({
-                        "ranker": rc.key, "condition": cond.name,
-                        "F1 means": cmp.means_only.f1_mean, "F1 means sd": cmp.means_only.f1_std,
-                        "F1 means+var": cmp.with_variance.f1_mean, "F1 means+var sd": cmp.with_variance.f1_std,
-                        "p (paired t)": cmp.p_value,
-                    })
-                else:
-                    res = evaluate_nota(task, seed=config.seed)
-                    result["nota"].append({"ranker": rc.key, "condition": cond.name,
-                                           "F1 means": res.f1_mean, "F1 means sd": res.f1_std})
-        result["timings"][rc.key] = round(time.perf_counter() - t0, 2)
+    t0 = time.perf_counter()
+    data = load_data(config, say)
+    steps = {"data": StepInfo(digest(data.digests), round(time.perf_counter() - t0, 2))}
+    rankers, fit_steps = fit_rankers(config, data, out, resume=resume, log=say)
+    preds, pred_steps = predict_all(config, data, rankers, fit_steps, out, resume=resume, log=say)
+    t0 = time.perf_counter()
+    evaluations, metric_info = evaluate(config, data, preds)
+    decide(config, data, preds, evaluations)
+    steps.update(fit_steps)
+    steps.update(pred_steps)
+    steps["evaluate and decide"] = StepInfo(digest([s.key for s in steps.values()]),
+                                            round(time.perf_counter() - t0, 2))
+    result = StudyResult(
+        config=to_jsonable(asdict(config)),
+        sizes={"train": data.train.n_queries, "valid": data.valid.n_queries,
+               "test": {name: qs.n_queries for name, qs in data.tests.items()}},
+        metric_info=metric_info, evaluations=evaluations, steps=steps, smoke=smoke,
+    )
     if config.bayes.enabled:
-        result["bayes"] = _bayes(config, out, resume, say)
-    result["timings"]["total"] = round(time.perf_counter() - started, 2)
+        result.bayes, bayes_steps = _bayes(config, out, resume, say)
+        result.steps.update(bayes_steps)
     write_report(result, out)
     say(f"report written to {out}")
     return result
 
 
-def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> dict[str, Any]:
-    path = out / "bayes" / f"comparison-{_digest(asdict(config.bayes))}.json"
-    if resume and path.exists():
-        log("bayes: reusing the finished comparison")
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
-    from uncertank.bayes import compare, frame_from_trec_covid
-
-    out_rows: dict[str, Any] = {}
-    for family in config.bayes.families:
-        frame = frame_from_trec_covid(family)
-        log(f"bayes: fitting the {family} model on TREC-COVID round 1 ({frame['system'].nunique()} pooled runs)")
-        t0 = time.perf_counter()
-        cmp = compare(frame, family=family, draws=config.bayes.draws, tune=config.bayes.tune,  # type: ignore[arg-type]
-                      chains=config.bayes.chains, seed=config.seed, sampler=config.bayes.sampler,  # type: ignore[arg-type]
-                      drop_bottom=config.bayes.drop_bottom)
-        best = cmp.distinguishable(reference="best")
-        worst = cmp.distinguishable(reference="worst")
-        out_rows[family] = {
-            "seconds": round(time.perf_counter() - t0, 1),
-            "best distinguishable from": len(best),
-            "worst distinguishable from": len(worst),
-            "converged": bool(cmp.diagnostics().ok),
-            "diagnostics": _jsonable(cmp.diagnostics()),
-        }
-        baseline = config.bayes.baseline or "bm25_baseline"
-        if baseline in {str(x) for x in cmp.systems}:
-            for r in (1, 2):
-                ur = cmp.urisk(baseline, r=r)
-                # Benham convention: URisk > 0 is riskier than the baseline.
-                out_rows[family][f"credibly riskier than {baseline} (r={r})"] = int((ur["urisk_lower"] > 0).sum())
-                out_rows[family][f"credibly less risky than {baseline} (r={r})"] = int((ur["urisk_upper"] < 0).sum())
-    atomic_write_text(path, json.dumps(out_rows, indent=2))
-    return out_rows
-
-
-def _jsonable(obj: Any) -> Any:
-    if hasattr(obj, "to_dict"):
-        return _jsonable(obj.to_dict())
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, np.integer, np.bool_)):
-        return obj.item()
-    return obj
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)
