@@ -665,7 +665,11 @@ def plugin_report(kind: Kind | None = None) -> dict[str, Any]:
         "error"}, ...], "clashes": [{"kind", "name", "plugins",
         "distributions"}, ...]}``, JSON-serialisable.
     """
-    infos = list_plugins(kind)
+    with warnings.catch_warnings():  # the report carries every failure and clash the host would warn about
+        warnings.simplefilter("ignore", RuntimeWarning)
+        infos = list_plugins(kind)
+        failures = plugin_failures()
+        clashes = name_clashes(kind)
     return {
         "registered": [
             {"name": i.name, "kind": i.kind, "plugin": i.plugin, "distribution": i.distribution, "version": i.version}
@@ -673,12 +677,12 @@ def plugin_report(kind: Kind | None = None) -> dict[str, Any]:
         ],
         "failed": [
             {"plugin": f.plugin, "distribution": f.distribution, "hook": f.hook, "error": f.error}
-            for f in plugin_failures()
+            for f in failures
         ],
         "clashes": [
             {"kind": c.kind, "name": c.name, "plugins": [p.plugin for p in c.providers],
              "distributions": [p.distribution for p in c.providers]}
-            for c in name_clashes(kind)
+            for c in clashes
         ],
     }
 
