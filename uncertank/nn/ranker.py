@@ -253,6 +253,11 @@ class NeuralRanker:
         )
         return self
 
+    @property
+    def is_fitted(self) -> bool:
+        """True once :meth:`fit` ran (or a fitted checkpoint was loaded); a study skips ``fit`` then."""
+        return self.history_ is not None
+
     def check_queries(self, queries: Any) -> QuerySet:
         """Return ``queries`` when it is a :class:`~uncertank.QuerySet`; raise TypeError otherwise."""
         if not isinstance(queries, QuerySet):
@@ -360,9 +365,11 @@ class NeuralRanker:
 
 
 def _accepts(cls: type, name: str) -> bool:
+    """Whether ``cls(name=...)`` is accepted: a named parameter, or ``**params`` passed on up."""
     import inspect
 
-    return name in inspect.signature(cls).parameters
+    params = inspect.signature(cls).parameters
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:

@@ -76,3 +76,23 @@ def test_errors(fitted):
         fitted.predict_samples(toy_queries(), n_samples=4)
     with pytest.raises(TypeError, match="queries must be a QuerySet"):
         fitted.predict_samples([1])
+
+
+def test_from_ranker_keeps_member_0_and_trains_the_others_like_from_scratch(fitted):
+    queries = toy_queries()
+    bert = NeuralRanker(tiny_config(), seed=0, **PARAMS)
+    assert not bert.is_fitted
+    with pytest.raises(ValueError, match="must be fitted"):
+        DeepEnsembleRanker.from_ranker(bert, n_members=3)
+    bert.fit(queries)
+    assert bert.is_fitted
+    ens = DeepEnsembleRanker.from_ranker(bert, n_members=3)
+    assert ens.members[0] is bert and not ens.is_fitted
+    before = bert.predict(queries).scores
+    ens.fit(queries)
+    assert ens.is_fitted
+    np.testing.assert_array_equal(bert.predict(queries).scores, before)  # member 0 was not trained again
+    # the same seeds as an ensemble trained from scratch: the same members
+    np.testing.assert_array_equal(ens.predict_samples(queries).samples, fitted.predict_samples(queries).samples)
+    with pytest.raises(TypeError, match="must be a NeuralRanker"):
+        DeepEnsembleRanker.from_ranker(object(), n_members=2)  # type: ignore[arg-type]

@@ -94,15 +94,55 @@ class DeepEnsembleRanker:
         new.members = members
         return new
 
+    @classmethod
+    def from_ranker(cls, ranker: NeuralRanker, *, n_members: int = 5, stacked: bool | None = None) -> Self:
+        """An ensemble whose member 0 is the fitted ``ranker`` (e.g. ``bert``); :meth:`fit` trains the others.
+
+        Member ``m`` of the others gets seed ``ranker``'s seed ``+ m`` and
+        every other parameter of ``ranker``, as in the constructor, so the
+        result equals an ensemble trained from scratch with the same seeds
+        while ``ranker`` is trained only once.
+
+        Parameters
+        ----------
+        ranker : NeuralRanker
+            A fitted cross-encoder.
+        n_members : int
+            M, including ``ranker``; at least 2.
+        stacked : bool or None
+            As in the constructor.
+        """
+        if not isinstance(ranker, NeuralRanker):
+            raise TypeError(f"ranker must be a NeuralRanker (such as bert); got {type(ranker).__name__}")
+        if not ranker.is_fitted:
+            raise ValueError("ranker must be fitted before it becomes an ensemble member; call fit first")
+        params = {k: v for k, v in ranker.get_params().items() if k not in ("name", "seed")}
+        new = cls(ranker.backbone, n_members=n_members, stacked=stacked, seed=ranker.training_config.seed,
+                  num_hidden_layers=ranker.num_hidden_layers, **params)
+        new.members[0] = ranker
+        new._kept_first = True
+        return new
+
+    @property
+    def is_fitted(self) -> bool:
+        """True when every member is fitted."""
+        return all(m.is_fitted for m in self.members)
+
     @property
     def device(self) -> str:
         """The device of the members."""
         return str(self.members[0].device)
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
-        """Fine-tune every member on ``train`` (each keeps its best validation epoch)."""
+        """Fine-tune the members on ``train`` (each keeps its best validation epoch).
+
+        A member taken over already fitted by :meth:`from_ranker` is kept as it
+        is; every other member is (re)trained.
+        """
+        kept = self.members[0] if getattr(self, "_kept_first", False) else None
         for member in self.members:
-            member.fit(train, valid)
+            if member is not kept:
+                member.fit(train, valid)
         return self
 
     def _use_stacked(self) -> bool:
