@@ -84,7 +84,7 @@ class BM25Ranker:
         """Score every pair of ``queries``: an array of shape (n_pairs,) of BM25 scores."""
         if not isinstance(queries, QuerySet):
             raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
-        from uncertank.datasets._bm25 import BM25Index
+        from uncertank.datasets.retrieval import BM25Index
 
         doc_of: dict[str, int] = {}
         doc_index = np.fromiter(

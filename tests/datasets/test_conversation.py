@@ -398,8 +398,8 @@ def test_remaining_error_paths(monkeypatch):
     import sys
 
     from uncertank.datasets import build_query_set, chitchat_dialogues
-    from uncertank.datasets._bm25 import BM25Index
     from uncertank.datasets.formats import FileLoader
+    from uncertank.datasets.retrieval import BM25Index
 
     with pytest.raises(ValueError, match="min_turns must be an integer >= 2; got 1"):
         chitchat_dialogues(min_turns=1)

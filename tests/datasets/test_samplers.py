@@ -13,8 +13,8 @@ from uncertank.datasets import (
     split_dialogues,
     ubuntu_dialogues,
 )
-from uncertank.datasets._bm25 import BM25Index
 from uncertank.datasets.conversation import conversation_instances
+from uncertank.datasets.retrieval import BM25Index
 from uncertank.plugins import get_factory
 
 WORD_POOL = [

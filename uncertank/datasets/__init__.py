@@ -38,6 +38,7 @@ from uncertank.datasets.formats import (
     write_response_jsonl,
     write_response_tsv,
 )
+from uncertank.datasets.retrieval import packaged_model_path
 from uncertank.datasets.samplers import (
     BM25Sampler,
     DuplicateStats,
@@ -70,6 +71,7 @@ __all__ = [
     "list_datasets",
     "load",
     "normalize_text",
+    "packaged_model_path",
     "read_response_jsonl",
     "read_response_tsv",
     "redraw_negatives",

