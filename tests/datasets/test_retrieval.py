@@ -103,3 +103,16 @@ def test_packaged_model_path_is_exported_from_datasets():
     import uncertank.datasets as ds
 
     assert ds.packaged_model_path is packaged_model_path and "packaged_model_path" in ds.__all__
+
+
+def test_the_documented_sampler_needs_only_retrieve():
+    import re
+
+    text = (Path(__file__).parents[2] / "docs" / "datasets.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(import numpy as np\nfrom uncertank import hookimpl.*?)```", text, re.S)
+    assert code is not None
+    ns: dict = {}
+    exec(compile(code.group(1), "datasets.md", "exec"), ns)
+    s = ns["LongestSampler"](["a", "bb", "ccc", "dddd", "eeeee"], seed=0)
+    neg = s.sample([["dddd"]], ["eeeee"], 2)  # the longest two are the positive and the context
+    assert [s.pool[i] for i in neg[0]] == ["ccc", "bb"]
