@@ -1,0 +1,112 @@
+"""Pólya-Gamma draws per second: uncertank_pgdrr.random_polya_gamma against the C package polyagamma.
+
+For several batch sizes and tilts z, PG(1, z) is drawn by
+
+- ``torch``: :func:`uncertank_pgdrr.random_polya_gamma` (batched Devroye) on the CPU,
+- ``torch-cuda``: the same on the GPU when one is present (timed with synchronisation),
+- ``polyagamma``: ``polyagamma.random_polyagamma(1, z, method="devroye")`` (C, one core),
+
+each timed right after the ``polyagamma`` baseline, ``--repeats`` rounds; the
+median paired ratio ``draws/s (ours) / draws/s (polyagamma)`` is kept (on a
+machine shared with other jobs the load drifts), and the best absolute rate.
+torch runs with ``--threads`` threads (1 by default, so both sides use one core).
+
+    python benchmarks/bench_polya_gamma.py            # sizes 1e3, 3e4, 1e6; z in 0, 2.76, 50, 1e4
+    python benchmarks/bench_polya_gamma.py --quick    # sizes 1e3, 3e4; 3 repeats
+
+Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from polyagamma import random_polyagamma
+from uncertank_pgdrr import random_polya_gamma
+
+
+def _clock(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _measure(n: int, z: float, repeats: int, cuda: bool) -> dict[str, tuple[float, float]]:
+    """Best rate (draws/s) and median paired ratio to polyagamma, per sampler."""
+    zt = torch.full((n,), z, dtype=torch.float64)
+    zn = np.full(n, z)
+    gen = torch.Generator().manual_seed(0)
+    rng = np.random.default_rng(0)
+    fns: dict[str, Callable[[], Any]] = {"torch": lambda: random_polya_gamma(1, zt, generator=gen)}
+    if cuda:
+        zc = zt.cuda()
+        gen_c = torch.Generator(device="cuda").manual_seed(0)
+
+        def on_gpu() -> None:
+            random_polya_gamma(1, zc, generator=gen_c)
+            torch.cuda.synchronize()
+
+        fns["torch-cuda"] = on_gpu
+
+    def base() -> None:
+        random_polyagamma(1, zn, method="devroye", random_state=rng)
+
+    base()
+    for fn in fns.values():
+        fn()  # warm-up
+    ratios: dict[str, list[float]] = {k: [] for k in fns}
+    best = {"polyagamma": float("inf"), **{k: float("inf") for k in fns}}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            tb = _clock(base)
+            tf = _clock(fn)
+            best["polyagamma"] = min(best["polyagamma"], tb)
+            best[name] = min(best[name], tf)
+            ratios[name].append(tb / tf)
+    out = {name: (n / best[name], float(np.median(ratios[name]))) for name in fns}
+    out["polyagamma"] = (n / best["polyagamma"], 1.0)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and print a markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sizes 1e3 and 3e4 only, 3 repeats")
+    parser.add_argument("--repeats", type=int, default=None, help="paired rounds (default 5; 3 with --quick)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    sizes = [1_000, 30_000] if args.quick else [1_000, 30_000, 1_000_000]
+    zs = [0.0, 2.76, 50.0, 1e4]
+    repeats = args.repeats or (3 if args.quick else 5)
+    cuda = torch.cuda.is_available()
+    import polyagamma
+
+    print(
+        f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/bench_polya_gamma.py"
+        f"{' --quick' if args.quick else ''}` on {platform.machine()}, Python {platform.python_version()}, "
+        f"torch {torch.__version__} ({args.threads} CPU thread{'s' if args.threads > 1 else ''}), "
+        f"polyagamma {polyagamma.__version__} (method devroye, one core)"
+        f"{', GPU ' + torch.cuda.get_device_name() if cuda else ', no GPU'}. "
+        f"Millions of PG(1, z) draws per second (best of {repeats}); in brackets the median paired "
+        "ratio to polyagamma (above 1: faster).\n"
+    )
+    cols = ["torch"] + (["torch-cuda"] if cuda else []) + ["polyagamma"]
+    print("| draws | z | " + " | ".join(cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    for n in sizes:
+        for z in zs:
+            res = _measure(n, z, repeats, cuda)
+            cells = [f"{res[c][0] / 1e6:.2f} ({res[c][1]:.2f}x)" if c != "polyagamma" else f"{res[c][0] / 1e6:.2f}"
+                     for c in cols]
+            print(f"| {n:,} | {z:g} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,364 @@
+"""PG-DRR: a cross-encoder with a Gaussian-process output layer and Pólya-Gamma Gibbs sampling."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from torch import Tensor, nn
+
+from uncertank import Predictions, PredictiveSamples, QuerySet
+from uncertank.nn import EncodedPairs, NeuralRanker, balanced_pairs, encode_pairs, get_accelerator, score_batches
+from uncertank.validation import check_positive_int
+from uncertank_pgdrr.gp import DEFAULT_JITTER, GaussianProcessHead
+
+__all__ = ["PGDRRModel", "PGDRRRanker"]
+
+
+class PGDRRModel(nn.Module):
+    """Encoder, ``[CLS]``, then the GP output layer (:class:`~uncertank_pgdrr.gp.GaussianProcessHead`).
+
+    In training mode ``model(**batch)`` returns the kernel's input features
+    of shape (batch, dim), which the ranker's loss turns into the
+    Fisher-identity loss; in eval mode it returns one logit per pair (the
+    logit of the predictive P(relevant) given the memory bank), shape (batch, 1).
+
+    Parameters
+    ----------
+    encoder : transformers.PreTrainedModel
+    **head
+        Keyword arguments of :class:`~uncertank_pgdrr.gp.GaussianProcessHead`.
+    """
+
+    head: GaussianProcessHead
+
+    def __init__(self, encoder: nn.Module, **head: Any) -> None:
+        super().__init__()
+        config: Any = encoder.config
+        self.encoder = encoder
+        self.head = GaussianProcessHead(int(config.hidden_size), **head)
+
+    def features(
+        self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None
+    ) -> Tensor:
+        """The kernel's input for every pair: ``[CLS]`` vectors, projected; shape (batch, dim)."""
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        config: Any = self.encoder.config
+        if token_type_ids is not None and getattr(config, "type_vocab_size", 0) > 1:
+            kwargs["token_type_ids"] = token_type_ids
+        cls = self.encoder(**kwargs).last_hidden_state[:, 0]
+        return self.head.project(cls)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+        """Features (training mode) or one logit per pair (eval mode)."""
+        z = self.features(input_ids, attention_mask, token_type_ids)
+        if self.training:
+            return z
+        with _no_autocast(z.device):
+            return self.head(z)
+
+
+@contextlib.contextmanager
+def _no_autocast(device: torch.device) -> Iterator[None]:
+    with torch.autocast(device.type, enabled=False):
+        yield
+
+
+class PGDRRRanker(NeuralRanker):
+    """PG-DRR (Ye et al., AAAI 2023): a GP output layer over ``[CLS]`` with Pólya-Gamma Gibbs.
+
+    The encoder's ``[CLS]`` vector, optionally projected (``projection_dim``),
+    is the input of an RBF kernel (``length_scale``, ``output_scale``: 1 and
+    8 as in the paper, fixed). Training: for every minibatch, ``n_chains``
+    Gibbs chains run ``n_gibbs_steps`` sweeps on the batch's kernel
+    (Pólya-Gamma draws by :func:`uncertank_pgdrr.random_polya_gamma`, the
+    latent by a batched Cholesky of ``I + Omega^1/2 K Omega^1/2``, never
+    ``K^-1``), and the loss is the mean over chains of ``-log N(kappa/omega |
+    0, K + Omega^-1)`` with omega detached (Fisher's identity), per pair.
+
+    Prediction conditions on a memory bank of ``bank_size`` labelled training
+    pairs (the paper does not say which labelled pairs a test pair is
+    conditioned on; this is our choice): after training, ``bank_size`` pairs
+    of the last epoch's balanced training pairs (half relevant where
+    possible, drawn with ``seed``) are scored again with the final weights,
+    ``n_chains`` chains run ``n_bank_steps`` sweeps on them, and the last
+    omega of every chain is kept. A test pair's latent is then Gaussian per
+    chain; P(relevant) is its Gauss-Hermite expectation of the sigmoid,
+    averaged over chains. During training (validation) the bank holds the
+    most recent training batches' features.
+
+    Parameters
+    ----------
+    backbone : None, str, path or transformers.PretrainedConfig
+        As in :class:`uncertank.nn.NeuralRanker`.
+    length_scale, output_scale : float
+        RBF kernel; ``output_scale`` is the prior variance of a latent.
+    n_chains, n_gibbs_steps : int
+        Gibbs chains and sweeps per training batch (30 and 10, the paper's).
+    bank_size : int
+        M, the training pairs a prediction conditions on (256).
+    n_bank_steps : int
+        Gibbs sweeps on the memory bank (50; run once after training).
+    projection_dim : int or None
+        Linear projection of ``[CLS]`` before the kernel (64); ``None`` keeps
+        ``[CLS]`` as it is (the paper's literal setting; with BERT-sized
+        features an RBF kernel of length scale 1 then sees every pair of
+        distinct texts as nearly uncorrelated).
+    n_quadrature : int
+        Gauss-Hermite nodes (32).
+    jitter : float
+        Nugget on the kernel's diagonal, relative to the output scale.
+    **params
+        Every other parameter of :class:`uncertank.nn.NeuralRanker`
+        (``max_length``, ``epochs``, ``batch_size``, ``lr``, ``seed``,
+        ``num_hidden_layers``, ``device``, ...); ``seed`` also seeds the
+        Gibbs chains and the joint draws.
+    """
+
+    name = "pgdrr"
+
+    def __init__(
+        self,
+        backbone: Any = None,
+        *,
+        length_scale: float = 1.0,
+        output_scale: float = 8.0,
+        n_chains: int = 30,
+        n_gibbs_steps: int = 10,
+        bank_size: int = 256,
+        n_bank_steps: int = 50,
+        projection_dim: int | None = 64,
+        n_quadrature: int = 32,
+        jitter: float = DEFAULT_JITTER,
+        **params: Any,
+    ) -> None:
+        super().__init__(backbone, **params)
+        self.length_scale = _positive_float(length_scale, "length_scale")
+        self.output_scale = _positive_float(output_scale, "output_scale")
+        self.n_chains = check_positive_int(n_chains, "n_chains")
+        self.n_gibbs_steps = check_positive_int(n_gibbs_steps, "n_gibbs_steps")
+        self.bank_size = check_positive_int(bank_size, "bank_size", minimum=2)
+        self.n_bank_steps = check_positive_int(n_bank_steps, "n_bank_steps")
+        self.projection_dim = None if projection_dim is None else check_positive_int(projection_dim, "projection_dim")
+        self.n_quadrature = check_positive_int(n_quadrature, "n_quadrature")
+        self.jitter = _positive_float(jitter, "jitter")
+        self.generator: torch.Generator | None = None
+
+    # -- the network and its training ---------------------------------------------
+
+    def create_model(self, encoder: nn.Module) -> nn.Module:
+        """Encoder plus the GP output layer (:class:`PGDRRModel`)."""
+        return PGDRRModel(
+            encoder, projection_dim=self.projection_dim, length_scale=self.length_scale,
+            output_scale=self.output_scale, bank_size=self.bank_size, n_chains=self.n_chains,
+            n_bank_steps=self.n_bank_steps, jitter=self.jitter, n_quadrature=self.n_quadrature,
+            seed=self.training_config.seed,
+        )
+
+    def extra_params(self) -> dict[str, Any]:
+        """The GP settings a checkpoint stores."""
+        return {
+            "length_scale": self.length_scale, "output_scale": self.output_scale, "n_chains": self.n_chains,
+            "n_gibbs_steps": self.n_gibbs_steps, "bank_size": self.bank_size, "n_bank_steps": self.n_bank_steps,
+            "projection_dim": self.projection_dim, "n_quadrature": self.n_quadrature, "jitter": self.jitter,
+        }
+
+    def head(self) -> GaussianProcessHead:
+        """The GP output layer of the model (built on first use)."""
+        return _as_pgdrr(self.build_model()).head
+
+    def loss(self, output: Any, labels: Tensor) -> Tensor:
+        """Fisher-identity loss of a batch (Gibbs on its kernel), and the batch enters the bank.
+
+        Parameters
+        ----------
+        output : Tensor of shape (batch, dim)
+            The kernel's input features (the model in training mode).
+        labels : Tensor of shape (batch,)
+
+        Returns
+        -------
+        Tensor
+            A scalar: the mean over chains of the marginal negative log
+            likelihood, divided by the batch size.
+        """
+        head = self.head()
+        if self.generator is None or self.generator.device != output.device:
+            self.generator = torch.Generator(device=output.device).manual_seed(self.training_config.seed)
+        loss = head.loss(output, labels, n_steps=self.n_gibbs_steps, generator=self.generator)
+        head.push(output, labels)
+        return loss
+
+    def on_train_end(self, model: nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Any) -> None:
+        """Fill the memory bank: ``bank_size`` training pairs, scored with the final weights, and their Gibbs chains."""
+        idx = _bank_indices(labels, self.bank_size, seed=self.training_config.seed)
+        sub = _subset_pairs(pairs, idx)
+        feats = self._features(model, sub, accelerator)
+        head = _as_pgdrr(model).head
+        head.set_bank(feats.to(head.bank_features.device), torch.as_tensor(labels[idx]).to(head.bank_labels.device))
+
+    def fit(self, train: QuerySet, valid: QuerySet | None = None) -> PGDRRRanker:
+        """Fine-tune on ``train`` (see :meth:`uncertank.nn.NeuralRanker.fit`).
+
+        Before the first step, when there is a projection, its weights are
+        rescaled so that the median distance between the projected features
+        of up to 256 training pairs equals ``length_scale``: an RBF kernel
+        whose inputs all sit much closer than its length scale has almost
+        no gradient (``dk/dx`` is proportional to the distance), and the
+        ``[CLS]`` vectors of different pairs are nearly collinear.
+        """
+        train = self.check_queries(train)
+        model = self.build_model()
+        head = _as_pgdrr(model).head
+        if head.projection is not None and self.history_ is None:
+            ctx, cands, qidx, _ = balanced_pairs(train, seed=self.training_config.seed)
+            enc = encode_pairs(self.tokenizer, ctx, cands, qidx, max_length=self.training_config.max_length)
+            idx = np.random.default_rng(self.training_config.seed).permutation(enc.n_pairs)[:256]
+            z = self._features(model, _subset_pairs(enc, np.sort(idx)), get_accelerator(self.device))
+            dist = torch.pdist(z)
+            median = float(dist.median()) if dist.numel() else 0.0
+            if median > 0:
+                with torch.no_grad():
+                    head.projection.weight.mul_(self.length_scale / median)
+        super().fit(train, valid)
+        return self
+
+    # -- prediction -------------------------------------------------------------
+
+    def _features(self, model: nn.Module, encoded: EncodedPairs, accelerator: Any) -> Tensor:
+        net = _as_pgdrr(model)
+        device = accelerator.device
+        model.to(device)
+        was = model.training
+        model.eval()
+        try:
+            with torch.inference_mode():
+                out = score_batches(
+                    encoded, lambda batch: net.features(**batch), batch_size=self.training_config.eval_batch_size,
+                    device=device, accelerator=accelerator, show_progress=self.training_config.show_progress,
+                    desc=f"{self.name} features",
+                )
+        finally:
+            model.train(was)
+        return torch.from_numpy(out).to(device)
+
+    def features(self, queries: QuerySet) -> Tensor:
+        """The kernel's input of every pair, shape (n_pairs, dim), float64, on the model's device."""
+        model = self.build_model()
+        return self._features(model, self.encode(queries), get_accelerator(self.device))
+
+    def predict_latent(self, queries: QuerySet) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Closed-form predictive mean and variance of every pair's latent logit, each shape (n_pairs,).
+
+        The predictive is a mixture over chains of Gaussians; these are the
+        mixture's mean and variance (the law of total variance over chains).
+        """
+        queries = self.check_queries(queries)
+        head = self.head()
+        z = self.features(queries)
+        with torch.inference_mode():
+            mean, var = head.predictive(z)
+            m = mean.mean(0)
+            v = (var + mean * mean).mean(0) - m * m
+        return m.cpu().numpy(), v.clamp_min(0).cpu().numpy()
+
+    def predict_moments(self, queries: QuerySet) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Mean and variance of P(relevant) under the predictive, each shape (n_pairs,).
+
+        Per chain, ``E[sigmoid(g)]`` and ``E[sigmoid(g)^2]`` by Gauss-Hermite
+        quadrature, averaged over chains; variance = second moment - mean^2.
+        """
+        queries = self.check_queries(queries)
+        head = self.head()
+        z = self.features(queries)
+        with torch.inference_mode():
+            p, v = head.probabilities(z)
+        return p.cpu().numpy(), v.cpu().numpy()
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        """P(relevant) of every pair, shape (n_pairs,): the chain-averaged Gauss-Hermite predictive."""
+        queries = self.check_queries(queries)
+        p, _ = self.predict_moments(queries)
+        return Predictions(p, queries.offsets, ranker=self.name)
+
+    def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
+        """Joint draws of P(relevant) across every query's candidates, shape (n_samples, n_pairs).
+
+        Draw ``s`` takes chain ``s mod n_chains``, draws the latents of each
+        query's candidates jointly from that chain's Gaussian predictive
+        (mean and full covariance of the query's block), and returns their
+        sigmoids. Different queries are independent given the chain. Seeded
+        by ``seed``.
+
+        Parameters
+        ----------
+        queries : QuerySet
+        n_samples : int, optional
+            ``n_chains`` by default.
+        """
+        queries = self.check_queries(queries)
+        s = self.n_chains if n_samples is None else check_positive_int(n_samples, "n_samples")
+        head = self.head()
+        z = self.features(queries)
+        out = np.empty((s, queries.n_pairs), dtype=np.float64)
+        gen = torch.Generator(device=z.device).manual_seed(self.training_config.seed)
+        chains = torch.arange(s, device=z.device) % self.n_chains
+        lengths = np.diff(queries.offsets)
+        with torch.inference_mode():
+            for size in np.unique(lengths):
+                qs = np.flatnonzero(lengths == size)
+                for lo in range(0, qs.size, 256):
+                    block = qs[lo : lo + 256]
+                    cols = (queries.offsets[block][:, None] + np.arange(size)[None, :]).reshape(-1)
+                    zq = z[torch.from_numpy(cols).to(z.device)].reshape(block.size, int(size), -1)
+                    draws = _joint_draws(head, zq, chains, gen)  # (s, q, size)
+                    out[:, cols] = torch.sigmoid(draws).reshape(s, -1).cpu().numpy()
+        return PredictiveSamples(out, queries.offsets, ranker=self.name)
+
+
+def _joint_draws(head: GaussianProcessHead, zq: Tensor, chains: Tensor, gen: torch.Generator) -> Tensor:
+    """Latent draws of shape (n_samples, q, size) for ``q`` queries of ``size`` candidates, ``zq`` (q, size, dim)."""
+    q, size, _ = zq.shape
+    mean, cov = head.joint_predictive(zq)  # (C, q, size), (C, q, size, size)
+    evals, evecs = torch.linalg.eigh(cov)
+    root = evecs * evals.clamp_min(0).sqrt()[..., None, :]  # root @ root.T = cov (negative rounding dropped)
+    eps = torch.randn((chains.numel(), q, size, 1), generator=gen, dtype=torch.float64, device=zq.device)
+    return mean[chains] + (root[chains] @ eps).squeeze(-1)
+
+
+def _as_pgdrr(model: nn.Module) -> PGDRRModel:
+    if not isinstance(model, PGDRRModel):
+        raise TypeError(f"model must be a PGDRRModel (built by PGDRRRanker.create_model); got {type(model).__name__}")
+    return model
+
+
+def _positive_float(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    return float(value)
+
+
+def _bank_indices(labels: NDArray[np.int64], size: int, *, seed: int) -> NDArray[np.int64]:
+    """Up to ``size`` indices into ``labels``: half relevant where possible, drawn with ``seed``."""
+    rng = np.random.default_rng(seed)
+    pos = rng.permutation(np.flatnonzero(labels > 0))
+    neg = rng.permutation(np.flatnonzero(labels <= 0))
+    n_pos = min(pos.size, max(size // 2, size - neg.size))
+    n_neg = min(neg.size, size - n_pos)
+    return np.sort(np.concatenate([pos[:n_pos], neg[:n_neg]])).astype(np.int64)
+
+
+def _subset_pairs(pairs: EncodedPairs, idx: NDArray[np.int64]) -> EncodedPairs:
+    """The pairs at ``idx`` as a new :class:`~uncertank.nn.EncodedPairs`."""
+    lengths = pairs.lengths[idx]
+    offsets = np.zeros(idx.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    src = np.repeat(pairs.offsets[idx], lengths) + (np.arange(int(offsets[-1])) - np.repeat(offsets[:-1], lengths))
+    return EncodedPairs(
+        input_ids=pairs.input_ids[src], token_type_ids=pairs.token_type_ids[src], offsets=offsets,
+        pad_token_id=pairs.pad_token_id,
+    )
