@@ -243,6 +243,10 @@ def test_dataset_is_the_question_turns_and_caches_itself(tmp_path, monkeypatch):
     assert len(calls) == 2  # another parameter, another cache entry
     token = get_factory("datasets", "ubuntu-questions").cache_token(split="valid")
     assert token.startswith("ubuntu-questions-v1:ubuntu-sample:")
+    some = load("ubuntu-questions", split="valid", seed=1, max_queries=20, cache=False)
+    assert some.n_queries == 20 and set(some.query_ids) <= set(first.query_ids)
+    with pytest.raises(ValueError, match="max_queries must be an integer >= 1; got 0"):
+        load("ubuntu-questions", split="valid", max_queries=0, cache=False)
 
 
 # -- the rankers' errors --------------------------------------------------------------------
@@ -284,6 +288,18 @@ def test_the_guides_excerpts_are_the_packages_code():
     root = GUIDE.parents[1]
     for path, code in excerpts:
         assert code in (root / path).read_text(), f"docs/plugins.md quotes {path} as it no longer is"
+
+
+def test_the_guides_study_file_is_a_valid_study(tmp_path):
+    from uncertank.experiment import load_config
+
+    (block,) = re.findall(r"<!-- study: \S+ -->\n```toml\n(.*?)```", GUIDE.read_text(), flags=re.S)
+    path = tmp_path / "tfidf-study.toml"
+    path.write_text(block)
+    config = load_config(path)
+    assert [r.name for r in config.rankers] == ["tfidf", "tfidf-bootstrap"]
+    assert "beta" in (config.recalibrators or ())
+    assert [m.display_label for m in resolve_metrics(config.metrics or ())] == ["R@1", "MAP", "P@1", "ECE"]
 
 
 def test_the_guides_code_runs(tmp_path, monkeypatch, capsys):

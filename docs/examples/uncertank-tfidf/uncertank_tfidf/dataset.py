@@ -16,6 +16,7 @@ one file. The token changes with this loader's version and with the data of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -52,19 +53,31 @@ class UbuntuQuestions:
         seed: int = 0,
         max_context_turns: int | None = None,
         split_seed: int = 0,
+        sampler_options: Mapping[str, Any] | None = None,
+        max_queries: int | None = None,
     ) -> QuerySet:
-        """Build one split; see :func:`uncertank.datasets.load` for the parameters."""
-        from uncertank.datasets import load
+        """Build one split; see :func:`uncertank.datasets.load` for the parameters.
 
+        ``max_queries`` keeps a subset of that many of the question turns,
+        seeded by ``seed`` (in their original order); the others are passed
+        to the ``ubuntu-sample`` dataset.
+        """
+        from uncertank.datasets import load
+        from uncertank.validation import check_positive_int
+
+        if max_queries is not None:
+            max_queries = check_positive_int(max_queries, "max_queries")
         options: dict[str, Any] = {"split_seed": split_seed}
         if max_context_turns is not None:
             options["max_context_turns"] = max_context_turns
+        if sampler_options is not None:
+            options["sampler_options"] = sampler_options
         negatives = "random" if negatives is None else negatives
         full = load("ubuntu-sample", split=split, negatives=negatives, n_candidates=n_candidates, seed=seed,
                     **options)
-        keep = np.array([c[-1].rstrip().endswith("?") for c in full.contexts], dtype=bool)
-        if not keep.any():
-            raise ValueError(f"no context of ubuntu-sample/{split} ends with a question; nothing to load")
+        keep = np.flatnonzero([c[-1].rstrip().endswith("?") for c in full.contexts])
+        if max_queries is not None and max_queries < keep.size:
+            keep = np.sort(np.random.default_rng(seed).choice(keep, size=max_queries, replace=False))
         return replace(full.subset(keep), name=f"ubuntu-questions/{split}/{negatives}")
 
     def __repr__(self) -> str:
