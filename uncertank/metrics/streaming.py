@@ -360,7 +360,7 @@ class BrierAccumulator(_Base):
         """Add the pairs of ``chunk``."""
         p, y = _as_pairs(chunk, labels)
         d = p - y
-        self._sum.add(float(np.dot(d, d)))
+        self._sum.add(float(np.einsum("i,i->", d, d)))
         self.n += int(p.size)
         return self
 
