@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -118,8 +118,8 @@ def validate_config(config: StudyConfig) -> None:
         if rc.name not in rankers:
             raise ValueError(f"ranker {rc.key!r}: unknown ranker {rc.name!r}; known: {', '.join(sorted(rankers))}")
         factory = get_factory("rankers", rc.name)
-        _check_params(factory, rc)
-        if rc.init_from is not None and not callable(getattr(factory, "from_ranker", None)):
+        built = _check_params(factory, rc)
+        if rc.init_from is not None and not callable(getattr(type(built), "from_ranker", None)):
             raise ValueError(
                 f"ranker {rc.key!r}: init_from needs {rc.name!r} to offer from_ranker(trained, **params); it does not"
             )
@@ -132,8 +132,8 @@ def validate_config(config: StudyConfig) -> None:
             raise ValueError(f"unknown recalibrator {name!r}; known: {', '.join(sorted(recal))}")
 
 
-def _check_params(factory: Callable[..., Any], rc: RankerConfig) -> None:
-    """Unknown keyword arguments of a ranker factory, found by its signature or by building it."""
+def _check_params(factory: Callable[..., Any], rc: RankerConfig) -> Any:
+    """Unknown keyword arguments of a ranker factory, found by its signature or by building it; the ranker built."""
     try:
         sig = inspect.signature(factory)
     except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
@@ -147,7 +147,7 @@ def _check_params(factory: Callable[..., Any], rc: RankerConfig) -> None:
                 f"known: {', '.join(named)}"
             )
     try:
-        factory(**rc.params)
+        return factory(**rc.params)
     except TypeError as exc:
         raise ValueError(f"ranker {rc.key!r}: bad parameters for {rc.name!r}: {exc}") from None
     except ValueError as exc:
@@ -241,32 +241,31 @@ def fit_rankers(
     steps : dict
         ``"fit <label>"`` -> :class:`StepInfo` (rankers without ``fit`` have none).
     """
-    from uncertank.plugins import get_factory, make_ranker
+    from uncertank.plugins import make_ranker
 
     rankers: dict[str, Any] = {}
     keys: dict[str, str] = {}
     steps: dict[str, StepInfo] = {}
     for rc in config.rankers:
-        factory = get_factory("rankers", rc.name)
+        # Building a ranker is cheap (models load lazily); its class gives fit, load and from_ranker.
+        ranker = make_ranker(rc.name, **rc.params)
+        cls = type(ranker)
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = _model_key(rc, data, upstream)
         keys[rc.key] = key
         folder = out / "models" / f"{_safe(rc.key)}-{key}"
-        trainable = callable(getattr(factory, "fit", None))
-        if not trainable:
-            rankers[rc.key] = make_ranker(rc.name, **rc.params)
+        if not callable(getattr(ranker, "fit", None)):
+            rankers[rc.key] = ranker
             continue
-        if resume and (folder / ".complete").exists() and callable(getattr(factory, "load", None)):
+        if resume and (folder / ".complete").exists() and callable(getattr(cls, "load", None)):
             log(f"{rc.key}: loading the trained model from {folder}")
-            rankers[rc.key] = factory.load(folder)  # type: ignore[attr-defined]
+            rankers[rc.key] = cls.load(folder)
             steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
             continue
         t0 = time.perf_counter()
         if rc.init_from is not None:
             log(f"{rc.key}: starting from the trained {rc.init_from}")
-            ranker = factory.from_ranker(rankers[rc.init_from], **rc.params)  # type: ignore[attr-defined]
-        else:
-            ranker = make_ranker(rc.name, **rc.params)
+            ranker = cls.from_ranker(rankers[rc.init_from], **rc.params)
         if not getattr(ranker, "is_fitted", False):
             log(f"{rc.key}: training on {data.train.n_queries} queries")
             ranker.fit(data.train, data.valid)
@@ -489,13 +488,13 @@ def decide(
                 reranked = qs.ranked(risk_aware_rerank(pred.samples, b=sel.b))
                 a = np.asarray(M.recall_at_k(ranked, k=1, per_query=True), dtype=float)
                 b_ = np.asarray(M.recall_at_k(reranked, k=1, per_query=True), dtype=float)
-                p = float(paired_ttest(b_, a).p_value) if np.any(a != b_) else None
+                p = float(paired_ttest(b_, a).pvalue) if np.any(a != b_) else None
                 ev.risk = RiskOutcome(
                     b=float(sel.b),
                     valid_curve={float(g): float(v) for g, v in zip(sel.grid, sel.scores, strict=True)},
                     test_curve=test_curve, r1_mean=float(a.mean()), r1_risk_aware=float(b_.mean()), p_value=p,
                 )
-            kind = "probability" if pred.probabilistic else "margin"
+            kind: Literal["probability", "margin"] = "probability" if pred.probabilistic else "margin"
             rc_curve = risk_coverage_curve(query_certainty(ranked, certainty=kind), top1_loss(ranked))
             ev.selective = SelectiveOutcome(kind, rc_curve.coverage.tolist(), rc_curve.risk.tolist(),
                                             rc_curve.aurc, rc_curve.oracle_aurc)
@@ -542,8 +541,8 @@ def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict
             best_distinguishable=len(cmp.distinguishable(reference="best")),
             worst_distinguishable=len(cmp.distinguishable(reference="worst")),
             converged=bool(diag.ok), diagnostics=to_jsonable(diag.to_dict()),
-            effects=[{"system": str(r.system), "mean": float(r.mean), "lower": float(r.lower),
-                      "upper": float(r.upper)} for r in eff.itertuples()],
+            effects=[{"system": str(row["system"]), "mean": float(row["mean"]), "lower": float(row["lower"]),
+                      "upper": float(row["upper"])} for row in eff.to_dict("records")],
         )
         baseline = config.bayes.baseline or "bm25_baseline"
         if baseline in {str(x) for x in cmp.systems}:
@@ -569,10 +568,9 @@ def _bayes_figures(cmp: Any, family: str, out: Path, seed: int) -> list[str]:
     names = []
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
-    for what, draw in (("effects", lambda ax: cmp.plot_effects(ax=ax)),
-                       ("ppc", lambda ax: cmp.plot_ppc(seed=seed, ax=ax))):
-        height = 0.6 + 0.16 * len(cmp.systems) if what == "effects" else 3.6
-        fig, ax = plt.subplots(figsize=(6.0, height))
+    # The report draws the system effects itself (from BayesOutcome.effects); the PPC needs the posterior.
+    for what, draw in (("ppc", lambda ax: cmp.plot_ppc(seed=seed, ax=ax)),):
+        fig, ax = plt.subplots(figsize=(6.0, 3.6))
         draw(ax)
         fig.tight_layout()
         name = f"bayes-{family}-{what}.png"
