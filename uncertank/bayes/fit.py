@@ -67,6 +67,9 @@ SAMPLERS: tuple[str, ...] = ("pymc", "nutpie", "numpyro")
 
 Sampler = Literal["auto", "pymc", "nutpie", "numpyro"]
 
+#: Seconds between two ESS checks of a gated nutpie run (at least; later checks are spaced by 20% of the time so far).
+_CHECK_EVERY_S = 2.0
+
 # Compiled nutpie models, keyed by family, options and a digest of the data.
 _NUTPIE_CACHE: OrderedDict[str, Any] = OrderedDict()
 _NUTPIE_CACHE_SIZE = 8
@@ -257,8 +260,10 @@ def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> tu
         elapsed = now - started
         out_of_time = gate.time_budget is not None and elapsed >= gate.time_budget
         finished = _finished(run)
-        if finished or out_of_time or now - last_check >= max(2.0, 0.2 * elapsed):
-            idata = run.wait() if finished else run.inspect()
+        if finished or out_of_time or now - last_check >= max(_CHECK_EVERY_S, 0.2 * elapsed):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # ArviZ on a trace with no draws yet
+                idata = run.wait() if finished else run.inspect()
             last_check = time.perf_counter()
             checks += 1
             n = _completed_draws(idata)
@@ -284,7 +289,7 @@ def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> tu
                     budget_exhausted=bool(out_of_time and not met), reason=reason, draws=n, rounds=checks,
                     min_ess_bulk=float(ess), max_rhat=float(rhat), elapsed_s=time.perf_counter() - started,
                 )
-        time.sleep(0.05)
+        time.sleep(min(0.05, _CHECK_EVERY_S))
 
 
 def _pymc(
@@ -479,7 +484,6 @@ def compare(
     timings["total_s"] = time.perf_counter() - t0
     cmp = SystemComparison(idata, data, family=family, sampler=chosen, timings=timings,
                            model_options=options, seed=int(seed), gate=result)
-    cmp.diagnostics(strict=strict)
     if result is not None and not result.met:
         msg = (f"{family} fit ({chosen}) missed target_ess={result.target_ess:g}: {result.reason}; "
                f"min bulk ESS {result.min_ess_bulk:.0f}, max R-hat {result.max_rhat:.3f} "
@@ -487,6 +491,7 @@ def compare(
         if strict:
             raise ConvergenceError(msg)
         warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+    cmp.diagnostics(strict=strict)
     return cmp
 
 

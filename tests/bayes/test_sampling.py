@@ -1,0 +1,278 @@
+"""compare()'s sampling layer: the ESS gate, interrupted samplers, sampler choice.
+
+The fast tests stand in a scripted nutpie or pm.sample for the real ones, so
+that the gate's stopping rules and the interrupt handling are checked
+exactly; the slow tests interrupt the real samplers.
+"""
+
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+import types
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from uncertank.bayes import ConvergenceWarning, SamplingError, compare
+from uncertank.bayes import fit as fit_mod
+
+az = pytest.importorskip("arviz")
+pytest.importorskip("pymc")
+
+SYSTEMS = ["s0", "s1", "s2"]
+TOPICS = list(range(6))
+
+
+def _frame(seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"system": np.repeat(SYSTEMS, len(TOPICS)), "topic": np.tile(TOPICS, len(SYSTEMS))})
+    df["score"] = np.clip(rng.beta(2, 3, len(df)) + 0.1 * np.repeat(np.arange(3), len(TOPICS)), 0, 1)
+    return df
+
+
+def _trace(n_chains: int, lengths: list[int], width: int, seed: int = 0) -> az.InferenceData:
+    """iid draws (ESS about the number of draws), chain c finite for its first lengths[c] draws, NaN after."""
+    rng = np.random.default_rng(seed)
+    shape = (n_chains, width)
+    post = {"Intercept": rng.normal(0, 1, shape), "sd_system": np.abs(rng.normal(1, 0.1, shape)),
+            "sd_topic": np.abs(rng.normal(1, 0.1, shape)), "r_system": rng.normal(0, 1, (*shape, len(SYSTEMS))),
+            "r_topic": rng.normal(0, 1, (*shape, len(TOPICS))), "phi": np.abs(rng.normal(5, 0.5, shape)),
+            "zoi": rng.uniform(0.01, 0.1, shape), "coi": rng.uniform(0.3, 0.5, shape)}
+    for c, n in enumerate(lengths):
+        for v in post.values():
+            v[c, n:] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return az.from_dict(posterior=post, sample_stats={"diverging": np.zeros(shape, dtype=bool)},
+                            coords={"system": SYSTEMS, "topic": TOPICS},
+                            dims={"r_system": ["system"], "r_topic": ["topic"]})
+
+
+class FakeRun:
+    """A background nutpie run whose chains gain ``step`` draws at every look (chain c lags by c * lag)."""
+
+    def __init__(self, chains: int, draws: int, step: int = 10, lag: int = 0, interrupt_on_wait: bool = False) -> None:
+        self.chains, self.draws, self.step, self.lag = chains, draws, step, lag
+        self.looks = 0
+        self.cancelled = False
+        self.interrupt_on_wait = interrupt_on_wait
+
+    def _lengths(self) -> list[int]:
+        return [min(self.draws, max(0, self.looks * self.step - c * self.lag)) for c in range(self.chains)]
+
+    @property
+    def is_finished(self) -> bool:
+        return min(self._lengths()) >= self.draws
+
+    def inspect(self) -> az.InferenceData:
+        self.looks += 1
+        return _trace(self.chains, self._lengths(), max(1, max(self._lengths())), seed=self.looks)
+
+    def wait(self) -> az.InferenceData:
+        if self.interrupt_on_wait:
+            raise KeyboardInterrupt
+        return _trace(self.chains, [self.draws] * self.chains, self.draws)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+@pytest.fixture
+def fake_nutpie(monkeypatch):
+    """Replace nutpie by a scripted one; ``holder.run_kwargs`` sets how the next run behaves."""
+    holder = types.SimpleNamespace(runs=[], run_kwargs={}, sample_kwargs=None)
+
+    def sample(compiled, **kwargs):
+        holder.sample_kwargs = kwargs
+        run = FakeRun(kwargs["chains"], kwargs["draws"], **holder.run_kwargs)
+        holder.runs.append(run)
+        return run
+
+    import importlib.machinery
+
+    module = types.ModuleType("nutpie")
+    module.__spec__ = importlib.machinery.ModuleSpec("nutpie", None)
+    module.compile_pymc_model = lambda model: object()  # type: ignore[attr-defined]
+    module.sample = sample  # type: ignore[attr-defined]
+    monkeypatch.setitem(__import__("sys").modules, "nutpie", module)
+    monkeypatch.setattr(fit_mod, "_CHECK_EVERY_S", 0.0)
+    fit_mod._NUTPIE_CACHE.clear()
+    yield holder
+    fit_mod._NUTPIE_CACHE.clear()
+
+
+def test_gate_stops_once_every_parameter_reaches_the_target(fake_nutpie):
+    fake_nutpie.run_kwargs = {"step": 100, "lag": 100}
+    cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=200, tune=10, chains=2, target_ess=1500)
+    run = fake_nutpie.runs[0]
+    gate = cmp.gate
+    assert gate is not None and gate.met and not gate.budget_exhausted and gate.reason == "target reached"
+    assert gate.min_ess_bulk >= 1500 and gate.max_rhat <= 1.01
+    assert run.cancelled  # the open-ended run was stopped
+    # all chains cut to the draws the slowest one finished, and nothing after
+    assert cmp.n_draws == gate.draws and cmp.n_chains == 2
+    assert gate.draws == run._lengths()[1] and gate.draws < run._lengths()[0]
+    # an open-ended run gets one core per chain (nutpie would otherwise never start the later chains)
+    assert fake_nutpie.sample_kwargs["cores"] == 2 and fake_nutpie.sample_kwargs["draws"] >= 50 * 1500 // 2
+    assert cmp.diagnostics().ok
+
+
+def test_gate_keeps_at_least_draws(fake_nutpie):
+    fake_nutpie.run_kwargs = {"step": 300}
+    cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=1200, tune=10, chains=2, target_ess=100)
+    assert cmp.gate.met and cmp.n_draws >= 1200
+
+
+def test_gate_time_budget_runs_out(fake_nutpie):
+    fake_nutpie.run_kwargs = {"step": 20}
+    with pytest.warns(ConvergenceWarning, match=r"missed target_ess=1e\+06: time budget of 0.3 s ran out"):
+        cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2,
+                      target_ess=1e6, time_budget=0.3)
+    gate = cmp.gate
+    assert gate.budget_exhausted and not gate.met and gate.elapsed_s >= 0.3 and fake_nutpie.runs[0].cancelled
+    assert cmp.n_draws == gate.draws > 0
+
+
+def test_gate_strict_raises_when_the_target_is_missed(fake_nutpie):
+    from uncertank.bayes import ConvergenceError
+
+    fake_nutpie.run_kwargs = {"step": 20}
+    with pytest.raises(ConvergenceError, match="missed target_ess"):
+        compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2, target_ess=1e6,
+                time_budget=0.2, strict=True)
+
+
+def test_gate_budget_during_tuning_is_an_error(fake_nutpie):
+    fake_nutpie.run_kwargs = {"step": 0}  # never past tuning
+    with pytest.raises(SamplingError, match="ran out before the first draw after tuning"):
+        compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2, target_ess=100,
+                time_budget=0.1)
+    assert fake_nutpie.runs[0].cancelled
+
+
+def test_gate_draw_cap(fake_nutpie):
+    fake_nutpie.run_kwargs = {"step": 50}
+    with pytest.warns(ConvergenceWarning, match=r"draw cap reached \(150 per chain\)"):
+        cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2, target_ess=1e6,
+                      max_draws=150)
+    assert cmp.n_draws == 150 and not cmp.gate.met
+
+
+def test_interrupted_nutpie_raises_and_discards_the_trace(fake_nutpie):
+    """Ctrl-C while waiting for nutpie: KeyboardInterrupt, the run cancelled, no comparison."""
+    fake_nutpie.run_kwargs = {"step": 10, "interrupt_on_wait": True}
+    with pytest.raises(KeyboardInterrupt):
+        compare(_frame(), family="zoib", sampler="nutpie", draws=50, tune=10, chains=2)
+    assert fake_nutpie.runs[0].cancelled
+
+
+def _fake_pm_sample(behaviour):
+    """pm.sample as PyMC behaves on Ctrl-C: it swallows KeyboardInterrupt and returns what it has."""
+
+    def sample(*, draws, chains, **kwargs):
+        _thread.interrupt_main()  # Ctrl-C arrives while sampling
+        try:
+            time.sleep(5)
+        except KeyboardInterrupt:
+            pass  # PyMC's _mp_sample / _sample_many: "except KeyboardInterrupt: pass"
+        if behaviour == "index_error":  # an interrupt early in sampling: nothing to slice
+            raise IndexError("index 0 is out of bounds for axis 0 with size 0")
+        return _trace(chains, [draws // 2] + [draws] * (chains - 1), draws)  # a short, NaN-padded trace
+
+    return sample
+
+
+@pytest.mark.parametrize("behaviour", ["partial", "index_error"])
+def test_interrupted_pymc_raises_keyboard_interrupt(monkeypatch, behaviour):
+    pm = pytest.importorskip("pymc")
+    monkeypatch.setattr(pm, "sample", _fake_pm_sample(behaviour))
+    with pytest.raises(KeyboardInterrupt):
+        compare(_frame(), family="zoib", sampler="pymc", draws=40, tune=10, chains=2)
+
+
+def test_interruptible_leaves_the_sigint_handler_as_it_was():
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    assert fit_mod._interruptible(lambda: 7) == 7
+    with pytest.raises(ValueError, match="boom"):
+        fit_mod._interruptible(lambda: (_ for _ in ()).throw(ValueError("boom")))
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_interruptible_in_a_worker_thread_runs_without_a_handler():
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("v", fit_mod._interruptible(lambda: 3)))
+    t.start()
+    t.join()
+    assert out["v"] == 3
+
+
+def test_default_sampler_is_nutpie_when_installed(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "nutpie" else real(name))
+    assert fit_mod.default_sampler() == "nutpie"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nutpie" else real(name))
+    assert fit_mod.default_sampler() == "pymc"
+
+
+def test_auto_sampler_uses_nutpie(fake_nutpie):
+    cmp = compare(_frame(), family="zoib", draws=30, tune=10, chains=2)
+    assert cmp.sampler == "nutpie" and fake_nutpie.runs
+    assert cmp.n_draws == 30
+
+
+@pytest.mark.slow
+def test_real_nutpie_interrupt():
+    """Ctrl-C (simulated) during nutpie's sampling: nutpie alone returns a NaN-padded trace; compare() raises."""
+    nutpie = pytest.importorskip("nutpie")
+    from uncertank.bayes.diagnostics import validate_trace
+    from uncertank.bayes.models import model_for
+
+    df = _frame()
+    from uncertank.bayes import check_frame
+
+    model = model_for("zoib", check_frame(df, "zoib"))
+    compiled = nutpie.compile_pymc_model(model)
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    partial = nutpie.sample(compiled, draws=10**6, tune=50, chains=2, cores=2, progress_bar=False)  # reproduces
+    timer.cancel()
+    with pytest.raises(SamplingError):
+        validate_trace(partial, chains=2, draws=10**6)
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            compare(df, family="zoib", sampler="nutpie", draws=10**6, tune=50, chains=2)
+    finally:
+        timer.cancel()
+
+
+@pytest.mark.slow
+def test_real_pymc_interrupt_early_in_sampling():
+    df = _frame()
+    timer = threading.Timer(2.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            compare(df, family="zoib", sampler="pymc", draws=10**5, tune=50, chains=2, cores=1)
+    finally:
+        timer.cancel()
+
+
+@pytest.mark.slow
+def test_real_gate_reaches_a_small_target():
+    pytest.importorskip("nutpie")
+    cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=100, tune=200, chains=2, target_ess=2000,
+                  time_budget=120)
+    assert cmp.gate.met and cmp.diagnostics().min_ess_bulk >= 2000 and cmp.diagnostics().max_rhat <= 1.01
+    pm_cmp = compare(_frame(), family="gaussian", sampler="pymc", draws=100, tune=200, chains=2, cores=1,
+                     target_ess=600, time_budget=120)
+    assert pm_cmp.gate.met and pm_cmp.diagnostics().min_ess_bulk >= 600
