@@ -224,13 +224,13 @@ def test_beta_calibration_errors():
 def test_dataset_is_the_question_turns_and_caches_itself(tmp_path, monkeypatch):
     monkeypatch.setenv("UNCERTANK_CACHE", str(tmp_path))
     calls = []
-    original = uncertank_tfidf.dataset.UbuntuQuestions.__call__
+    original = uncertank_tfidf.dataset.question_turns
 
-    def counting(self, **kw):
-        calls.append(kw)
-        return original(self, **kw)
+    def counting(queries):
+        calls.append(queries.name)
+        return original(queries)
 
-    monkeypatch.setattr(uncertank_tfidf.dataset.UbuntuQuestions, "__call__", counting)
+    monkeypatch.setattr(uncertank_tfidf.dataset, "question_turns", counting)
     first = load("ubuntu-questions", split="valid", seed=1)
     again = load("ubuntu-questions", split="valid", seed=1)
     assert len(calls) == 1  # the second load read the cache

@@ -8,7 +8,7 @@ What it registers (see :mod:`uncertank_tfidf.plugin`):
   training documents);
 - the metric ``precision_at_k`` (:data:`~uncertank_tfidf.metric.PRECISION_AT_K`);
 - the recalibrator ``beta`` (:class:`~uncertank_tfidf.recalibration.BetaCalibration`);
-- the dataset ``ubuntu-questions`` (:class:`~uncertank_tfidf.dataset.UbuntuQuestions`).
+- the dataset ``ubuntu-questions`` (:func:`~uncertank_tfidf.dataset.ubuntu_questions`).
 
 Importing this package, or its plugin module, imports nothing beyond
 uncertank itself: the classes load when first used.
@@ -20,14 +20,14 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["BetaCalibration", "BootstrapTfidfRanker", "TfidfRanker", "UbuntuQuestions", "precision_at_k"]
+__all__ = ["BetaCalibration", "BootstrapTfidfRanker", "TfidfRanker", "precision_at_k", "ubuntu_questions"]
 
 _WHERE = {
     "TfidfRanker": "uncertank_tfidf.ranker",
     "BootstrapTfidfRanker": "uncertank_tfidf.ranker",
     "precision_at_k": "uncertank_tfidf.metric",
     "BetaCalibration": "uncertank_tfidf.recalibration",
-    "UbuntuQuestions": "uncertank_tfidf.dataset",
+    "ubuntu_questions": "uncertank_tfidf.dataset",
 }
 
 

@@ -40,6 +40,6 @@ def uncertank_recalibrators() -> dict[str, Any]:
 @hookimpl
 def uncertank_datasets() -> dict[str, Any]:
     """Register the dataset ``ubuntu-questions``."""
-    from uncertank_tfidf.dataset import UbuntuQuestions
+    from uncertank_tfidf.dataset import ubuntu_questions
 
-    return {"ubuntu-questions": UbuntuQuestions()}
+    return {"ubuntu-questions": ubuntu_questions}
