@@ -110,6 +110,17 @@ def test_register_after_a_lookup_is_visible_and_unregister_removes_it():
     assert "constant" not in host.registry("rankers")
 
 
+def test_a_registered_plugin_shadowed_by_a_new_entry_point_is_reported_on_refresh():
+    mod = _module("shadowed", uncertank_rankers=_rankers(constant=_ConstantRanker))
+    host.register(mod, name="same-name")
+    other = _module("installed_later", uncertank_rankers=_rankers(other=_ConstantRanker))
+    with pytest.warns(RuntimeWarning, match=r"'same-name' \(added with register\(\)\) not registered again"), \
+            fake_entry_points(FakeEntryPoint("same-name", other, distribution="later-dist")):
+        assert "other" in host.registry("rankers") and "constant" not in host.registry("rankers")
+        assert [f.plugin for f in host.plugin_failures()] == ["same-name"]
+    assert "constant" not in host.registry("rankers")  # dropped from the run-time plugins
+
+
 def test_register_names_the_distribution_it_comes_from():
     mod = _module("uncertank_bert.extra_hooks", uncertank_recalibrators=_recalibrators(identity=_Recal))
     host.register(mod, name="bert-extras")

@@ -304,8 +304,14 @@ def get_plugin_manager(*, refresh: bool = False) -> pluggy.PluginManager:
                     f"has an entry point of that name in group {ENTRY_POINT_GROUP!r}; "
                     f"installed: {', '.join(sorted(seen)) or '(none)'}"
                 )
-        for plugin, name, dist_name, version in _runtime:
-            pm.register(plugin, name=name)
+        for plugin, name, dist_name, version in list(_runtime):
+            try:
+                pm.register(plugin, name=name)
+            except ValueError as exc:  # an entry point of that name (or that module) loaded meanwhile
+                failures.append(PluginFailure(name, dist_name, f"not registered again: {exc}"))
+                _warn(f"uncertank plugin {name!r} (added with register()) not registered again: {exc}")
+                _runtime.remove((plugin, name, dist_name, version))
+                continue
             dists[id(plugin)] = (dist_name, version)
         pm.check_pending()
         _state.update(pm=pm, dists=dists, failures=failures, registries={}, hook_failures={}, clashes={})
