@@ -248,7 +248,7 @@ def marginal_nll(kernel: Tensor, omega: Tensor, labels: Tensor, *, jitter: float
     return 0.5 * ((v * v).sum(-1) + logdet + n * math.log(2 * math.pi))
 
 
-def gauss_hermite_sigmoid(mean: Tensor, var: Tensor, *, n_points: int = 32) -> tuple[Tensor, Tensor]:
+def gauss_hermite_sigmoid(mean: Tensor, var: Tensor, *, n_points: int = 64) -> tuple[Tensor, Tensor]:
     """``E[sigmoid(g)]`` and ``E[sigmoid(g)^2]`` for ``g ~ N(mean, var)`` by Gauss-Hermite quadrature.
 
     Parameters
@@ -320,7 +320,7 @@ class GaussianProcessHead(nn.Module):
         n_chains: int = 30,
         n_bank_steps: int = 50,
         jitter: float = DEFAULT_JITTER,
-        n_quadrature: int = 32,
+        n_quadrature: int = 64,
         seed: int = 0,
     ) -> None:
         super().__init__()

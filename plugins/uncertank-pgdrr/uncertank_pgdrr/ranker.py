@@ -109,7 +109,7 @@ class PGDRRRanker(NeuralRanker):
         features an RBF kernel of length scale 1 then sees every pair of
         distinct texts as nearly uncorrelated).
     n_quadrature : int
-        Gauss-Hermite nodes (32).
+        Gauss-Hermite nodes (64: absolute error below 1e-6 for latent variances up to 8, the prior variance).
     jitter : float
         Nugget on the kernel's diagonal, relative to the output scale.
     **params
@@ -132,7 +132,7 @@ class PGDRRRanker(NeuralRanker):
         bank_size: int = 256,
         n_bank_steps: int = 50,
         projection_dim: int | None = 64,
-        n_quadrature: int = 32,
+        n_quadrature: int = 64,
         jitter: float = DEFAULT_JITTER,
         **params: Any,
     ) -> None:
@@ -195,10 +195,9 @@ class PGDRRRanker(NeuralRanker):
 
     def on_train_end(self, model: nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Any) -> None:
         """Fill the memory bank: ``bank_size`` training pairs, scored with the final weights, and their Gibbs chains."""
-        idx = _bank_indices(labels, self.bank_size, seed=self.training_config.seed)
-        sub = _subset_pairs(pairs, idx)
-        feats = self._features(model, sub, accelerator)
         head = _as_pgdrr(model).head
+        idx = _bank_indices(labels, self.bank_size, seed=self.training_config.seed)
+        feats = self._features(model, _subset_pairs(pairs, idx), accelerator)
         head.set_bank(feats.to(head.bank_features.device), torch.as_tensor(labels[idx]).to(head.bank_labels.device))
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> PGDRRRanker:
