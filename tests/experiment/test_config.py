@@ -76,9 +76,17 @@ def test_missing_file_and_empty_sections(tmp_path):
 
 
 def test_demo_config_sizes():
-    quick, full = demo_config("quick"), demo_config("full")
+    quick, default, full = demo_config("quick"), demo_config("default"), demo_config("full")
     assert quick.rankers[0].name == "bm25"
-    assert quick.max_test_queries is not None and full.max_test_queries is None
+    assert quick.max_train_queries is not None and full.max_train_queries is None
     assert quick.conditions[0].name == "in-domain"
+    by_key = {r.key: r for r in default.rankers}
+    # S-BERT^D: mc_dropout starts from bert's weights; the ensemble keeps bert as member 0
+    assert by_key["mc_dropout"].init_from == "bert" and by_key["ensemble"].init_from == "bert"
+    assert by_key["mc_dropout"].params["n_passes"] == 10
+    # the full study is the paper's setting: all six layers, M = 5, T = 10
+    full_keys = {r.key: r for r in full.rankers}
+    assert "num_hidden_layers" not in full_keys["bert"].params
+    assert full_keys["ensemble"].params["n_members"] == 5 and full_keys["mc_dropout"].params["n_passes"] == 10
     with pytest.raises(ValueError, match="size must be one of"):
         demo_config("huge")  # type: ignore[arg-type]
