@@ -117,3 +117,55 @@ def test_compare_help_lists_sources():
     res = CliRunner().invoke(compare_command, ["--help"])
     assert res.exit_code == 0
     assert "trec-covid-round1" in res.output and "--drop-bottom" in res.output
+
+
+def test_compare_defaults_to_auto_sampler():
+    res = CliRunner().invoke(compare_command, ["--help"])
+    flat = " ".join(res.output.split())
+    assert "else pymc. [default: auto]" in flat and "--target-ess" in flat and "--time-budget" in res.output
+
+
+def test_time_budget_needs_target_ess(tmp_path):
+    res = CliRunner().invoke(compare_command, [str(_csv(tmp_path)), "--time-budget", "5", "-o", str(tmp_path / "o")])
+    assert res.exit_code != 0 and "--time-budget applies with --target-ess only" in res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_interrupted_compare_writes_nothing(tmp_path, monkeypatch):
+    """Ctrl-C during sampling: the command aborts and the output folder is never created."""
+    from uncertank.bayes import fit
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fit, "compare", interrupted)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(compare_command, [str(_csv(tmp_path)), "-o", str(out), *FAST])
+    assert res.exit_code != 0 and "Aborted" in res.output
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_compare_one_chain_reports_rhat_unavailable(tmp_path):
+    """The old failure: --chains 1 wrote its files, then crashed formatting a null R-hat."""
+    out = tmp_path / "out"
+    args = [str(_csv(tmp_path)), "--family", "gaussian", "-o", str(out), "--no-plots", "--draws", "60",
+            "--tune", "60", "--chains", "1", "--sampler", "pymc", "--seed", "3"]
+    res = CliRunner().invoke(compare_command, args)
+    assert res.exit_code == 0, res.output
+    assert "R-hat unavailable (1 chain)" in res.output
+    results = json.loads((out / "results.json").read_text())
+    assert results["chains"] == 1 and results["diagnostics"]["max_rhat"] is None
+    assert results["diagnostics"]["rhat_available"] is False
+
+
+@pytest.mark.slow
+def test_compare_with_target_ess(tmp_path):
+    out = tmp_path / "out"
+    args = [str(_csv(tmp_path)), "--family", "gaussian", "-o", str(out), "--no-plots", "--draws", "50",
+            "--tune", "100", "--chains", "2", "--sampler", "pymc", "--target-ess", "300", "--time-budget", "120"]
+    res = CliRunner().invoke(compare_command, args)
+    assert res.exit_code == 0, res.output
+    assert "ESS gate: target reached" in res.output
+    gate = json.loads((out / "results.json").read_text())["gate"]
+    assert gate["met"] is True and gate["min_ess_bulk"] >= 300

@@ -329,3 +329,31 @@ def test_compare_rejects_bad_frames_before_sampling():
         compare(_data("zoib").assign(score=lambda d: d["score"] + 1), family="zoib")
     with pytest.raises(ValueError, match=r"missing \['rank'\]"):
         compare(_data("zoib"), family="zoib_rank")
+
+
+def _title_inside(fig, ax) -> bool:
+    fig.canvas.draw()
+    box = ax.title.get_window_extent(fig.canvas.get_renderer())
+    return bool(box.x0 >= 0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1)
+
+
+def test_gaussian_ppc_title_is_not_clipped(tmp_path: Path):
+    """The old one-line title ran past the figure's edges; now its second line carries the share outside [0, 1]."""
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cmp = _fake("gaussian")
+    ax = cmp.plot_ppc(n_replicates=5)
+    fig = ax.figure
+    fig.tight_layout()
+    assert _title_inside(fig, ax)
+    old = ax.get_title().replace("\n", " (") + ")"  # the old single-line title, for the record
+    ax.set_title(old, fontsize=9)
+    assert not _title_inside(fig, ax)
+    plt.close(fig)
+    path = cmp.write_ppc_figure(tmp_path / "figs" / "ppc.png", n_replicates=5)
+    assert path.stat().st_size > 1000 and [p.name for p in path.parent.iterdir()] == ["ppc.png"]
+    eff = cmp.write_effects_figure(tmp_path / "figs" / "effects.svg", top=2)
+    assert eff.read_text().startswith("<?xml")
+    assert not plt.get_fignums()  # the written figures were closed
