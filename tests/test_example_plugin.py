@@ -104,7 +104,7 @@ def test_tfidf_cosines_match_scikit_learn(data, sublinear):
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     train, test = data
-    ranker = TfidfRanker(sublinear_tf=sublinear).fit(train)
+    ranker = TfidfRanker(sublinear_tf=sublinear, link=False).fit(train)
     ref = TfidfVectorizer(sublinear_tf=sublinear, smooth_idf=True, norm="l2").fit(_docs(train))
     q = ref.transform([" ".join(c) for c in test.contexts])
     c = ref.transform(list(test.candidates))
@@ -118,7 +118,7 @@ def test_a_bootstrap_draw_is_tfidf_on_a_resample(data):
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     train, test = data
-    ranker = BootstrapTfidfRanker(n_samples=3, seed=7).fit(train)
+    ranker = BootstrapTfidfRanker(n_samples=3, seed=7, link=False).fit(train)
     samples = ranker.predict_samples(test).samples
     docs = _docs(train)
     rng = np.random.default_rng(7)
@@ -134,6 +134,36 @@ def test_a_bootstrap_draw_is_tfidf_on_a_resample(data):
     np.testing.assert_allclose(ranker.predict(test).scores, samples.mean(axis=0))
     # the first draws do not depend on how many are asked for
     np.testing.assert_array_equal(ranker.predict_samples(test, n_samples=2).samples, samples[:2])
+
+
+def test_the_link_is_logistic_regression_on_the_training_cosines(data):
+    from sklearn.linear_model import LogisticRegression
+
+    train, test = data
+    raw = TfidfRanker(link=False).fit(train)
+    linked = TfidfRanker().fit(train)
+    assert linked.probabilistic and not raw.probabilistic
+    x = raw.predict(train).scores[:, None]
+    ref = LogisticRegression(C=np.inf, tol=1e-10, max_iter=1000).fit(x, train.labels)
+    np.testing.assert_allclose(linked.link_, [ref.coef_[0, 0], ref.intercept_[0]], rtol=1e-3)
+    expected = ref.predict_proba(raw.predict(test).scores[:, None])[:, 1]
+    np.testing.assert_allclose(linked.predict(test).scores, expected, atol=1e-5)
+    # the link is non-decreasing: the ranking of the raw cosines is kept
+    r, p = raw.predict(test).scores, linked.predict(test).scores
+    assert (np.diff(p[np.argsort(r, kind="stable")]) >= -1e-15).all()
+    boot = BootstrapTfidfRanker(n_samples=3).fit(train)
+    np.testing.assert_array_equal(boot.link_, linked.link_)
+    assert ((boot.predict_samples(test).samples > 0) & (boot.predict_samples(test).samples < 1)).all()
+
+
+def test_the_links_slope_is_never_negative():
+    qs = uncertank.QuerySet.from_lists(
+        ["wifi down", "sound broken"],
+        [["wifi down again", "check the driver"], ["sound broken too", "reinstall alsa"]],
+        [[0, 1], [0, 1]])  # the relevant candidates share no word with the context
+    ranker = TfidfRanker().fit(qs)
+    assert ranker.link_[0] == 0.0
+    assert np.ptp(ranker.predict(qs).scores) == 0.0  # a constant: nothing reversed
 
 
 def test_precision_at_k_matches_pytrec_eval():
@@ -256,6 +286,12 @@ def test_ranker_errors(tmp_path, data):
     train, test = data
     with pytest.raises(TypeError, match="sublinear_tf must be a bool; got str"):
         TfidfRanker(sublinear_tf="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="link must be a bool; got int"):
+        TfidfRanker(link=1)  # type: ignore[arg-type]
+    unlabelled = uncertank.QuerySet.from_lists(["wifi down"], [["restart wifi", "hello"]])
+    with pytest.raises(ValueError, match="train must hold relevant and non-relevant labelled pairs"):
+        TfidfRanker().fit(unlabelled)
+    assert TfidfRanker(link=False).fit(unlabelled).link_ is None
     with pytest.raises(TypeError, match="name must be a non-empty str; got ''"):
         TfidfRanker(name="")
     with pytest.raises(RuntimeError, match=r"TfidfRanker must be fitted before predicting; call fit\(train\)"):
@@ -263,7 +299,7 @@ def test_ranker_errors(tmp_path, data):
     with pytest.raises(TypeError, match=r"train must be a uncertank\.QuerySet; got list"):
         TfidfRanker().fit([])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="train must contain at least one word"):
-        TfidfRanker().fit(uncertank.QuerySet.from_lists(["a"], [["b", "?"]]))
+        TfidfRanker().fit(uncertank.QuerySet.from_lists(["a"], [["b", "?"]], [[1, 0]]))
     with pytest.raises(ValueError, match="n_samples must be a positive int; got 0"):
         BootstrapTfidfRanker(n_samples=0)
     with pytest.raises(TypeError, match="seed must be an int; got float"):

@@ -6,13 +6,18 @@ scores a pair by the cosine of the two TF-IDF vectors, the weighting of
 Salton & Buckley (1988) with scikit-learn's conventions: lower-cased words of
 two or more word characters, ``tf`` or ``1 + ln tf`` (``sublinear_tf``),
 ``idf = ln((1 + n) / (1 + df)) + 1`` and L2-normalised rows. Words not seen
-in training are ignored.
+in training are ignored. By default (``link=True``) ``fit`` also learns a
+logistic link ``P(relevant) = sigmoid(a * cosine + b)`` with ``a >= 0`` on the
+training pairs (Platt 1999, with the slope bounded so that the link never
+reverses the ranking), so the ranker's scores are probabilities and its
+calibration can be measured; ``link=False`` keeps the raw cosines.
 
 :class:`BootstrapTfidfRanker` is a stochastic ranker: draw ``s`` recomputes
 the document frequencies on a bootstrap resample of the training documents
-(Efron 1979) and scores every pair with that one IDF vector, so each row of
-its :class:`~uncertank.PredictiveSamples` is a joint draw over every
-candidate of every query. The spread says how much a score owes to which
+(Efron 1979) and scores every pair with that one IDF vector (through the
+link fitted on all the training documents), so each row of its
+:class:`~uncertank.PredictiveSamples` is a joint draw over every candidate
+of every query. The spread says how much a score owes to which
 documents happened to be in the training set.
 
 Both use only uncertank's public API, numpy and scipy.
@@ -58,16 +63,17 @@ def _context_text(context: list[str] | tuple[str, ...]) -> str:
 
 
 class TfidfRanker:
-    """Cosine similarity of TF-IDF vectors of context and candidate (raw scores in [0, 1]).
-
-    Scores are similarities, not probabilities: predictions are marked
-    ``probabilistic=False`` (ranking metrics apply; calibration metrics need
-    a recalibrator such as ``beta``).
+    """Cosine similarity of TF-IDF vectors of context and candidate, through a logistic link.
 
     Parameters
     ----------
     sublinear_tf : bool
         Use ``1 + ln(tf)`` instead of raw term counts.
+    link : bool
+        Map cosines to probabilities of relevance with the logistic link
+        fitted on the training pairs (True, predictions are probabilities);
+        or keep the raw cosines (False, marked ``probabilistic=False``:
+        ranking metrics apply, calibration metrics do not).
     name : str, optional
         The name in reports; ``"tfidf"`` by default.
 
@@ -77,13 +83,15 @@ class TfidfRanker:
         Set by :meth:`fit`: term to column.
     doc_terms_ : scipy.sparse.csr_matrix of shape (n_docs, n_terms)
         Set by :meth:`fit`: which terms each training document holds (0/1).
+    link_ : ndarray of shape (2,) or None
+        Set by :meth:`fit` when ``link``: the slope ``a >= 0`` and intercept ``b``.
 
     Examples
     --------
     >>> train = QuerySet.from_lists(["my wifi is down", "no sound"],
     ...                             [["restart the wifi driver", "hello"], ["check the sound mixer", "bye"]],
     ...                             [[1, 0], [1, 0]])
-    >>> ranker = TfidfRanker().fit(train)
+    >>> ranker = TfidfRanker(link=False).fit(train)
     >>> scores = ranker.predict(QuerySet.from_lists(["wifi broken"], [["reload wifi", "hi"]])).scores
     >>> bool(scores[0] > scores[1] == 0.0)
     True
@@ -91,16 +99,24 @@ class TfidfRanker:
 
     name = "tfidf"
 
-    def __init__(self, *, sublinear_tf: bool = True, name: str | None = None) -> None:
-        if not isinstance(sublinear_tf, bool):
-            raise TypeError(f"sublinear_tf must be a bool; got {type(sublinear_tf).__name__} {sublinear_tf!r}")
+    def __init__(self, *, sublinear_tf: bool = True, link: bool = True, name: str | None = None) -> None:
+        for label, value in (("sublinear_tf", sublinear_tf), ("link", link)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{label} must be a bool; got {type(value).__name__} {value!r}")
         if name is not None and (not isinstance(name, str) or not name):
             raise TypeError(f"name must be a non-empty str; got {name!r}")
         self.sublinear_tf = sublinear_tf
+        self.link = link
         if name is not None:
             self.name = name
         self.vocabulary_: dict[str, int] | None = None
         self.doc_terms_: sparse.csr_matrix | None = None
+        self.link_: NDArray[np.float64] | None = None
+
+    @property
+    def probabilistic(self) -> bool:
+        """Whether the scores are probabilities of relevance (``link``); ``uncertank run`` reads it."""
+        return self.link
 
     # -- fitting ---------------------------------------------------------------------
 
@@ -108,14 +124,26 @@ class TfidfRanker:
         """Learn the vocabulary and document frequencies from ``train``.
 
         The documents are every context (its utterances joined by spaces)
-        and every candidate of ``train``; labels are not used. ``valid`` is
+        and every candidate of ``train``. With ``link``, the logistic link
+        is then fitted by maximum likelihood on the cosines and labels of the
+        training pairs (L-BFGS-B, slope bounded below by 0). ``valid`` is
         accepted for the protocol and ignored.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            When ``train`` has no word to learn, or (with ``link``) no labels
+            or labels of one class only.
         """
         _check_queries(train, "train")
+        labels = train.labels
+        if self.link and (labels is None or np.unique(labels > 0).size < 2):
+            raise ValueError("train must hold relevant and non-relevant labelled pairs to fit the link; "
+                             "pass link=False for raw cosines")
         docs = [_context_text(c) for c in train.contexts] + list(train.candidates)
         vocab: dict[str, int] = {}
         rows: list[int] = []
@@ -129,6 +157,9 @@ class TfidfRanker:
         data = np.ones(len(rows), dtype=np.float64)
         self.doc_terms_ = sparse.csr_matrix((data, (rows, cols)), shape=(len(docs), len(vocab)))
         self.vocabulary_ = vocab
+        self.link_ = None
+        if self.link and labels is not None:
+            self.link_ = _fit_link(self._raw_cosines(train), (labels > 0).astype(np.float64))
         return self
 
     def _check_fitted(self) -> tuple[dict[str, int], sparse.csr_matrix]:
@@ -173,8 +204,21 @@ class TfidfRanker:
         return (self._term_counts([_context_text(c) for c in queries.contexts]),
                 self._term_counts(list(queries.candidates)))
 
+    def _raw_cosines(self, queries: QuerySet) -> NDArray[np.float64]:
+        _, doc_terms = self._check_fitted()
+        tf_q, tf_c = self._inputs(queries)
+        df = np.asarray(doc_terms.sum(axis=0), dtype=np.float64).ravel()
+        return self._cosines(tf_q, tf_c, self._idf(df, doc_terms.shape[0]), queries.query_index)
+
+    def _to_scores(self, cosines: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The link applied to cosines of any shape (the identity without ``link``), clipped to [0, 1]."""
+        if self.link_ is None:
+            return np.clip(cosines, 0.0, 1.0)
+        out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-(self.link_[0] * cosines + self.link_[1])))
+        return out
+
     def predict(self, queries: QuerySet) -> Predictions:
-        """Cosine similarity of every pair, shape (n_pairs,), marked ``probabilistic=False``.
+        """P(relevant) of every pair (or the raw cosine without ``link``), shape (n_pairs,).
 
         Raises
         ------
@@ -182,16 +226,13 @@ class TfidfRanker:
             Before :meth:`fit`.
         """
         _check_queries(queries, "queries")
-        _, doc_terms = self._check_fitted()
-        tf_q, tf_c = self._inputs(queries)
-        df = np.asarray(doc_terms.sum(axis=0), dtype=np.float64).ravel()
-        scores = self._cosines(tf_q, tf_c, self._idf(df, doc_terms.shape[0]), queries.query_index)
-        return Predictions(np.clip(scores, 0.0, 1.0), queries.offsets, ranker=self.name, probabilistic=False)
+        scores = self._to_scores(self._raw_cosines(queries))
+        return Predictions(scores, queries.offsets, ranker=self.name, probabilistic=self.probabilistic)
 
     # -- persistence -----------------------------------------------------------------
 
     def _params(self) -> dict[str, Any]:
-        return {"sublinear_tf": self.sublinear_tf, "name": self.name}
+        return {"sublinear_tf": self.sublinear_tf, "link": self.link, "name": self.name}
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted ranker into the folder ``path`` (created, or replaced whole).
@@ -205,7 +246,8 @@ class TfidfRanker:
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             terms = sorted(vocab, key=vocab.__getitem__)
-            state = {"class": type(self).__name__, "params": self._params(), "terms": terms}
+            link = None if self.link_ is None else self.link_.tolist()
+            state = {"class": type(self).__name__, "params": self._params(), "terms": terms, "link": link}
             (tmp / _STATE).write_text(json.dumps(state), encoding="utf-8")
             sparse.save_npz(tmp / _MATRIX, doc_terms.tocsr())
             if target.exists():
@@ -235,6 +277,7 @@ class TfidfRanker:
         ranker = cls(**state["params"])
         ranker.vocabulary_ = {t: i for i, t in enumerate(state["terms"])}
         ranker.doc_terms_ = sparse.load_npz(folder / _MATRIX).tocsr()
+        ranker.link_ = None if state.get("link") is None else np.asarray(state["link"], dtype=np.float64)
         return ranker
 
     def __repr__(self) -> str:
@@ -257,15 +300,15 @@ class BootstrapTfidfRanker(TfidfRanker):
         Default number of draws (20).
     seed : int
         Seeds the resamples.
-    sublinear_tf, name
+    sublinear_tf, link, name
         As in :class:`TfidfRanker` (name ``"tfidf-bootstrap"``).
     """
 
     name = "tfidf-bootstrap"
 
-    def __init__(self, *, n_samples: int = 20, seed: int = 0, sublinear_tf: bool = True,
+    def __init__(self, *, n_samples: int = 20, seed: int = 0, sublinear_tf: bool = True, link: bool = True,
                  name: str | None = None) -> None:
-        super().__init__(sublinear_tf=sublinear_tf, name=name)
+        super().__init__(sublinear_tf=sublinear_tf, link=link, name=name)
         self.n_samples = _positive_int(n_samples, "n_samples")
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int; got {type(seed).__name__} {seed!r}")
@@ -275,7 +318,7 @@ class BootstrapTfidfRanker(TfidfRanker):
         return {**super()._params(), "n_samples": self.n_samples, "seed": self.seed}
 
     def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
-        """Joint draws of the cosine similarities, shape (n_samples, n_pairs).
+        """Joint draws of P(relevant) (of the cosines without ``link``), shape (n_samples, n_pairs).
 
         Parameters
         ----------
@@ -302,12 +345,26 @@ class BootstrapTfidfRanker(TfidfRanker):
             counts = np.bincount(rng.integers(0, n_docs, size=n_docs), minlength=n_docs).astype(np.float64)
             df = by_term @ counts
             out[s] = self._cosines(tf_q, tf_c, self._idf(df, n_docs), queries.query_index)
-        return PredictiveSamples(np.clip(out, 0.0, 1.0), queries.offsets, ranker=self.name)
+        return PredictiveSamples(self._to_scores(out), queries.offsets, ranker=self.name)
 
     def predict(self, queries: QuerySet) -> Predictions:
-        """The mean over ``n_samples`` draws, shape (n_pairs,), marked ``probabilistic=False``."""
+        """The mean over ``n_samples`` draws, shape (n_pairs,)."""
         mean = self.predict_samples(queries).mean()
-        return Predictions(mean, queries.offsets, ranker=self.name, probabilistic=False)
+        return Predictions(mean, queries.offsets, ranker=self.name, probabilistic=self.probabilistic)
+
+
+def _fit_link(cosines: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Maximum-likelihood ``(a, b)`` of ``P(y = 1) = sigmoid(a * cosine + b)`` with ``a >= 0``."""
+    from scipy.optimize import minimize
+
+    x = np.column_stack([cosines, np.ones_like(cosines)])
+
+    def nll(w: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        z = x @ w
+        return float(np.sum(np.logaddexp(0.0, z) - y * z)), x.T @ (1.0 / (1.0 + np.exp(-z)) - y)
+
+    res = minimize(nll, np.zeros(2), jac=True, method="L-BFGS-B", bounds=[(0.0, None), (None, None)])
+    return np.asarray(res.x, dtype=np.float64)
 
 
 def _l2_rows(m: sparse.csr_matrix) -> sparse.csr_matrix:
