@@ -265,6 +265,10 @@ class OutOfRange(Good):
         return pred
 
 
+class FlagContradicts(Good):
+    probabilistic = False
+
+
 class Unseeded(Good):
     def predict(self, queries):
         return Predictions(np.random.default_rng().random(queries.n_pairs), queries.offsets)
@@ -319,6 +323,7 @@ FAULTS = [
     (WrongOffsets(), "predict", "must carry the offsets of the QuerySet scored"),
     (NotFinite(), "predict", "scores must be finite; got 1 NaN or infinite values"),
     (OutOfRange(), "predict", r"probabilistic scores must lie in \[0, 1\]"),
+    (FlagContradicts(), "predict", "attribute probabilistic=False contradicts its predictions' probabilistic=True"),
     (Unseeded(), "same output twice", "must give the same scores .seed your randomness.; max abs difference"),
     (PeeksAtLabels(), "labels unused", "must not depend on the labels"),
     (Mutates(), "input unchanged", "must not modify the QuerySet"),
@@ -403,6 +408,15 @@ class SamplesOutOfRange(GoodStochastic):
         return Good.predict(self, queries)
 
 
+class RawButUnflagged(GoodStochastic):
+    def predict(self, queries):
+        return Predictions(self.predict_samples(queries).mean(), queries.offsets, probabilistic=False)
+
+
+class RawAndFlagged(RawButUnflagged):
+    probabilistic = False
+
+
 class SamplesUnseeded(GoodStochastic):
     def predict_samples(self, queries, *, n_samples=None):
         n = 3 if n_samples is None else n_samples
@@ -445,6 +459,7 @@ STOCHASTIC_FAULTS = [
     (SamplesWrongOffsets(), "predict_samples", "samples must carry the offsets"),
     (SamplesNotFinite(), "predict_samples", "samples must be finite"),
     (SamplesOutOfRange(), "predict_samples", r"every sample must lie in \[0, 1\]"),
+    (RawButUnflagged(), "predict_samples", "give the ranker an attribute probabilistic = False"),
     (SamplesUnseeded(), "same output twice", "predict_samples on the same queries must give the same draws"),
     (SamplesPeek(), "labels unused", "samples must not depend on the labels"),
     (SamplesForgotten(), "save/load", "a loaded ranker must draw what the saved one did"),
@@ -456,6 +471,10 @@ STOCHASTIC_FAULTS = [
 def test_each_stochastic_fault_is_caught_by_its_check(ranker, check, message):
     with pytest.raises(ConformanceError, match=rf"fails check '{check}': .*{message}"):
         check_stochastic_ranker(ranker, QS, n_samples=2)
+
+
+def test_a_stochastic_ranker_with_raw_scores_in_0_1_passes_once_flagged():
+    assert "save/load" in check_stochastic_ranker(RawAndFlagged(), QS)
 
 
 def test_argument_errors():

@@ -412,12 +412,21 @@ def _run_checks(
     before = _fingerprint(queries)
     # predict
     pred = _check_predictions(ranker, ranker.predict(queries), queries, "predict")
+    flag = getattr(ranker, "probabilistic", None)
+    if flag is not None and bool(flag) != pred.probabilistic:
+        raise _fail(ranker, "predict", f"the ranker's attribute probabilistic={flag!r} contradicts its "
+                                       f"predictions' probabilistic={pred.probabilistic}")
     done.append("predict")
     samples = None
     if stochastic:
         ps = _check_samples(ranker, ranker.predict_samples(queries), queries, "predict_samples", None)
         if pred.probabilistic and not ((ps.samples >= 0) & (ps.samples <= 1)).all():
             raise _fail(ranker, "predict_samples", "predict gives probabilities, so every sample must lie in [0, 1]")
+        mean = ps.mean()
+        if flag is None and not pred.probabilistic and ((mean >= 0) & (mean <= 1)).all():
+            raise _fail(ranker, "predict_samples", "predict says its scores are not probabilities, but its samples "
+                        "lie in [0, 1], where `uncertank run` takes them for probabilities; give the ranker an "
+                        "attribute probabilistic = False")
         samples = ps.samples
         done.append("predict_samples")
         sized = _check_samples(
@@ -504,7 +513,8 @@ def check_ranker(
     ``predict``
         ``predict(queries)`` returns :class:`~uncertank.Predictions` with one
         finite score per pair, shape (n_pairs,), the QuerySet's offsets, and
-        scores in [0, 1] when ``probabilistic`` is True.
+        scores in [0, 1] when ``probabilistic`` is True; a ``probabilistic``
+        attribute of the ranker, where it has one, agrees with them.
     ``same output twice``
         A second ``predict`` gives the same scores (within ``atol``): seeded
         randomness, no state carried from one call to the next.
@@ -565,7 +575,10 @@ def check_stochastic_ranker(
         ``predict_samples(queries)`` returns :class:`~uncertank.PredictiveSamples`
         of shape (n_samples, n_pairs) (rows are joint draws over every pair),
         finite, with the QuerySet's offsets, and in [0, 1] when ``predict``
-        says its scores are probabilities.
+        says its scores are probabilities. When ``predict`` says they are
+        not, yet the samples' mean lies in [0, 1], the ranker must say so
+        with an attribute ``probabilistic = False`` (``uncertank run`` scores
+        a stochastic ranker from its samples, which carry no such flag).
     ``n_samples``
         ``predict_samples(queries, n_samples=n_samples)`` gives exactly that many rows.
     ``same output twice``, ``labels unused``, ``save/load``
