@@ -35,7 +35,7 @@ def _token(arg: str | None, split: str) -> str:
     """Changes whenever the set built for ``split`` would change."""
     from uncertank.plugins import get_factory
 
-    base = get_factory("datasets", "ubuntu-sample")
+    base: Any = get_factory("datasets", "ubuntu-sample")
     return f"ubuntu-questions-v{VERSION}:{base.cache_token(split=split)}"
 
 

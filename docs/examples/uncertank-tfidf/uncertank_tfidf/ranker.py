@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def _context_text(context: list[str] | tuple[str, ...]) -> str:
+def _context_text(context: Sequence[str]) -> str:
     return " ".join(context)
 
 
