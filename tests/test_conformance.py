@@ -30,19 +30,19 @@ FIRST_PARTY_NEURAL = {
 STOCHASTIC = {"mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr"}
 
 
-def ragged_queries() -> uncertank.QuerySet:
-    """Four queries of 5, 2, 4 and 3 candidates: lists of different lengths, words the toy model knows."""
-    from uncertank.nn.testing import toy_queries
+TOPICS = ("wifi network driver", "sound card audio", "mount usb drive", "install package apt")
 
-    base = toy_queries(4, 5, seed=3)
-    lengths = (5, 2, 4, 3)
+
+def ragged_queries() -> uncertank.QuerySet:
+    """Four queries of 5, 2, 4 and 3 candidates (lists of different lengths), one relevant each."""
     contexts, candidates, labels = [], [], []
-    for q, n in enumerate(lengths):
-        ctx, cands, labs = base.query(q)
-        assert labs is not None
-        contexts.append(ctx)
-        candidates.append(cands[:n])
-        labels.append([int(v) for v in labs[:n]])
+    for q, n in enumerate((5, 2, 4, 3)):
+        topic = TOPICS[q]
+        contexts.append([f"hello my {topic} is broken", "what did you try"])
+        pos = (2 * q + 1) % n
+        candidates.append([f"thanks that fixed my {topic}" if j == pos else
+                           f"no idea about {TOPICS[(q + j + 1) % len(TOPICS)]} sorry" for j in range(n)])
+        labels.append([int(j == pos) for j in range(n)])
     return uncertank.QuerySet.from_lists(contexts, candidates, labels, name="ragged")
 
 
