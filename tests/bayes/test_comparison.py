@@ -357,3 +357,31 @@ def test_gaussian_ppc_title_is_not_clipped(tmp_path: Path):
     eff = cmp.write_effects_figure(tmp_path / "figs" / "effects.svg", top=2)
     assert eff.read_text().startswith("<?xml")
     assert not plt.get_fignums()  # the written figures were closed
+
+
+def test_gate_survives_netcdf(tmp_path: Path):
+    from uncertank.bayes import Gate
+
+    cmp = _fake("zoib")
+    gate = Gate(target_ess=1000.0, time_budget=30.0, met=False, budget_exhausted=True,
+                reason="time budget of 30 s ran out", draws=500, rounds=4, min_ess_bulk=812.5, max_rhat=1.004,
+                elapsed_s=30.2)
+    with_gate = SystemComparison(cmp.idata, cmp.data, family="zoib", sampler="nutpie", gate=gate)
+    back = SystemComparison.from_netcdf(with_gate.to_netcdf(tmp_path / "g.nc"))
+    assert back.gate == gate
+    assert SystemComparison.from_netcdf(cmp.to_netcdf(tmp_path / "n.nc")).gate is None
+
+
+def test_params_follow_the_design_whatever_the_coord_order():
+    """A posterior whose system coords are in another order still feeds the predictor the right effects."""
+    cmp = _fake("zoib", sd=0.01)
+    post = cmp.idata.posterior
+    rev = post.isel(system=slice(None, None, -1))  # same draws, coords reversed: e, d, c, b, a
+    idata = az.InferenceData(posterior=rev, sample_stats=cmp.idata.sample_stats)
+    flipped = SystemComparison(idata, cmp.data, family="zoib", sampler="test")
+    assert flipped.systems == SYSTEMS[::-1]
+    np.testing.assert_allclose(flipped.params()["r_system"], cmp.params()["r_system"])
+    eff = flipped.system_effects().set_index("system")["mean"]
+    np.testing.assert_allclose(eff.loc[SYSTEMS], TRUE, atol=0.01)
+    np.testing.assert_allclose(flipped.posterior_predictive(300).mean(axis=0),
+                               cmp.posterior_predictive(300).mean(axis=0), atol=1e-12)
