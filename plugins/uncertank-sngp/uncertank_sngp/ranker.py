@@ -1,0 +1,264 @@
+"""The rankers ``sngp`` and ``gpf_bert``: a cross-encoder with a random-feature GP head."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from typing_extensions import Self
+
+from uncertank import Predictions, PredictiveSamples, QuerySet
+from uncertank.nn import EncodedPairs, NeuralRanker, get_accelerator, score_batches
+from uncertank.validation import check_choice, check_positive_int
+from uncertank_sngp.head import COV_LIKELIHOODS, COV_MODES, RandomFeatureGP, SNGPModel, focal_loss
+
+__all__ = ["GPFBertRanker", "SNGPRanker"]
+
+
+class SNGPRanker(NeuralRanker):
+    """A cross-encoder whose output layer is a random-feature Gaussian process (SNGP).
+
+    The network is :class:`~uncertank_sngp.SNGPModel`: the encoder's
+    ``[CLS]`` vector, a pooler with a soft spectral bound, then
+    :class:`~uncertank_sngp.RandomFeatureGP` (LayerNorm, D random Fourier
+    features, one logit). It is trained like the other neural rankers
+    (balanced pairs of the given candidates, AdamW, best validation epoch) on
+    the focal loss of the single logit (``focal_gamma=0``: cross-entropy).
+    After training, the Laplace covariance of the output weights is computed
+    (``cov_mode="exact"``: one eval-mode pass over the training pairs; under
+    several processes each scores a shard and the precisions are summed) and
+    factored once; predictions then cost one forward pass plus a triangular
+    solve per batch.
+
+    - :meth:`predict`: the mean-field probability ``sigmoid(m / sqrt(1 + lambda v))``.
+    - :meth:`predict_samples`: joint draws; each row is one draw of the
+      output weights from their posterior applied to every pair.
+    - :meth:`latent_mean_variance`: the closed-form mean and variance of the logit.
+
+    Parameters
+    ----------
+    backbone : None, str, path or transformers.PretrainedConfig
+        As in :class:`uncertank.nn.NeuralRanker`.
+    n_features : int
+        D, the number of random features (2048).
+    lengthscale : float, optional
+        RBF length scale on the LayerNorm'ed [CLS] vector; ``sqrt(hidden / 2)`` by default.
+    feature_scale : float, optional
+        ``sqrt(2 / D)`` by default.
+    ridge : float
+        Prior precision of the output weights (1, the paper's ``I``).
+    spec_norm_bound : float or None
+        The soft spectral bound ``c`` of the pooler (0.95); None: no spectral normalisation.
+    spec_norm_encoder : bool
+        Also bound every attention and feed-forward linear of the encoder
+        (off: it hurt BERT-base in uncertainty-baselines).
+    n_power_iterations, spec_norm_warmup : int
+        Power iterations per training step (1) and at wrapping time (20).
+    cov_mode : {"exact", "momentum"}
+        See :class:`~uncertank_sngp.RandomFeatureGP`.
+    cov_momentum : float
+        For ``cov_mode="momentum"`` (0.999).
+    cov_likelihood : {"logistic", "gaussian"}
+        Precision weights ``p (1 - p)`` (the paper's Eq. 4) or 1 (edward2).
+    mean_field_factor : float
+        ``lambda`` (pi / 8); 0 gives ``sigmoid(m)``.
+    focal_gamma : float
+        The focal loss's gamma; 0 is cross-entropy.
+    n_samples : int
+        Rows of :meth:`predict_samples` by default (10).
+    **params
+        Every other parameter of :class:`uncertank.nn.NeuralRanker`; ``seed``
+        also seeds the random features and the posterior draws.
+    """
+
+    name = "sngp"
+
+    def __init__(
+        self,
+        backbone: Any = None,
+        *,
+        n_features: int = 2048,
+        lengthscale: float | None = None,
+        feature_scale: float | None = None,
+        ridge: float = 1.0,
+        spec_norm_bound: float | None = 0.95,
+        spec_norm_encoder: bool = False,
+        n_power_iterations: int = 1,
+        spec_norm_warmup: int = 20,
+        cov_mode: str = "exact",
+        cov_momentum: float = 0.999,
+        cov_likelihood: str = "logistic",
+        mean_field_factor: float = math.pi / 8,
+        focal_gamma: float = 0.0,
+        n_samples: int = 10,
+        **params: Any,
+    ) -> None:
+        super().__init__(backbone, **params)
+        self.head_params: dict[str, Any] = {
+            "n_features": check_positive_int(n_features, "n_features"),
+            "lengthscale": lengthscale,
+            "feature_scale": feature_scale,
+            "ridge": ridge,
+            "spec_norm_bound": spec_norm_bound,
+            "spec_norm_encoder": bool(spec_norm_encoder),
+            "n_power_iterations": check_positive_int(n_power_iterations, "n_power_iterations"),
+            "spec_norm_warmup": check_positive_int(spec_norm_warmup, "spec_norm_warmup", minimum=0),
+            "cov_mode": check_choice(cov_mode, "cov_mode", COV_MODES),
+            "cov_momentum": cov_momentum,
+            "cov_likelihood": check_choice(cov_likelihood, "cov_likelihood", COV_LIKELIHOODS),
+            "mean_field_factor": mean_field_factor,
+        }
+        focal_loss(torch.zeros(1), torch.zeros(1, dtype=torch.long), gamma=focal_gamma)  # validates gamma
+        self.focal_gamma = float(focal_gamma)
+        self.n_samples = check_positive_int(n_samples, "n_samples")
+
+    # -- the extension API of NeuralRanker --------------------------------------------
+
+    def create_model(self, encoder: torch.nn.Module) -> SNGPModel:
+        """The :class:`~uncertank_sngp.SNGPModel` around ``encoder``."""
+        return SNGPModel(encoder, **self.head_params)
+
+    def loss(self, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Focal loss of the single logit (``focal_gamma``; 0 is cross-entropy)."""
+        return focal_loss(output, labels, gamma=self.focal_gamma)
+
+    def on_train_end(
+        self, model: torch.nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Any
+    ) -> None:
+        """Compute the Laplace covariance with the final weights (never a stale one).
+
+        ``exact``: reset, then one eval-mode pass over the training pairs,
+        accumulating the precision (summed over processes); ``momentum``: the
+        precision accumulated during training. Then the Cholesky factor.
+        """
+        gp: RandomFeatureGP = model.gp  # type: ignore[assignment]
+        if gp.cov_mode == "exact":
+            gp.reset_precision()
+            with torch.no_grad(), gp.accumulating():
+                score_batches(
+                    pairs, lambda batch: model(**batch)[:, None], batch_size=self.training_config.eval_batch_size,
+                    accelerator=accelerator, show_progress=self.training_config.show_progress,
+                    desc=f"{self.name} covariance",
+                )
+            if accelerator is not None and int(accelerator.num_processes) > 1:
+                gp.precision.copy_(accelerator.reduce(gp.precision, reduction="sum"))
+                gp.n_seen.copy_(accelerator.reduce(gp.n_seen, reduction="sum"))
+        gp.update_covariance()
+
+    def extra_params(self) -> dict[str, Any]:
+        """The head's parameters, ``focal_gamma`` and ``n_samples``, stored in checkpoints."""
+        return {**self.head_params, "focal_gamma": self.focal_gamma, "n_samples": self.n_samples}
+
+    def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
+        """Fine-tune on ``train`` (keeping the best validation epoch), then compute the covariance.
+
+        A fitted covariance from an earlier :meth:`fit` is dropped first, so
+        validation never uses it.
+        """
+        model: Any = self.build_model()
+        model.gp.reset_precision()
+        return super().fit(train, valid)
+
+    # -- predictions -------------------------------------------------------------------
+
+    def _gp_batches(self, queries: QuerySet, fn: Any, desc: str) -> NDArray[np.float64]:
+        model = self.build_model()
+        acc = get_accelerator(self.device)
+        model.to(acc.device)
+        was = model.training
+        model.eval()
+        try:
+            with torch.inference_mode():
+                return score_batches(
+                    self.encode(queries), lambda batch: fn(model, batch),
+                    batch_size=self.training_config.eval_batch_size, accelerator=acc,
+                    show_progress=self.training_config.show_progress, desc=desc,
+                )
+        finally:
+            model.train(was)
+
+    def latent_mean_variance(self, queries: QuerySet) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The posterior mean and variance of every pair's logit, in closed form.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_pairs,)
+            ``phi . beta``.
+        variance : ndarray of shape (n_pairs,)
+            ``||L^-1 phi||^2``; the prior variance ``||phi||^2 / ridge`` before :meth:`fit`.
+        """
+        queries = self.check_queries(queries)
+
+        def fn(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+            phi = model.features(**batch)
+            return torch.stack([model.gp.beta(phi)[:, 0].double(), model.gp.variance(phi)], dim=1)
+
+        out = self._gp_batches(queries, fn, f"{self.name} mean/variance")
+        return out[:, 0], out[:, 1]
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        """The mean-field probability ``sigmoid(m / sqrt(1 + lambda v))`` of every pair, shape (n_pairs,)."""
+        queries = self.check_queries(queries)
+        return Predictions(self.score(queries)[0], queries.offsets, ranker=self.name)
+
+    def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
+        """Joint draws of P(relevant), shape (n_samples, n_pairs).
+
+        Row ``s`` is ``sigmoid(phi . beta_s)`` for one draw ``beta_s`` of the
+        output weights from their Laplace posterior, over every pair: the
+        candidates of a query covary as the posterior says. Draws are seeded
+        by ``seed``.
+
+        Parameters
+        ----------
+        queries : QuerySet
+        n_samples : int, optional
+            ``n_samples`` of the constructor by default.
+        """
+        queries = self.check_queries(queries)
+        s = self.n_samples if n_samples is None else check_positive_int(n_samples, "n_samples")
+        model: Any = self.build_model()
+        gen = torch.Generator().manual_seed(self.training_config.seed)
+        weights = model.gp.sample_weights(s, generator=gen)  # (D, s)
+
+        def fn(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+            phi = model.features(**batch).double()
+            return torch.sigmoid(phi @ weights.to(phi.device))
+
+        probs = self._gp_batches(queries, fn, f"{self.name} samples")
+        return PredictiveSamples(np.ascontiguousarray(probs.T), queries.offsets, ranker=self.name)
+
+
+class GPFBertRanker(SNGPRanker):
+    """GPF-BERT (Ye et al., ICASSP 2023): SNGP trained with focal loss, the paper's settings as defaults.
+
+    The paper states BERT-base's [CLS], Adam at 5e-6, batch 16, one epoch,
+    random Fourier features with ``W ~ N(0, 1)``, ``b ~ U(0, 2 pi)`` and
+    scale ``sqrt(2 / D)``, and a focal loss with gamma >= 1; D, the spectral
+    bound and gamma are not given. Defaults here: ``lr=5e-6``,
+    ``weight_decay=0`` (Adam), ``batch_size=16``, ``epochs=1``,
+    ``focal_gamma=2`` (Lin et al.'s default), D = 2048 and ``c = 0.95``
+    (uncertainty-baselines' BERT-SNGP). Every parameter of
+    :class:`SNGPRanker` can be changed.
+    """
+
+    name = "gpf_bert"
+
+    def __init__(
+        self,
+        backbone: Any = None,
+        *,
+        focal_gamma: float = 2.0,
+        lr: float = 5e-6,
+        weight_decay: float = 0.0,
+        batch_size: int = 16,
+        epochs: int = 1,
+        **params: Any,
+    ) -> None:
+        super().__init__(
+            backbone, focal_gamma=focal_gamma, lr=lr, weight_decay=weight_decay, batch_size=batch_size,
+            epochs=epochs, **params,
+        )
