@@ -380,6 +380,7 @@ def test_uncertank_plugins_in_a_terminal_of_80_columns():
     env = {**os.environ, "COLUMNS": "80"}
     out = subprocess.run([sys.executable, "-m", "uncertank.cli", "plugins"], capture_output=True, text=True,
                          env=env, check=True, timeout=120).stdout
-    assert max(len(line) for line in out.splitlines()) <= 80
+    # a line wider than 80 columns can only be one unbreakable word (a long path in an error, say)
+    assert all(len(line) <= 80 or len(line.split()) == 1 for line in out.splitlines())
     for info in host.list_plugins():
         assert re.search(rf"(^|\s){re.escape(info.name)}\s", out, flags=re.M), info.name
