@@ -16,6 +16,7 @@ pd = pytest.importorskip("pandas")
 METRICS = [
     {"name": "recall_at_k", "k": 1}, "map", "mrr", {"name": "ndcg", "k": 5}, "rbp", "ece",
     {"name": "ece", "norm": "max", "label": "MCE via ece"}, "brier", "nll",
+    {"name": "ece", "strategy": "quantile", "n_bins": 6},
 ]
 
 
@@ -36,11 +37,15 @@ def check(got, rl):
     ref = reliability_curve(rl, n_bins=10)
     np.testing.assert_array_equal(got["curve"].counts, ref.counts)
     np.testing.assert_allclose(got["curve"].fraction_relevant, ref.fraction_relevant, rtol=1e-12)
+    refq = reliability_curve(rl, n_bins=4, strategy="quantile")
+    np.testing.assert_array_equal(got["quantile curve"].counts, refq.counts)
+    np.testing.assert_array_equal(got["quantile curve"].edges, refq.edges)
 
 
 def request(frame, **kw):
     metrics = {m.display_label: m for m in resolve_metrics(METRICS)}
     metrics["curve"] = ReliabilityAccumulator(n_bins=10)
+    metrics["quantile curve"] = ReliabilityAccumulator(n_bins=4, strategy="quantile")
     return evaluate_dask(frame, metrics, **kw)
 
 

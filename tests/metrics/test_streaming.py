@@ -16,6 +16,7 @@ from uncertank.metrics import (
     reliability_curve,
     resolve_metrics,
 )
+from uncertank.metrics import streaming as S
 from uncertank.metrics.streaming import (
     BrierAccumulator,
     CalibrationByRankAccumulator,
@@ -24,6 +25,7 @@ from uncertank.metrics.streaming import (
     PerQueryMean,
     ReliabilityAccumulator,
     evaluate_stream,
+    quantile_edges,
     read_scored_pairs,
 )
 
@@ -32,6 +34,7 @@ ALL_METRICS = [
     "mrr", {"name": "ndcg", "k": 3}, {"name": "ndcg", "k": None}, "rbp", {"name": "rbp_residual", "depth": 3},
     "ece", {"name": "ece", "n_bins": 7, "norm": "l2"}, {"name": "ece", "convention": "penha-hauff"},
     {"name": "ece", "n_bins": 10, "convention": "penha-hauff", "label": "ECE PH 10"}, "mce", "brier", "nll",
+    {"name": "ece", "strategy": "quantile"}, {"name": "mce", "strategy": "quantile", "n_bins": 4},
 ]
 
 
@@ -145,15 +148,54 @@ def test_a_large_stream_keeps_float64_accuracy():
     assert acc.counts.sum() == 1_000_000
 
 
+@settings(max_examples=80, deadline=None)
+@given(rl=ranked_lists(max_queries=40), n_bins=st.integers(1, 15), size=st.integers(1, 50),
+       collect=st.sampled_from([0, 5, 1 << 20]))
+def test_quantile_edges_equal_numpy_bit_for_bit(rl, n_bins, size, collect):
+    p = rl.scores
+    chunks = [(p[i:i + size], rl.labels[i:i + size]) for i in range(0, p.size, size)]
+    old = S._COLLECT
+    S._COLLECT = collect  # 0: resolve all 64 bits by histograms; 5: gather small groups; default: gather early
+    try:
+        edges = quantile_edges(chunks, n_bins=n_bins)
+    finally:
+        S._COLLECT = old
+    np.testing.assert_array_equal(edges, np.quantile(p, np.linspace(0, 1, n_bins + 1)))
+
+
+def test_quantile_bins_stream_from_a_file_read_twice(tmp_path, lists):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "pairs.parquet"
+    _frame(lists).to_parquet(path)
+    got = evaluate_stream(lambda: read_scored_pairs(path, chunk_size=33),
+                          {"q": {"name": "ece", "strategy": "quantile", "n_bins": 7},
+                           "curve": ReliabilityAccumulator(strategy="quantile", n_bins=5)})
+    assert got["q"] == pytest.approx(expected_calibration_error(lists, strategy="quantile", n_bins=7), rel=1e-12)
+    ref = reliability_curve(lists, strategy="quantile", n_bins=5)
+    np.testing.assert_array_equal(got["curve"].counts, ref.counts)
+    np.testing.assert_array_equal(got["curve"].edges, ref.edges)
+
+
 def test_streaming_errors():
-    with pytest.raises(ValueError, match="ECEAccumulator streams equal-width bins only; got strategy='quantile'"):
-        ECEAccumulator(strategy="quantile")
     with pytest.raises(ValueError, match="ECEAccumulator cannot stream balanced=True"):
         ECEAccumulator(balanced=True)
-    with pytest.raises(ValueError, match="ReliabilityAccumulator streams equal-width bins only"):
-        ReliabilityAccumulator(strategy="quantile")
     with pytest.raises(ValueError, match="CalibrationByRankAccumulator streams equal-width bins only"):
         CalibrationByRankAccumulator(strategy="quantile")
+    with pytest.raises(ValueError, match="needs the quantile edges of all the scores before the first update"):
+        ECEAccumulator(strategy="quantile").update([0.2, 0.4], [0, 1])
+    with pytest.raises(ValueError, match=r"edges must be 11 non-decreasing finite values .* got shape \(3,\)"):
+        ReliabilityAccumulator(strategy="quantile", edges=[0, 0.5, 1])
+    with pytest.raises(ValueError, match="edges are for strategy='quantile'; got strategy='uniform'"):
+        ECEAccumulator(edges=np.linspace(0, 1, 11))
+    started = ECEAccumulator(strategy="quantile", n_bins=2, edges=[0, 0.5, 1]).update([0.2], [1])
+    with pytest.raises(ValueError, match="set the edges before the first update"):
+        started.set_edges([0, 0.4, 1])
+    with pytest.raises(ValueError, match="equal-mass bins need the chunks twice"):
+        evaluate_stream(iter([(np.array([0.5]), np.array([1]))]), [{"name": "ece", "strategy": "quantile"}])
+    with pytest.raises(ValueError, match="quantile_edges needs at least one score"):
+        quantile_edges([], n_bins=3)
+    with pytest.raises(ValueError, match=r"a chunk tuple must be \(scores, labels\)"):
+        quantile_edges([(1, 2, 3)])
     with pytest.raises(ValueError, match="metric 'ece' has no per-query value; it cannot be averaged"):
         PerQueryMean(resolve_metrics(["ece"])[0])
     with pytest.raises(ValueError, match=r"eps must be a float in \(0, 0.5\); got 2"):
@@ -215,7 +257,7 @@ def test_reader_streams_whole_queries_from_parquet_and_csv(tmp_path, lists, fmt,
     np.testing.assert_array_equal(np.concatenate([c.lengths for c in chunks]), lists.lengths)
     np.testing.assert_array_equal(np.concatenate([c.scores for c in chunks]), lists.scores)
     np.testing.assert_array_equal(np.concatenate([c.labels for c in chunks]), lists.labels)
-    got = evaluate_stream(read_scored_pairs(path, chunk_size=chunk_size), ALL_METRICS)
+    got = evaluate_stream(lambda: read_scored_pairs(path, chunk_size=chunk_size), ALL_METRICS)
     for m in resolve_metrics(ALL_METRICS):
         assert close(got[m.display_label], m(lists))
 

@@ -40,6 +40,7 @@ from uncertank.metrics.streaming import (
     PerQueryMean,
     ReliabilityAccumulator,
     evaluate_stream,
+    quantile_edges,
     read_scored_pairs,
 )
 
@@ -55,6 +56,7 @@ __all__ = [
     "as_metric",
     "evaluate_dask",
     "evaluate_stream",
+    "quantile_edges",
     "read_scored_pairs",
     "resolve_metrics",
     "ImbalanceSweep",

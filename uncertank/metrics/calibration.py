@@ -131,9 +131,14 @@ class _BinStats:
 
 
 def _bin_index(
-    p: NDArray[np.float64], n_bins: int, strategy: str, convention: str
+    p: NDArray[np.float64], n_bins: int, strategy: str, convention: str,
+    edges: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.float64], int]:
-    """Bin of every pair (``n_bins`` for none), the edges, and the bincount length."""
+    """Bin of every pair (``n_bins`` for none), the edges, and the bincount length.
+
+    ``edges`` gives the quantile edges computed elsewhere (the streaming
+    evaluators compute them exactly over all chunks first).
+    """
     minlength = n_bins
     if strategy == "uniform":
         edges = np.linspace(0.0, 1.0, n_bins + 1)
@@ -148,7 +153,8 @@ def _bin_index(
             np.multiply(p, n_bins, out=idx, casting="unsafe")  # floor(c * p), one pass
             np.minimum(idx, n_bins - 1, out=idx)
     else:
-        edges = np.quantile(p, np.linspace(0.0, 1.0, n_bins + 1))
+        if edges is None:
+            edges = np.quantile(p, np.linspace(0.0, 1.0, n_bins + 1))
         idx = np.searchsorted(edges[1:-1], p, side="right")
     return idx, edges, minlength
 

@@ -15,7 +15,9 @@ query id) but may straddle partitions: each partition evaluates its
 interior queries and hands its first and last query's rows to the merge,
 which joins the pieces of a query split at a boundary before evaluating it.
 The result is therefore the same as on all pairs in memory whatever the
-partitioning. A query id that comes back after other queries (not
+partitioning. Equal-mass bins (``strategy="quantile"``) first find their
+edges exactly with a few more passes over the score column (see
+:func:`~uncertank.metrics.streaming.quantile_edges`). A query id that comes back after other queries (not
 contiguous) is an error within a partition and cannot be detected across
 partitions; ``frame.shuffle(query)`` followed by sorting within partitions
 (``map_partitions(lambda df: df.sort_values(query, kind="stable"))``)
@@ -34,7 +36,7 @@ from numpy.typing import NDArray
 
 from uncertank._io import require
 from uncertank._types import RankedLists
-from uncertank.metrics.streaming import _accumulators
+from uncertank.metrics.streaming import _accumulators, _as_pairs, _bits, _combine_pass, _exact_quantiles, _select_pass
 
 __all__ = ["evaluate_dask"]
 
@@ -134,6 +136,23 @@ def _finish(p: _Partial) -> list[Any]:
     return p.accs
 
 
+def _tree(items: list[Any], merge: Any) -> Any:
+    """Reduce ``items`` pairwise, neighbours with neighbours, in order."""
+    while len(items) > 1:
+        merged = [merge(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        if len(items) % 2:
+            merged.append(items[-1])
+        items = merged
+    return items[0]
+
+
+def _select_partition(scores: Any, level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
+    p = np.asarray(scores.to_numpy(), dtype=np.float64)
+    if p.size == 0:
+        return _select_pass(np.zeros(0, dtype=np.uint64), level, prefixes, collect)
+    return _select_pass(_bits(_as_pairs(p, np.zeros(p.size, dtype=np.int64), "scores")[0]), level, prefixes, collect)
+
+
 def evaluate_dask(
     frame: Any,
     metrics: Any,
@@ -184,12 +203,23 @@ def evaluate_dask(
     if missing:
         raise ValueError(f"frame has no column {missing[0]!r}; its columns are {list(frame.columns)}")
     delayed = dask.delayed
+    wanted = sorted({b for t in templates if (b := getattr(t, "needs_quantile_edges", None)) is not None})
+    if wanted:
+        scores = frame[score].to_delayed()
+
+        def run_pass(level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
+            tasks = [delayed(_select_partition)(part, level, prefixes, collect) for part in scores]
+            (out,) = dask.compute(_tree(tasks, lambda a, b: delayed(_combine_pass)(a, b, collect)),
+                                  scheduler=scheduler)
+            return out  # type: ignore[no-any-return]
+
+        for b in wanted:
+            edges = _exact_quantiles(run_pass, b)
+            for t in templates:
+                if getattr(t, "needs_quantile_edges", None) == b:
+                    t.set_edges(edges)
     parts = [delayed(_partial)(part, templates, query, score, label)
              for part in frame[[query, score, label]].to_delayed()]
-    while len(parts) > 1:  # merge neighbours, keeping the order of the partitions
-        merged = [delayed(_merge)(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
-        if len(parts) % 2:
-            merged.append(parts[-1])
-        parts = merged
-    (accs,) = dask.compute(delayed(_finish)(parts[0]), scheduler=scheduler)
+    root = _tree(parts, delayed(_merge))  # merge neighbours, keeping the order of the partitions
+    (accs,) = dask.compute(delayed(_finish)(root), scheduler=scheduler)
     return {key: acc.compute() for key, acc in zip(keys, accs, strict=True)}

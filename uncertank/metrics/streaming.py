@@ -27,10 +27,19 @@ chunks at query boundaries; a caller that feeds chunks by hand must do the
 same). The calibration metrics over pairs (ECE, MCE, reliability curve,
 Brier, NLL) accept any split.
 
-Not streamed: equal-mass (``strategy="quantile"``) bins, whose edges are
-quantiles of all the scores, the balanced ECE, which subsamples at random
-from all pairs, and :func:`~uncertank.metrics.imbalance_sweep`; their
-accumulators raise ValueError saying so.
+Equal-mass bins (``strategy="quantile"``) need the quantiles of all the
+scores before the first pair can be binned. :func:`quantile_edges` finds
+them exactly (equal to ``numpy.quantile`` on all the scores, bit for bit)
+in a few more passes over the chunks, in constant memory: a radix selection
+on the bits of the float64 scores, 16 bits a pass, that gathers the last
+candidates once few enough remain (usually three passes in all). An
+accumulator with ``strategy="quantile"`` takes these ``edges``;
+:func:`evaluate_stream` and :func:`~uncertank.metrics.evaluate_dask` run
+the extra passes themselves when a source can be read again.
+
+Not streamed: the balanced ECE, which subsamples at random from all pairs,
+and :func:`~uncertank.metrics.imbalance_sweep`; the accumulator raises
+ValueError saying so.
 
 Examples
 --------
@@ -83,6 +92,7 @@ __all__ = [
     "PerQueryMean",
     "ReliabilityAccumulator",
     "evaluate_stream",
+    "quantile_edges",
     "read_scored_pairs",
 ]
 
@@ -202,11 +212,6 @@ class PerQueryMean(_Base):
 
 
 def _streamable(strategy: str, balanced: Any, what: str) -> None:
-    if strategy != "uniform":
-        raise ValueError(
-            f"{what} streams equal-width bins only; got strategy={strategy!r}: equal-mass bins need the "
-            "quantiles of all the scores (compute them in memory, or use strategy='uniform')"
-        )
     if balanced:
         raise ValueError(
             f"{what} cannot stream balanced=True: it subsamples at random from all pairs; "
@@ -214,10 +219,22 @@ def _streamable(strategy: str, balanced: Any, what: str) -> None:
         )
 
 
+def _check_edges(edges: Any, n_bins: int) -> NDArray[np.float64] | None:
+    if edges is None:
+        return None
+    arr = np.asarray(edges, dtype=np.float64)
+    if arr.shape != (n_bins + 1,) or not np.all(np.isfinite(arr)) or np.any(np.diff(arr) < 0):
+        raise ValueError(
+            f"edges must be {n_bins + 1} non-decreasing finite values (from quantile_edges); "
+            f"got shape {arr.shape}"
+        )
+    return arr
+
+
 class _Binned(_Base):
     """Per-bin count, sum of confidences, number relevant and sum of (p - y), over fixed edges."""
 
-    def __init__(self, n_bins: int, strategy: str, convention: str) -> None:
+    def __init__(self, n_bins: int, strategy: str, convention: str, edges: Any = None) -> None:
         self.n_bins, self.strategy, self.convention = n_bins, strategy, convention
         self.counts = np.zeros(n_bins, dtype=np.int64)
         self.sum_conf = np.zeros(n_bins)
@@ -225,9 +242,31 @@ class _Binned(_Base):
         self.sum_gap = np.zeros(n_bins)
         self.n = 0
         self.edges: NDArray[np.float64] | None = None
+        self.quantile_edges: NDArray[np.float64] | None = None
+        if strategy == "quantile":
+            self.set_edges(edges)
+        elif edges is not None:
+            raise ValueError(f"edges are for strategy='quantile'; got strategy={strategy!r}")
+
+    @property
+    def needs_quantile_edges(self) -> int | None:
+        """The number of bins whose quantile edges this accumulator still needs (None: none)."""
+        return self.n_bins if self.strategy == "quantile" and self.quantile_edges is None else None
+
+    def set_edges(self, edges: Any) -> None:
+        """Give the quantile edges (shape (n_bins + 1,), from :func:`quantile_edges`)."""
+        if self.n:
+            raise ValueError(f"{type(self).__name__}: set the edges before the first update")
+        self.quantile_edges = _check_edges(edges, self.n_bins)
 
     def _add(self, p: NDArray[np.float64], y: NDArray[np.bool_]) -> None:
-        idx, edges, minlength = _bin_index(p, self.n_bins, self.strategy, self.convention)
+        if self.needs_quantile_edges is not None:
+            raise ValueError(
+                f"{type(self).__name__} with strategy='quantile' needs the quantile edges of all the scores "
+                "before the first update: pass edges=quantile_edges(chunks, n_bins=...), or use evaluate_stream "
+                "or evaluate_dask on a source that can be read twice"
+            )
+        idx, edges, minlength = _bin_index(p, self.n_bins, self.strategy, self.convention, self.quantile_edges)
         c = self.n_bins
         self.counts += np.bincount(idx, minlength=minlength)[:c]
         self.sum_conf += np.bincount(idx, weights=p, minlength=minlength)[:c]
@@ -256,19 +295,21 @@ class ECEAccumulator(_Binned):
 
     Parameters
     ----------
-    n_bins, norm, convention
+    n_bins, strategy, norm, convention
         As in :func:`~uncertank.metrics.expected_calibration_error`.
-    strategy : {"uniform"}
-        Only equal-width bins stream (see the module notes).
     balanced : bool
         Must be False (see the module notes).
     seed : ignored
         Accepted so that the options of a bound ``ece`` metric pass through.
+    edges : array-like of shape (n_bins + 1,), optional
+        With ``strategy="quantile"``: the quantile edges of all the scores
+        (:func:`quantile_edges`); they can also be given later with
+        :meth:`set_edges`, before the first update.
 
     Raises
     ------
     ValueError
-        For ``strategy="quantile"`` or ``balanced=True``.
+        For ``balanced=True``, or edges of the wrong shape.
     """
 
     def __init__(
@@ -280,14 +321,16 @@ class ECEAccumulator(_Binned):
         balanced: bool = False,
         seed: Any = None,
         convention: Convention = "naeini",
+        edges: Any = None,
     ) -> None:
         c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
         _streamable(strategy, balanced, "ECEAccumulator")
-        super().__init__(c, strategy, convention)
+        super().__init__(c, strategy, convention, edges)
         self.norm = norm
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.n_bins, self.strategy, self.norm, self.convention)
+        edges = None if self.quantile_edges is None else tuple(self.quantile_edges.tolist())
+        return (self.n_bins, self.strategy, self.norm, self.convention, edges)
 
     def update(self, chunk: Any, labels: Any = None) -> ECEAccumulator:
         """Add the pairs of ``chunk`` (any split)."""
@@ -309,23 +352,26 @@ class ECEAccumulator(_Binned):
 
 
 class ReliabilityAccumulator(_Binned):
-    """Streaming :func:`~uncertank.metrics.reliability_curve` (equal-width bins).
+    """Streaming :func:`~uncertank.metrics.reliability_curve`.
 
     Parameters
     ----------
     n_bins : int
         Number of bins, ``>= 1``; default 10.
-    strategy : {"uniform"}
-        Only equal-width bins stream.
+    strategy : {"uniform", "quantile"}
+        Equal-width or equal-mass bins (the latter with ``edges``).
+    edges : array-like of shape (n_bins + 1,), optional
+        With ``strategy="quantile"``: the quantile edges of all the scores
+        (:func:`quantile_edges`), or later through :meth:`set_edges`.
     """
 
-    def __init__(self, *, n_bins: int = 10, strategy: Strategy = "uniform") -> None:
+    def __init__(self, *, n_bins: int = 10, strategy: Strategy = "uniform", edges: Any = None) -> None:
         c, strategy, _, _ = _options(n_bins, strategy, "l1", "naeini")
-        _streamable(strategy, False, "ReliabilityAccumulator")
-        super().__init__(c, strategy, "naeini")
+        super().__init__(c, strategy, "naeini", edges)
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.n_bins, self.strategy)
+        edges = None if self.quantile_edges is None else tuple(self.quantile_edges.tolist())
+        return (self.n_bins, self.strategy, edges)
 
     def update(self, chunk: Any, labels: Any = None) -> ReliabilityAccumulator:
         """Add the pairs of ``chunk`` (any split)."""
@@ -442,7 +488,11 @@ class CalibrationByRankAccumulator(_Base):
         max_rank: int | None = None,
     ) -> None:
         c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
-        _streamable(strategy, False, "CalibrationByRankAccumulator")
+        if strategy != "uniform":
+            raise ValueError(
+                f"CalibrationByRankAccumulator streams equal-width bins only; got strategy={strategy!r}: "
+                "equal-mass bins would need the quantiles of every rank position"
+            )
         self.n_bins, self.strategy, self.norm, self.convention = c, strategy, norm, convention
         self.max_rank = None if max_rank is None else check_positive_int(max_rank, "max_rank")
         self.n_positions = 0 if self.max_rank is None else self.max_rank
@@ -507,6 +557,188 @@ class CalibrationByRankAccumulator(_Base):
                 st = _BinStats(self.counts[r], self.sum_conf[r], self.sum_pos[r], self.edges, n)
                 out[r] = _ece_from_stats(st, self.norm, self.convention)
         return out
+
+
+# --------------------------------------------------------------------------- quantiles
+
+_DIGIT = 16  # bits of the float64 pattern resolved per pass
+_COLLECT = 1 << 20  # gather the candidates once at most this many remain
+
+
+def _bits(p: NDArray[np.float64]) -> NDArray[np.uint64]:
+    """Order-preserving unsigned view of probabilities in [0, 1] (-0.0 made +0.0)."""
+    return np.ascontiguousarray(p + 0.0).view(np.uint64)
+
+
+def _select_pass(u: NDArray[np.uint64], level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
+    """Per prefix group: the histogram of the next 16 bits, or (``collect``) the group's values."""
+    if level == 0:
+        return [np.bincount((u >> np.uint64(64 - _DIGIT)).astype(np.intp), minlength=1 << _DIGIT)]
+    top = u >> np.uint64(64 - _DIGIT * level)
+    out: list[Any] = []
+    for pre in prefixes:
+        sel = u[top == np.uint64(pre)]
+        if collect:
+            out.append(sel)
+        else:
+            shift = np.uint64(64 - _DIGIT * (level + 1))
+            out.append(np.bincount(((sel >> shift) & np.uint64(0xFFFF)).astype(np.intp), minlength=1 << _DIGIT))
+    return out
+
+
+def _combine_pass(a: list[Any], b: list[Any], collect: bool) -> list[Any]:
+    if collect:
+        return [np.concatenate([x, y]) for x, y in zip(a, b, strict=True)]
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+def _lerp(a: NDArray[np.float64], b: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.float64]:
+    """numpy.quantile's linear interpolation, operation for operation (so the edges agree bit for bit)."""
+    diff = b - a
+    out = np.add(a, diff * t)
+    np.subtract(b, diff * (1 - t), out=out, where=t >= 0.5)
+    return out
+
+
+def _exact_quantiles(run_pass: Any, n_bins: int) -> NDArray[np.float64]:
+    """Edges equal to ``numpy.quantile(all scores, linspace(0, 1, n_bins + 1))``.
+
+    ``run_pass(level, prefixes, collect)`` runs :func:`_select_pass` over
+    every chunk and combines the results with :func:`_combine_pass`.
+    """
+    hist0 = run_pass(0, (0,), False)[0]
+    n = int(hist0.sum())
+    if n == 0:
+        raise ValueError("quantile_edges needs at least one score; the chunks held none")
+    q = np.linspace(0.0, 1.0, n_bins + 1)
+    virtual = (n - 1) * q
+    prev = np.floor(virtual)
+    nxt = prev + 1
+    above = virtual >= n - 1
+    prev[above] = n - 1
+    nxt[above] = n - 1
+    gamma = virtual - np.where(above, -1.0, prev)  # as numpy: the index of the last element is -1 there
+    ranks = sorted({int(k) for k in np.concatenate([prev, nxt])})
+    # per wanted rank: the bits found so far, how many levels they cover, the rank within that group
+    state = {k: [0, 0, k] for k in ranks}
+    value: dict[int, float] = {}
+    hists: dict[int, NDArray[np.int64]] = {0: hist0}
+    level = 0
+    while len(value) < len(ranks):
+        for k, st in state.items():  # descend one digit with the histograms of this level
+            if k in value or st[1] != level:
+                continue
+            h = hists[st[0]]
+            cum = np.cumsum(h)
+            d = int(np.searchsorted(cum, st[2], side="right"))
+            st[2] -= int(cum[d - 1]) if d else 0
+            st[0] = (st[0] << _DIGIT) | d
+            st[1] = level + 1
+            if st[1] == 64 // _DIGIT:
+                value[k] = float(np.array([st[0]], dtype=np.uint64).view(np.float64)[0])
+        level += 1
+        open_ = sorted({st[0] for k, st in state.items() if k not in value})
+        if not open_:
+            break
+        if sum(_group_sizes(state, value, hists).values()) <= _COLLECT:
+            groups = run_pass(level, tuple(open_), True)
+            for pre, vals in zip(open_, groups, strict=True):
+                srt = np.sort(vals.view(np.float64))
+                for k, st in state.items():
+                    if k not in value and st[0] == pre:
+                        value[k] = float(srt[st[2]])
+            break
+        new = run_pass(level, tuple(open_), False)
+        hists = dict(zip(open_, new, strict=True))
+    a = np.array([value[int(i)] for i in prev])
+    b = np.array([value[int(i)] for i in nxt])
+    return _lerp(a, b, gamma)
+
+
+def _group_sizes(
+    state: dict[int, list[int]], value: dict[int, float], hists: dict[int, NDArray[np.int64]]
+) -> dict[int, int]:
+    """Size of every open prefix group, read off the histograms of the level just resolved."""
+    sizes: dict[int, int] = {}
+    for k, st in state.items():
+        if k in value:
+            continue
+        parent, digit = st[0] >> _DIGIT, st[0] & 0xFFFF
+        sizes[st[0]] = int(hists[parent][digit]) if parent in hists else 0
+    return sizes
+
+
+def _chunk_probs(chunk: Any) -> NDArray[np.float64]:
+    if isinstance(chunk, tuple):
+        if len(chunk) != 2:
+            raise ValueError(f"a chunk tuple must be (scores, labels); got {len(chunk)} items")
+        return _as_pairs(chunk[0], chunk[1])[0]
+    return _as_pairs(chunk, None)[0]
+
+
+def _reiterable(chunks: Any) -> Any:
+    """A function returning a fresh iterator over ``chunks`` (a callable, or a list or tuple)."""
+    if callable(chunks):
+        return chunks
+    if isinstance(chunks, (list, tuple)):
+        return lambda: iter(chunks)
+    raise ValueError(
+        "equal-mass bins need the chunks twice (the quantile edges first): pass a function that returns "
+        "a new iterator over them (e.g. lambda: read_scored_pairs(path)) or a list"
+    )
+
+
+def quantile_edges(chunks: Any, *, n_bins: int = 10) -> NDArray[np.float64]:
+    """The equal-mass bin edges of all the scores in ``chunks``, exactly, in constant memory.
+
+    Equal, bit for bit, to ``numpy.quantile(p, numpy.linspace(0, 1, n_bins
+    + 1))`` on all the probabilities at once (the edges of
+    ``strategy="quantile"``), found by a radix selection over the float64
+    bit patterns: one pass counts the top 16 bits, each further pass the
+    next 16 bits of the groups that hold a wanted order statistic, and once
+    those groups hold at most about a million scores they are gathered and
+    sorted. Three passes over the chunks on most data, five at most.
+
+    Parameters
+    ----------
+    chunks : callable or list
+        A function returning a new iterable of chunks on each call (e.g.
+        ``lambda: read_scored_pairs(path)``), or a list of chunks. A chunk is
+        a RankedLists (probabilities as scores), or a ``(probs, labels)``
+        tuple.
+    n_bins : int
+        Number of bins, ``>= 1``.
+
+    Returns
+    -------
+    ndarray of shape (n_bins + 1,)
+
+    Raises
+    ------
+    ValueError
+        For a one-shot iterator (it cannot be read twice), or no scores.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.random.default_rng(0).random(1000)
+    >>> chunks = [(p[i:i + 100], np.zeros(100, dtype=int)) for i in range(0, 1000, 100)]
+    >>> bool((quantile_edges(chunks, n_bins=4) == np.quantile(p, np.linspace(0, 1, 5))).all())
+    True
+    """
+    c = check_positive_int(n_bins, "n_bins")
+    source = _reiterable(chunks)
+
+    def run_pass(level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
+        acc: list[Any] | None = None
+        for chunk in source():
+            part = _select_pass(_bits(_chunk_probs(chunk)), level, prefixes, collect)
+            acc = part if acc is None else _combine_pass(acc, part, collect)
+        if acc is None:
+            raise ValueError("quantile_edges needs at least one score; the chunks held none")
+        return acc
+
+    return _exact_quantiles(run_pass, c)
 
 
 # --------------------------------------------------------------------------- reading
@@ -685,9 +917,12 @@ def evaluate_stream(chunks: Iterable[Any], metrics: Any) -> dict[str, Any]:
 
     Parameters
     ----------
-    chunks : iterable
+    chunks : iterable, or callable returning one
         Chunks of whole queries: RankedLists (from :func:`read_scored_pairs`)
-        or ``(scores, labels)`` tuples of arrays.
+        or ``(scores, labels)`` tuples of arrays. Equal-mass bins
+        (``strategy="quantile"``) read the chunks more than once: pass a
+        function returning a new iterable (``lambda:
+        read_scored_pairs(path)``) or a list.
     metrics : list or mapping
         Metric entries (names, mappings or :class:`~uncertank.metrics.Metric`,
         resolved by :func:`~uncertank.metrics.resolve_metrics`) or empty
@@ -714,6 +949,15 @@ def evaluate_stream(chunks: Iterable[Any], metrics: Any) -> dict[str, Any]:
     ['ECE', 'MAP']
     """
     keys, accs = _accumulators(metrics)
+    wanted = sorted({b for acc in accs if (b := getattr(acc, "needs_quantile_edges", None)) is not None})
+    if wanted:
+        source = _reiterable(chunks)
+        for b in wanted:
+            edges = quantile_edges(source, n_bins=b)
+            for acc in accs:
+                if getattr(acc, "needs_quantile_edges", None) == b:
+                    acc.set_edges(edges)
+        chunks = source()
     for chunk in chunks:
         for acc in accs:
             if isinstance(chunk, tuple):
