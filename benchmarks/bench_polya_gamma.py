@@ -13,8 +13,13 @@ torch runs with ``--threads`` threads (1 by default, so both sides use one core)
 
     python benchmarks/bench_polya_gamma.py            # sizes 1e3, 3e4, 1e6; z in 0, 2.76, 50, 1e4
     python benchmarks/bench_polya_gamma.py --quick    # sizes 1e3, 3e4; 3 repeats
+    python benchmarks/bench_polya_gamma.py --bank     # PG-DRR's memory bank: cost against M
 
-Prints a markdown table.
+With ``--bank``, the cost of PG-DRR's GP layer against the memory-bank size M
+(30 chains, 64-dimensional features): refitting the bank (50 Gibbs sweeps,
+once after training), P(relevant) of 1,000 test pairs, and the joint
+predictive of 100 queries of 10 candidates (``predict_samples``), encoder
+excluded. Prints markdown tables.
 """
 
 from __future__ import annotations
@@ -74,14 +79,49 @@ def _measure(n: int, z: float, repeats: int, cuda: bool) -> dict[str, tuple[floa
     return out
 
 
+def _best(fn: Callable[[], Any], repeats: int) -> float:
+    fn()
+    return min(_clock(fn) for _ in range(repeats))
+
+
+def bank_cost(sizes: list[int], repeats: int) -> None:
+    """Print the GP layer's cost against the memory-bank size M."""
+    from uncertank_pgdrr.gp import GaussianProcessHead
+
+    gen = torch.Generator().manual_seed(0)
+    test = torch.randn(1000, 64, generator=gen, dtype=torch.float64) / 8
+    print("| M | refit bank (s, once) | P(relevant), 1,000 pairs (s) | joint predictive, 100 x 10 (s) |")
+    print("|---|---|---|---|")
+    for m in sizes:
+        head = GaussianProcessHead(64, projection_dim=None, bank_size=m)
+        x = torch.randn(m, 64, generator=gen, dtype=torch.float64) / 8
+        y = (torch.arange(m) % 2).long()
+        head.push(x, y)
+
+        def refit(head: GaussianProcessHead = head) -> None:
+            head.refit()
+            head.probabilities(test[:1])  # the factors are computed on first use
+
+        t_refit = _best(refit, repeats)
+        t_pred = _best(lambda head=head: head.probabilities(test), repeats)
+        t_joint = _best(lambda head=head: head.joint_predictive(test.reshape(100, 10, 64)), repeats)
+        print(f"| {m:,} | {t_refit:.3f} | {t_pred:.3f} | {t_joint:.3f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print a markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes 1e3 and 3e4 only, 3 repeats")
     parser.add_argument("--repeats", type=int, default=None, help="paired rounds (default 5; 3 with --quick)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--bank", action="store_true", help="PG-DRR's GP layer against the memory-bank size")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.bank:
+        print(f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/bench_polya_gamma.py --bank` on "
+              f"{platform.machine()}, torch {torch.__version__}, {args.threads} CPU thread(s); best of 3.\n")
+        bank_cost([64, 256, 1024] if args.quick else [64, 256, 512, 1024, 2048], 3)
+        return
     sizes = [1_000, 30_000] if args.quick else [1_000, 30_000, 1_000_000]
     zs = [0.0, 2.76, 50.0, 1e4]
     repeats = args.repeats or (3 if args.quick else 5)
