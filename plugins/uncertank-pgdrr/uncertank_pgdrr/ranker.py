@@ -310,8 +310,9 @@ class PGDRRRanker(NeuralRanker):
         with torch.inference_mode():
             for size in np.unique(lengths):
                 qs = np.flatnonzero(lengths == size)
-                for lo in range(0, qs.size, 256):
-                    block = qs[lo : lo + 256]
+                per = max(1, 1024 // int(size))  # about 1,024 pairs per block: memory n_chains x M x 1,024
+                for lo in range(0, qs.size, per):
+                    block = qs[lo : lo + per]
                     cols = (queries.offsets[block][:, None] + np.arange(size)[None, :]).reshape(-1)
                     zq = z[torch.from_numpy(cols).to(z.device)].reshape(block.size, int(size), -1)
                     draws = _joint_draws(head, zq, chains, gen)  # (s, q, size)
