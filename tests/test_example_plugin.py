@@ -28,7 +28,7 @@ import uncertank
 from uncertank.datasets import load
 from uncertank.metrics import resolve_metrics
 from uncertank.plugins import get_factory, registry
-from uncertank.testing import check_ranker, check_stochastic_ranker
+from uncertank.testing import check_metric, check_ranker, check_recalibrator, check_stochastic_ranker
 
 NAMES = {("rankers", "tfidf"), ("rankers", "tfidf-bootstrap"), ("metrics", "precision_at_k"),
          ("recalibrators", "beta"), ("datasets", "ubuntu-questions")}
@@ -90,6 +90,11 @@ def test_bootstrap_conforms(data):
     done = check_stochastic_ranker(uncertank.make_ranker("tfidf-bootstrap", n_samples=4), test, n_samples=3,
                                    train=train)
     assert {"fit", "predict_samples", "n_samples", "save/load"} <= set(done)
+
+
+def test_metric_and_recalibrator_conform():
+    assert check_metric(registry("metrics")["precision_at_k"].factory)[-1] == "label"
+    assert check_recalibrator(registry("recalibrators")["beta"].factory) == ["fit", "transform", "order kept"]
 
 
 # -- against references -------------------------------------------------------------------

@@ -23,7 +23,9 @@ from uncertank import plugins as host
 from uncertank.testing import (
     ConformanceError,
     FakeEntryPoint,
+    check_metric,
     check_ranker,
+    check_recalibrator,
     check_stochastic_ranker,
     fake_entry_points,
     load_plugin_module,
@@ -505,3 +507,147 @@ def test_a_plugin_tested_through_fake_entry_points():
         assert (info.plugin, info.distribution, info.version) == ("good", "uncertank-good", "0.3")
         check_stochastic_ranker(uncertank.make_ranker("good-stochastic"), QS)
         check_ranker(uncertank.make_ranker("good"), QS)
+
+
+# -- metrics ------------------------------------------------------------------------------------
+
+
+def _recall1(scores, labels=None, *, per_query=False):
+    from uncertank.metrics import recall_at_k
+
+    return recall_at_k(scores, labels, k=1, per_query=per_query)
+
+
+def test_every_registered_metric_and_recalibrator_conforms():
+    for info in host.registry("metrics").values():
+        assert check_metric(info.factory)[-1] == "label", info.name
+    for info in host.registry("recalibrators").values():
+        assert check_recalibrator(info.factory) == ["fit", "transform", "order kept"], info.name
+
+
+def test_a_bare_callable_metric_is_checked_as_the_registry_wraps_it():
+    assert check_metric(_recall1, name="r1") == ["value", "inputs agree", "per query", "direction", "label"]
+
+
+def _metric(fn, **meta):
+    from uncertank.metrics import Metric
+
+    return Metric(fn, name="faulty", kind=meta.pop("kind", "ranking"), **meta)
+
+
+def _not_a_float(scores, labels=None, *, per_query=False):
+    return [1.0]
+
+
+_calls = []
+
+
+def _drifting(scores, labels=None, *, per_query=False):
+    _calls.append(1)
+    return _recall1(scores, labels, per_query=per_query) + (0.0 if per_query else 0.01 * len(_calls))
+
+
+def _input_dependent(scores, labels=None, *, per_query=False):
+    value = _recall1(scores, labels, per_query=per_query)
+    return value if isinstance(scores, uncertank.RankedLists) or per_query else value + 0.5
+
+
+def _no_per_query(scores, labels=None):
+    return float(_recall1(scores, labels))
+
+
+def _short_per_query(scores, labels=None, *, per_query=False):
+    value = _recall1(scores, labels, per_query=per_query)
+    return value[:-1] if per_query else value
+
+
+def _per_query_not_the_mean(scores, labels=None, *, per_query=False):
+    value = _recall1(scores, labels, per_query=per_query)
+    return value * 0.5 if per_query else value
+
+
+METRIC_FAULTS = [
+    (_metric(_not_a_float), "value", r"must return a finite float; got \[1.0\]"),
+    (_metric(_drifting), "value", "must give the same value twice"),
+    (_metric(_input_dependent), "inputs agree", "must give the same value"),
+    (_metric(_no_per_query), "per query", "a ranking metric must accept per_query=True"),
+    (_metric(_short_per_query), "per query", r"must give 12 finite values, shape \(12,\); got shape \(11,\)"),
+    (_metric(_per_query_not_the_mean), "per query", "the mean of the per-query values"),
+    (_metric(_recall1, higher_is_better=False), "direction", "higher_is_better=False says the first is better"),
+    (_metric(_recall1, label=" "), "label", "the column label must be a non-empty str; got ' '"),
+]
+
+
+@pytest.mark.parametrize(("metric", "check", "message"), METRIC_FAULTS,
+                         ids=[f[0].fn.__name__ + "-" + f[1] for f in METRIC_FAULTS])
+def test_each_metric_fault_is_caught(metric, check, message):
+    with pytest.raises(ConformanceError, match=rf"metric 'faulty' fails check '{check}': .*{message}"):
+        check_metric(metric)
+
+
+def test_check_metric_needs_a_callable():
+    with pytest.raises(TypeError, match="metric must be a Metric or a callable; got int"):
+        check_metric(3)
+
+
+# -- recalibrators --------------------------------------------------------------------------------
+
+
+class _Clip:
+    def fit(self, scores, labels):
+        return self
+
+    def transform(self, scores):
+        return np.clip(np.asarray(scores, dtype=float), 0, 1)
+
+
+class _FitReturnsNone(_Clip):
+    def fit(self, scores, labels):
+        return None
+
+
+class _OutOfRange(_Clip):
+    def transform(self, scores):
+        return np.asarray(scores, dtype=float) * 2
+
+
+class _Noisy(_Clip):
+    def transform(self, scores):
+        return np.clip(np.asarray(scores, dtype=float) + np.random.default_rng().normal(0, 1e-3), 0, 1)
+
+
+class _UnconstrainedPlatt:
+    """Platt scaling without the slope bound: reverses the ranking when relevance falls with the score."""
+
+    def fit(self, scores, labels):
+        from sklearn.linear_model import LogisticRegression
+
+        self.model = LogisticRegression(C=np.inf).fit(np.asarray(scores)[:, None], labels)
+        return self
+
+    def transform(self, scores):
+        return self.model.predict_proba(np.asarray(scores, dtype=float)[:, None])[:, 1]
+
+
+def test_recalibrator_faults_are_caught():
+    assert check_recalibrator(_Clip) == ["fit", "transform", "order kept"]
+    with pytest.raises(ConformanceError, match="'_FitReturnsNone' fails check 'fit': fit must return the "):
+        check_recalibrator(_FitReturnsNone)
+    with pytest.raises(ConformanceError, match=r"fails check 'transform': .*finite probabilities in \[0, 1\]"):
+        check_recalibrator(_OutOfRange)
+    with pytest.raises(ConformanceError, match="fails check 'transform': transform must give the same output"):
+        check_recalibrator(_Noisy)
+    with pytest.raises(ConformanceError, match=r"'_UnconstrainedPlatt' fails check 'order kept': the map must be "
+                                               r"non-decreasing.*\(relevance falling with the score\)"):
+        check_recalibrator(_UnconstrainedPlatt)
+
+
+def test_check_recalibrator_on_given_data_and_its_errors():
+    rng = np.random.default_rng(3)
+    x = rng.random(300)
+    y = (rng.random(300) < x).astype(int)
+    assert check_recalibrator(uncertank.plugins.get_factory("recalibrators", "isotonic"), x, y)[-1] == "order kept"
+    with pytest.raises(ValueError, match="scores and labels go together"):
+        check_recalibrator(_Clip, x)
+    with pytest.raises(TypeError, match="recalibrator must be a class or factory; got str"):
+        check_recalibrator("platt")

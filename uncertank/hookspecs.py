@@ -96,7 +96,8 @@ def uncertank_recalibrators() -> Mapping[str, Callable[..., Any]]:
     to calibrated probabilities in [0, 1]. A study fits each one on the
     validation predictions and reports the calibration metrics of its output
     beside the raw scores. The map should be non-decreasing in the score, so
-    that recalibrating never reorders the ranking it calibrates.
+    that recalibrating never reorders the ranking it calibrates;
+    :func:`uncertank.testing.check_recalibrator` checks this contract.
     """
     raise NotImplementedError
 
@@ -115,7 +116,8 @@ def uncertank_metrics() -> Mapping[str, Callable[..., Any]]:
     (n_queries, n_candidates); it returns a float, or an array of shape
     (n_queries,) with ``per_query=True``. A bare callable is wrapped by
     :func:`uncertank.metrics.as_metric` as a ranking metric, higher is
-    better. A study's ``metrics = [...]`` names them (with options) and its
-    report shows their columns.
+    better. A ranking metric must give per-query values. A study's
+    ``metrics = [...]`` names them (with options) and its report shows their
+    columns; :func:`uncertank.testing.check_metric` checks this contract.
     """
     raise NotImplementedError

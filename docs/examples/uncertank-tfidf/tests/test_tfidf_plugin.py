@@ -12,8 +12,15 @@ import pytest
 
 import uncertank
 from uncertank.datasets import load
-from uncertank.plugins import registry, unregister
-from uncertank.testing import check_ranker, check_stochastic_ranker, fake_entry_points, load_plugin_module
+from uncertank.plugins import get_factory, registry, unregister
+from uncertank.testing import (
+    check_metric,
+    check_ranker,
+    check_recalibrator,
+    check_stochastic_ranker,
+    fake_entry_points,
+    load_plugin_module,
+)
 
 PLUGIN = Path(__file__).resolve().parents[1] / "uncertank_tfidf" / "plugin.py"
 
@@ -47,3 +54,8 @@ def test_conformance(data):
     train, test = data
     check_ranker(uncertank.make_ranker("tfidf"), test, train=train)
     check_stochastic_ranker(uncertank.make_ranker("tfidf-bootstrap", n_samples=3), test, train=train)
+
+
+def test_metric_and_recalibrator_conform():
+    check_metric(get_factory("metrics", "precision_at_k"))
+    check_recalibrator(get_factory("recalibrators", "beta"))
