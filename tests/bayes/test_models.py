@@ -40,15 +40,19 @@ def _half_t(x, scale):
 def _effects(pt, sys_code, top_code, scale=2.5):
     sd_s, sd_t = np.exp(pt["sd_system_log__"]), np.exp(pt["sd_topic_log__"])
     prior = _half_t(sd_s, scale) + _half_t(sd_t, scale)
-    if "z_system" in pt:  # non-centred: r = sd * z, z ~ N(0, 1)
-        prior += stats.norm.logpdf(pt["z_system"]).sum() + stats.norm.logpdf(pt["z_topic"]).sum()
-        return sd_s * pt["z_system"][sys_code] + sd_t * pt["z_topic"][top_code], prior
-    prior += stats.norm.logpdf(pt["r_system"], 0, sd_s).sum() + stats.norm.logpdf(pt["r_topic"], 0, sd_t).sum()
-    return pt["r_system"][sys_code] + pt["r_topic"][top_code], prior
+    effects = []
+    for name, sd, code in (("system", sd_s, sys_code), ("topic", sd_t, top_code)):
+        if f"z_{name}" in pt:  # non-centred: r = sd * z, z ~ N(0, 1)
+            prior += stats.norm.logpdf(pt[f"z_{name}"]).sum()
+            effects.append(sd * pt[f"z_{name}"][code])
+        else:  # centred: r ~ N(0, sd)
+            prior += stats.norm.logpdf(pt[f"r_{name}"], 0, sd).sum()
+            effects.append(pt[f"r_{name}"][code])
+    return effects[0] + effects[1], prior
 
 
 VARIANTS = pytest.mark.parametrize(("sufficient", "centred"), [(True, True), (False, True), (True, False),
-                                                               (False, False)])
+                                                               (False, False), (True, None)])
 
 
 @VARIANTS
@@ -278,8 +282,32 @@ def test_posterior_predictive_moments_follow_the_likelihood():
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [({"sufficient": 1}, TypeError, "sufficient must be a bool; got int"),
-     ({"centred": "yes"}, TypeError, "centred must be a bool; got str")],
+     ({"centred": "yes"}, TypeError, "centred must be a bool or None; got str")],
 )
 def test_model_option_errors(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         zoib(SYS, TOP, _scores(), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("n_sys", "n_top", "reps", "expected"),
+    [(42, 30, 1, {"system": True, "topic": True}),  # TREC-COVID round 1
+     (3, 5, 1, {"system": False, "topic": False}),  # few levels: the funnel
+     (10, 5, 3, {"system": True, "topic": False}),  # 15 scores per system, but only 5 topics
+     (40, 12, 1, {"system": True, "topic": True}),
+     (20, 12, 1, {"system": True, "topic": True}),
+     (30, 9, 1, {"system": False, "topic": False})],  # 9 scores per system, 9 topics
+)
+def test_centred_rule_per_group(n_sys, n_top, reps, expected):
+    from uncertank.bayes import design
+    from uncertank.bayes.models import _build, choose_centred
+
+    sys_ = np.repeat(np.arange(n_sys), n_top * reps)
+    top = np.tile(np.repeat(np.arange(n_top), reps), n_sys)
+    d = design(sys_, top, np.full(sys_.size, 0.5), family="zoib")
+    assert choose_centred(d) == expected
+    assert choose_centred(d, False) == {"system": False, "topic": False}
+    model, _ = _build(d)
+    for group, centred in expected.items():
+        assert (f"z_{group}" in model.named_vars) is (not centred)
+        assert (model[f"r_{group}"] in model.free_RVs) is centred

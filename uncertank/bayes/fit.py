@@ -238,7 +238,8 @@ def _nutpie(
         else:
             idata, result = _nutpie_gate(run, draws=draws, gate=gate, started=t1)
     except BaseException:
-        run.cancel()  # Ctrl-C included: discard the partial trace nutpie would hand back
+        with contextlib.suppress(Exception):  # the run may be over already; keep the first error
+            run.cancel()  # Ctrl-C included: discard the partial trace nutpie would hand back
         raise
     t2 = time.perf_counter()
     return idata, {"compile_s": t1 - t0, "sample_s": t2 - t1}, result
@@ -278,6 +279,7 @@ def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> tu
                     run.cancel()
                 if n == 0:
                     raise SamplingError(
+                        "the sampler finished without a whole draw after tuning" if finished else
                         f"the time budget of {gate.time_budget} s ran out before the first draw after tuning; "
                         "raise time_budget or lower tune"
                     )
@@ -345,7 +347,9 @@ def _pymc_gate(
             ratio = gate.target_ess / ess if ess > 0 and np.isfinite(ess) else 2.0
             nxt = min(gate.max_draws, max(n + 1, math.ceil(n * min(max(ratio, 1.0), 10.0) * 1.15)))
             if gate.time_budget is not None:
-                per_draw = round_s / (n + kwargs["tune"])
+                # seconds per draw (tuning included) from the sampling time, compilation excluded
+                sampled = float(timings["sample_s"] or round_s)
+                per_draw = max(sampled, 1e-9) / (n + kwargs["tune"])
                 affordable = int((gate.time_budget - elapsed) / per_draw) - kwargs["tune"]
                 if affordable <= n:
                     reason = f"time budget of {gate.time_budget:g} s ran out"
