@@ -384,3 +384,38 @@ def test_uncertank_plugins_in_a_terminal_of_80_columns():
     assert all(len(line) <= 80 or len(line.split()) == 1 for line in out.splitlines())
     for info in host.list_plugins():
         assert re.search(rf"(^|\s){re.escape(info.name)}\s", out, flags=re.M), info.name
+
+
+def _fake_distribution(root, dist: str, entry: str, module: str, source: str) -> None:
+    """A real (unpatched) installed distribution: a .dist-info folder with an entry point, on sys.path."""
+    info = root / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[uncertank]\n{entry} = {module}\n")
+    (root / f"{module}.py").write_text(source)
+
+
+def test_uncertank_plugins_survives_real_broken_and_clashing_distributions(tmp_path):
+    hook = ("from uncertank import hookimpl, CallableRanker\n\n@hookimpl\ndef uncertank_rankers():\n"
+            "    return {{'shared': CallableRanker, '{own}': CallableRanker}}\n")
+    _fake_distribution(tmp_path, "exits-on-import", "exits", "exits_mod", "raise SystemExit(4)\n")
+    _fake_distribution(tmp_path, "clash-a", "clash-a", "clash_a", hook.format(own="only-a"))
+    _fake_distribution(tmp_path, "clash-b", "clash-b", "clash_b", hook.format(own="only-b"))
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "COLUMNS": "80"}
+    run = subprocess.run([sys.executable, "-m", "uncertank.cli", "plugins", "--json"], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    payload = json.loads(run.stdout)
+    names = {r["name"] for r in payload["registered"] if r["kind"] == "rankers"}
+    assert {"only-a", "only-b", "bm25"} <= names and "shared" not in names
+    assert {"plugin": "exits", "distribution": "exits-on-import", "hook": None,
+            "error": "SystemExit: 4"} in payload["failed"]
+    (clash,) = [c for c in payload["clashes"] if c["name"] == "shared"]  # in entry-point order
+    assert sorted(clash["plugins"]) == sorted(clash["distributions"]) == ["clash-a", "clash-b"]
+    text = subprocess.run([sys.executable, "-m", "uncertank.cli", "plugins"], capture_output=True, text=True,
+                          env=env, timeout=120, check=True).stdout
+    flat = " ".join(text.split())
+    a, b = clash["plugins"]
+    assert f"disabled ranker name 'shared': registered by both {a} ({a}) and {b} ({b})" in flat
+    assert "failed: plugin 'exits' (distribution exits-on-import): SystemExit: 4" in flat
