@@ -183,6 +183,15 @@ def test_distance_awareness_on_two_dimensional_toy_data():
     assert p_near[0] > 0.75 and p_near[1] < 0.25
     assert ((p_far - 0.5).abs() < 1e-3).all()
     assert (v_far > v_near).all()
+    # A deterministic logistic head on the same data is at least as confident far away as near.
+    from sklearn.linear_model import LogisticRegression
+
+    x = head.bank_features[:60].numpy()
+    linear = LogisticRegression().fit(x, head.bank_labels[:60].numpy())
+    p_lin_near = linear.predict_proba(near.numpy())[:, 1]
+    p_lin_far = linear.predict_proba(far.numpy())[:, 1]
+    assert (np.abs(p_lin_far - 0.5) >= np.abs(p_lin_near - 0.5) - 1e-9).all()
+    assert np.abs(p_lin_far - 0.5).min() > 0.45
 
 
 def test_memory_bank_is_first_in_first_out_and_refits_lazily():
