@@ -1,17 +1,28 @@
-"""Fine-tune the packaged MiniLM on the Ubuntu sample and evaluate bert, mc_dropout, ensemble.
+"""Fine-tune the packaged MiniLM on the Ubuntu sample and evaluate neural rankers side by side.
 
 Reproduces the "Real run" section of docs/rankers.md::
 
-    python docs/scripts/real_run_neural.py
+    python docs/scripts/real_run_neural.py                       # bert, mc_dropout, ensemble
+    python docs/scripts/real_run_neural.py --rankers bert,mc_dropout,ensemble,sngp,gpf_bert,pgdrr
 
-Stages (each resumes from what the previous run left in --workdir):
+``--rankers`` takes any registered ranker names; every ranker gets the same
+settings (backbone, max_length, epochs, batch size, lr, seed 0), the same
+training pairs and the same test queries.
 
-1. train: M cross-encoders (seeds 0..M-1) fine-tuned on the train split (all
-   of it by default, or a random subset with --train-queries), each keeping
-   its best epoch on a random subset of the valid split.
+Stages (each resumes from what the previous run left in --workdir, under a
+sub-folder named by a digest of the shared settings, so a run with other
+settings never reuses another's models or scores):
+
+1. train: for ``bert``, ``mc_dropout`` and ``ensemble``, M cross-encoders
+   (seeds 0..M-1); any other ranker is built with
+   ``make_ranker(name, max_length=..., epochs=..., batch_size=..., lr=...,
+   seed=0, device="auto")``; each is fine-tuned on the train split (all of it
+   by default, or a random subset with --train-queries), keeping its best
+   epoch on a random subset of the valid split, and saved.
 2. predict: on a random subset of the test split, ``bert`` (member 0, dropout
-   off), ``mc_dropout`` (member 0's weights, T passes with dropout on) and
-   ``ensemble`` (all M members); scores saved as .npy, one file per ranker.
+   off), ``mc_dropout`` (member 0's weights, T passes with dropout on),
+   ``ensemble`` (all M members), and for any other ranker ``predict`` and,
+   when it has one, ``predict_samples``; scores saved as .npy, per ranker.
 3. evaluate: R_10@1, MAP and ECE (10 uniform bins) with uncertank.metrics;
    the numbers, sizes, timings and this command go to --out (JSON), and the
    reliability diagrams to --figure (PNG).
@@ -82,18 +93,54 @@ def _reliability_figure(preds: dict[str, Any], labels: Any, offsets: Any, path: 
     plt.close(fig)
 
 
+MEMBER_RANKERS = ("bert", "mc_dropout", "ensemble")
+
+
+def _settings_key(args: argparse.Namespace) -> str:
+    """A digest of everything the trained models and the test scores share."""
+    import hashlib
+
+    shared = {
+        "train_queries": args.train_queries, "valid_queries": args.valid_queries,
+        "test_queries": args.test_queries, "max_length": args.max_length, "epochs": args.epochs,
+        "batch_size": args.batch_size, "lr": args.lr, "negatives": args.negatives,
+        "num_hidden_layers": args.num_hidden_layers,
+        # the training pairs are the train split's own candidates (no sampler redraw)
+        "training_pairs": "given-candidates",
+    }
+    return hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _history(folder: Path) -> dict[str, Any] | None:
+    manifest = folder / "uncertank.json"
+    if not manifest.exists():
+        return None
+    hist = json.loads(manifest.read_text()).get("history")
+    if not hist or not hist.get("loss"):
+        return None
+    return {
+        "steps": len(hist["loss"]),
+        "mean_loss_first_10_steps": float(np.mean(hist["loss"][:10])),
+        "mean_loss_last_10_steps": float(np.mean(hist["loss"][-10:])),
+        "valid_map_per_epoch": hist.get("valid_map"),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rankers", default=",".join(MEMBER_RANKERS),
+                    help="comma-separated registered ranker names (default: bert,mc_dropout,ensemble)")
     ap.add_argument("--train-queries", type=int, default=None, help="all of the train split by default")
     ap.add_argument("--valid-queries", type=int, default=200)
     ap.add_argument("--test-queries", type=int, default=600)
     ap.add_argument("--max-length", type=int, default=64)
+    ap.add_argument("--num-hidden-layers", type=int, default=None, help="keep only the first layers of the backbone")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--members", type=int, default=5)
     ap.add_argument("--passes", type=int, default=10)
-    ap.add_argument("--negatives", default="bm25")
+    ap.add_argument("--negatives", default="bm25", help="negatives of the train and valid splits (the data layer's)")
     ap.add_argument("--workdir", type=Path, default=ROOT / ".cache" / "real_run_neural")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "real_run_neural.json")
     ap.add_argument("--figure", type=Path, default=ROOT / "docs" / "results" / "real_run_neural_reliability.png")
@@ -102,14 +149,24 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import torch
-    from uncertank_bert import BertRanker
-    from uncertank_ensemble import DeepEnsembleRanker
-    from uncertank_mcdropout import MCDropoutRanker
 
+    import uncertank
     import uncertank.datasets as ud
-    from uncertank.nn import NeuralRanker
+    from uncertank.plugins import registry
 
-    work: Path = args.workdir
+    rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
+    known = registry("rankers")
+    unknown = [r for r in rankers if r not in known]
+    if unknown or not rankers or len(set(rankers)) != len(rankers):
+        raise SystemExit(
+            f"--rankers must name distinct registered rankers; got {args.rankers!r} "
+            f"(unknown: {', '.join(unknown) or 'none'}; known: {', '.join(sorted(known))})"
+        )
+    uses_members = [r for r in rankers if r in MEMBER_RANKERS]
+    n_members = args.members if "ensemble" in rankers else 1
+    others = [r for r in rankers if r not in MEMBER_RANKERS]
+
+    work: Path = args.workdir / _settings_key(args)
     work.mkdir(parents=True, exist_ok=True)
     # The training negatives are built by the data layer (--negatives); the rankers
     # train on the pairs they are given. The test split always has BM25 negatives.
@@ -125,74 +182,97 @@ def main(argv: list[str] | None = None) -> None:
     test = _subset(data["test"], args.test_queries, 2)
     timings_file = work / "timings.json"
     timings: dict[str, Any] = json.loads(timings_file.read_text()) if timings_file.exists() else {}
+    shared = {
+        "max_length": args.max_length, "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
+        "num_hidden_layers": args.num_hidden_layers, "device": "auto",
+    }
 
-    members: list[NeuralRanker] = []
+    def fitted(name: str, folder: Path, make: Any, label: str) -> Any:
+        """Load the ranker saved in ``folder``, or train, time and save it."""
+        if (folder / "uncertank.json").exists():
+            from uncertank.nn import load_ranker
+
+            return load_ranker(folder)
+        if args.stage == "predict":
+            raise SystemExit(f"{label} is not trained yet ({folder}); run --stage train")
+        ranker = make()
+        t0 = time.perf_counter()
+        ranker.fit(train, valid)
+        timings[f"train_{label}_s"] = round(time.perf_counter() - t0, 1)
+        ranker.save(folder)
+        _atomic_json(timings_file, timings)
+        hist = getattr(ranker, "history_", None)
+        loss = f", first/last loss {np.mean(hist.loss[:10]):.3f}/{np.mean(hist.loss[-10:]):.3f}" if hist else ""
+        print(f"{label}: {timings[f'train_{label}_s']} s{loss}", flush=True)
+        return ranker
+
+    members: list[Any] = []
+    trained: dict[str, Any] = {}
     if args.stage in ("all", "train", "predict"):
-        for m in range(args.members):
-            folder = work / f"member_{m}"
-            if (folder / "uncertank.json").exists():
-                members.append(BertRanker.load(folder))
-                continue
-            if args.stage == "predict":
-                raise SystemExit(f"member {m} is not trained yet ({folder}); run --stage train")
-            ranker = BertRanker(
-                max_length=args.max_length,
-                epochs=args.epochs,
-                batch_size=args.batch_size,
-                lr=args.lr,
-                seed=m,
-                device="auto",
+        if uses_members:
+            for m in range(n_members):
+                members.append(fitted(
+                    "bert", work / f"member_{m}",
+                    lambda m=m: uncertank.make_ranker("bert", seed=m, **shared), f"member_{m}",
+                ))
+        for name in others:
+            trained[name] = fitted(
+                name, work / name, lambda name=name: uncertank.make_ranker(name, seed=0, **shared), name
             )
-            t0 = time.perf_counter()
-            ranker.fit(train, valid)
-            timings[f"train_member_{m}_s"] = round(time.perf_counter() - t0, 1)
-            ranker.save(folder)
-            _atomic_json(timings_file, timings)
-            hist = ranker.history_
-            assert hist is not None
-            print(
-                f"member {m}: {timings[f'train_member_{m}_s']} s, first/last loss "
-                f"{np.mean(hist.loss[:10]):.3f}/{np.mean(hist.loss[-10:]):.3f}, valid MAP {hist.valid_map}",
-                flush=True,
-            )
-            members.append(ranker)
 
     # One file per ranker, named by what it depends on, so a rerun with other
     # --passes or --members recomputes only what changed.
-    files = {
-        "bert": work / "test_bert.npy",
-        "mc_dropout": work / f"test_mc_dropout_T{args.passes}.npy",
-        "ensemble": work / f"test_ensemble_M{args.members}.npy",
-    }
+    files: dict[str, dict[str, Path]] = {}
+    for name in rankers:
+        if name == "bert":
+            files[name] = {"scores": work / "test_bert.npy"}
+        elif name == "mc_dropout":
+            files[name] = {"samples": work / f"test_mc_dropout_T{args.passes}.npy"}
+        elif name == "ensemble":
+            files[name] = {"samples": work / f"test_ensemble_M{args.members}.npy"}
+        else:
+            files[name] = {"scores": work / f"test_{name}.npy", "samples": work / f"test_{name}_samples.npy"}
     if args.stage in ("all", "predict"):
-        makers = {
-            "bert": lambda: members[0].predict(test).scores,
-            "mc_dropout": lambda: MCDropoutRanker.from_ranker(members[0], n_passes=args.passes)
-            .predict_samples(test)
-            .samples,
-            "ensemble": lambda: DeepEnsembleRanker.from_members(members).predict_samples(test).samples,
-        }
-        for name, path in files.items():
-            if path.exists():
-                continue
-            t0 = time.perf_counter()
-            scores = makers[name]()
-            timings[f"predict_{name}_s"] = round(time.perf_counter() - t0, 1)
-            _atomic_npy(path, scores)
-            _atomic_json(timings_file, timings)
-            print(f"{name} scored in {timings[f'predict_{name}_s']} s", flush=True)
+        from uncertank_ensemble import DeepEnsembleRanker
+        from uncertank_mcdropout import MCDropoutRanker
+
+        def make(name: str, kind: str) -> Any:
+            if name == "bert":
+                return members[0].predict(test).scores
+            if name == "mc_dropout":
+                return MCDropoutRanker.from_ranker(members[0], n_passes=args.passes).predict_samples(test).samples
+            if name == "ensemble":
+                return DeepEnsembleRanker.from_members(members).predict_samples(test).samples
+            ranker = trained[name]
+            if kind == "scores":
+                return ranker.predict(test).scores
+            return ranker.predict_samples(test).samples
+
+        for name, kinds in files.items():
+            for kind, path in kinds.items():
+                if path.exists():
+                    continue
+                if kind == "samples" and name not in MEMBER_RANKERS and not hasattr(trained[name], "predict_samples"):
+                    continue
+                t0 = time.perf_counter()
+                scores = make(name, kind)
+                key = f"predict_{name}_s" if kind == "scores" or name in MEMBER_RANKERS else f"predict_samples_{name}_s"
+                timings[key] = round(time.perf_counter() - t0, 1)
+                _atomic_npy(path, scores)
+                _atomic_json(timings_file, timings)
+                print(f"{name} {kind} in {timings[key]} s", flush=True)
 
     if args.stage in ("all", "evaluate"):
+        from uncertank import RankedLists
         from uncertank.metrics import expected_calibration_error, mean_average_precision, recall_at_k
 
-        z = {name: np.load(path) for name, path in files.items()}
         labels, offsets = test.labels, test.offsets
-        from uncertank import RankedLists
-
         results: dict[str, Any] = {}
-        preds = {"bert": z["bert"], "mc_dropout": z["mc_dropout"].mean(0), "ensemble": z["ensemble"].mean(0)}
-        for name, scores in preds.items():
-            rl = RankedLists.from_flat(scores, labels, offsets)
+        preds: dict[str, Any] = {}
+        for name, kinds in files.items():
+            samples = np.load(kinds["samples"]) if "samples" in kinds and kinds["samples"].exists() else None
+            preds[name] = np.load(kinds["scores"]) if "scores" in kinds else samples.mean(0)  # type: ignore[union-attr]
+            rl = RankedLists.from_flat(preds[name], labels, offsets)
             row = {
                 "R10@1": float(recall_at_k(rl, k=1)),
                 "MAP": float(mean_average_precision(rl)),
@@ -200,16 +280,18 @@ def main(argv: list[str] | None = None) -> None:
                 "ECE_balanced": float(
                     expected_calibration_error(rl, n_bins=10, strategy="uniform", balanced=True, seed=0)
                 ),
-                "mean_score_relevant": float(scores[labels > 0].mean()),
-                "mean_score_non_relevant": float(scores[labels == 0].mean()),
+                "mean_score_relevant": float(preds[name][labels > 0].mean()),
+                "mean_score_non_relevant": float(preds[name][labels == 0].mean()),
             }
-            if name != "bert":
-                row["mean_predictive_std"] = float(z[name].std(0).mean())
+            if samples is not None:
+                row["mean_predictive_std"] = float(samples.std(0).mean())
+                row["n_samples"] = int(samples.shape[0])
+            for key in (f"predict_{name}_s", f"predict_samples_{name}_s"):
+                if key in timings:
+                    row[key.replace(f"_{name}", "")] = timings[key]
             results[name] = row
         _reliability_figure(preds, labels, offsets, args.figure)
-        from uncertank import make_ranker
-
-        rl_bm25 = make_ranker("bm25").predict(test).ranked(test)
+        rl_bm25 = uncertank.make_ranker("bm25").predict(test).ranked(test)
         results["bm25_reference"] = {
             "R10@1": float(recall_at_k(rl_bm25, k=1)),
             "MAP": float(mean_average_precision(rl_bm25)),
@@ -219,15 +301,15 @@ def main(argv: list[str] | None = None) -> None:
         if "--stage" in cli:  # the command that reproduces everything runs all stages
             i = cli.index("--stage")
             del cli[i : i + 2]
-        training = {}
-        for m in range(args.members):
-            hist = json.loads((work / f"member_{m}" / "uncertank.json").read_text())["history"]
-            training[f"member_{m}"] = {
-                "steps": len(hist["loss"]),
-                "mean_loss_first_10_steps": float(np.mean(hist["loss"][:10])),
-                "mean_loss_last_10_steps": float(np.mean(hist["loss"][-10:])),
-                "valid_map_per_epoch": hist["valid_map"],
-            }
+        training: dict[str, Any] = {}
+        for m in range(n_members if uses_members else 0):
+            hist = _history(work / f"member_{m}")
+            if hist is not None:
+                training[f"member_{m}"] = hist
+        for name in others:
+            hist = _history(work / name)
+            if hist is not None:
+                training[name] = hist
         payload = {
             "command": " ".join(["python docs/scripts/real_run_neural.py", *cli]),
             "training": training,
@@ -240,14 +322,16 @@ def main(argv: list[str] | None = None) -> None:
                 "test_pairs": test.n_pairs,
             },
             "settings": {
-                "backbone": "packaged all-MiniLM-L6-v2",
+                "rankers": rankers,
+                "backbone": "packaged all-MiniLM-L6-v2"
+                + (f" (first {args.num_hidden_layers} layers)" if args.num_hidden_layers else ""),
                 "max_length": args.max_length,
                 "epochs": args.epochs,
                 "batch_size": args.batch_size,
                 "lr": args.lr,
                 "members": args.members,
                 "passes": args.passes,
-                "training_negatives": args.negatives,
+                "training_negatives": f"the train split's own {args.negatives} candidates (balanced pairs)",
                 "ece": "10 equal-width bins on [0, 1] over all test pairs (1 relevant : 9 non-relevant); "
                 "ECE_balanced keeps as many non-relevant as relevant pairs (seed 0), the setting of "
                 "Penha & Hauff's Table 1",

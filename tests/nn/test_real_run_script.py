@@ -24,6 +24,7 @@ def test_script_runs_end_to_end_on_a_tiny_sample(tmp_path):
     cmd = [
         sys.executable, str(SCRIPT), "--train-queries", "6", "--valid-queries", "3", "--test-queries", "4",
         "--max-length", "32", "--members", "2", "--passes", "2", "--batch-size", "4",
+        "--rankers", "bert,mc_dropout,ensemble,sngp",
         "--workdir", str(tmp_path / "work"), "--out", str(out), "--figure", str(fig),
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -32,14 +33,29 @@ def test_script_runs_end_to_end_on_a_tiny_sample(tmp_path):
     payload = json.loads(out.read_text())
     assert payload["data"]["test_queries"] == 4 and payload["data"]["test_pairs"] == 40
     assert payload["data"]["train_queries"] == 6 and payload["settings"]["members"] == 2
-    for name in ("bert", "mc_dropout", "ensemble"):
+    for name in ("bert", "mc_dropout", "ensemble", "sngp"):
         row = payload["results"][name]
         assert 0 <= row["R10@1"] <= 1 and 0 < row["MAP"] <= 1 and 0 <= row["ECE"] <= 1
-    assert payload["results"]["mc_dropout"]["mean_predictive_std"] > 0
-    assert payload["results"]["ensemble"]["mean_predictive_std"] > 0
-    assert set(payload["training"]) == {"member_0", "member_1"}
+    for name in ("mc_dropout", "ensemble", "sngp"):
+        assert payload["results"][name]["mean_predictive_std"] > 0
+    assert payload["results"]["sngp"]["n_samples"] == 10 and payload["results"]["sngp"]["predict_s"] >= 0
+    assert set(payload["training"]) == {"member_0", "member_1", "sngp"}
+    assert payload["settings"]["rankers"] == ["bert", "mc_dropout", "ensemble", "sngp"]
+    # A rerun reuses every trained model and score file (nothing is trained or scored again).
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "s, first/last loss" not in again.stdout and " in " not in again.stdout.split("{", 1)[0]
+    assert json.loads(out.read_text())["results"] == payload["results"]
     assert payload["command"].startswith("python docs/scripts/real_run_neural.py --train-queries 6")
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unknown_ranker_names_fail_before_any_data_is_loaded(tmp_path):
+    cmd = [sys.executable, str(SCRIPT), "--rankers", "bert,no-such-ranker", "--workdir", str(tmp_path)]
+    proc = subprocess.run(cmd, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "unknown: no-such-ranker" in proc.stderr and "known: " in proc.stderr and "bert" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def _table_row(text: str, label: str) -> list[str]:
