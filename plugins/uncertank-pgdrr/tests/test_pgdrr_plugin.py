@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -48,6 +51,16 @@ def test_entry_point_builds_the_ranker_with_the_neural_ranker_parameters():
     assert ranker.length_scale == 1.0 and ranker.training_config.seed == 3
     names = {p.name for p in uncertank.list_plugins() if p.kind == "rankers"}
     assert "pgdrr" in names
+
+
+def test_plugin_import_is_light():
+    code = (
+        "import sys, uncertank, uncertank_pgdrr, uncertank_pgdrr.plugin;"
+        "uncertank.list_plugins('rankers');"
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_loss_is_differentiable_through_the_kernel_only():
