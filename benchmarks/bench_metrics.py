@@ -17,8 +17,8 @@ loop over queries in Python; by default they are timed on 100,000 queries
 (one run) and scaled by 10, which the table marks with ``*``.
 
 The script rewrites its own section of benchmarks/RESULTS.md (between
-``<!-- begin: bench_metrics -->`` and ``<!-- end: bench_metrics -->``) with a
-temporary file and ``os.replace``.
+``<!-- begin: bench_metrics -->`` and ``<!-- end: bench_metrics -->``)
+atomically, through ``uncertank._io.atomic_write_text``.
 
 Usage::
 
@@ -36,7 +36,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -283,15 +282,9 @@ def write_section(path: Path, body: str) -> None:
         new = head + block + tail
     else:
         new = old.rstrip("\n") + "\n\n" + block + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".md")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(new)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from uncertank._io import atomic_write_text
+
+    atomic_write_text(path, new)
 
 
 def main(argv: list[str] | None = None) -> int:

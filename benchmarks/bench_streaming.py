@@ -15,7 +15,7 @@ Rows:
    chunk by chunk from a seeded generator (lists of 10 candidates, one
    relevant, probabilities correlated with relevance) and fed to the
    accumulators of ECE, MCE, Brier, NLL, the reliability curve, R@1 and MAP.
-   The peak resident set size (``resource.getrusage``) is read before the
+   The peak resident set size (``VmHWM``) is read before the
    first chunk, after 1% of the chunks, and at the end; the time to
    simulate the chunks is measured apart and reported.
 
@@ -58,8 +58,20 @@ STREAM_METRICS: list[Any] = ["ece", "mce", "brier", "nll", {"name": "recall_at_k
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process so far, MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    """Peak resident set size of this process so far, MiB.
+
+    ``VmHWM`` of /proc/self/status where there is one: ``ru_maxrss`` survives
+    ``exec`` on Linux, so a child started by a large parent would report the
+    parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
 def make_chunk(rng: np.random.Generator, n_queries: int) -> tuple[np.ndarray, np.ndarray]:

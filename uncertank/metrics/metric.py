@@ -261,8 +261,9 @@ class Metric:
             ``per_query=True`` on a metric without a per-query value, or an
             option the metric does not accept.
         """
-        if per_query is not False and per_query is not True:
+        if not isinstance(per_query, (bool, np.bool_)):
             raise TypeError(f"per_query must be a bool; got {type(per_query).__name__} {per_query!r}")
+        per_query = bool(per_query)
         opts = {**self._options, **self._check_options(options, "the call")}
         if per_query:
             if not self.per_query:

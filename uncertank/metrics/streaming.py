@@ -240,6 +240,7 @@ class _Binned(_Base):
         self.sum_conf = np.zeros(n_bins)
         self.sum_pos = np.zeros(n_bins)
         self.sum_gap = np.zeros(n_bins)
+        self._gap_only = False
         self.n = 0
         self.edges: NDArray[np.float64] | None = None
         self.quantile_edges: NDArray[np.float64] | None = None
@@ -269,9 +270,11 @@ class _Binned(_Base):
         idx, edges, minlength = _bin_index(p, self.n_bins, self.strategy, self.convention, self.quantile_edges)
         c = self.n_bins
         self.counts += np.bincount(idx, minlength=minlength)[:c]
-        self.sum_conf += np.bincount(idx, weights=p, minlength=minlength)[:c]
-        self.sum_pos += np.bincount(idx, weights=y, minlength=minlength)[:c]
-        self.sum_gap += np.bincount(idx, weights=p - y, minlength=minlength)[:c]
+        if self._gap_only:  # the l1 ECE needs the per-bin sums of p - y only, as in memory
+            self.sum_gap += np.bincount(idx, weights=p - y, minlength=minlength)[:c]
+        else:
+            self.sum_conf += np.bincount(idx, weights=p, minlength=minlength)[:c]
+            self.sum_pos += np.bincount(idx, weights=y, minlength=minlength)[:c]
         self.n += int(p.size)
         self.edges = edges
 
@@ -327,6 +330,7 @@ class ECEAccumulator(_Binned):
         _streamable(strategy, balanced, "ECEAccumulator")
         super().__init__(c, strategy, convention, edges)
         self.norm = norm
+        self._gap_only = norm == "l1"
 
     def _key(self) -> tuple[Any, ...]:
         edges = None if self.quantile_edges is None else tuple(self.quantile_edges.tolist())
