@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -170,6 +173,44 @@ def test_projection_starts_at_the_length_scale():
     enc = encode_pairs(ranker.tokenizer, ctx, cands, qidx, max_length=cfg.max_length)
     z = ranker._features(ranker.model, enc, get_accelerator("cpu"))
     assert float(torch.pdist(z).median()) == pytest.approx(2.0, rel=1e-3)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _launch_two(mode: str, folder: Path) -> None:
+    worker = Path(__file__).with_name("accelerate_worker.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}
+    cmd = [
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+        "--main_process_port", str(_free_port()), str(worker), mode, str(folder),
+    ]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_two_processes_train_and_predict_like_one(fitted, tmp_path):
+    # Training under two processes: every process ends with the same bank and chains.
+    _launch_two("fit", tmp_path)
+    a, b = (np.load(tmp_path / f"bank{r}.npz") for r in (0, 1))
+    for key in ("x", "omega", "scores"):
+        np.testing.assert_array_equal(a[key], b[key])
+    assert np.abs(a["x"]).sum() > 0
+    # Prediction under two processes (each scores half of the pairs) equals one process's, up to
+    # the float32 features of differently padded batches (about 1e-7), which the GP amplifies.
+    fitted.save(tmp_path / "ck")
+    _launch_two("predict", tmp_path)
+    q = toy_queries()
+    a, b = (np.load(tmp_path / f"pred{r}.npz") for r in (0, 1))
+    np.testing.assert_array_equal(a["scores"], b["scores"])
+    np.testing.assert_array_equal(a["samples"], b["samples"])
+    np.testing.assert_allclose(a["scores"], fitted.predict(q).scores, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(a["samples"], fitted.predict_samples(q).samples, rtol=0, atol=1e-4)
 
 
 def test_errors():
