@@ -143,3 +143,34 @@ def test_validation_must_be_labelled(queries):
         train_cross_encoder(model, tok, queries, QuerySet.from_lists([["a"]], [["x"]]), config=cfg)
     with pytest.raises(TypeError, match="valid must be a QuerySet"):
         train_cross_encoder(model, tok, queries, "valid", config=cfg)
+
+
+def test_freeze_embeddings_keeps_the_embedding_layer_and_trains_the_rest(queries):
+    from uncertank.nn import NeuralRanker
+
+    ranker = NeuralRanker(tiny_config(), max_length=32, epochs=1, batch_size=8, lr=1e-3, show_progress=False,
+                          freeze_embeddings=True)
+    model = ranker.build_model()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    ranker.fit(queries)
+    after = dict(model.named_parameters())
+    emb = [n for n in before if ".embeddings." in n]
+    assert emb and all(torch.equal(before[n], after[n]) for n in emb)
+    assert any(not torch.equal(before[n], after[n]) for n in before if ".layer." in n)
+    assert ranker.get_params()["freeze_embeddings"] is True
+    with pytest.raises(TypeError, match="freeze_embeddings must be a bool"):
+        NeuralRanker(tiny_config(), freeze_embeddings="yes")  # type: ignore[arg-type]
+
+
+def test_freeze_embeddings_needs_an_encoder_with_embeddings(queries, tokenizer):
+    class Bare(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Linear(2, 2)
+
+        def forward(self, **batch):  # pragma: no cover - never reached
+            return self.w(batch["x"])
+
+    with pytest.raises(ValueError, match=r"freeze_embeddings needs a model with encoder\.embeddings"):
+        train_cross_encoder(Bare(), tokenizer, queries, config=TrainingConfig(freeze_embeddings=True,
+                                                                               show_progress=False))

@@ -43,7 +43,7 @@ __all__ = ["NeuralRanker", "load_ranker"]
 
 _TRAIN_PARAMS = (
     "max_length", "epochs", "batch_size", "lr", "seed", "warmup_ratio", "weight_decay",
-    "max_grad_norm", "eval_batch_size", "show_progress",
+    "max_grad_norm", "eval_batch_size", "show_progress", "freeze_embeddings",
 )
 
 
@@ -78,7 +78,7 @@ class NeuralRanker:
         Training length, pairs per step, peak AdamW rate, random seed.
     device : str
         ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda:0"``, ...
-    warmup_ratio, weight_decay, max_grad_norm, eval_batch_size, show_progress
+    warmup_ratio, weight_decay, max_grad_norm, eval_batch_size, show_progress, freeze_embeddings
         See :class:`~uncertank.nn.TrainingConfig`.
     name : str, optional
         Report name; the class's ``name`` by default.
@@ -110,12 +110,13 @@ class NeuralRanker:
         max_grad_norm: float = 1.0,
         eval_batch_size: int = 64,
         show_progress: bool = True,
+        freeze_embeddings: bool = False,
         name: str | None = None,
     ) -> None:
         self.training_config = TrainingConfig(
             max_length=max_length, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
             warmup_ratio=warmup_ratio, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
-            eval_batch_size=eval_batch_size, show_progress=show_progress,
+            eval_batch_size=eval_batch_size, show_progress=show_progress, freeze_embeddings=freeze_embeddings,
         )
         self.device = device
         resolve_device(device)  # fail early on a bad device string
