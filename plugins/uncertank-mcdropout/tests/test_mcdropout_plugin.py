@@ -143,3 +143,62 @@ def test_errors():
         ranker.predict_samples("queries")
     with pytest.raises(ValueError, match="models must hold at least one"):
         score_probabilities([], None)
+
+
+# -- layer-restricted MC dropout (mc_layers) ---------------------------------------------------
+
+
+def _mc(**kw):
+    params = dict(n_passes=4, max_length=32, eval_batch_size=64, show_progress=False)
+    params.update(kw)
+    return MCDropoutRanker(tiny_config(), **params)
+
+
+def test_mc_layers_equal_to_all_layers_is_plain_mc_dropout():
+    queries = toy_queries()
+    plain = _mc().predict_samples(queries).samples
+    all_layers = _mc(mc_layers=2).predict_samples(queries).samples  # the tiny BERT has 2 layers
+    np.testing.assert_array_equal(all_layers, plain)
+
+
+def test_mc_layers_computes_the_lower_layers_once_per_batch():
+    queries = toy_queries()
+    ranker = _mc(mc_layers=1)
+    layers = ranker.build_model().encoder.encoder.layer
+    calls = [0, 0]
+    lower_outputs: list[torch.Tensor] = []
+
+    def count(i):
+        def hook(mod, args, out):
+            calls[i] += 1
+            if i == 0:
+                lower_outputs.append(out.clone())
+        return hook
+
+    handles = [layers[i].register_forward_hook(count(i)) for i in (0, 1)]
+    try:
+        samples = ranker.predict_samples(queries).samples
+        assert calls == [2, 2 * 4]  # 100 pairs -> 2 batches; the lower layer once each, the top one T times
+        ranker.training_config.seed = 7
+        other = ranker.predict_samples(queries).samples
+    finally:
+        for h in handles:
+            h.remove()
+    assert samples.shape == (4, 100) and samples.var(axis=0).mean() > 0
+    assert np.abs(other - samples).max() > 1e-6  # another seed, other masks in the top layer
+    # The lower layer runs in eval mode: the same output whatever the seed.
+    assert all(torch.equal(a, b) for a, b in zip(lower_outputs[:2], lower_outputs[2:], strict=True))
+    assert all(isinstance(m, type(layers[0])) for m in layers)  # the layers are restored
+
+
+def test_mc_layers_errors_and_round_trip(tmp_path):
+    with pytest.raises(ValueError, match="mc_layers must be an integer >= 1"):
+        _mc(mc_layers=0)
+    with pytest.raises(ValueError, match=r"mc_layers must be <= the encoder's 2 layers; got 3"):
+        _mc(mc_layers=3).predict_samples(toy_queries(n_queries=1))
+    ranker = _mc(mc_layers=1)
+    ranker.save(tmp_path / "ck")
+    again = MCDropoutRanker.load(tmp_path / "ck")
+    assert again.mc_layers == 1
+    queries = toy_queries(n_queries=3)
+    np.testing.assert_array_equal(again.predict_samples(queries).samples, ranker.predict_samples(queries).samples)

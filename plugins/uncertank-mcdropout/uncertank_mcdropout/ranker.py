@@ -1,13 +1,19 @@
-"""MC dropout: T stochastic passes of a cross-encoder with dropout on at every site."""
+"""MC dropout: T stochastic passes of a cross-encoder with dropout on at every site (or in its top layers)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from torch import nn
 from typing_extensions import Self
 
 from uncertank import Predictions, PredictiveSamples, QuerySet
-from uncertank.nn import NeuralRanker
+from uncertank.nn import NeuralRanker, get_accelerator, mc_dropout, output_probabilities, score_batches
 from uncertank.validation import check_positive_int
 
 __all__ = ["MCDropoutRanker"]
@@ -29,12 +35,21 @@ class MCDropoutRanker(NeuralRanker):
     :meth:`predict_samples` holds pass ``t``. Passes run batch by batch (the
     batch is encoded once and run ``T`` times), never one example at a time.
 
+    With ``mc_layers=k``, dropout stays on only in the top ``k`` encoder
+    layers and the head; the embeddings and the lower layers run once per
+    batch, in eval mode, and the T passes reuse their output, so a pass
+    costs about ``k / n_layers`` of a full one. ``k`` equal to the number of
+    layers (or ``None``) is plain MC dropout.
+
     Parameters
     ----------
     backbone : None, str, path or transformers.PretrainedConfig
         As in :class:`uncertank.nn.NeuralRanker`.
     n_passes : int
         T, the number of stochastic passes (10 by default, as in the paper).
+    mc_layers : int, optional
+        Dropout only in the top ``mc_layers`` encoder layers (and the head);
+        all layers by default. Needs a BERT-style encoder (``encoder.encoder.layer``).
     **params
         Every other parameter of :class:`uncertank.nn.NeuralRanker`; ``seed``
         also seeds the dropout masks, so predictions are reproducible.
@@ -42,16 +57,19 @@ class MCDropoutRanker(NeuralRanker):
 
     name = "mc_dropout"
 
-    def __init__(self, backbone: Any = None, *, n_passes: int = 10, **params: Any) -> None:
+    def __init__(
+        self, backbone: Any = None, *, n_passes: int = 10, mc_layers: int | None = None, **params: Any
+    ) -> None:
         super().__init__(backbone, **params)
         self.n_passes = check_positive_int(n_passes, "n_passes")
+        self.mc_layers = None if mc_layers is None else check_positive_int(mc_layers, "mc_layers")
 
     @classmethod
-    def from_ranker(cls, ranker: NeuralRanker, *, n_passes: int = 10) -> Self:
+    def from_ranker(cls, ranker: NeuralRanker, *, n_passes: int = 10, mc_layers: int | None = None) -> Self:
         """Share the weights of a fitted :class:`~uncertank.nn.NeuralRanker` (``bert``)."""
         if not isinstance(ranker, NeuralRanker):
             raise TypeError(f"ranker must be a NeuralRanker (such as bert); got {type(ranker).__name__}")
-        new = cls(ranker.backbone, n_passes=n_passes, **{
+        new = cls(ranker.backbone, n_passes=n_passes, mc_layers=mc_layers, **{
             k: v for k, v in ranker.get_params().items() if k != "name"
         })
         new.training_config = ranker.training_config
@@ -59,8 +77,8 @@ class MCDropoutRanker(NeuralRanker):
         return new
 
     def extra_params(self) -> dict[str, Any]:
-        """``n_passes``, stored in checkpoints."""
-        return {"n_passes": self.n_passes}
+        """``n_passes`` and ``mc_layers``, stored in checkpoints."""
+        return {"n_passes": self.n_passes, "mc_layers": self.mc_layers}
 
     def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
         """Joint draws of P(relevant), shape (n_samples, n_pairs).
@@ -73,9 +91,92 @@ class MCDropoutRanker(NeuralRanker):
         """
         queries = self.check_queries(queries)
         t = self.n_passes if n_samples is None else check_positive_int(n_samples, "n_samples")
-        probs = self.score(queries, n_passes=t, mc=True, seed=self.training_config.seed)
+        if self.mc_layers is None:
+            probs = self.score(queries, n_passes=t, mc=True, seed=self.training_config.seed)
+        else:
+            probs = self.score_top_layers(queries, n_passes=t, mc_layers=self.mc_layers)
         return PredictiveSamples(probs, queries.offsets, ranker=self.name)
+
+    def score_top_layers(self, queries: QuerySet, *, n_passes: int, mc_layers: int) -> NDArray[np.float64]:
+        """T passes with dropout only in the top ``mc_layers`` layers and the head; shape (n_passes, n_pairs).
+
+        Per batch, the first pass runs the whole model and keeps the output of
+        the last lower layer; the other passes replay it and run only the top
+        layers and the head. The lower layers (and the embeddings) are in
+        eval mode. Seeded by ``seed`` like :meth:`score`, in the same order of
+        draws, so ``mc_layers`` equal to the number of layers gives exactly
+        the passes of ``score(queries, n_passes=..., mc=True, seed=seed)``.
+
+        Raises
+        ------
+        ValueError
+            When the encoder has no ``encoder.layer`` list, or ``mc_layers``
+            exceeds its number of layers.
+        """
+        model: Any = self.build_model()
+        layers = getattr(getattr(getattr(model, "encoder", None), "encoder", None), "layer", None)
+        if not isinstance(layers, nn.ModuleList):
+            raise ValueError("mc_layers needs a BERT-style encoder (model.encoder.encoder.layer); this model has none")
+        n_lower = len(layers) - check_positive_int(mc_layers, "mc_layers")
+        if n_lower < 0:
+            raise ValueError(f"mc_layers must be <= the encoder's {len(layers)} layers; got {mc_layers}")
+        n_passes = check_positive_int(n_passes, "n_passes")
+        enc = self.encode(queries)
+        acc = get_accelerator(self.device)
+        model.to(acc.device)
+        lower: list[nn.Module] = [model.encoder.embeddings, *layers[:n_lower]] if n_lower else []
+
+        def fn(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+            if not n_lower:
+                return torch.stack([output_probabilities(model(**batch)) for _ in range(n_passes)], dim=1)
+            kept: list[torch.Tensor] = []
+            hook = layers[n_lower - 1].register_forward_hook(lambda mod, args, out: kept.append(out))
+            try:
+                passes = [output_probabilities(model(**batch))]
+            finally:
+                hook.remove()
+            with _replay(layers, n_lower, kept[0]):
+                passes += [output_probabilities(model(**batch)) for _ in range(n_passes - 1)]
+            return torch.stack(passes, dim=1)
+
+        rank = int(acc.process_index)
+        device = acc.device
+        rng = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
+        with mc_dropout(model), rng, torch.inference_mode():
+            for module in lower:
+                for sub in module.modules():
+                    sub.training = False
+            torch.manual_seed(int(self.training_config.seed) + rank)
+            out = score_batches(
+                enc, fn, batch_size=self.training_config.eval_batch_size, accelerator=acc,
+                show_progress=self.training_config.show_progress, desc=f"{self.name} (top {mc_layers} layers)",
+            )
+        return np.ascontiguousarray(out.T)
 
     def predict(self, queries: QuerySet) -> Predictions:
         """The mean over the ``n_passes`` passes, shape (n_pairs,)."""
         return self.predict_samples(queries).to_predictions()
+
+
+class _Replay(nn.Module):
+    """Stands in for the lower layers: the first returns the kept hidden state, the others pass it on."""
+
+    def __init__(self, hidden: torch.Tensor | None) -> None:
+        super().__init__()
+        self.hidden = hidden
+
+    def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return hidden_states if self.hidden is None else self.hidden
+
+
+@contextlib.contextmanager
+def _replay(layers: nn.ModuleList, n_lower: int, hidden: torch.Tensor) -> Iterator[None]:
+    """Replace ``layers[:n_lower]`` by :class:`_Replay` stand-ins for the block; restore them after."""
+    saved = [layers[i] for i in range(n_lower)]
+    try:
+        for i in range(n_lower):
+            layers[i] = _Replay(hidden if i == 0 else None)
+        yield
+    finally:
+        for i, layer in enumerate(saved):
+            layers[i] = layer
