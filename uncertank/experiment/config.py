@@ -175,11 +175,11 @@ _SIZES: dict[str, dict[str, Any]] = {
     # query caps (train / valid / test per condition), MCMC draws (= tuning steps) and chains.
     # docs/experiments.md records the measurements that chose the default.
     "quick": {"layers": 1, "max_length": 48, "lr": 2e-4, "epochs": 1, "members": 2, "passes": 5,
-              "train": 300, "valid": 40, "test": 40, "draws": 300, "chains": 2},
+              "train": 300, "valid": 40, "test": 40, "draws": 300, "chains": 2, "freeze": True},
     "default": {"layers": 2, "max_length": 64, "lr": 2e-4, "epochs": 1, "members": 3, "passes": 10,
-                "train": 3000, "valid": 100, "test": 200, "draws": 1000, "chains": 4},
+                "train": 3000, "valid": 100, "test": 150, "draws": 1000, "chains": 4, "freeze": True},
     "full": {"layers": None, "max_length": 64, "lr": 1e-4, "epochs": 1, "members": 5, "passes": 10,
-             "train": None, "valid": 200, "test": 600, "draws": 2000, "chains": 4},
+             "train": None, "valid": 200, "test": 600, "draws": 2000, "chains": 4, "freeze": False},
 }
 
 # GP rankers join the study when their plugins are installed (trained on their own, like bert).
@@ -227,6 +227,7 @@ def demo_config(size: Size = "default") -> StudyConfig:
             "batch_size": 16,
             "seed": 0,
             "show_progress": False,
+            "freeze_embeddings": s["freeze"],
         }
         if s["layers"] is not None:
             neural["num_hidden_layers"] = s["layers"]
