@@ -14,12 +14,16 @@ torch runs with ``--threads`` threads (1 by default, so both sides use one core)
     python benchmarks/bench_polya_gamma.py            # sizes 1e3, 3e4, 1e6; z in 0, 2.76, 50, 1e4
     python benchmarks/bench_polya_gamma.py --quick    # sizes 1e3, 3e4; 3 repeats
     python benchmarks/bench_polya_gamma.py --bank     # PG-DRR's memory bank: cost against M
+    python benchmarks/bench_polya_gamma.py --predict  # PG-DRR's predict against bert's, packaged MiniLM
 
 With ``--bank``, the cost of PG-DRR's GP layer against the memory-bank size M
 (30 chains, 64-dimensional features): refitting the bank (50 Gibbs sweeps,
 once after training), P(relevant) of 1,000 test pairs, and the joint
 predictive of 100 queries of 10 candidates (``predict_samples``), encoder
-excluded. Prints markdown tables.
+excluded. With ``--predict``, ``pgdrr``'s ``predict`` against ``bert``'s on
+100 real Ubuntu-sample test pairs (packaged MiniLM, untrained head, memory
+bank filled from 30 training queries as after training), paired, 3 rounds.
+Prints markdown tables.
 """
 
 from __future__ import annotations
@@ -108,6 +112,45 @@ def bank_cost(sizes: list[int], repeats: int) -> None:
         print(f"| {m:,} | {t_refit:.3f} | {t_pred:.3f} | {t_joint:.3f} |", flush=True)
 
 
+def predict_cost(repeats: int) -> None:
+    """Print pgdrr's predict time against bert's on 100 real pairs (packaged MiniLM)."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import uncertank.datasets as ud
+    from uncertank import make_ranker
+    from uncertank.nn import NeuralRanker, get_accelerator
+
+    test = ud.load("ubuntu-sample", split="test", negatives="bm25", n_candidates=10, seed=0)
+    train = ud.load("ubuntu-sample", split="train", negatives="bm25", n_candidates=10, seed=0)
+    queries = test.subset(np.arange(10))
+    common = dict(max_length=128, eval_batch_size=100, device="cpu", show_progress=False)
+    bert = NeuralRanker(None, seed=0, **common)
+    pgdrr = make_ranker("pgdrr", backbone=None, seed=0, **common)
+    model = pgdrr.build_model()
+    model.eval()
+    bank = train.subset(np.arange(30))
+    t_bank = _clock(lambda: pgdrr.on_train_end(model, pgdrr.encode(bank), np.asarray(bank.labels, dtype=np.int64),
+                                                get_accelerator("cpu")))
+    bert.predict(queries)
+    pgdrr.predict(queries)
+    ratios, t_bert, t_pg = [], [], []
+    for _ in range(repeats):
+        tb = _clock(lambda: bert.predict(queries))
+        tp = _clock(lambda: pgdrr.predict(queries))
+        t_bert.append(tb)
+        t_pg.append(tp)
+        ratios.append(tp / tb)
+    t_samples = _best(lambda: pgdrr.predict_samples(queries), 1)
+    print("| what | seconds |")
+    print("|---|---|")
+    print(f"| fill the bank (score M = {int(pgdrr.head().bank_count)} pairs, 50 Gibbs sweeps) | {t_bank:.2f} |")
+    print(f"| bert predict, 100 pairs (best) | {min(t_bert):.3f} |")
+    print(f"| pgdrr predict, 100 pairs (best) | {min(t_pg):.3f} |")
+    print(f"| pgdrr predict_samples, 30 joint draws | {t_samples:.3f} |")
+    print(f"\nMedian paired ratio pgdrr / bert: {float(np.median(ratios)):.3f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print a markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -115,8 +158,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=None, help="paired rounds (default 5; 3 with --quick)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--bank", action="store_true", help="PG-DRR's GP layer against the memory-bank size")
+    parser.add_argument("--predict", action="store_true", help="pgdrr's predict against bert's (packaged MiniLM)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.predict:
+        print(f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/bench_polya_gamma.py --predict` on "
+              f"{platform.machine()}, torch {torch.__version__}, {args.threads} CPU thread(s).\n")
+        predict_cost(args.repeats or 3)
+        return
     if args.bank:
         print(f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/bench_polya_gamma.py --bank` on "
               f"{platform.machine()}, torch {torch.__version__}, {args.threads} CPU thread(s); best of 3.\n")
