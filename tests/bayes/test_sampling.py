@@ -276,3 +276,13 @@ def test_real_gate_reaches_a_small_target():
     pm_cmp = compare(_frame(), family="gaussian", sampler="pymc", draws=100, tune=200, chains=2, cores=1,
                      target_ess=600, time_budget=120)
     assert pm_cmp.gate.met and pm_cmp.diagnostics().min_ess_bulk >= 600
+
+
+def test_next_look_is_timed_to_the_predicted_target(monkeypatch):
+    monkeypatch.setattr(fit_mod, "_CHECK_EVERY_S", 2.0)
+    # 1,000 draws gave ESS 9,000; 50 draws per second: the last 112 draws take about 2.3 s
+    assert fit_mod._next_wait(100.0, 1000, 9000.0, 50.0, draws=100, target=10_000) == pytest.approx(1.02 * 112 / 50,
+                                                                                                   rel=0.01)
+    assert fit_mod._next_wait(100.0, 1000, 1000.0, 50.0, draws=100, target=10_000) == 20.0  # at most elapsed / 5
+    assert fit_mod._next_wait(100.0, 1000, 20_000.0, 50.0, draws=100, target=10_000) == 2.0  # at least 2 s
+    assert fit_mod._next_wait(5.0, 0, float("nan"), 0.0, draws=100, target=10_000) == 2.0  # still tuning

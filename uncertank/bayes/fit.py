@@ -67,8 +67,9 @@ SAMPLERS: tuple[str, ...] = ("pymc", "nutpie", "numpyro")
 
 Sampler = Literal["auto", "pymc", "nutpie", "numpyro"]
 
-#: Seconds between two ESS checks of a gated nutpie run (at least; later checks are spaced by 20% of the time so far).
-_CHECK_EVERY_S = 2.0
+#: Least seconds between two ESS checks of a gated nutpie run (a check copies the trace so far; later checks
+#: come when the target is predicted, at most a fifth of the time so far after the last).
+_CHECK_EVERY_S = 5.0
 
 # Compiled nutpie models, keyed by family, options and a digest of the data.
 _NUTPIE_CACHE: OrderedDict[str, Any] = OrderedDict()
@@ -253,15 +254,25 @@ def _finished(run: Any) -> bool:
         return False
 
 
+def _next_wait(elapsed: float, n: int, ess: float, rate: float, *, draws: int, target: float) -> float:
+    """Seconds until the next look: the predicted time to the target, at most a fifth of the time so far."""
+    longest = max(_CHECK_EVERY_S, 0.2 * elapsed)
+    if rate <= 0 or not np.isfinite(ess) or ess <= 0:
+        return longest
+    needed = max(draws, n * target / ess) - n  # ESS grows about in proportion to the draws
+    return min(longest, max(_CHECK_EVERY_S, 1.02 * needed / rate))
+
+
 def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> tuple[Any, Gate]:
     checks = 0
-    last_check = started
+    last_check, wait = started, _CHECK_EVERY_S
+    prev_n, prev_t = 0, started
     while True:
         now = time.perf_counter()
         elapsed = now - started
         out_of_time = gate.time_budget is not None and elapsed >= gate.time_budget
         finished = _finished(run)
-        if finished or out_of_time or now - last_check >= max(_CHECK_EVERY_S, 0.2 * elapsed):
+        if finished or out_of_time or now - last_check >= wait:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # ArviZ on a trace with no draws yet
                 idata = run.wait() if finished else run.inspect()
@@ -274,6 +285,9 @@ def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> tu
                 ess, rhat = min_bulk_ess_and_max_rhat(kept)
             single = idata["posterior"].sizes["chain"] < 2
             met = n >= draws and ess >= gate.target_ess and (single or rhat <= RHAT_MAX)
+            rate = (n - prev_n) / max(last_check - prev_t, 1e-9) if prev_n > 0 else 0.0  # draws per second
+            prev_n, prev_t = n, last_check
+            wait = _next_wait(last_check - started, n, ess, rate, draws=draws, target=gate.target_ess)
             if met or finished or out_of_time:
                 if not finished:
                     run.cancel()
