@@ -285,9 +285,9 @@ def test_registered_through_the_entry_point_and_listed():
     assert isinstance(gpf, GPFBertRanker) and gpf.focal_gamma == 2.0
     assert gpf.training_config.lr == 5e-6 and gpf.training_config.weight_decay == 0.0
     assert gpf.training_config.batch_size == 16 and gpf.training_config.epochs == 1
-    out = subprocess.run([sys.executable, "-m", "uncertank.cli", "plugins"], capture_output=True, text=True)
-    if out.returncode == 0:
-        assert "sngp" in out.stdout and "gpf_bert" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "uncertank.cli", "plugins"], capture_output=True, text=True, check=True)
+    listed = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines() if line.startswith("  ")}
+    assert listed["sngp"] == listed["gpf_bert"] == "uncertank-sngp"
 
 
 def test_plugin_import_is_light():
