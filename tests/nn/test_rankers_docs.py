@@ -23,7 +23,9 @@ def test_the_section_lists_every_public_method_of_the_extension_api():
     }
     assert public == {
         "create_model", "build_model", "loss", "on_train_end", "get_params", "extra_params", "check_queries",
-        "encode", "score", "save", "save_into", "load", "is_fitted",
+        "encode", "score", "save", "save_into", "load",
     }
     missing = [name for name in public if f"`{name}(" not in SECTION]
     assert missing == []
+    properties = [n for n, v in vars(NeuralRanker).items() if isinstance(v, property) and not n.startswith("_")]
+    assert [n for n in properties if f"`{n}` (property)" not in SECTION] == []
