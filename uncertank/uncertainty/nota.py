@@ -18,19 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from uncertank._io import require
 from uncertank._types import RankedLists
 from uncertank._validation import as_float_array, check_positive_int
 
 __all__ = ["NotaComparison", "NotaResult", "NotaTask", "compare_nota", "evaluate_nota", "make_nota_task"]
-
-
-def _require_sklearn() -> None:
-    try:
-        import sklearn  # noqa: F401
-    except ImportError:
-        raise ImportError(
-            'NOTA prediction needs scikit-learn: pip install "uncertank[all]" (or scikit-learn)'
-        ) from None
 
 
 @dataclass(frozen=True)
@@ -173,7 +165,7 @@ def evaluate_nota(
     seed : int
         Seeds the folds and the forest.
     """
-    _require_sklearn()
+    require("sklearn", "all", what="NOTA prediction")
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.metrics import f1_score
     from sklearn.model_selection import StratifiedKFold
