@@ -396,12 +396,29 @@ class ReliabilityAccumulator(_Binned):
         return ReliabilityCurve(conf, frac, st.counts, st.edges)
 
 
-class BrierAccumulator(_Base):
-    """Streaming :func:`~uncertank.metrics.brier_score` (mean over pairs; any split)."""
+class _PairMean(_Base):
+    """A mean over pairs: a compensated sum of per-pair terms and their number ``n``."""
 
     def __init__(self) -> None:
         self._sum = _Sum()
         self.n = 0
+
+    def _add(self, total: float, n: int) -> None:
+        self._sum.add(total)
+        self.n += n
+
+    def _merge(self, o: _PairMean) -> None:
+        self._sum.merge(o._sum)
+        self.n += o.n
+
+    def _mean(self) -> float:
+        if self.n == 0:
+            raise self._empty()
+        return self._sum.value / self.n
+
+
+class BrierAccumulator(_PairMean):
+    """Streaming :func:`~uncertank.metrics.brier_score` (mean over pairs; any split)."""
 
     def _key(self) -> tuple[Any, ...]:
         return ()
@@ -410,25 +427,20 @@ class BrierAccumulator(_Base):
         """Add the pairs of ``chunk``."""
         p, y = _as_pairs(chunk, labels)
         d = p - y
-        self._sum.add(float(np.einsum("i,i->", d, d)))
-        self.n += int(p.size)
+        self._add(float(np.einsum("i,i->", d, d)), int(p.size))
         return self
 
     def merge(self, other: BrierAccumulator) -> BrierAccumulator:
         """Add ``other``'s pairs."""
-        o = self._check_merge(other)
-        self._sum.merge(o._sum)
-        self.n += o.n
+        self._merge(self._check_merge(other))
         return self
 
     def compute(self) -> float:
         """The Brier score of every pair added."""
-        if self.n == 0:
-            raise self._empty()
-        return self._sum.value / self.n
+        return self._mean()
 
 
-class NLLAccumulator(_Base):
+class NLLAccumulator(_PairMean):
     """Streaming :func:`~uncertank.metrics.negative_log_likelihood` (mean over pairs; any split).
 
     Parameters
@@ -441,9 +453,8 @@ class NLLAccumulator(_Base):
         e = float(np.finfo(np.float64).eps) if eps is None else eps
         if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
             raise ValueError(f"eps must be a float in (0, 0.5); got {eps!r}")
+        super().__init__()
         self.eps = float(e)
-        self._sum = _Sum()
-        self.n = 0
 
     def _key(self) -> tuple[Any, ...]:
         return (self.eps,)
@@ -453,22 +464,17 @@ class NLLAccumulator(_Base):
         p, y = _as_pairs(chunk, labels)
         pc = np.clip(p, self.eps, 1.0 - self.eps)
         ll = np.where(y, np.log(pc), np.log1p(-pc))
-        self._sum.add(float(-ll.sum()))
-        self.n += int(p.size)
+        self._add(float(-ll.sum()), int(p.size))
         return self
 
     def merge(self, other: NLLAccumulator) -> NLLAccumulator:
         """Add ``other``'s pairs."""
-        o = self._check_merge(other)
-        self._sum.merge(o._sum)
-        self.n += o.n
+        self._merge(self._check_merge(other))
         return self
 
     def compute(self) -> float:
         """The NLL of every pair added."""
-        if self.n == 0:
-            raise self._empty()
-        return self._sum.value / self.n
+        return self._mean()
 
 
 class CalibrationByRankAccumulator(_Base):
