@@ -389,6 +389,30 @@ def _check_samples(ranker: Any, ps: Any, queries: QuerySet, check: str, n: int |
     return ps
 
 
+def _check_again(
+    ranker: Any,
+    model: Any,
+    queries: QuerySet,
+    check: str,
+    scores: np.ndarray,
+    samples: np.ndarray | None,
+    atol: float,
+    scores_message: str,
+    samples_message: str,
+) -> None:
+    """Predict ``queries`` with ``model`` and require ``scores`` (and ``samples``, unless None) back.
+
+    A failure raises for ``ranker`` under ``check``; ``{diff}`` in a message stands for the difference found.
+    """
+    again = _check_predictions(model, model.predict(queries), queries, check)
+    if not _close(scores, again.scores, atol):
+        raise _fail(ranker, check, scores_message.format(diff=_max_diff(scores, again.scores)))
+    if samples is not None:
+        ps = _check_samples(model, model.predict_samples(queries), queries, check, None)
+        if not _close(samples, ps.samples, atol):
+            raise _fail(ranker, check, samples_message.format(diff=_max_diff(samples, ps.samples)))
+
+
 def _run_checks(
     ranker: Any,
     queries: QuerySet,
@@ -442,26 +466,15 @@ def _run_checks(
         del sized
         done.append("n_samples")
     # the same seed gives the same output
-    again = _check_predictions(ranker, ranker.predict(queries), queries, "same output twice")
-    if not _close(pred.scores, again.scores, atol):
-        raise _fail(ranker, "same output twice", "predict on the same queries must give the same scores "
-                    f"(seed your randomness); {_max_diff(pred.scores, again.scores)}")
-    if samples is not None:
-        ps2 = _check_samples(ranker, ranker.predict_samples(queries), queries, "same output twice", None)
-        if not _close(samples, ps2.samples, atol):
-            raise _fail(ranker, "same output twice", "predict_samples on the same queries must give the same "
-                        f"draws (seed your randomness); {_max_diff(samples, ps2.samples)}")
+    _check_again(ranker, ranker, queries, "same output twice", pred.scores, samples, atol,
+                 "predict on the same queries must give the same scores (seed your randomness); {diff}",
+                 "predict_samples on the same queries must give the same draws (seed your randomness); {diff}")
     done.append("same output twice")
     # labels are not read at prediction time
     bare = _without_labels(queries)
-    blind = _check_predictions(ranker, ranker.predict(bare), bare, "labels unused")
-    if not _close(pred.scores, blind.scores, atol):
-        raise _fail(ranker, "labels unused", "scores must not depend on the labels of the queries scored; "
-                    f"{_max_diff(pred.scores, blind.scores)}")
-    if samples is not None:
-        blind_ps = _check_samples(ranker, ranker.predict_samples(bare), bare, "labels unused", None)
-        if not _close(samples, blind_ps.samples, atol):
-            raise _fail(ranker, "labels unused", "samples must not depend on the labels of the queries scored")
+    _check_again(ranker, ranker, bare, "labels unused", pred.scores, samples, atol,
+                 "scores must not depend on the labels of the queries scored; {diff}",
+                 "samples must not depend on the labels of the queries scored")
     done.append("labels unused")
     if _fingerprint(queries) != before:
         raise _fail(ranker, "input unchanged", "predicting must not modify the QuerySet it is given")
@@ -476,15 +489,9 @@ def _run_checks(
             loaded = type(ranker).load(folder)
             if not isinstance(cast(Any, loaded), proto):
                 raise _fail(ranker, "save/load", f"load must return a {proto.__name__}; got {type(loaded).__name__}")
-            back = _check_predictions(loaded, loaded.predict(queries), queries, "save/load")
-            if not _close(pred.scores, back.scores, atol):
-                raise _fail(ranker, "save/load", "a loaded ranker must predict what the saved one did; "
-                            f"{_max_diff(pred.scores, back.scores)}")
-            if samples is not None:
-                back_ps = _check_samples(loaded, loaded.predict_samples(queries), queries, "save/load", None)
-                if not _close(samples, back_ps.samples, atol):
-                    raise _fail(ranker, "save/load", "a loaded ranker must draw what the saved one did; "
-                                f"{_max_diff(samples, back_ps.samples)}")
+            _check_again(ranker, loaded, queries, "save/load", pred.scores, samples, atol,
+                         "a loaded ranker must predict what the saved one did; {diff}",
+                         "a loaded ranker must draw what the saved one did; {diff}")
         done.append("save/load")
     return done
 
