@@ -34,7 +34,7 @@ learning to rank models for conversational search. EACL 2021.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -478,6 +478,31 @@ def _groups_from_ids(ids: Sequence[str]) -> list[str] | None:
     return None if any(g is None for g in out) else out  # type: ignore[return-value]
 
 
+def _resolve_groups(
+    groups: Sequence[str] | str | None,
+    name: str,
+    ids: Sequence[str],
+    n: int,
+    what: str,
+    keep: Iterable[Any] | None = None,
+) -> list[str] | None:
+    """The dialogue of each kept item, from the argument ``name`` (``groups``) of :func:`redraw_negatives`.
+
+    ``"ids"`` reads them from ``ids`` (the kept items' ids), None gives None,
+    and a sequence must hold one dialogue per ``what`` (``n`` in all), of
+    which those at ``keep`` (default: all) are returned.
+    """
+    if isinstance(groups, str):
+        if groups != "ids":
+            raise ValueError(f"{name} must be a sequence of dialogue ids, 'ids' or None; got {groups!r}")
+        return _groups_from_ids(ids)
+    if groups is None:
+        return None
+    if len(groups) != n:
+        raise ValueError(f"{name} must hold one dialogue per {what} ({n}); got {len(groups)}")
+    return [str(groups[int(i)]) for i in (range(n) if keep is None else keep)]
+
+
 def redraw_negatives(
     queries: QuerySet,
     *,
@@ -605,30 +630,8 @@ def redraw_negatives(
         if len(ids) != len(pool_texts):
             raise ValueError(f"pool_ids must hold one id per pool text ({len(pool_texts)}); got {len(ids)}")
     query_ids = [all_qids[q] for q in keep]
-    q_groups: list[str] | None
-    if isinstance(groups, str):
-        if groups != "ids":
-            raise ValueError(f"groups must be a sequence of dialogue ids, 'ids' or None; got {groups!r}")
-        q_groups = _groups_from_ids(query_ids)
-    elif groups is None:
-        q_groups = None
-    else:
-        if len(groups) != queries.n_queries:
-            raise ValueError(f"groups must hold one dialogue per query ({queries.n_queries}); got {len(groups)}")
-        q_groups = [str(groups[int(q)]) for q in keep]
-    p_groups: list[str] | None
-    if isinstance(pool_groups, str):
-        if pool_groups != "ids":
-            raise ValueError(f"pool_groups must be a sequence of dialogue ids, 'ids' or None; got {pool_groups!r}")
-        p_groups = _groups_from_ids(ids)
-    elif pool_groups is None:
-        p_groups = None
-    else:
-        if len(pool_groups) != len(pool_texts):
-            raise ValueError(
-                f"pool_groups must hold one dialogue per pool text ({len(pool_texts)}); got {len(pool_groups)}"
-            )
-        p_groups = [str(g) for g in pool_groups]
+    q_groups = _resolve_groups(groups, "groups", query_ids, queries.n_queries, "query", keep)
+    p_groups = _resolve_groups(pool_groups, "pool_groups", ids, len(pool_texts), "pool text")
     return assemble_query_set(
         [queries.contexts[int(q)] for q in keep],
         [queries.candidates[first_rel[q]] for q in keep],
