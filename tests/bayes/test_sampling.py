@@ -273,9 +273,11 @@ def test_real_gate_reaches_a_small_target():
     cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=100, tune=200, chains=2, target_ess=2000,
                   time_budget=120)
     assert cmp.gate.met and cmp.diagnostics().min_ess_bulk >= 2000 and cmp.diagnostics().max_rhat <= 1.01
-    pm_cmp = compare(_frame(), family="gaussian", sampler="pymc", draws=100, tune=200, chains=2, cores=1,
-                     target_ess=600, time_budget=120)
-    assert pm_cmp.gate.met and pm_cmp.diagnostics().min_ess_bulk >= 600
+    # PyMC: rounds with more draws after the same tuning; no time budget (compilation time varies with the load)
+    pm_cmp = compare(_frame(), family="gaussian", sampler="pymc", draws=50, tune=300, chains=2, cores=1,
+                     target_ess=300)
+    assert pm_cmp.gate.met and pm_cmp.gate.rounds >= 2 and pm_cmp.diagnostics().min_ess_bulk >= 300
+    assert pm_cmp.n_draws == pm_cmp.gate.draws > 50
 
 
 def test_next_look_is_timed_to_the_predicted_target(monkeypatch):
