@@ -252,7 +252,30 @@ if sampler == "nutpie-alone":
     except SamplingError:
         print("PARTIAL TRACE REFUSED")
     sys.exit(0)
-threading.Timer(float(sys.argv[2]), _thread.interrupt_main).start()
+# Interrupt once sampling has begun (PyMC and nutpie log it), not while the model compiles.
+import logging
+
+started = threading.Event()
+
+
+class _Started(logging.Handler):
+    def emit(self, record):
+        if "ampling" in record.getMessage() or "NUTS" in record.getMessage():
+            started.set()
+
+
+logging.getLogger("pymc").addHandler(_Started())
+logging.getLogger("pymc").setLevel(logging.INFO)
+
+
+def _interrupt():
+    if sampler == "pymc":  # nutpie compiles and samples in Rust: its plain delay stays
+        started.wait(timeout=300)
+    threading.Event().wait(float(sys.argv[2]))
+    _thread.interrupt_main()
+
+
+threading.Thread(target=_interrupt, daemon=True).start()
 try:
     compare(df, family="zoib", sampler=sampler, draws=10**5 if sampler == "pymc" else 10**6, tune=50, chains=2,
             cores=1 if sampler == "pymc" else 2)
