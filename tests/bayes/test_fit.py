@@ -20,7 +20,7 @@ pytest.importorskip("pymc")
 
 SYS_EFFECT = np.array([-0.8, -0.3, 0.2, 0.9])  # log-odds for the beta families
 N_TOPICS = 40
-FIT = {"draws": 300, "tune": 300, "chains": 2, "cores": 1, "seed": 11}
+FIT = {"draws": 300, "tune": 300, "chains": 2, "cores": 1, "seed": 11, "sampler": "pymc"}
 
 
 def _grid(seed: int, topic_sd: float, n_topics: int = N_TOPICS):

@@ -186,9 +186,31 @@ def _fake_pm_sample(behaviour):
     return sample
 
 
+def _in_main_thread(test_id: str) -> bool:
+    """True in the process that should run the body; else run ``test_id`` in a fresh pytest and check it passed.
+
+    Ctrl-C reaches a process's main thread, and under pytest-xdist a test may
+    not run there; the child runs without xdist, where it does.
+    """
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get("UNCERTANK_TEST_CHILD") or threading.current_thread() is threading.main_thread():
+        return True
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           f"{__file__}::{test_id}"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "UNCERTANK_TEST_CHILD": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return False
+
+
 @pytest.mark.parametrize("behaviour", ["partial", "index_error"])
 def test_interrupted_pymc_raises_keyboard_interrupt(monkeypatch, behaviour):
-    pm = pytest.importorskip("pymc")
+    if not _in_main_thread(f"test_interrupted_pymc_raises_keyboard_interrupt[{behaviour}]"):
+        return
+    import pymc as pm
+
     monkeypatch.setattr(pm, "sample", _fake_pm_sample(behaviour))
     with pytest.raises(KeyboardInterrupt):
         compare(_frame(), family="zoib", sampler="pymc", draws=40, tune=10, chains=2)
@@ -297,8 +319,12 @@ def _interrupted(*args: str) -> str:
 
 @pytest.mark.slow
 def test_real_nutpie_interrupt():
-    """Ctrl-C (simulated) during nutpie's sampling: nutpie alone returns a NaN-padded trace; compare() raises."""
-    assert "PARTIAL TRACE REFUSED" in _interrupted("nutpie-alone")  # reproduces: a partial trace, refused
+    """Ctrl-C (simulated) during nutpie's sampling: compare() raises KeyboardInterrupt and returns nothing.
+
+    (nutpie alone returns a NaN-padded trace then; whether a given interrupt
+    lands in its sampling or its start-up depends on the machine's load, so
+    that reproduction is covered by the scripted trace tests above.)
+    """
     assert "KEYBOARD INTERRUPT RAISED" in _interrupted("nutpie", "1.0")
 
 
