@@ -189,14 +189,16 @@ def _fake_pm_sample(behaviour):
 def _in_main_thread(test_id: str) -> bool:
     """True in the process that should run the body; else run ``test_id`` in a fresh pytest and check it passed.
 
-    Ctrl-C reaches a process's main thread, and under pytest-xdist a test may
-    not run there; the child runs without xdist, where it does.
+    Ctrl-C reaches a process's main thread, and a pytest-xdist worker ignores
+    SIGINT (the controller handles it); the child runs without xdist.
     """
     import os
     import subprocess
     import sys
 
-    if os.environ.get("UNCERTANK_TEST_CHILD") or threading.current_thread() is threading.main_thread():
+    if os.environ.get("UNCERTANK_TEST_CHILD") or (
+        "PYTEST_XDIST_WORKER" not in os.environ and threading.current_thread() is threading.main_thread()
+    ):
         return True
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                            f"{__file__}::{test_id}"], capture_output=True, text=True, timeout=600,
