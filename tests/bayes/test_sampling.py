@@ -253,7 +253,8 @@ def test_auto_sampler_uses_nutpie(fake_nutpie):
 
 
 _INTERRUPT_CHILD = """
-import _thread, sys, threading
+import _thread, signal, sys, threading
+signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever the parent process did with SIGINT
 import numpy as np, pandas as pd
 from uncertank.bayes import SamplingError, compare
 
