@@ -196,9 +196,12 @@ def _in_main_thread(test_id: str) -> bool:
     import subprocess
     import sys
 
-    if os.environ.get("UNCERTANK_TEST_CHILD") or (
-        "PYTEST_XDIST_WORKER" not in os.environ and threading.current_thread() is threading.main_thread()
-    ):
+    if os.environ.get("UNCERTANK_TEST_CHILD"):
+        import signal
+
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever the parent process set
+        return True
+    if "PYTEST_XDIST_WORKER" not in os.environ and threading.current_thread() is threading.main_thread():
         return True
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                            f"{__file__}::{test_id}"], capture_output=True, text=True, timeout=600,
