@@ -560,25 +560,10 @@ def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict
 
 
 def _bayes_figures(cmp: Any, family: str, out: Path, seed: int) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    names = []
-    fig_dir = out / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    # The report draws the system effects itself (from BayesOutcome.effects); the PPC needs the posterior.
-    for what, draw in (("ppc", lambda ax: cmp.plot_ppc(seed=seed, ax=ax)),):
-        fig, ax = plt.subplots(figsize=(6.0, 3.6))
-        draw(ax)
-        fig.tight_layout()
-        name = f"bayes-{family}-{what}.png"
-        with atomic_path(fig_dir / name) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
-        plt.close(fig)
-        names.append(f"figures/{name}")
-    return names
+    """The posterior predictive check, drawn by the fit itself; the report draws the effects."""
+    name = f"figures/bayes-{family}-ppc.png"
+    cmp.write_ppc_figure(out / name, seed=seed, dpi=110)
+    return [name]
 
 
 # -- the whole study -------------------------------------------------------------------------------------------------
