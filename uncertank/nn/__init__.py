@@ -48,7 +48,14 @@ from uncertank.nn.inputs import (  # noqa: E402
     encode_queries,
     turn_text,
 )
-from uncertank.nn.model import CrossEncoderModel, build_backbone, default_backbone_path  # noqa: E402
+from uncertank.nn.model import (  # noqa: E402
+    POOLINGS,
+    CrossEncoderModel,
+    build_backbone,
+    check_pooling,
+    default_backbone_path,
+    pool_encoder,
+)
 from uncertank.nn.ranker import NeuralRanker, load_ranker  # noqa: E402
 from uncertank.nn.runtime import (  # noqa: E402
     autocast,
@@ -68,6 +75,7 @@ from uncertank.nn.training import (  # noqa: E402
 )
 
 __all__ = [
+    "POOLINGS",
     "TURN_TOKEN",
     "UTTERANCE_TOKEN",
     "CrossEncoderModel",
@@ -81,6 +89,7 @@ __all__ = [
     "average_precision",
     "balanced_pairs",
     "build_backbone",
+    "check_pooling",
     "cross_entropy_loss",
     "default_backbone_path",
     "dropout_owners",
@@ -92,6 +101,7 @@ __all__ = [
     "load_ranker",
     "mc_dropout",
     "output_probabilities",
+    "pool_encoder",
     "progress",
     "read_manifest",
     "require_torch",

@@ -3,7 +3,9 @@
 :class:`CrossEncoderModel` is the pointwise BERT ranker of Penha & Hauff
 (EACL 2021, section 3.1; Nogueira & Cho 2019): the encoder's ``[CLS]``
 vector goes through a feed-forward layer to two logits, and the softmax of
-the second is P(relevant).
+the second is P(relevant). :func:`pool_encoder` gives the pair's vector
+every head starts from: ``[CLS]`` (the papers' setting) or the mean over the
+pair's tokens (how sentence encoders such as all-MiniLM-L6-v2 were trained).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from torch import nn
 
 from uncertank.nn.inputs import add_separator_tokens
 
-__all__ = ["CrossEncoderModel", "build_backbone", "default_backbone_path"]
+__all__ = ["POOLINGS", "CrossEncoderModel", "build_backbone", "check_pooling", "default_backbone_path", "pool_encoder"]
+
+#: The ways :func:`pool_encoder` turns token vectors into one vector per pair.
+POOLINGS = ("cls", "mean")
 
 
 def default_backbone_path() -> str:
@@ -146,8 +151,63 @@ def build_backbone(
     return encoder, tokenizer
 
 
+def check_pooling(pooling: Any) -> str:
+    """Return ``pooling`` when it is one of :data:`POOLINGS`; raise ValueError naming it otherwise."""
+    if not isinstance(pooling, str) or pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {', '.join(map(repr, POOLINGS))}; got {pooling!r}")
+    return pooling
+
+
+def pool_encoder(
+    encoder: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    token_type_ids: torch.Tensor | None = None,
+    *,
+    pooling: str = "cls",
+) -> torch.Tensor:
+    """Run ``encoder`` on a batch of pairs and pool its last layer to one vector per pair.
+
+    Parameters
+    ----------
+    encoder : transformers.PreTrainedModel
+        Returns ``last_hidden_state`` of shape (batch, seq, hidden).
+    input_ids, attention_mask : Tensor of shape (batch, seq)
+    token_type_ids : Tensor of shape (batch, seq), optional
+        Passed on only when the encoder has more than one token type.
+    pooling : {"cls", "mean"}
+        ``"cls"``: the first token's vector (Penha & Hauff's and the GP
+        papers' setting). ``"mean"``: the mean over the tokens that
+        ``attention_mask`` keeps, the pooling all-MiniLM-L6-v2 was trained
+        with (its ``[CLS]`` vector was never trained to summarise a text).
+
+    Returns
+    -------
+    Tensor of shape (batch, hidden)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from transformers import BertConfig, BertModel
+    >>> enc = BertModel(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1,
+    ...                            num_attention_heads=2, intermediate_size=16), add_pooling_layer=False)
+    >>> ids = torch.tensor([[2, 5, 7, 0]]); mask = torch.tensor([[1, 1, 1, 0]])
+    >>> pool_encoder(enc, ids, mask, pooling="mean").shape
+    torch.Size([1, 8])
+    """
+    check_pooling(pooling)
+    kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+    if token_type_ids is not None and getattr(encoder.config, "type_vocab_size", 0) > 1:
+        kwargs["token_type_ids"] = token_type_ids
+    hidden: torch.Tensor = encoder(**kwargs).last_hidden_state
+    if pooling == "cls":
+        return hidden[:, 0]
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp_min(1.0)
+
+
 class CrossEncoderModel(nn.Module):
-    """Encoder, then ``[CLS]`` -> dropout -> dense -> tanh -> dropout -> two logits.
+    """Encoder, then the pooled vector -> dropout -> dense -> tanh -> dropout -> two logits.
 
     Parameters
     ----------
@@ -155,10 +215,14 @@ class CrossEncoderModel(nn.Module):
         Returns ``last_hidden_state`` of shape (batch, seq, hidden).
     dropout : float, optional
         Dropout of the head; the encoder's ``hidden_dropout_prob`` by default.
+    pooling : {"cls", "mean"}
+        How the encoder's token vectors become one vector per pair
+        (:func:`pool_encoder`); ``"cls"`` by default.
     """
 
-    def __init__(self, encoder: nn.Module, *, dropout: float | None = None) -> None:
+    def __init__(self, encoder: nn.Module, *, dropout: float | None = None, pooling: str = "cls") -> None:
         super().__init__()
+        self.pooling = check_pooling(pooling)
         cfg: Any = encoder.config
         hidden = int(cfg.hidden_size)
         p = float(getattr(cfg, "hidden_dropout_prob", 0.1) if dropout is None else dropout)
@@ -170,12 +234,8 @@ class CrossEncoderModel(nn.Module):
     def features(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """The encoder's ``[CLS]`` vectors, shape (batch, hidden)."""
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None and getattr(self.encoder.config, "type_vocab_size", 0) > 1:
-            kwargs["token_type_ids"] = token_type_ids
-        out = self.encoder(**kwargs)
-        return out.last_hidden_state[:, 0]  # type: ignore[no-any-return]
+        """The encoder's pooled vectors (:func:`pool_encoder`), shape (batch, hidden)."""
+        return pool_encoder(self.encoder, input_ids, attention_mask, token_type_ids, pooling=self.pooling)
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None

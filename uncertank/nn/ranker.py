@@ -35,7 +35,7 @@ from uncertank._types import Predictions, QuerySet
 from uncertank.nn.checkpoint import atomic_directory, load_model, read_manifest, save_model
 from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_queries
-from uncertank.nn.model import CrossEncoderModel, build_backbone
+from uncertank.nn.model import CrossEncoderModel, build_backbone, check_pooling
 from uncertank.nn.runtime import get_accelerator, is_main_process, resolve_device, seed_everything
 from uncertank.nn.training import TrainingConfig, TrainingHistory, cross_entropy_loss, train_cross_encoder
 
@@ -72,6 +72,11 @@ class NeuralRanker:
     num_hidden_layers : int, optional
         Keep only the backbone's first layers (a cheaper encoder for quick
         runs); all by default.
+    pooling : {"cls", "mean"}
+        The pair's vector the head starts from (:func:`uncertank.nn.pool_encoder`):
+        ``"cls"`` (the papers' setting, default) or the mean over the pair's
+        tokens, which suits a mean-pooled sentence encoder such as
+        all-MiniLM-L6-v2 (docs/experiments.md measures both).
     max_length : int
         Tokens per (context, response) pair.
     epochs, batch_size, lr, seed
@@ -99,6 +104,7 @@ class NeuralRanker:
         *,
         tokenizer: Any = None,
         num_hidden_layers: int | None = None,
+        pooling: str = "cls",
         max_length: int = 128,
         epochs: int = 1,
         batch_size: int = 16,
@@ -123,6 +129,7 @@ class NeuralRanker:
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.num_hidden_layers = num_hidden_layers
+        self.pooling = check_pooling(pooling)
         if name is not None:
             self.name = name
         self.model: torch.nn.Module | None = None
@@ -152,7 +159,7 @@ class NeuralRanker:
         nn.Module
             :class:`~uncertank.nn.CrossEncoderModel` by default.
         """
-        return CrossEncoderModel(encoder)
+        return CrossEncoderModel(encoder, pooling=self.pooling)
 
     def build_model(self) -> torch.nn.Module:
         """The network, built on first use (backbone, tokenizer and :meth:`create_model`).
@@ -219,6 +226,7 @@ class NeuralRanker:
         """
         params = {k: getattr(self.training_config, k) for k in _TRAIN_PARAMS}
         params["device"] = self.device
+        params["pooling"] = self.pooling
         params["name"] = self.name
         return params
 

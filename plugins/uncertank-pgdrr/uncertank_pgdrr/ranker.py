@@ -12,7 +12,16 @@ from numpy.typing import NDArray
 from torch import Tensor, nn
 
 from uncertank import Predictions, PredictiveSamples, QuerySet
-from uncertank.nn import EncodedPairs, NeuralRanker, balanced_pairs, encode_pairs, get_accelerator, score_batches
+from uncertank.nn import (
+    EncodedPairs,
+    NeuralRanker,
+    balanced_pairs,
+    check_pooling,
+    encode_pairs,
+    get_accelerator,
+    pool_encoder,
+    score_batches,
+)
 from uncertank.validation import check_positive_int
 from uncertank_pgdrr.gp import DEFAULT_JITTER, GaussianProcessHead
 
@@ -30,14 +39,18 @@ class PGDRRModel(nn.Module):
     Parameters
     ----------
     encoder : transformers.PreTrainedModel
+    pooling : {"cls", "mean"}
+        The encoder's output the GP layer sees (:func:`uncertank.nn.pool_encoder`);
+        ``"cls"``, the paper's, by default.
     **head
         Keyword arguments of :class:`~uncertank_pgdrr.gp.GaussianProcessHead`.
     """
 
     head: GaussianProcessHead
 
-    def __init__(self, encoder: nn.Module, **head: Any) -> None:
+    def __init__(self, encoder: nn.Module, *, pooling: str = "cls", **head: Any) -> None:
         super().__init__()
+        self.pooling = check_pooling(pooling)
         config: Any = encoder.config
         self.encoder = encoder
         self.head = GaussianProcessHead(int(config.hidden_size), **head)
@@ -45,13 +58,9 @@ class PGDRRModel(nn.Module):
     def features(
         self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None
     ) -> Tensor:
-        """The kernel's input for every pair: ``[CLS]`` vectors, projected; shape (batch, dim)."""
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
-        config: Any = self.encoder.config
-        if token_type_ids is not None and getattr(config, "type_vocab_size", 0) > 1:
-            kwargs["token_type_ids"] = token_type_ids
-        cls = self.encoder(**kwargs).last_hidden_state[:, 0]
-        return self.head.project(cls)
+        """The kernel's input for every pair: pooled vectors (``[CLS]`` by default), projected; shape (batch, dim)."""
+        pooled = pool_encoder(self.encoder, input_ids, attention_mask, token_type_ids, pooling=self.pooling)
+        return self.head.project(pooled)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
         """Features (training mode) or one logit per pair (eval mode)."""
@@ -153,7 +162,7 @@ class PGDRRRanker(NeuralRanker):
     def create_model(self, encoder: nn.Module) -> nn.Module:
         """Encoder plus the GP output layer (:class:`PGDRRModel`)."""
         return PGDRRModel(
-            encoder, projection_dim=self.projection_dim, length_scale=self.length_scale,
+            encoder, pooling=self.pooling, projection_dim=self.projection_dim, length_scale=self.length_scale,
             output_scale=self.output_scale, bank_size=self.bank_size, n_chains=self.n_chains,
             n_bank_steps=self.n_bank_steps, jitter=self.jitter, n_quadrature=self.n_quadrature,
             seed=self.training_config.seed,

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from uncertank.nn import check_pooling, pool_encoder
 from uncertank.validation import check_choice, check_positive_int
 
 __all__ = ["RandomFeatureGP", "SNGPModel", "SoftSpectralNorm", "apply_spectral_norm", "focal_loss"]
@@ -320,7 +321,7 @@ class RandomFeatureGP(nn.Module):
 
 
 class SNGPModel(nn.Module):
-    """Encoder, then ``[CLS]`` -> dropout -> dense (soft spectral norm) -> tanh -> dropout -> GP head.
+    """Encoder, then ``[CLS]`` (or the mean) -> dropout -> dense (soft spectral norm) -> tanh -> dropout -> GP head.
 
     The dense layer is the pooler/projection of BERT-SNGP (uncertainty-baselines
     normalises it only); with ``spec_norm_encoder=True`` every ``nn.Linear``
@@ -338,6 +339,9 @@ class SNGPModel(nn.Module):
         Power iterations per training pass, and at wrapping time.
     dropout : float, optional
         The head's dropout; the encoder's ``hidden_dropout_prob`` by default.
+    pooling : {"cls", "mean"}
+        The encoder's output the head starts from (:func:`uncertank.nn.pool_encoder`);
+        ``"cls"``, the paper's, by default.
     **gp
         The parameters of :class:`RandomFeatureGP`.
     """
@@ -351,9 +355,11 @@ class SNGPModel(nn.Module):
         n_power_iterations: int = 1,
         spec_norm_warmup: int = 20,
         dropout: float | None = None,
+        pooling: str = "cls",
         **gp: Any,
     ) -> None:
         super().__init__()
+        self.pooling = check_pooling(pooling)
         cfg: Any = encoder.config
         hidden = int(cfg.hidden_size)
         p = float(getattr(cfg, "hidden_dropout_prob", 0.1) if dropout is None else dropout)
@@ -381,11 +387,8 @@ class SNGPModel(nn.Module):
     def cls(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """The projected ``[CLS]`` vector that enters the GP head, shape (batch, hidden)."""
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None and getattr(self.encoder.config, "type_vocab_size", 0) > 1:
-            kwargs["token_type_ids"] = token_type_ids
-        h = self.encoder(**kwargs).last_hidden_state[:, 0]
+        """The projected pooled vector (``[CLS]`` by default) that enters the GP head, shape (batch, hidden)."""
+        h = pool_encoder(self.encoder, input_ids, attention_mask, token_type_ids, pooling=self.pooling)
         return self.dropout(torch.tanh(self.pooler(self.dropout(h))))  # type: ignore[no-any-return]
 
     def features(

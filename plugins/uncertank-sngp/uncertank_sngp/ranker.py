@@ -119,7 +119,7 @@ class SNGPRanker(NeuralRanker):
 
     def create_model(self, encoder: torch.nn.Module) -> SNGPModel:
         """The :class:`~uncertank_sngp.SNGPModel` around ``encoder``."""
-        return SNGPModel(encoder, **self.head_params)
+        return SNGPModel(encoder, pooling=self.pooling, **self.head_params)
 
     def loss(self, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Focal loss of the single logit (``focal_gamma``; 0 is cross-entropy)."""
