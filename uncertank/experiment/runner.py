@@ -27,7 +27,6 @@ written atomically (a temporary file, then a rename).
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import shutil
@@ -41,6 +40,7 @@ import numpy as np
 
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
+from uncertank._signature import accepted_keywords
 from uncertank.experiment.config import RankerConfig, StudyConfig
 from uncertank.experiment.result import (
     BayesOutcome,
@@ -133,13 +133,9 @@ def validate_config(config: StudyConfig) -> None:
 
 
 def _check_params(factory: Callable[..., Any], rc: RankerConfig) -> Any:
-    """Unknown keyword arguments of a ranker factory, found by its signature or by building it; the ranker built."""
-    try:
-        sig = inspect.signature(factory)
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        sig = None
-    if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        named = [n for n, p in sig.parameters.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    """Unknown parameters of a ranker, read from its factory's source or found by building it; the ranker built."""
+    named = accepted_keywords(factory)
+    if named is not None:
         unknown = sorted(set(rc.params) - set(named))
         if unknown:
             raise ValueError(
