@@ -62,15 +62,13 @@ SHAPES_INIT = """
 from shapes.models import Extra as Exported
 """
 
-FACTORIES = """
-import importlib
+# each builds the class it names with **params, importing it inside as plugin factories do
+BUILDS = {"plain": "Plain", "stored": "Stored", "mixed": "Mixed", "with_new": "WithNew", "decorated": "Decorated"}
 
-
-def plain(**params):
-    from shapes.models import Plain
-
-    return Plain(**params)
-
+FACTORIES = "import importlib\n" + "".join(
+    f"\n\ndef {name}(**params):\n    from shapes.models import {cls}\n\n    return {cls}(**params)\n"
+    for name, cls in BUILDS.items()
+) + """
 
 def exported(**params):
     from shapes import Exported
@@ -90,36 +88,12 @@ def both(*, kind="a", **params):
     return Plain(**params) if kind == "a" else Extra(**params)
 
 
-def stored(**params):
-    from shapes.models import Stored
-
-    return Stored(**params)
-
-
 def dynamic(**params):
     return getattr(importlib.import_module("shapes.models"), "Plain")(**params)
 
 
 def unused(**params):
     return None
-
-
-def mixed(**params):
-    from shapes.models import Mixed
-
-    return Mixed(**params)
-
-
-def with_new(**params):
-    from shapes.models import WithNew
-
-    return WithNew(**params)
-
-
-def decorated(**params):
-    from shapes.models import Decorated
-
-    return Decorated(**params)
 
 
 def missing(**params):
