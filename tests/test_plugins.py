@@ -419,3 +419,35 @@ def test_uncertank_plugins_survives_real_broken_and_clashing_distributions(tmp_p
     a, b = clash["plugins"]
     assert f"disabled ranker name 'shared': registered by both {a} ({a}) and {b} ({b})" in flat
     assert "failed: plugin 'exits' (distribution exits-on-import): SystemExit: 4" in flat
+
+
+def test_lazy_exports_imports_a_name_from_its_module_on_first_use(tmp_path, monkeypatch):
+    pkg = tmp_path / "lazy_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from uncertank.plugins import lazy_exports\n\n"
+        "__getattr__ = lazy_exports(__name__, {'VALUE': 'lazy_pkg.heavy'})\n"
+    )
+    (pkg / "heavy.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("lazy_pkg", "lazy_pkg.heavy"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import lazy_pkg
+
+    assert "lazy_pkg.heavy" not in sys.modules
+    assert lazy_pkg.VALUE == 42 and "lazy_pkg.heavy" in sys.modules
+    with pytest.raises(AttributeError, match="module 'lazy_pkg' has no attribute 'other'"):
+        lazy_pkg.other  # noqa: B018
+    monkeypatch.delitem(sys.modules, "lazy_pkg")
+    monkeypatch.delitem(sys.modules, "lazy_pkg.heavy")
+
+
+@pytest.mark.parametrize("package", ["uncertank_bert", "uncertank_ensemble", "uncertank_mcdropout", "uncertank_pgdrr",
+                                     "uncertank_sngp"])
+def test_first_party_torch_plugins_import_without_torch(package):
+    code = (
+        f"import sys, uncertank, {package}, {package}.plugin; uncertank.list_plugins('rankers');"
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

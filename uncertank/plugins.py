@@ -51,6 +51,7 @@ __all__ = [
     "UnknownNameError",
     "get_factory",
     "get_plugin_manager",
+    "lazy_exports",
     "list_plugins",
     "make_ranker",
     "name_clashes",
@@ -640,6 +641,47 @@ def make_ranker(name: str, **params: Any) -> Any:
             f"{type(ranker).__name__}, which does not satisfy uncertank.Ranker: it lacks {' and '.join(problems)}"
         )
     return ranker
+
+
+def lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that imports each exported name from its module when first used.
+
+    A plugin package's ``__init__.py`` stays light this way: importing the
+    package, or its entry-point module inside it, does not import the modules
+    that need torch (PEP 562 module attributes).
+
+    Parameters
+    ----------
+    package : str
+        The package's ``__name__``, for the error message.
+    homes : mapping of str to str
+        Exported name -> the module that defines it.
+
+    Returns
+    -------
+    callable
+        ``__getattr__(name)``: the attribute ``name`` of ``homes[name]``,
+        imported then; AttributeError for a name not in ``homes``.
+
+    Examples
+    --------
+    In a package's ``__init__.py``:
+
+    >>> __getattr__ = lazy_exports("uncertank_demo", {"dumps": "json"})
+    >>> __getattr__("dumps")([1])
+    '[1]'
+    >>> __getattr__("loads")
+    Traceback (most recent call last):
+    AttributeError: module 'uncertank_demo' has no attribute 'loads'
+    """
+    homes = dict(homes)
+
+    def __getattr__(name: str) -> Any:
+        if name in homes:
+            return getattr(importlib.import_module(homes[name]), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def list_plugins(kind: Kind | None = None) -> list[PluginInfo]:

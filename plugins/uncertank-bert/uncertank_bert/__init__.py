@@ -5,14 +5,8 @@ Importing this package is light: torch loads when :class:`BertRanker` is first u
 
 from __future__ import annotations
 
-from typing import Any
+from uncertank.plugins import lazy_exports
 
 __all__ = ["BertRanker"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "BertRanker":
-        from uncertank_bert.ranker import BertRanker
-
-        return BertRanker
-    raise AttributeError(f"module 'uncertank_bert' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"BertRanker": "uncertank_bert.ranker"})

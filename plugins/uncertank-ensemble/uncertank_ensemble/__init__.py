@@ -5,14 +5,8 @@ Importing this package is light: torch loads when :class:`DeepEnsembleRanker` is
 
 from __future__ import annotations
 
-from typing import Any
+from uncertank.plugins import lazy_exports
 
 __all__ = ["DeepEnsembleRanker"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "DeepEnsembleRanker":
-        from uncertank_ensemble.ranker import DeepEnsembleRanker
-
-        return DeepEnsembleRanker
-    raise AttributeError(f"module 'uncertank_ensemble' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"DeepEnsembleRanker": "uncertank_ensemble.ranker"})

@@ -5,14 +5,8 @@ Importing this package is light: torch loads when :class:`MCDropoutRanker` is fi
 
 from __future__ import annotations
 
-from typing import Any
+from uncertank.plugins import lazy_exports
 
 __all__ = ["MCDropoutRanker"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "MCDropoutRanker":
-        from uncertank_mcdropout.ranker import MCDropoutRanker
-
-        return MCDropoutRanker
-    raise AttributeError(f"module 'uncertank_mcdropout' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"MCDropoutRanker": "uncertank_mcdropout.ranker"})

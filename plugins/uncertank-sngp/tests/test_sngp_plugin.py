@@ -290,15 +290,6 @@ def test_registered_through_the_entry_point_and_listed():
     assert listed["sngp"] == listed["gpf_bert"] == "uncertank-sngp"
 
 
-def test_plugin_import_is_light():
-    code = (
-        "import sys, uncertank, uncertank_sngp.plugin; uncertank.list_plugins('rankers');"
-        "print('torch' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
-
-
 @pytest.fixture(scope="module")
 def fitted():
     queries = toy_queries()

@@ -5,23 +5,15 @@ Importing this package is light: torch loads when a class is first used.
 
 from __future__ import annotations
 
-from typing import Any
+from uncertank.plugins import lazy_exports
 
 __all__ = ["GPFBertRanker", "RandomFeatureGP", "SNGPModel", "SNGPRanker", "SoftSpectralNorm", "focal_loss"]
 
-_WHERE = {
+__getattr__ = lazy_exports(__name__, {
     "GPFBertRanker": "uncertank_sngp.ranker",
     "SNGPRanker": "uncertank_sngp.ranker",
     "RandomFeatureGP": "uncertank_sngp.head",
     "SNGPModel": "uncertank_sngp.head",
     "SoftSpectralNorm": "uncertank_sngp.head",
     "focal_loss": "uncertank_sngp.head",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'uncertank_sngp' has no attribute {name!r}")
+})

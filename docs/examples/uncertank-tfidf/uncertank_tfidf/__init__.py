@@ -16,24 +16,16 @@ uncertank itself: the classes load when first used.
 
 from __future__ import annotations
 
-from typing import Any
+from uncertank.plugins import lazy_exports
 
 __version__ = "0.1.0"
 
 __all__ = ["BetaCalibration", "BootstrapTfidfRanker", "TfidfRanker", "precision_at_k", "ubuntu_questions"]
 
-_WHERE = {
+__getattr__ = lazy_exports(__name__, {
     "TfidfRanker": "uncertank_tfidf.ranker",
     "BootstrapTfidfRanker": "uncertank_tfidf.ranker",
     "precision_at_k": "uncertank_tfidf.metric",
     "BetaCalibration": "uncertank_tfidf.recalibration",
     "ubuntu_questions": "uncertank_tfidf.dataset",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'uncertank_tfidf' has no attribute {name!r}")
+})
