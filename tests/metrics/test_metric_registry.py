@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import types
 
-import numpy as np
 import pytest
 
 from uncertank import hookimpl
@@ -19,14 +18,6 @@ from uncertank.plugins import get_factory, get_plugin_manager, registry
 
 RANKING = {"recall_at_k", "map", "mrr", "ndcg", "rbp", "rbp_residual"}
 CALIBRATION = {"ece", "mce", "brier", "nll"}
-
-
-@pytest.fixture
-def data():
-    rng = np.random.default_rng(0)
-    p = rng.random((20, 6))
-    y = (rng.random((20, 6)) < p).astype(int)
-    return p, y
 
 
 def test_every_builtin_metric_is_a_metric_with_metadata():

@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from uncertank.metrics import (
     brier_score,
@@ -17,14 +16,6 @@ from uncertank.metrics import (
     recall_at_k,
 )
 from uncertank.plugins import get_factory, registry
-
-
-@pytest.fixture
-def data():
-    rng = np.random.default_rng(0)
-    p = rng.random((20, 6))
-    y = (rng.random((20, 6)) < p).astype(int)
-    return p, y
 
 
 def test_builtin_metrics_are_registered_by_name(data):
