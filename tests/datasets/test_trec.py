@@ -72,22 +72,30 @@ def test_read_trec_run_gzip(tmp_path):
     assert len(read_trec_run(p)) == 8
 
 
+RUN_FIRST, QRELS_FIRST = "1 Q0 d0 1 4.0 sysA", "1 0 d0 1"
+
+
 @pytest.mark.parametrize(
-    ("line", "match"),
+    ("reader", "first", "line", "match"),
     [
-        ("1 Q0 d1 1 3.0", "line 2: expected 6 fields.*got 5"),
-        ("1 Q0 d1 1 3.0 sysA extra", "line 2: expected 6 fields.*got 7"),
-        ("1 Q0 d1 first 3.0 sysA", "line 2: rank must be an integer; got 'first'"),
-        ("1 Q0 d1 1 high sysA", "line 2: score must be a number; got 'high'"),
-        ("1 Q0 d1 1 nan sysA", "line 2: score must be finite"),
-        ("1 Q0 d0 1 3.0 sysA", r"line 2: document 'd0' is retrieved twice .*\(first at line 1\)"),
+        (read_trec_run, RUN_FIRST, "1 Q0 d1 1 3.0", "line 2: expected 6 fields.*got 5"),
+        (read_trec_run, RUN_FIRST, "1 Q0 d1 1 3.0 sysA extra", "line 2: expected 6 fields.*got 7"),
+        (read_trec_run, RUN_FIRST, "1 Q0 d1 first 3.0 sysA", "line 2: rank must be an integer; got 'first'"),
+        (read_trec_run, RUN_FIRST, "1 Q0 d1 1 high sysA", "line 2: score must be a number; got 'high'"),
+        (read_trec_run, RUN_FIRST, "1 Q0 d1 1 nan sysA", "line 2: score must be finite"),
+        (read_trec_run, RUN_FIRST, "1 Q0 d0 1 3.0 sysA",
+         r"line 2: document 'd0' is retrieved twice .*\(first at line 1\)"),
+        (read_qrels, QRELS_FIRST, "1 0 d1", "line 2: expected 4 fields.*got 3"),
+        (read_qrels, QRELS_FIRST, "1 0 d1 2 x", "line 2: expected 4 fields.*got 5"),
+        (read_qrels, QRELS_FIRST, "1 0 d1 yes", "line 2: relevance must be an integer; got 'yes'"),
+        (read_qrels, QRELS_FIRST, "1 0 d0 2", "line 2: document 'd0' of query '1' is judged 2 here and 1 at line 1"),
     ],
 )
-def test_read_trec_run_bad_lines_name_file_and_line(tmp_path, line, match):
-    p = tmp_path / "bad.run"
-    p.write_text("1 Q0 d0 1 4.0 sysA\n" + line + "\n")
+def test_bad_lines_name_file_and_line(tmp_path, reader, first, line, match):
+    p = tmp_path / "bad.txt"
+    p.write_text(first + "\n" + line + "\n")
     with pytest.raises(ValueError, match=match) as info:
-        read_trec_run(p)
+        reader(p)
     assert str(p) in str(info.value)
 
 
@@ -108,23 +116,6 @@ def test_read_qrels_values(qrels_path):
     assert q["relevance"].dtype == np.int64
     assert q.values.tolist()[:2] == [["1", "d1", 2], ["1", "d5", 1]]
     assert q["relevance"].tolist()[-1] == -1  # kept as written
-
-
-@pytest.mark.parametrize(
-    ("line", "match"),
-    [
-        ("1 0 d1", "line 2: expected 4 fields.*got 3"),
-        ("1 0 d1 2 x", "line 2: expected 4 fields.*got 5"),
-        ("1 0 d1 yes", "line 2: relevance must be an integer; got 'yes'"),
-        ("1 0 d0 2", "line 2: document 'd0' of query '1' is judged 2 here and 1 at line 1"),
-    ],
-)
-def test_read_qrels_bad_lines_name_file_and_line(tmp_path, line, match):
-    p = tmp_path / "bad.qrels"
-    p.write_text("1 0 d0 1\n" + line + "\n")
-    with pytest.raises(ValueError, match=match) as info:
-        read_qrels(p)
-    assert str(p) in str(info.value)
 
 
 def test_read_qrels_identical_duplicate_is_kept_once(tmp_path):
