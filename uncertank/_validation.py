@@ -21,6 +21,16 @@ def _example(values: NDArray[Any]) -> str:
     return repr(float(v)) if np.issubdtype(values.dtype, np.floating) else repr(v.item())
 
 
+def _check_rank(arr: NDArray[Any], name: str, ndim: int | tuple[int, ...]) -> None:
+    """Raise unless ``arr`` has one of the ranks ``ndim`` and at least one value."""
+    ndims = (ndim,) if isinstance(ndim, int) else ndim
+    if arr.ndim not in ndims:
+        want = " or ".join(f"{d}-D" for d in ndims)
+        raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty; got an array of shape {arr.shape}")
+
+
 def as_float_array(x: ArrayLike, name: str, *, ndim: int | tuple[int, ...] = 1) -> NDArray[np.float64]:
     """Convert ``x`` to a float64 array, rejecting NaN, inf, empties, wrong ranks and non-numbers.
 
@@ -38,12 +48,7 @@ def as_float_array(x: ArrayLike, name: str, *, ndim: int | tuple[int, ...] = 1) 
         arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric (real numbers); got {type(x).__name__} ({exc})") from None
-    ndims = (ndim,) if isinstance(ndim, int) else ndim
-    if arr.ndim not in ndims:
-        want = " or ".join(f"{d}-D" for d in ndims)
-        raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty; got an array of shape {arr.shape}")
+    _check_rank(arr, name, ndim)
     bad = ~np.isfinite(arr)
     if bad.any():
         raise ValueError(
@@ -69,12 +74,7 @@ def as_label_array(x: ArrayLike, name: str = "labels", *, ndim: int | tuple[int,
             arr = np.asarray(arr.tolist(), dtype=np.float64)
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be integers >= 0; got values of dtype object") from None
-    ndims = (ndim,) if isinstance(ndim, int) else ndim
-    if arr.ndim not in ndims:
-        want = " or ".join(f"{d}-D" for d in ndims)
-        raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty; got an array of shape {arr.shape}")
+    _check_rank(arr, name, ndim)
     if arr.dtype == bool:
         return arr.astype(np.int64)
     if arr.dtype.kind not in "iuf":
