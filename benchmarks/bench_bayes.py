@@ -34,13 +34,13 @@ import argparse
 import importlib.util
 import json
 import platform
-import re
 import sys
 import time
 import warnings
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+from _results import Row, markdown_table, write_section
+
 FAMILIES = ("gaussian", "zoib", "zoib_rank")
 SAMPLERS = ("pymc", "nutpie", "numpyro")
 #: Wall-time targets of the gate (seconds), on the 2-core development machine.
@@ -117,49 +117,46 @@ def run_fixed(family: str, sampler: str, draws: int, tune: int, chains: int, see
     }
 
 
+def _load(r: Row) -> str:
+    return f"{r['load_avg_1min_at_start']:.1f}, {r['load_avg_1min_at_end']:.1f}"
+
+
 def gate_table(rows: list[dict[str, object]]) -> str:
     """The gate rows as a Markdown table."""
-    head = ("| family | sampler | obs (cells) | wall s | compile s | sampling s | draws per chain | "
-            "min bulk ESS | max R-hat | divergences | target met | best / worst distinguishable | "
-            "load avg (start, end) |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in rows:
-        lines.append(
-            f"| {r['family']} | {r['sampler']} | {r['n_obs']} ({r['n_cells']}) | {r['wall_s']:.0f} | "
-            f"{r['compile_s']:.0f} | {r['sample_s']:.0f} | {r['chains']} x {r['draws']} | "
-            f"{r['min_ess_bulk']:,.0f} | {r['max_rhat']:.3f} | {r['divergences']} | "
-            f"{'yes' if r['met'] else 'no: ' + str(r['reason'])} | {r['best']} / {r['worst']} | "
-            f"{r['load_avg_1min_at_start']:.1f}, {r['load_avg_1min_at_end']:.1f} |"
-        )
-    return "\n".join(lines)
+    return markdown_table({
+        "family": lambda r: f"{r['family']}",
+        "sampler": lambda r: f"{r['sampler']}",
+        "obs (cells)": lambda r: f"{r['n_obs']} ({r['n_cells']})",
+        "wall s": lambda r: f"{r['wall_s']:.0f}",
+        "compile s": lambda r: f"{r['compile_s']:.0f}",
+        "sampling s": lambda r: f"{r['sample_s']:.0f}",
+        "draws per chain": lambda r: f"{r['chains']} x {r['draws']}",
+        "min bulk ESS": lambda r: f"{r['min_ess_bulk']:,.0f}",
+        "max R-hat": lambda r: f"{r['max_rhat']:.3f}",
+        "divergences": lambda r: f"{r['divergences']}",
+        "target met": lambda r: "yes" if r["met"] else "no: " + str(r["reason"]),
+        "best / worst distinguishable": lambda r: f"{r['best']} / {r['worst']}",
+        "load avg (start, end)": _load,
+    }, rows)
 
 
 def fixed_table(rows: list[dict[str, object]]) -> str:
     """The sampler-comparison rows as a Markdown table."""
-    head = ("| family | sampler | obs | fit (wall) s | compile s | sampling s | min bulk ESS | "
-            "ESS/s (sampling) | ESS/s (wall) | max R-hat | divergences | best / worst distinguishable | "
-            "load avg (start, end) |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in rows:
-        lines.append(
-            f"| {r['family']} | {r['sampler']} | {r['n_obs']} | {r['wall_s']:.1f} | {r['compile_s']:.1f} | "
-            f"{r['sample_s']:.1f} | {r['min_ess_bulk']:.0f} | {r['ess_per_s_sampling']:.1f} | "
-            f"{r['ess_per_s_wall']:.1f} | {r['max_rhat']:.3f} | {r['divergences']} | "
-            f"{r['best']} / {r['worst']} | {r['load_avg_1min_at_start']:.1f}, {r['load_avg_1min_at_end']:.1f} |"
-        )
-    return "\n".join(lines)
-
-
-def write_section(name: str, body: str, path: Path = RESULTS) -> None:
-    """Replace the section ``name`` of RESULTS.md (or append it), atomically."""
-    from uncertank._io import atomic_write_text
-
-    begin, end = f"<!-- begin: {name} -->", f"<!-- end: {name} -->"
-    block = f"{begin}\n{body.rstrip()}\n{end}"
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), flags=re.S)
-    new = pattern.sub(lambda _: block, old) if pattern.search(old) else old.rstrip() + "\n\n" + block + "\n"
-    atomic_write_text(path, new)
+    return markdown_table({
+        "family": lambda r: f"{r['family']}",
+        "sampler": lambda r: f"{r['sampler']}",
+        "obs": lambda r: f"{r['n_obs']}",
+        "fit (wall) s": lambda r: f"{r['wall_s']:.1f}",
+        "compile s": lambda r: f"{r['compile_s']:.1f}",
+        "sampling s": lambda r: f"{r['sample_s']:.1f}",
+        "min bulk ESS": lambda r: f"{r['min_ess_bulk']:.0f}",
+        "ESS/s (sampling)": lambda r: f"{r['ess_per_s_sampling']:.1f}",
+        "ESS/s (wall)": lambda r: f"{r['ess_per_s_wall']:.1f}",
+        "max R-hat": lambda r: f"{r['max_rhat']:.3f}",
+        "divergences": lambda r: f"{r['divergences']}",
+        "best / worst distinguishable": lambda r: f"{r['best']} / {r['worst']}",
+        "load avg (start, end)": _load,
+    }, rows)
 
 
 def _gate_body(rows: list[dict[str, object]], args: argparse.Namespace, cmd: str) -> str:

@@ -27,18 +27,15 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import write_section
 
 NAME = "bench_inference"
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 
 def _clock(fn: Callable[[], Any]) -> float:
@@ -75,19 +72,6 @@ def _paired_ratios(
             best[key] = min(best[key], tf)
             ratios[key].append(tf / tb)
     return {k: float(np.median(v)) for k, v in ratios.items()}, best
-
-
-def write_section(body: str, path: Path = RESULTS) -> None:
-    """Replace (or append) this script's section of RESULTS.md, atomically."""
-    begin, end = f"<!-- begin: {NAME} -->", f"<!-- end: {NAME} -->"
-    block = f"{begin}\n{body.rstrip()}\n{end}"
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
-    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -231,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     body = "\n".join(lines)
     print(body)
     if not args.no_write:
-        write_section(body)
+        write_section(NAME, body)
 
 
 if __name__ == "__main__":

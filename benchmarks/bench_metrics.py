@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import write_section
 
 HERE = Path(__file__).resolve().parent
 NAME = "bench_metrics"
-BEGIN, END = f"<!-- begin: {NAME} -->", f"<!-- end: {NAME} -->"
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
@@ -272,21 +272,6 @@ def run(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, body: str) -> None:
-    """Replace this script's section of ``path`` (or append it), atomically."""
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    block = f"{BEGIN}\n{body}\n{END}"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        new = head + block + tail
-    else:
-        new = old.rstrip("\n") + "\n\n" + block + "\n"
-    from uncertank._io import atomic_write_text
-
-    atomic_write_text(path, new)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="sizes divided by 10")
@@ -299,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     body = run(args)
     print(body)
     if not args.no_write:
-        write_section(args.output, body)
+        write_section(NAME, body, args.output)
         print(f"\nwrote section {NAME!r} of {args.output}", file=sys.stderr)
     return 0
 

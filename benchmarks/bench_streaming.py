@@ -45,10 +45,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import write_section
 
 HERE = Path(__file__).resolve().parent
 NAME = "bench_streaming"
-BEGIN, END = f"<!-- begin: {NAME} -->", f"<!-- end: {NAME} -->"
 N_CAND = 10
 
 METRICS: list[Any] = [
@@ -281,19 +281,6 @@ def run(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, body: str) -> None:
-    from uncertank._io import atomic_write_text
-
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    block = f"{BEGIN}\n{body}\n{END}"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        new = head + block + rest.split(END, 1)[1]
-    else:
-        new = old.rstrip("\n") + "\n\n" + block + "\n"
-    atomic_write_text(path, new)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs-memory", type=int, default=10_000_000)
@@ -318,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         print(body)
     else:
-        write_section(args.output, body)
+        write_section(NAME, body, args.output)
         print(body)
     return 0
 

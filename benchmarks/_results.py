@@ -1,0 +1,36 @@
+"""What the benchmark scripts share: their sections of RESULTS.md and Markdown tables.
+
+Each script runs as ``python benchmarks/bench_*.py``, so this folder is on
+``sys.path`` and the scripts import this module as ``_results``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from uncertank._io import atomic_write_text
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def write_section(name: str, body: str, path: Path = RESULTS) -> None:
+    """Replace the section ``name`` of ``path`` (between its begin and end markers) or append it, atomically."""
+    begin, end = f"<!-- begin: {name} -->", f"<!-- end: {name} -->"
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), flags=re.S)
+    new = pattern.sub(lambda _: block, old) if pattern.search(old) else old.rstrip() + "\n\n" + block + "\n"
+    atomic_write_text(path, new)
+
+
+Row = Mapping[str, Any]
+
+
+def markdown_table(columns: Mapping[str, Callable[[Row], str]], rows: Iterable[Row]) -> str:
+    """A Markdown table: one column per ``header -> cell(row)`` of ``columns``, one line per row."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r) for cell in columns.values()) + " |" for r in rows]
+    return "\n".join(lines)
