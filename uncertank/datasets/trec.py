@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -151,23 +151,9 @@ def read_trec_run(path: str | os.PathLike[str], *, system: str | None = None) ->
 
 def _read_trec_run_lines(p: Path, system: str | None) -> pd.DataFrame:
     """Line-by-line reader of :func:`read_trec_run`, which names the first bad line."""
-    import pandas as pd
-
-    qids: list[str] = []
-    q0s: list[str] = []
-    docs: list[str] = []
-    ranks: list[int] = []
-    scores: list[float] = []
-    tags: list[str] = []
+    rows: list[tuple[str, str, str, int, float, str]] = []
     first_line: dict[tuple[str, str, str], int] = {}
-    for number, text in _lines(p, "run file"):
-        fields = text.split()
-        where = f"{p}, line {number}"
-        if len(fields) != 6:
-            raise ValueError(
-                f"run file {where}: expected 6 fields (query_id Q0 doc_id rank score tag); "
-                f"got {len(fields)}: {text[:80]!r}"
-            )
+    for number, where, fields in _fields(p, "run file", "query_id Q0 doc_id rank score tag"):
         qid, q0, doc, rank_s, score_s, tag = fields
         try:
             rank = int(rank_s)
@@ -187,21 +173,32 @@ def _read_trec_run_lines(p: Path, system: str | None) -> pd.DataFrame:
                 f"by {tag!r} (first at line {first_line[key]})"
             )
         first_line[key] = number
-        qids.append(qid)
-        q0s.append(q0)
-        docs.append(doc)
-        ranks.append(rank)
-        scores.append(score)
-        tags.append(tag)
-    if not qids:
+        rows.append((qid, q0, doc, rank, score, tag))
+    if not rows:
         raise ValueError(f"run file {p} holds no entries")
+    return _frame(rows, {"query_id": str, "q0": str, "doc_id": str, "rank": np.int64, "score": np.float64,
+                         "system": str})
+
+
+def _fields(p: Path, what: str, layout: str) -> Iterator[tuple[int, str, list[str]]]:
+    """``(line_number, "file, line n", fields)`` of each non-blank line, which must hold the fields of ``layout``."""
+    n = len(layout.split())
+    for number, text in _lines(p, what):
+        fields = text.split()
+        where = f"{p}, line {number}"
+        if len(fields) != n:
+            raise ValueError(f"{what} {where}: expected {n} fields ({layout}); got {len(fields)}: {text[:80]!r}")
+        yield number, where, fields
+
+
+def _frame(rows: Sequence[tuple[object, ...]], columns: dict[str, type]) -> pd.DataFrame:
+    """A DataFrame of ``rows`` with ``columns`` (name -> str, or a numpy dtype)."""
+    import pandas as pd
+
+    values = list(zip(*rows, strict=True))
     return pd.DataFrame({
-        "query_id": pd.Series(qids, dtype=str),
-        "q0": pd.Series(q0s, dtype=str),
-        "doc_id": pd.Series(docs, dtype=str),
-        "rank": np.asarray(ranks, dtype=np.int64),
-        "score": np.asarray(scores, dtype=np.float64),
-        "system": pd.Series(tags, dtype=str),
+        name: pd.Series(col, dtype=str) if dtype is str else np.asarray(col, dtype=dtype)
+        for (name, dtype), col in zip(columns.items(), values, strict=True)
     })
 
 
@@ -252,20 +249,9 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 def _read_qrels_lines(p: Path) -> pd.DataFrame:
     """Line-by-line reader of :func:`read_qrels`, which names the first bad line."""
-    import pandas as pd
-
-    qids: list[str] = []
-    docs: list[str] = []
-    rels: list[int] = []
+    rows: list[tuple[str, str, int]] = []
     seen: dict[tuple[str, str], tuple[int, int]] = {}
-    for number, text in _lines(p, "qrels file"):
-        fields = text.split()
-        where = f"{p}, line {number}"
-        if len(fields) != 4:
-            raise ValueError(
-                f"qrels file {where}: expected 4 fields (query_id iteration doc_id relevance); "
-                f"got {len(fields)}: {text[:80]!r}"
-            )
+    for number, where, fields in _fields(p, "qrels file", "query_id iteration doc_id relevance"):
         qid, _, doc, rel_s = fields
         try:
             rel = int(rel_s)
@@ -283,16 +269,10 @@ def _read_qrels_lines(p: Path) -> pd.DataFrame:
                 )
             continue
         seen[key] = (rel, number)
-        qids.append(qid)
-        docs.append(doc)
-        rels.append(rel)
-    if not qids:
+        rows.append((qid, doc, rel))
+    if not rows:
         raise ValueError(f"qrels file {p} holds no judgements")
-    return pd.DataFrame({
-        "query_id": pd.Series(qids, dtype=str),
-        "doc_id": pd.Series(docs, dtype=str),
-        "relevance": np.asarray(rels, dtype=np.int64),
-    })
+    return _frame(rows, {"query_id": str, "doc_id": str, "relevance": np.int64})
 
 
 def _as_frame(obj: object, name: str, columns: tuple[str, ...], reader: object) -> pd.DataFrame:
