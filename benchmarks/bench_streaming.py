@@ -83,16 +83,6 @@ def make_chunk(rng: np.random.Generator, n_queries: int) -> tuple[np.ndarray, np
     return p, y
 
 
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Median CPU seconds of this process over ``repeats`` calls (robust to other jobs on the machine)."""
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.process_time()
-        out = fn()
-        times.append(time.process_time() - t0)
-    return statistics.median(times), out
-
-
 def paired(fa: Callable[[], Any], fb: Callable[[], Any], repeats: int) -> tuple[float, float, float, Any, Any]:
     """Median CPU seconds of ``fa`` and ``fb`` run alternately, the median paired ratio ta / tb, and the results."""
     ta, tb, ratios = [], [], []
