@@ -158,10 +158,14 @@ def zrisk(matrix: ArrayLike, *, r: float = 1.0, convention: Convention = "benham
     >>> zrisk([[1.0, 0.0], [0.0, 1.0]], r=1).round(4).tolist()
     [0.0, 0.0]
     """
+    return _zrisk(matrix, r, convention)[1]
+
+
+def _zrisk(matrix: ArrayLike, r: float, convention: Convention) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The checked matrix and the ZRisk of every system, shape (..., n_systems)."""
     w = loss_weight(r, convention)
-    _, z = _z_matrix(matrix)
-    out: NDArray[np.float64] = np.where(z > 0, z, w * z).sum(axis=-1)
-    return out
+    x, z = _z_matrix(matrix)
+    return x, np.where(z > 0, z, w * z).sum(axis=-1)
 
 
 def georisk(matrix: ArrayLike, *, r: float = 1.0, convention: Convention = "benham") -> NDArray[np.float64]:
@@ -173,21 +177,15 @@ def georisk(matrix: ArrayLike, *, r: float = 1.0, convention: Convention = "benh
 
     Parameters
     ----------
-    matrix : array_like of shape (..., n_systems, n_topics)
-        Non-negative scores, complete.
-    r : float
-        Loss weight or TREC alpha, as in :func:`urisk`.
-    convention : {"benham", "trec"}
-        Meaning of ``r``.
+    matrix, r, convention
+        As in :func:`zrisk`.
 
     Returns
     -------
     ndarray of shape (..., n_systems)
     """
-    w = loss_weight(r, convention)
-    x, z = _z_matrix(matrix)
+    x, zr = _zrisk(matrix, r, convention)
     c = x.shape[-1]
-    zr = np.where(z > 0, z, w * z).sum(axis=-1)
     out: NDArray[np.float64] = np.sqrt(x.sum(axis=-1) / c * special.ndtr(zr / c))
     return out
 
