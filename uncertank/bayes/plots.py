@@ -178,12 +178,8 @@ def write_ppc_figure(cmp: SystemComparison, path: str | os.PathLike[str], *, dpi
 
     Parameters
     ----------
-    cmp : SystemComparison
-        The fit.
-    path : str or os.PathLike
-        Destination; its folder is created when missing.
-    dpi : int
-        Resolution.
+    cmp, path, dpi
+        As in :func:`write_effects_figure`.
     **options
         Passed to :func:`plot_ppc` (``n_replicates``, ``seed``).
 

@@ -92,10 +92,8 @@ def distinguishable(
 
     Parameters
     ----------
-    r : ndarray of shape (n_samples, n_systems)
-        Posterior draws of the system effects.
-    systems : sequence of length n_systems
-        Their names.
+    r, systems
+        As in :func:`system_effects`.
     reference : str
         ``"best"`` or ``"worst"`` (highest or lowest posterior mean effect)
         or a system name.
