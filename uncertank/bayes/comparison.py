@@ -338,18 +338,8 @@ class SystemComparison:
 
         Parameters
         ----------
-        baseline : str
-            The baseline system's name.
-        r : float
-            Loss weight (``"benham"``) or TREC's alpha (``"trec"``).
-        convention : {"benham", "trec"}
-            Sign and weight convention.
-        prob : float
-            Credible mass of the intervals.
-        n_draws : int or None
-            Posterior draws used (None for all).
-        seed : int, optional
-            Seed of the replicates; the fit's seed by default.
+        baseline, r, convention, prob, n_draws, seed
+            As in :func:`uncertank.bayes.risk.urisk_table`.
 
         Returns
         -------
@@ -366,12 +356,8 @@ class SystemComparison:
 
         Parameters
         ----------
-        top, bottom : int, optional
-            Show only the ``top`` best and ``bottom`` worst systems.
-        prob : float
-            Credible mass of the bars.
-        ax : matplotlib.axes.Axes, optional
-            Where to draw.
+        top, bottom, prob, ax
+            As in :func:`uncertank.bayes.plots.plot_effects`.
 
         Returns
         -------
@@ -384,12 +370,8 @@ class SystemComparison:
 
         Parameters
         ----------
-        n_replicates : int
-            Replicated data sets drawn.
-        seed : int, optional
-            Seed of the replicates.
-        ax : matplotlib.axes.Axes, optional
-            Where to draw.
+        n_replicates, seed, ax
+            As in :func:`uncertank.bayes.plots.plot_ppc`.
 
         Returns
         -------
