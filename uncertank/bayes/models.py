@@ -533,10 +533,7 @@ def zoib(system: ArrayLike, topic: ArrayLike, score: ArrayLike, *, sufficient: b
         ``score_loglik``; the default) or per observation (an observed
         ``score``).
     centred : bool, optional
-        Centred (``r ~ Normal(0, sd)``) or non-centred (``r = sd * z``)
-        group effects; None (default) chooses per group: centred when it
-        has at least 10 levels with at least 10 observations each on
-        average (:func:`choose_centred`).
+        As in :func:`gaussian`.
 
     Returns
     -------
