@@ -232,10 +232,8 @@ def read_response_jsonl(path: PathLike, *, name: str | None = None) -> QuerySet:
 
     Parameters
     ----------
-    path : path
-        The file (UTF-8).
-    name : str, optional
-        Name of the set; the file name by default.
+    path, name
+        As in :func:`read_response_tsv`.
 
     Returns
     -------
