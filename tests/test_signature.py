@@ -88,6 +88,21 @@ def both(*, kind="a", **params):
     return Plain(**params) if kind == "a" else Extra(**params)
 
 
+def pops(**params):
+    from shapes.models import Plain
+
+    extra = params.pop("extra", None), params.get("more"), "flag" in params, params["must"]
+    saved = params
+    return Plain(**saved) if extra else Plain(**params)
+
+
+def iterates(**params):
+    from shapes.models import Plain
+
+    wanted = {k: v for k, v in params.items() if k.startswith("head_")}
+    return Plain(**params), wanted
+
+
 def dynamic(**params):
     return getattr(importlib.import_module("shapes.models"), "Plain")(**params)
 
@@ -133,6 +148,7 @@ def test_a_signature_without_kwargs_is_read_as_it_is():
         ("exported", ("backbone", "passes", "lr", "seed")),
         ("relative", ("focal", "lr", "backbone", "passes", "seed")),
         ("both", ("kind", "backbone", "lr", "seed", "passes")),  # every callee's names
+        ("pops", ("extra", "more", "flag", "must", "backbone", "lr", "seed")),  # keys read by name count
     ],
 )
 def test_kwargs_are_followed_to_the_class_they_build(factories, name, expected):
@@ -146,7 +162,9 @@ def test_a_chain_deeper_than_the_limit_is_none(factories, monkeypatch):
     assert accepted_keywords(factories.plain) is None
 
 
-@pytest.mark.parametrize("name", ["stored", "dynamic", "unused", "mixed", "with_new", "decorated", "missing"])
+@pytest.mark.parametrize(
+    "name", ["stored", "iterates", "dynamic", "unused", "mixed", "with_new", "decorated", "missing"]
+)
 def test_what_the_source_cannot_decide_is_none(factories, name):
     assert accepted_keywords(getattr(factories, name)) is None
 

@@ -39,12 +39,14 @@ def accepted_keywords(factory: Callable[..., Any]) -> tuple[str, ...] | None:
     Returns
     -------
     tuple of str or None
-        The keyword names in the order they are declared, the names of every
-        callable that ``**kwargs`` is passed on to included (a superset where a
-        factory removes some before passing them on). None where the
+        The keyword names in the order they are declared, with the keys a
+        factory reads from its ``**kwargs`` by name (``params.pop("seed")``)
+        and the names of every callable it passes them on to (a superset
+        where a factory removes some before passing them on). None where the
         signature ends in ``**kwargs`` and the source does not show, call by
-        call, where they go (a ``**kwargs`` that is stored, a callee chosen at
-        run time, a class with a metaclass or ``__new__``, source not found).
+        call, where they go (a ``**kwargs`` never passed on or read with
+        computed keys, a callee chosen at run time, a class with a decorator,
+        metaclass or ``__new__``, source not found).
 
     Examples
     --------
@@ -86,15 +88,46 @@ def _names(module: str, node: _Def, owner: ast.ClassDef | None, depth: int) -> t
         if isinstance(c, ast.Call)
         and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == args.kwarg.arg for k in c.keywords)
     ]
-    if not calls:
+    read = _keys_read(node, args.kwarg.arg)
+    if not calls or read is None:
         return None
-    out = list(named)
+    out = list(named) + [k for k in read if k not in named]
     for call in calls:
         target = _callee(module, node, owner, call.func, depth)
         if target is None:
             return None
         out += [n for n in target if n not in out]
     return tuple(out)
+
+
+def _keys_read(fn: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> list[str] | None:
+    """The keys ``fn`` reads from its ``**kwargs`` by name (``pop``, ``get``, ``[...]``, ``in``), or None.
+
+    None where ``kwargs`` is used otherwise than passed on as ``**kwargs``,
+    stored whole (``self.params = params``) or read with a literal key: the
+    names it takes cannot be read then.
+    """
+    parents = {child: parent for parent in ast.walk(fn) for child in ast.iter_child_nodes(parent)}
+    keys: list[str] = []
+    for name in sorted(ast.walk(fn), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
+        if not (isinstance(name, ast.Name) and name.id == kwargs) or isinstance(name.ctx, ast.Store):
+            continue
+        parent = parents.get(name)
+        if (isinstance(parent, ast.keyword) and parent.arg is None) or isinstance(parent, ast.Assign):
+            continue  # passed on, or stored whole
+        grand = parents.get(parent) if parent is not None else None
+        if isinstance(parent, ast.Attribute) and parent.attr in ("pop", "get") and isinstance(grand, ast.Call):
+            key = grand.args[0] if grand.args else None
+        elif isinstance(parent, ast.Subscript):
+            key = parent.slice
+        elif isinstance(parent, ast.Compare) and isinstance(parent.ops[0], (ast.In, ast.NotIn)):
+            key = parent.left
+        else:
+            return None
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        keys += [key.value] if key.value not in keys else []
+    return keys
 
 
 def _class_names(module: str, node: ast.ClassDef, depth: int) -> tuple[str, ...] | None:
