@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from click.testing import CliRunner
 
@@ -34,6 +36,14 @@ def test_compare_command_is_attached():
     result = CliRunner().invoke(cli, ["compare", "--help"])
     assert result.exit_code == 0
     assert "zoib" in result.output
+    listed = CliRunner().invoke(cli, ["--help"])
+    assert "compare" in listed.output and "Bayesian" in listed.output
+
+
+def test_importing_the_command_leaves_the_bayes_package_unloaded():
+    code = "import sys, uncertank.cli; print('uncertank.bayes' in sys.modules, 'scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
 
 
 def test_run_command_reports_a_bad_config(tmp_path):

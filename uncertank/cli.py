@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import click
 
@@ -22,7 +22,29 @@ if TYPE_CHECKING:
 __all__ = ["cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group with sub-commands that live next to the code they drive, imported when first looked up.
+
+    ``uncertank run`` then does not import :mod:`uncertank.bayes` (and scipy)
+    to attach ``compare``; ``uncertank --help`` imports it to describe it.
+    """
+
+    lazy: ClassVar[dict[str, str]] = {"compare": "uncertank.bayes.cli:compare_command"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            import importlib
+
+            module, attr = self.lazy[cmd_name].split(":")
+            command: click.Command = getattr(importlib.import_module(module), attr)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="uncertank")
 def cli() -> None:
     """Can a ranker's scores be trusted? Calibration, uncertainty and risk for any ranker."""
@@ -141,16 +163,6 @@ def evaluate_command(runs: tuple[str, ...], qrels: str, metrics: tuple[str, ...]
         click.echo(f"uncertank evaluate: {' '.join(str(exc).split())}", err=True)
         sys.exit(2)
     click.echo(report.render(fmt, per_query=per_query), nl=False)  # type: ignore[arg-type]
-
-
-def _attach_commands() -> None:
-    """Attach sub-commands that live next to the code they drive (imported lazily inside)."""
-    from uncertank.bayes.cli import compare_command
-
-    cli.add_command(compare_command, "compare")
-
-
-_attach_commands()
 
 
 def main() -> None:
