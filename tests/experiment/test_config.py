@@ -84,9 +84,12 @@ def test_demo_config_sizes():
     # S-BERT^D: mc_dropout starts from bert's weights; the ensemble keeps bert as member 0
     assert by_key["mc_dropout"].init_from == "bert" and by_key["ensemble"].init_from == "bert"
     assert by_key["mc_dropout"].params["n_passes"] == 10
+    # the default pools MiniLM by the mean over tokens, as it was trained (docs/experiments.md)
+    assert by_key["bert"].params["pooling"] == "mean" and by_key["bert"].params["num_hidden_layers"] == 3
     # the full study is the paper's setting: all six layers, M = 5, T = 10
     full_keys = {r.key: r for r in full.rankers}
     assert "num_hidden_layers" not in full_keys["bert"].params
+    assert full_keys["bert"].params["pooling"] == "cls"
     assert full_keys["ensemble"].params["n_members"] == 5 and full_keys["mc_dropout"].params["n_passes"] == 10
     with pytest.raises(ValueError, match="size must be one of"):
         demo_config("huge")  # type: ignore[arg-type]

@@ -171,15 +171,19 @@ class StudyConfig:
 
 
 _SIZES: dict[str, dict[str, Any]] = {
-    # MiniLM layers kept, input tokens, peak learning rate, epochs, ensemble members, MC passes,
-    # query caps (train / valid / test per condition), MCMC draws (= tuning steps) and chains.
-    # docs/experiments.md records the measurements that chose the default.
-    "quick": {"layers": 1, "max_length": 48, "lr": 2e-4, "epochs": 1, "members": 2, "passes": 5,
-              "train": 300, "valid": 40, "test": 40, "draws": 300, "chains": 2, "freeze": True},
-    "default": {"layers": 2, "max_length": 64, "lr": 2e-4, "epochs": 1, "members": 3, "passes": 10,
-                "train": 3000, "valid": 100, "test": 150, "draws": 1000, "chains": 4, "freeze": True},
-    "full": {"layers": None, "max_length": 64, "lr": 1e-4, "epochs": 1, "members": 5, "passes": 10,
-             "train": None, "valid": 200, "test": 600, "draws": 2000, "chains": 4, "freeze": False},
+    # MiniLM layers kept, pooling, input tokens, pairs per step, peak learning rate, epochs,
+    # ensemble members, MC passes, query caps (train / valid / test per condition), MCMC draws
+    # (= tuning steps) and chains. docs/experiments.md records the measurements that chose the default.
+    "quick": {"layers": 1, "pooling": "mean", "max_length": 48, "batch_size": 16, "lr": 2e-4, "epochs": 1,
+              "members": 2, "passes": 5, "train": 300, "valid": 40, "test": 40, "draws": 300, "chains": 2,
+              "freeze": True},
+    "default": {"layers": 3, "pooling": "mean", "max_length": 64, "batch_size": 16, "lr": 2e-4, "epochs": 1,
+                "members": 3, "passes": 10, "train": 3000, "valid": 50, "test": 100, "draws": 1000,
+                "chains": 4, "freeze": True},
+    # Penha & Hauff's network: [CLS] pooling, the whole encoder
+    "full": {"layers": None, "pooling": "cls", "max_length": 64, "batch_size": 16, "lr": 1e-4, "epochs": 1,
+             "members": 5, "passes": 10, "train": None, "valid": 200, "test": 600, "draws": 2000, "chains": 4,
+             "freeze": False},
 }
 
 # GP rankers join the study when their plugins are installed (trained on their own, like bert).
@@ -224,7 +228,8 @@ def demo_config(size: Size = "default") -> StudyConfig:
             "max_length": s["max_length"],
             "epochs": s["epochs"],
             "lr": s["lr"],
-            "batch_size": 16,
+            "batch_size": s["batch_size"],
+            "pooling": s["pooling"],
             "seed": 0,
             "show_progress": False,
             "freeze_embeddings": s["freeze"],
