@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 
 from uncertank.experiment.result import Evaluation, StudyResult
+from uncertank.metrics.metric import KINDS, MetricKind
 
 __all__ = [
     "Comparison",
@@ -34,10 +35,6 @@ __all__ = [
     "reference_ranker",
     "relative_change",
 ]
-
-MetricKind = Literal["ranking", "calibration"]
-_KINDS: tuple[str, ...] = ("ranking", "calibration")
-
 
 def reference_ranker(result: StudyResult) -> str | None:
     """The ranker that relative changes and significance tests compare against.
@@ -69,8 +66,8 @@ def metric_labels(result: StudyResult, kind: MetricKind | None = None) -> list[s
     ValueError
         When ``kind`` is neither ``"ranking"`` nor ``"calibration"``.
     """
-    if kind is not None and kind not in _KINDS:
-        raise ValueError(f"kind must be one of {list(_KINDS)} or None; got {kind!r}")
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {list(KINDS)} or None; got {kind!r}")
     return [label for label, info in result.metric_info.items() if kind is None or info.get("kind") == kind]
 
 
