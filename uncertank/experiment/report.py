@@ -30,7 +30,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,8 @@ from uncertank.experiment.analysis import (
     reference_ranker,
     relative_change,
 )
-from uncertank.experiment.result import StudyResult
+from uncertank.experiment.result import Evaluation, StudyResult
+from uncertank.metrics.metric import MetricKind
 
 __all__ = ["format_number", "format_pvalue", "markdown_table", "write_report"]
 
@@ -404,13 +405,24 @@ def _marker_notes(comparisons: list[Comparison], ref: str) -> list[str]:
     return notes
 
 
+def _measured_labels(result: StudyResult, conds: Sequence[str], kind: MetricKind | None = None) -> list[str]:
+    """The metric labels of ``kind`` (all kinds when None) that some ranker has a value of under one of ``conds``."""
+    return [m for m in metric_labels(result, kind)
+            if any(m in e.metrics for e in result.evaluations if e.condition in conds)]
+
+
+def _headline(result: StudyResult, cond: str, kind: MetricKind) -> tuple[str | None, list[str]]:
+    """The first metric of ``kind`` measured under ``cond`` and the rankers best by it (None and [] without one)."""
+    labels = _measured_labels(result, [cond], kind)
+    if not labels:
+        return None, []
+    return labels[0], best_rankers(result, cond, labels[0])
+
+
 def _calibration_sentence(result: StudyResult, cond: str, ref: str | None, comps: list[Comparison]) -> str:
-    cal = [m for m in metric_labels(result, "calibration")
-           if any(m in e.metrics for e in result.evaluations if e.condition == cond)]
-    if not cal:
+    head, best = _headline(result, cond, "calibration")
+    if head is None:
         return "No ranker's scores are probabilities here, so calibration is not measured."
-    head = cal[0]
-    best = best_rankers(result, cond, head)
     text = f"By `{head}`, {_names(best)} {'is' if len(best) == 1 else 'are'} best calibrated"
     if ref is None:
         return text + "."
@@ -432,12 +444,9 @@ def _calibration_sentence(result: StudyResult, cond: str, ref: str | None, comps
 
 
 def _ranking_sentence(result: StudyResult, cond: str, ref: str | None, comps: list[Comparison]) -> str:
-    rank = [m for m in metric_labels(result, "ranking")
-            if any(m in e.metrics for e in result.evaluations if e.condition == cond)]
-    if not rank:
+    head, best = _headline(result, cond, "ranking")
+    if head is None:
         return ""
-    head = rank[0]
-    best = best_rankers(result, cond, head)
     ev = result.evaluation(best[0], cond) if best else None
     value = format_number(ev.metrics[head]) if ev is not None else "n/a"
     text = f"{_names(best)} {'ranks' if len(best) == 1 else 'rank'} best by `{head}` ({value})"
@@ -478,9 +487,22 @@ def _metric_rows(result: StudyResult, cond: str, labels: list[str], comps: list[
     return rows
 
 
-def _table_labels(result: StudyResult, conds: Sequence[str]) -> list[str]:
-    return [m for m in metric_labels(result)
-            if any(m in e.metrics for e in result.evaluations if e.condition in conds)]
+def _outcome_section(doc: _Doc, result: StudyResult, title: str, has_outcome: Callable[[Evaluation], object],
+                     missing: str) -> list[Evaluation]:
+    """Open the section on one outcome of the evaluations: its heading, then the evaluations that have the outcome.
+
+    When none has it, the section says so with the text ``missing`` and the list is empty.
+    """
+    doc.heading(2, title)
+    evs = [e for e in result.evaluations if has_outcome(e)]
+    if not evs:
+        doc.text(missing)
+    return evs
+
+
+def _conditions_of(result: StudyResult, evs: Sequence[Evaluation]) -> list[str]:
+    """The study's conditions, in its order, under which at least one of ``evs`` was evaluated."""
+    return [c for c in result.conditions if any(e.condition == c for e in evs)]
 
 
 def _in_domain(doc: _Doc, result: StudyResult, ref: str | None) -> None:
@@ -489,7 +511,7 @@ def _in_domain(doc: _Doc, result: StudyResult, ref: str | None) -> None:
         doc.text("The study has no test condition.")
         return
     cond = result.conditions[0]
-    labels = _table_labels(result, [cond])
+    labels = _measured_labels(result, [cond])
     comps = compare_to_reference(result, [cond], labels, reference=ref, alpha=ALPHA) if ref else []
     lead = "In-domain: " if "in-domain" in cond.lower() else f"In-domain (`{cond}`): "
     sentence = lead + _ranking_sentence(result, cond, ref, comps)
@@ -510,7 +532,7 @@ def _shifted(doc: _Doc, result: StudyResult, ref: str | None) -> None:
     if not shifted:
         doc.text("This study has only the in-domain condition, so there is nothing to show under shift.")
         return
-    labels = _table_labels(result, shifted)
+    labels = _measured_labels(result, shifted)
     comps = compare_to_reference(result, shifted, labels, reference=ref, alpha=ALPHA) if ref else []
     sentences = []
     first = result.conditions[0]
@@ -536,10 +558,10 @@ def _shifted(doc: _Doc, result: StudyResult, ref: str | None) -> None:
 
 
 def _recalibration(doc: _Doc, result: StudyResult) -> None:
-    doc.heading(2, "Recalibration")
-    evs = [e for e in result.evaluations if e.recalibrated]
+    evs = _outcome_section(doc, result, "Recalibration", lambda e: e.recalibrated,
+                           "No recalibrator was applied in this study (it needs rankers whose scores are "
+                           "probabilities).")
     if not evs:
-        doc.text("No recalibrator was applied in this study (it needs rankers whose scores are probabilities).")
         return
     labels = [m for m in metric_labels(result, "calibration")
               if any(m in r for e in evs for r in e.recalibrated.values())]
@@ -582,10 +604,10 @@ def _recalibration(doc: _Doc, result: StudyResult) -> None:
 
 
 def _risk(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
-    doc.heading(2, "Risk-aware reranking")
-    evs = [e for e in result.evaluations if e.risk is not None]
+    evs = _outcome_section(doc, result, "Risk-aware reranking", lambda e: e.risk is not None,
+                           "No ranker gave predictive samples, so risk-aware reranking (Penha & Hauff 2021, "
+                           "eq. 7) was not run.")
     if not evs:
-        doc.text("No ranker gave predictive samples, so risk-aware reranking (Penha & Hauff 2021, eq. 7) was not run.")
         return
     from uncertank.stats import adjust_pvalues
 
@@ -614,7 +636,7 @@ def _risk(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
               ["b: the risk aversion of Penha & Hauff (2021) eq. 7, chosen on the validation split. "
                "p: paired t-test over queries between the two rankings (– when they never differ); "
                f"{_MARK}: significant at α = {ALPHA} after Holm's correction over this table."])
-    conds = [c for c in result.conditions if any(e.condition == c for e in evs)]
+    conds = _conditions_of(result, evs)
     colours = _colours(result.rankers)
     fig, axes = figs.new(len(conds), width=4.3, height=3.4)
     for ax, cond in zip(axes, conds, strict=True):
@@ -639,10 +661,9 @@ def _risk(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
 
 
 def _nota(doc: _Doc, result: StudyResult) -> None:
-    doc.heading(2, "NOTA prediction")
-    evs = [e for e in result.evaluations if e.nota is not None]
+    evs = _outcome_section(doc, result, "NOTA prediction", lambda e: e.nota is not None,
+                           "NOTA prediction was not run (it needs a ranker whose scores are probabilities).")
     if not evs:
-        doc.text("NOTA prediction was not run (it needs a ranker whose scores are probabilities).")
         return
     rows, helped, sig = [], [], []
     for e in evs:
@@ -675,10 +696,9 @@ def _nota(doc: _Doc, result: StudyResult) -> None:
 
 
 def _selective(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
-    doc.heading(2, "Selective prediction")
-    evs = [e for e in result.evaluations if e.selective is not None]
+    evs = _outcome_section(doc, result, "Selective prediction", lambda e: e.selective is not None,
+                           "Selective prediction was not computed in this study.")
     if not evs:
-        doc.text("Selective prediction was not computed in this study.")
         return
     rows = []
     for cond in result.conditions:
@@ -691,7 +711,7 @@ def _selective(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
             assert s is not None
             rows.append([f"`{cond}`", f"`{e.ranker}`", s.confidence, _cell(s.aurc, math.isclose(s.aurc, low)),
                          format_number(s.oracle_aurc), format_number(s.aurc - s.oracle_aurc)])
-    cond0 = next(c for c in result.conditions if any(e.condition == c for e in evs))
+    cond0 = _conditions_of(result, evs)[0]
     c0 = [e for e in evs if e.condition == cond0 and e.selective]
     best = min(c0, key=lambda e: e.selective.aurc if e.selective else math.inf)
     assert best.selective is not None
@@ -702,7 +722,7 @@ def _selective(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
               ["AURC: area under the risk-coverage curve, risk being the share of answered queries whose top "
                "candidate is not relevant (lower is better; best per condition in bold). Certainty: the top "
                "candidate's probability, or its margin over the runner-up for scores that are not probabilities."])
-    conds = [c for c in result.conditions if any(e.condition == c for e in evs)]
+    conds = _conditions_of(result, evs)
     colours = _colours(result.rankers)
     fig, axes = figs.new(len(conds), width=4.3, height=3.4)
     for ax, cond in zip(axes, conds, strict=True):
@@ -721,12 +741,12 @@ def _selective(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
 
 
 def _reliability(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
-    doc.heading(2, "Reliability diagrams")
-    evs = [e for e in result.evaluations if e.reliability is not None and e.reliability.count]
+    evs = _outcome_section(doc, result, "Reliability diagrams",
+                           lambda e: e.reliability is not None and e.reliability.count,
+                           "No ranker's scores are probabilities, so there are no reliability diagrams.")
     if not evs:
-        doc.text("No ranker's scores are probabilities, so there are no reliability diagrams.")
         return
-    conds = [c for c in result.conditions if any(e.condition == c for e in evs)]
+    conds = _conditions_of(result, evs)
     colours = _colours(result.rankers)
     fig = figs.Figure(figsize=(min(4.2 * len(conds), 16.0), 5.0), layout="constrained")
     grid = fig.add_gridspec(2, len(conds), height_ratios=[3, 1])
@@ -761,12 +781,11 @@ def _reliability(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
 
 
 def _imbalance(doc: _Doc, result: StudyResult, figs: _Figures) -> None:
-    doc.heading(2, "ECE against the imbalance ratio")
-    evs = [e for e in result.evaluations if e.imbalance]
+    evs = _outcome_section(doc, result, "ECE against the imbalance ratio", lambda e: e.imbalance,
+                           "The imbalance sweep needs rankers whose scores are probabilities; there are none here.")
     if not evs:
-        doc.text("The imbalance sweep needs rankers whose scores are probabilities; there are none here.")
         return
-    conds = [c for c in result.conditions if any(e.condition == c for e in evs)]
+    conds = _conditions_of(result, evs)
     rising = 0
     for e in evs:
         assert e.imbalance is not None
