@@ -247,20 +247,14 @@ def score_probabilities(
         evaluation mode.
     batch_size : int
         Pairs per forward pass.
-    device : torch.device, optional
-        Where to score on one process; ignored under several processes.
-    accelerator : accelerate.Accelerator, optional
-        Gives the process index, count and device, and gathers the shards.
     seed : int, optional
         Seeds the dropout masks (per process: ``seed + process_index``)
         without touching the global generator.
     stacked : bool
         Evaluate all models in one ``torch.func.vmap`` call per batch
         (needs identical architectures) instead of one call per model.
-    show_progress : bool
-        Show a progress bar on the main process.
-    desc : str
-        The bar's label.
+    device, accelerator, show_progress, desc
+        As in :func:`score_batches`.
 
     Returns
     -------
