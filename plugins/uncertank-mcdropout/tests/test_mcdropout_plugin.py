@@ -192,8 +192,6 @@ def test_mc_layers_computes_the_lower_layers_once_per_batch():
 
 
 def test_mc_layers_errors_and_round_trip(tmp_path):
-    with pytest.raises(ValueError, match="mc_layers must be an integer >= 1"):
-        _mc(mc_layers=0)
     with pytest.raises(ValueError, match=r"mc_layers must be <= the encoder's 2 layers; got 3"):
         _mc(mc_layers=3).predict_samples(toy_queries(n_queries=1))
     ranker = _mc(mc_layers=1)

@@ -13,7 +13,14 @@ from torch import nn
 from typing_extensions import Self
 
 from uncertank import Predictions, PredictiveSamples, QuerySet
-from uncertank.nn import NeuralRanker, get_accelerator, mc_dropout, output_probabilities, score_batches
+from uncertank.nn import (
+    EncodedPairs,
+    NeuralRanker,
+    get_accelerator,
+    mc_dropout,
+    output_probabilities,
+    score_batches,
+)
 from uncertank.validation import check_positive_int
 
 __all__ = ["MCDropoutRanker"]
@@ -38,8 +45,10 @@ class MCDropoutRanker(NeuralRanker):
     With ``mc_layers=k``, dropout stays on only in the top ``k`` encoder
     layers and the head; the embeddings and the lower layers run once per
     batch, in eval mode, and the T passes reuse their output, so a pass
-    costs about ``k / n_layers`` of a full one. ``k`` equal to the number of
-    layers (or ``None``) is plain MC dropout.
+    costs about ``k / n_layers`` of a full one. ``k = 0`` keeps dropout in
+    the head only: the whole encoder runs once per batch and each pass is
+    the head alone. ``k`` equal to the number of layers (or ``None``) is
+    plain MC dropout.
 
     Parameters
     ----------
@@ -48,8 +57,9 @@ class MCDropoutRanker(NeuralRanker):
     n_passes : int
         T, the number of stochastic passes (10 by default, as in the paper).
     mc_layers : int, optional
-        Dropout only in the top ``mc_layers`` encoder layers (and the head);
-        all layers by default. Needs a BERT-style encoder (``encoder.encoder.layer``).
+        Dropout only in the top ``mc_layers`` encoder layers (and the head),
+        an integer from 0 (the head only) to the number of layers; all
+        layers by default. Needs a BERT-style encoder (``encoder.encoder.layer``).
     **params
         Every other parameter of :class:`uncertank.nn.NeuralRanker`; ``seed``
         also seeds the dropout masks, so predictions are reproducible.
@@ -62,11 +72,18 @@ class MCDropoutRanker(NeuralRanker):
     ) -> None:
         super().__init__(backbone, **params)
         self.n_passes = check_positive_int(n_passes, "n_passes")
-        self.mc_layers = None if mc_layers is None else check_positive_int(mc_layers, "mc_layers")
+        self.mc_layers = None if mc_layers is None else check_positive_int(mc_layers, "mc_layers", minimum=0)
 
     @classmethod
     def from_ranker(cls, ranker: NeuralRanker, *, n_passes: int = 10, mc_layers: int | None = None) -> Self:
-        """Share the weights of a fitted :class:`~uncertank.nn.NeuralRanker` (``bert``)."""
+        """Share the weights of a fitted :class:`~uncertank.nn.NeuralRanker` (``bert``).
+
+        Raises
+        ------
+        ValueError
+            When ``mc_layers`` is not an integer from 0 to the number of the
+            model's encoder layers (or the model has no ``encoder.layer`` list).
+        """
         if not isinstance(ranker, NeuralRanker):
             raise TypeError(f"ranker must be a NeuralRanker (such as bert); got {type(ranker).__name__}")
         new = cls(ranker.backbone, n_passes=n_passes, mc_layers=mc_layers, **{
@@ -74,6 +91,8 @@ class MCDropoutRanker(NeuralRanker):
         })
         new.training_config = ranker.training_config
         new.model, new.tokenizer, new.history_ = ranker.build_model(), ranker.tokenizer, ranker.history_
+        if mc_layers is not None:
+            _split_layers(new.model, mc_layers)
         return new
 
     def extra_params(self) -> dict[str, Any]:
@@ -97,31 +116,39 @@ class MCDropoutRanker(NeuralRanker):
             probs = self.score_top_layers(queries, n_passes=t, mc_layers=self.mc_layers)
         return PredictiveSamples(probs, queries.offsets, ranker=self.name)
 
-    def score_top_layers(self, queries: QuerySet, *, n_passes: int, mc_layers: int) -> NDArray[np.float64]:
+    def score_top_layers(
+        self, queries: QuerySet | EncodedPairs, *, n_passes: int, mc_layers: int
+    ) -> NDArray[np.float64]:
         """T passes with dropout only in the top ``mc_layers`` layers and the head; shape (n_passes, n_pairs).
 
         Per batch, the first pass runs the whole model and keeps the output of
         the last lower layer; the other passes replay it and run only the top
-        layers and the head. The lower layers (and the embeddings) are in
+        layers and the head (only the head when ``mc_layers`` is 0: every
+        layer is replayed). The lower layers (and the embeddings) are in
         eval mode. Seeded by ``seed`` like :meth:`score`, in the same order of
         draws, so ``mc_layers`` equal to the number of layers gives exactly
         the passes of ``score(queries, n_passes=..., mc=True, seed=seed)``.
+
+        Parameters
+        ----------
+        queries : QuerySet or EncodedPairs
+            The pairs to score, or their token sequences already encoded
+            (:meth:`encode`), e.g. to time the network alone.
+        n_passes : int
+            T.
+        mc_layers : int
+            From 0 (dropout in the head only) to the number of encoder layers.
 
         Raises
         ------
         ValueError
             When the encoder has no ``encoder.layer`` list, or ``mc_layers``
-            exceeds its number of layers.
+            is not an integer from 0 to its number of layers.
         """
         model: Any = self.build_model()
-        layers = getattr(getattr(getattr(model, "encoder", None), "encoder", None), "layer", None)
-        if not isinstance(layers, nn.ModuleList):
-            raise ValueError("mc_layers needs a BERT-style encoder (model.encoder.encoder.layer); this model has none")
-        n_lower = len(layers) - check_positive_int(mc_layers, "mc_layers")
-        if n_lower < 0:
-            raise ValueError(f"mc_layers must be <= the encoder's {len(layers)} layers; got {mc_layers}")
+        layers, n_lower = _split_layers(model, mc_layers)
         n_passes = check_positive_int(n_passes, "n_passes")
-        enc = self.encode(queries)
+        enc = queries if isinstance(queries, EncodedPairs) else self.encode(queries)
         acc = get_accelerator(self.device)
         model.to(acc.device)
         lower: list[nn.Module] = [model.encoder.embeddings, *layers[:n_lower]] if n_lower else []
@@ -135,7 +162,7 @@ class MCDropoutRanker(NeuralRanker):
                 passes = [output_probabilities(model(**batch))]
             finally:
                 hook.remove()
-            with _replay(layers, n_lower, kept[0]):
+            with _replay(model.encoder, layers, n_lower, kept[0]):
                 passes += [output_probabilities(model(**batch)) for _ in range(n_passes - 1)]
             return torch.stack(passes, dim=1)
 
@@ -158,25 +185,45 @@ class MCDropoutRanker(NeuralRanker):
         return self.predict_samples(queries).to_predictions()
 
 
+def _split_layers(model: Any, mc_layers: Any) -> tuple[nn.ModuleList, int]:
+    """The encoder's layer list and how many of them run once per batch (``n_layers - mc_layers``)."""
+    layers = getattr(getattr(getattr(model, "encoder", None), "encoder", None), "layer", None)
+    if not isinstance(layers, nn.ModuleList):
+        raise ValueError("mc_layers needs a BERT-style encoder (model.encoder.encoder.layer); this model has none")
+    n_lower = len(layers) - check_positive_int(mc_layers, "mc_layers", minimum=0)
+    if n_lower < 0:
+        raise ValueError(f"mc_layers must be <= the encoder's {len(layers)} layers; got {mc_layers}")
+    return layers, n_lower
+
+
 class _Replay(nn.Module):
-    """Stands in for the lower layers: the first returns the kept hidden state, the others pass it on."""
+    """Stands in for the embeddings (returns the kept hidden state) and the lower layers (pass it on)."""
 
     def __init__(self, hidden: torch.Tensor | None) -> None:
         super().__init__()
         self.hidden = hidden
 
-    def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-        return hidden_states if self.hidden is None else self.hidden
+    def forward(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return args[0] if self.hidden is None else self.hidden
 
 
 @contextlib.contextmanager
-def _replay(layers: nn.ModuleList, n_lower: int, hidden: torch.Tensor) -> Iterator[None]:
-    """Replace ``layers[:n_lower]`` by :class:`_Replay` stand-ins for the block; restore them after."""
+def _replay(bert: nn.Module, layers: nn.ModuleList, n_lower: int, hidden: torch.Tensor) -> Iterator[None]:
+    """Replace ``bert.embeddings`` and ``layers[:n_lower]`` by :class:`_Replay` stand-ins for the block.
+
+    The embeddings' stand-in returns ``hidden`` (the last lower layer's
+    output, of the embeddings' shape), the lower layers pass it on, so
+    neither the embeddings nor a lower layer computes anything. The modules
+    are restored on exit.
+    """
+    embeddings = bert.embeddings
     saved = [layers[i] for i in range(n_lower)]
     try:
+        bert.embeddings = _Replay(hidden)
         for i in range(n_lower):
-            layers[i] = _Replay(hidden if i == 0 else None)
+            layers[i] = _Replay(None)
         yield
     finally:
+        bert.embeddings = embeddings
         for i, layer in enumerate(saved):
             layers[i] = layer
