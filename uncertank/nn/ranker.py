@@ -42,7 +42,7 @@ from uncertank.nn.training import TrainingConfig, TrainingHistory, cross_entropy
 __all__ = ["NeuralRanker", "load_ranker"]
 
 _TRAIN_PARAMS = (
-    "max_length", "epochs", "batch_size", "lr", "seed", "warmup_ratio", "weight_decay",
+    "max_length", "epochs", "batch_size", "lr", "head_lr", "seed", "warmup_ratio", "weight_decay",
     "max_grad_norm", "eval_batch_size", "show_progress", "freeze_embeddings",
 )
 
@@ -81,6 +81,9 @@ class NeuralRanker:
         Tokens per (context, response) pair.
     epochs, batch_size, lr, seed
         Training length, pairs per step, peak AdamW rate, random seed.
+    head_lr : float, optional
+        Peak rate of the head (everything outside the encoder); ``lr`` by
+        default. See :class:`~uncertank.nn.TrainingConfig`.
     device : str
         ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda:0"``, ...
     warmup_ratio, weight_decay, max_grad_norm, eval_batch_size, show_progress, freeze_embeddings
@@ -109,6 +112,7 @@ class NeuralRanker:
         epochs: int = 1,
         batch_size: int = 16,
         lr: float = 2e-5,
+        head_lr: float | None = None,
         seed: int = 0,
         device: str = "auto",
         warmup_ratio: float = 0.1,
@@ -120,7 +124,7 @@ class NeuralRanker:
         name: str | None = None,
     ) -> None:
         self.training_config = TrainingConfig(
-            max_length=max_length, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
+            max_length=max_length, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr, seed=seed,
             warmup_ratio=warmup_ratio, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
             eval_batch_size=eval_batch_size, show_progress=show_progress, freeze_embeddings=freeze_embeddings,
         )

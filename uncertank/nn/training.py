@@ -57,6 +57,14 @@ class TrainingConfig:
         Training pairs per step (per process).
     lr : float
         Peak AdamW learning rate.
+    head_lr : float or None
+        Peak learning rate of every parameter outside ``model.encoder`` (the
+        randomly initialised head); None uses ``lr``. A head whose output
+        layer starts at zero (a GP head's output weights, the prior mean)
+        sends no gradient into the encoder until it has grown, so at an
+        encoder's rate it may never leave a loss of log 2: PG-DRR (Ye et al.,
+        AAAI 2023, sec. 4.4) trains its GP layer at 3e-3 and the encoder at
+        1e-5. Warm-up and decay scale both rates alike.
     seed : int
         Seeds initialisation, the choice among a query's negatives, and shuffling.
     warmup_ratio : float
@@ -82,6 +90,7 @@ class TrainingConfig:
     batch_size: int = 16
     lr: float = 2e-5
     seed: int = 0
+    head_lr: float | None = None
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
@@ -101,6 +110,9 @@ class TrainingConfig:
             ok = not isinstance(v, bool) and isinstance(v, (int, float)) and bool(np.isfinite(v))
             if not ok or v < 0 or (positive and v == 0):
                 raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}; got {v!r}")
+        h = self.head_lr
+        if h is not None and (isinstance(h, bool) or not isinstance(h, (int, float)) or not np.isfinite(h) or h <= 0):
+            raise ValueError(f"head_lr must be None or a finite number > 0; got {h!r}")
         if not isinstance(self.warmup_ratio, (int, float)) or not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must lie in [0, 1); got {self.warmup_ratio!r}")
 
@@ -224,14 +236,23 @@ def cross_entropy_loss(output: torch.Tensor, labels: torch.Tensor) -> torch.Tens
     return torch.nn.functional.cross_entropy(output.float(), labels)
 
 
-def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    decay: list[torch.nn.Parameter] = []
-    no_decay: list[torch.nn.Parameter] = []
+def _param_groups(
+    model: torch.nn.Module, weight_decay: float, lr: float, head_lr: float | None = None
+) -> list[dict[str, Any]]:
+    """AdamW groups: decay or not (biases and norms), at ``lr`` or, outside ``model.encoder``, ``head_lr``."""
+    encoder = getattr(model, "encoder", None)
+    in_encoder = {id(p) for p in encoder.parameters()} if isinstance(encoder, torch.nn.Module) else set()
+    groups: dict[tuple[bool, float], list[torch.nn.Parameter]] = {}
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
-        (no_decay if p.ndim < 2 or "LayerNorm" in name or "norm" in name.lower() else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        decays = not (p.ndim < 2 or "LayerNorm" in name or "norm" in name.lower())
+        rate = lr if head_lr is None or id(p) in in_encoder else head_lr
+        groups.setdefault((decays, rate), []).append(p)
+    return [
+        {"params": params, "weight_decay": weight_decay if decays else 0.0, "lr": rate}
+        for (decays, rate), params in groups.items()
+    ]
 
 
 def train_cross_encoder(
@@ -321,7 +342,7 @@ def train_cross_encoder(
             raise ValueError("freeze_embeddings needs a model with encoder.embeddings (a BERT-like backbone)")
         for p in embeddings.parameters():
             p.requires_grad_(False)
-    optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr)
+    optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay, cfg.lr, cfg.head_lr), lr=cfg.lr)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
     wrapped, optimizer, scheduler = acc.prepare(model, optimizer, scheduler)
     history = TrainingHistory()
