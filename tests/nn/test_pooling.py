@@ -97,3 +97,13 @@ def test_the_gp_rankers_pool_as_asked(name, tmp_path):
     assert not np.allclose(mean.predict(qs).scores, cls.predict(qs).scores)
     mean.save(tmp_path / "m")
     assert type(mean).load(tmp_path / "m").build_model().pooling == "mean"
+
+
+def test_head_dimensions_read_the_encoder_config():
+    from uncertank.nn import head_dimensions
+
+    enc = _encoder()
+    assert head_dimensions(enc) == (16, enc.config.hidden_dropout_prob)
+    assert head_dimensions(enc, 0.3) == (16, 0.3)
+    enc.config.hidden_dropout_prob = 0.25
+    assert head_dimensions(enc) == (16, 0.25)

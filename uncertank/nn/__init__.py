@@ -54,6 +54,7 @@ from uncertank.nn.model import (  # noqa: E402
     build_backbone,
     check_pooling,
     default_backbone_path,
+    head_dimensions,
     pool_encoder,
 )
 from uncertank.nn.ranker import NeuralRanker, load_ranker  # noqa: E402
@@ -95,6 +96,7 @@ __all__ = [
     "dropout_owners",
     "encode_pairs",
     "encode_queries",
+    "head_dimensions",
     "get_accelerator",
     "is_main_process",
     "load_model",

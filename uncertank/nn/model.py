@@ -22,7 +22,15 @@ from torch import nn
 
 from uncertank.nn.inputs import add_separator_tokens
 
-__all__ = ["POOLINGS", "CrossEncoderModel", "build_backbone", "check_pooling", "default_backbone_path", "pool_encoder"]
+__all__ = [
+    "POOLINGS",
+    "CrossEncoderModel",
+    "build_backbone",
+    "check_pooling",
+    "default_backbone_path",
+    "head_dimensions",
+    "pool_encoder",
+]
 
 #: The ways :func:`pool_encoder` turns token vectors into one vector per pair.
 POOLINGS = ("cls", "mean")
@@ -158,6 +166,26 @@ def check_pooling(pooling: Any) -> str:
     return pooling
 
 
+def head_dimensions(encoder: nn.Module, dropout: float | None = None) -> tuple[int, float]:
+    """The width of ``encoder``'s output and the dropout a head on it uses.
+
+    Parameters
+    ----------
+    encoder : transformers.PreTrainedModel
+        Its ``config`` gives ``hidden_size`` and ``hidden_dropout_prob``.
+    dropout : float, optional
+        The head's own dropout; the encoder's ``hidden_dropout_prob`` (0.1
+        when its config has none) by default.
+
+    Returns
+    -------
+    hidden : int
+    dropout : float
+    """
+    cfg: Any = encoder.config
+    return int(cfg.hidden_size), float(getattr(cfg, "hidden_dropout_prob", 0.1) if dropout is None else dropout)
+
+
 def pool_encoder(
     encoder: nn.Module,
     input_ids: torch.Tensor,
@@ -223,9 +251,7 @@ class CrossEncoderModel(nn.Module):
     def __init__(self, encoder: nn.Module, *, dropout: float | None = None, pooling: str = "cls") -> None:
         super().__init__()
         self.pooling = check_pooling(pooling)
-        cfg: Any = encoder.config
-        hidden = int(cfg.hidden_size)
-        p = float(getattr(cfg, "hidden_dropout_prob", 0.1) if dropout is None else dropout)
+        hidden, p = head_dimensions(encoder, dropout)
         self.encoder = encoder
         self.head = nn.Sequential(
             nn.Dropout(p), nn.Linear(hidden, hidden), nn.Tanh(), nn.Dropout(p), nn.Linear(hidden, 2)

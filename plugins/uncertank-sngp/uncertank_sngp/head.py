@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from uncertank.nn import check_pooling, pool_encoder
+from uncertank.nn import check_pooling, head_dimensions, pool_encoder
 from uncertank.validation import check_choice, check_positive_int
 
 __all__ = ["RandomFeatureGP", "SNGPModel", "SoftSpectralNorm", "apply_spectral_norm", "focal_loss"]
@@ -360,9 +360,7 @@ class SNGPModel(nn.Module):
     ) -> None:
         super().__init__()
         self.pooling = check_pooling(pooling)
-        cfg: Any = encoder.config
-        hidden = int(cfg.hidden_size)
-        p = float(getattr(cfg, "hidden_dropout_prob", 0.1) if dropout is None else dropout)
+        hidden, p = head_dimensions(encoder, dropout)
         self.encoder = encoder
         self.dropout = nn.Dropout(p)
         self.pooler = nn.Linear(hidden, hidden)
