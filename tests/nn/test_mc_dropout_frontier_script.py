@@ -1,0 +1,73 @@
+"""docs/scripts/mc_dropout_frontier.py runs its whole pipeline on a tiny model (--smoke)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "docs" / "scripts" / "mc_dropout_frontier.py"
+KS = ("0", "1", "2", "3", "all")
+TS = (5, 10, 20)
+NUMBERS = ("cost_ratio", "s_per_1000_pairs_best", "ECE", "ECE_balanced", "R10@1", "risk_b", "R10@1_risk_aware",
+           "risk_aware_gain", "NOTA_F1_means", "NOTA_F1_with_variance", "ece_balanced_reduction")
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_smoke_run_measures_every_setting(tmp_path):
+    pytest.importorskip("sklearn")
+    out, fig = tmp_path / "frontier.json", tmp_path / "frontier.png"
+    proc = _run("--smoke", "--repeats", "3", "--nota-trees", "10", "--workdir", str(tmp_path / "work"),
+                "--out", str(out), "--figure", str(fig))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(out.read_text())
+    rows = {(r["k"], r["T"]): r for r in payload["frontier"]}
+    assert set(rows) == {(k, t) for k in KS for t in TS}
+    for row in rows.values():
+        for key in NUMBERS:
+            assert math.isfinite(row[key]), (row["k"], row["T"], key)
+        assert 0 <= row["ECE"] <= 1 and 0 <= row["R10@1"] <= 1 and row["cost_ratio"] > 0
+        share = row["share_of_full_ece_reduction"]
+        assert (share is None) == (not payload["target"]["share_defined"])
+        assert share is None or math.isfinite(share)
+    assert rows[("all", 10)]["share_of_full_ece_reduction"] in (None, 1.0)
+    # The cost grows with T for every k (the head-only passes cost little, so compare T = 5 with 20 there).
+    for k in KS:
+        assert rows[(k, 5)]["cost_ratio"] < rows[(k, 20)]["cost_ratio"], k
+    assert rows[("all", 5)]["cost_ratio"] < rows[("all", 10)]["cost_ratio"] < rows[("all", 20)]["cost_ratio"]
+    bert = payload["bert"]
+    assert bert["k"] == "none" and bert["T"] == 1 and bert["cost_ratio"] == 1.0
+    assert all(math.isfinite(bert[key]) for key in ("ECE", "ECE_balanced", "R10@1", "NOTA_F1_means"))
+    assert payload["settings"]["n_layers"] == 4 and payload["settings"]["cost_pairs"] == 64
+    assert payload["command"].startswith("python docs/scripts/mc_dropout_frontier.py --smoke")
+    assert len(payload["load_average"]["before_timing"]) == 3 and payload["machine"]["torch"]
+    # The samples are cached, one file per split and k, for a rerun to resume from.
+    cached = sorted(p.name for p in Path(payload["settings"]["work_folder"], "mc_dropout_frontier").iterdir())
+    assert len(cached) == 2 * len(KS) + 1 and "test_q20_kall_T20.npy" in cached
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.image
+
+    assert matplotlib.image.imread(fig).ndim == 3
+    assert "| `bert` | 1 | 1.00 |" in proc.stdout and "| all | 20 |" in proc.stdout
+
+
+def test_a_missing_real_run_model_and_bad_ks_fail_clearly(tmp_path):
+    proc = _run("--workdir", str(tmp_path))
+    assert proc.returncode != 0 and "member 0 is not trained yet" in proc.stderr
+    assert "real_run_neural.py --stage train" in proc.stderr
+    proc = _run("--ks", "0,two", "--workdir", str(tmp_path))
+    assert proc.returncode != 0 and "--ks must be a comma list of integers >= 0 and 'all'; got '0,two'" in proc.stderr
+    proc = _run("--ks", "1,1", "--workdir", str(tmp_path))
+    assert proc.returncode != 0 and "--ks must name distinct values" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
