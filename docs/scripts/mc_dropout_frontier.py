@@ -22,8 +22,8 @@ test queries) and, for every k in ``--ks`` (0 = dropout in the head only,
 and ``bert``'s own row (dropout off). Everything goes to ``--out`` (JSON), the
 frontier to ``--figure`` (PNG: cost ratio against the share kept, one line per
 T) and a markdown table to stdout. Samples are cached as .npy (one file per
-split and k) in a sub-folder of the real run's work folder, so a rerun
-resumes::
+split and k) in a sub-folder of the real run's work folder named by a digest
+of member 0's weights, so a rerun resumes::
 
     python docs/scripts/real_run_neural.py --stage train     # member 0 first (if not trained yet)
     python docs/scripts/mc_dropout_frontier.py
@@ -292,6 +292,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
 
     import uncertank.datasets as ud
+    from uncertank._io import file_digest
     from uncertank.experiment import StudyConfig
     from uncertank.nn import get_accelerator, load_ranker, score_probabilities
     from uncertank.uncertainty import evaluate_nota, make_nota_task
@@ -324,7 +325,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results = work if args.smoke else ROOT / "docs" / "results"
     out = args.out or results / "mc_dropout_frontier.json"
     figure = args.figure or results / "mc_dropout_frontier.png"
-    cache = work / "mc_dropout_frontier"
+    # Named by the weights' digest: a retrained member 0 never reuses another's samples.
+    cache = work / "mc_dropout_frontier" / file_digest(member / "model.safetensors")[:12]
     cache.mkdir(parents=True, exist_ok=True)
 
     bert = load_ranker(member, show_progress=False)  # no bars inside the timed calls
@@ -400,7 +402,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "max_length": bert.training_config.max_length, "cost_pairs": batch.n_pairs,
             "cost_mean_tokens": float(batch.lengths.mean()), "repeats": args.repeats,
             "risk_grid": list(grid), "nota_trees": args.nota_trees,
-            "real_run_args": args.real_run_args, "work_folder": str(work),
+            "real_run_args": args.real_run_args, "work_folder": str(work), "samples_folder": str(cache),
             "ece": "10 equal-width bins on [0, 1]; ECE over all test pairs, ECE_balanced keeps as many "
             "non-relevant as relevant pairs (seed 0)",
             "cost": "median over rounds of t(configuration) / t(bert) on one pre-encoded batch, bert timed "

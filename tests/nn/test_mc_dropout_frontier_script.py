@@ -53,7 +53,9 @@ def test_smoke_run_measures_every_setting(tmp_path):
     assert payload["command"].startswith("python docs/scripts/mc_dropout_frontier.py --smoke")
     assert len(payload["load_average"]["before_timing"]) == 3 and payload["machine"]["torch"]
     # The samples are cached, one file per split and k, for a rerun to resume from.
-    cached = sorted(p.name for p in Path(payload["settings"]["work_folder"], "mc_dropout_frontier").iterdir())
+    samples_folder = Path(payload["settings"]["samples_folder"])
+    assert samples_folder.parent == Path(payload["settings"]["work_folder"], "mc_dropout_frontier")
+    cached = sorted(p.name for p in samples_folder.iterdir())
     assert len(cached) == 2 * len(KS) + 1 and "test_q20_kall_T20.npy" in cached
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     import matplotlib.image
