@@ -389,7 +389,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if share_defined and r["cost_ratio"] <= TARGET_COST and r["share_of_full_ece_reduction"] >= TARGET_SHARE
     ]
     _figure(rows, share_defined, figure,
-            f"mc_layers: cost against calibration kept\n{source}; "
+            f"mc_layers: cost against calibration kept\n{source}\n"
             f"{test.n_queries} test and {valid.n_queries} validation queries")
 
     cli = list(sys.argv[1:] if argv is None else argv)
