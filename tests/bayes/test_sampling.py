@@ -359,3 +359,15 @@ def test_next_look_is_timed_to_the_predicted_target(monkeypatch):
     assert fit_mod._next_wait(100.0, 1000, 1000.0, 50.0, draws=100, target=10_000) == 20.0  # at most elapsed / 5
     assert fit_mod._next_wait(100.0, 1000, 20_000.0, 50.0, draws=100, target=10_000) == 2.0  # at least 2 s
     assert fit_mod._next_wait(5.0, 0, float("nan"), 0.0, draws=100, target=10_000) == 2.0  # still tuning
+
+
+def test_the_pymc_callback_stops_the_chains_left_after_a_sigint():
+    from uncertank.bayes import fit
+
+    fit._stop_after_sigint(trace=None, draw=None)  # no watch: nothing happens
+    with fit._sigint_seen() as seen:
+        fit._stop_after_sigint(trace=None, draw=None)  # no SIGINT yet
+        seen["sigint"] = True
+        with pytest.raises(KeyboardInterrupt):
+            fit._stop_after_sigint(trace=None, draw=None)
+    fit._stop_after_sigint(trace=None, draw=None)  # the watch ended with the block

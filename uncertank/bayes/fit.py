@@ -148,12 +148,37 @@ def _sigint_seen() -> Iterator[dict[str, bool]]:
     (or calls the handler it replaces), and remembers that it did.
     """
     seen = {"sigint": False}
+    _SIGINT_WATCHES.append(seen)
+    try:
+        with _sigint_handler(seen):
+            yield seen
+    finally:
+        _SIGINT_WATCHES.remove(seen)
+
+
+#: What the active ``_sigint_seen`` blocks have recorded (innermost last).
+_SIGINT_WATCHES: list[dict[str, bool]] = []
+
+
+def _stop_after_sigint(**_: Any) -> None:
+    """PyMC's per-draw callback: after Ctrl-C, end every chain still to run at its first draw.
+
+    PyMC swallows KeyboardInterrupt chain by chain, so with sequential chains
+    (``cores=1``) a Ctrl-C would end one chain and let the next run to the end.
+    """
+    if _SIGINT_WATCHES and _SIGINT_WATCHES[-1]["sigint"]:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigint_handler(seen: dict[str, bool]) -> Iterator[None]:
+    """Install the SIGINT handler that records into ``seen`` (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
-        yield seen
+        yield
         return
     previous = signal.getsignal(signal.SIGINT)
     if previous == signal.SIG_IGN:
-        yield seen
+        yield
         return
 
     def handler(signum: int, frame: Any) -> None:
@@ -165,7 +190,7 @@ def _sigint_seen() -> Iterator[dict[str, bool]]:
 
     signal.signal(signal.SIGINT, handler)
     try:
-        yield seen
+        yield
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -323,6 +348,8 @@ def _pymc(
     if sampler == "numpyro":
         kwargs["nuts_sampler"] = "numpyro"
         kwargs["nuts_sampler_kwargs"] = {"chain_method": "sequential" if cores == 1 else "parallel"}
+    elif cores == 1:
+        kwargs["callback"] = _stop_after_sigint  # Ctrl-C ends the remaining sequential chains too
     with model, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Nn]umber of samples is too small.*")
         idata = pm.sample(
