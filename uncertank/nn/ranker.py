@@ -266,6 +266,69 @@ class NeuralRanker:
         )
         return self
 
+    def warm_start(self, other: NeuralRanker) -> Self:
+        """Start from a copy of ``other``'s trained encoder (and tokenizer), with this ranker's own new head.
+
+        The network is built now around the copy (:meth:`create_model`,
+        seeded with ``seed``); a later :meth:`fit` trains it as usual,
+        encoder included. ``other`` is not changed. Use it to put another
+        output layer on a fine-tuned cross-encoder, e.g. a GP head on
+        ``bert``'s encoder when the backbone's own pooled vector carries no
+        relevance signal at the start (see :meth:`from_ranker`).
+
+        Parameters
+        ----------
+        other : NeuralRanker
+            A fitted or loaded ranker.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        TypeError
+            When ``other`` is not a NeuralRanker.
+        ValueError
+            When ``other`` has no network yet, or this ranker already has one.
+        """
+        if not isinstance(other, NeuralRanker):
+            raise TypeError(f"other must be a NeuralRanker; got {type(other).__name__}")
+        if other.model is None or not other.is_fitted:
+            raise ValueError(f"other must be fitted or loaded; got an untrained {other.name!r}")
+        if self.model is not None:
+            raise ValueError(f"warm_start needs a ranker whose network is not built yet; {self.name!r} has one")
+        import copy
+
+        from torch.nn.utils import parametrize
+
+        encoder = copy.deepcopy(other.model.encoder)
+        for module in list(encoder.modules()):  # keep the weights a parametrisation (e.g. a spectral bound) gives
+            if parametrize.is_parametrized(module):
+                for name in list(module.parametrizations):
+                    parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+        seed_everything(self.training_config.seed)
+        self.tokenizer = other.tokenizer
+        self.model = self.create_model(encoder)
+        return self
+
+    @classmethod
+    def from_ranker(cls, ranker: NeuralRanker, **params: Any) -> Self:
+        """A new, unfitted ranker of this class built with ``params``, its encoder copied from ``ranker``.
+
+        What a study's ``init_from`` calls: ``cls(**params).warm_start(ranker)``.
+        The backbone's shape (layers, width) comes from ``ranker``; the
+        training settings from ``params``.
+
+        Parameters
+        ----------
+        ranker : NeuralRanker
+            A fitted or loaded ranker.
+        **params
+            This class's constructor parameters.
+        """
+        return cls(**params).warm_start(ranker)
+
     @property
     def is_fitted(self) -> bool:
         """True once :meth:`fit` ran (or a fitted checkpoint was loaded); a study skips ``fit`` then."""

@@ -229,3 +229,18 @@ def test_errors():
         ranker.predict_samples("queries")
     with pytest.raises(TypeError, match="model must be a PGDRRModel"):
         ranker.on_train_end(torch.nn.Linear(2, 2), None, np.zeros(2, dtype=np.int64), None)
+
+
+def test_from_ranker_puts_the_gp_layer_on_a_trained_encoder():
+    from uncertank_bert import BertRanker
+
+    queries = toy_queries()
+    bert = BertRanker(tiny_config(), max_length=32, batch_size=8, lr=3e-3, show_progress=False, device="cpu")
+    bert.fit(queries)
+    ranker = PGDRRRanker.from_ranker(bert, epochs=1, **SMALL)
+    assert isinstance(ranker, PGDRRRanker) and not ranker.is_fitted
+    for k, v in bert.model.encoder.state_dict().items():  # the copy, tensor by tensor
+        assert torch.equal(ranker.model.encoder.state_dict()[k], v), k
+    ranker.fit(queries)
+    p = ranker.predict(queries).scores
+    assert p.shape == (queries.n_pairs,) and np.all((p > 0) & (p < 1))

@@ -42,6 +42,17 @@ def test_default_lengthscale_and_scale():
     assert gp.feature_weight.shape == (64, 32) and ((gp.feature_bias >= 0) & (gp.feature_bias < 2 * math.pi)).all()
 
 
+def test_output_weights_start_small_and_random_or_at_the_prior_mean():
+    torch.manual_seed(0)
+    gp = RandomFeatureGP(8, n_features=4096)
+    w = gp.beta.weight.detach()
+    assert float(w.mean()) == pytest.approx(0.0, abs=1e-3) and float(w.std()) == pytest.approx(0.01, rel=0.05)
+    assert torch.count_nonzero(RandomFeatureGP(8, n_features=64, output_init_std=0).beta.weight) == 0
+    assert float(RandomFeatureGP(8, n_features=4096, output_init_std=0.3).beta.weight.detach().std()) == pytest.approx(
+        0.3, rel=0.05
+    )
+
+
 @pytest.mark.parametrize("likelihood", ["logistic", "gaussian"])
 def test_minibatch_precision_equals_the_full_batch_one(likelihood):
     torch.manual_seed(0)
@@ -403,6 +414,7 @@ def test_argument_errors(params, error, match):
         ({"cov_momentum": 1.0}, r"cov_momentum must lie in \[0, 1\)"),
         ({"ridge": -1.0}, "ridge"),
         ({"mean_field_factor": float("nan")}, "mean_field_factor"),
+        ({"output_init_std": -0.1}, "output_init_std must be a finite number >= 0"),
     ],
 )
 def test_head_argument_errors(params, match):
@@ -420,3 +432,18 @@ def test_spectral_norm_options_errors():
         SNGPModel(PointEncoder(), spec_norm_encoder=True, n_features=8)
     with pytest.raises(ValueError, match="spec_norm_bound must be a finite number > 0"):
         SNGPModel(encoder, spec_norm_bound=0.0, n_features=8)
+
+
+def test_from_ranker_puts_the_gp_head_on_a_trained_encoder():
+    from uncertank_bert import BertRanker
+
+    queries = toy_queries()
+    bert = BertRanker(tiny_config(), **{k: v for k, v in SMALL.items() if k != "n_features"}).fit(queries)
+    sngp = GPFBertRanker.from_ranker(bert, **SMALL)
+    assert isinstance(sngp, GPFBertRanker) and not sngp.is_fitted and sngp.focal_gamma == 2.0
+    for k, v in bert.model.encoder.state_dict().items():  # the copy, tensor by tensor
+        assert torch.equal(sngp.model.encoder.state_dict()[k], v), k
+    sngp.fit(queries)
+    assert bool(sngp.model.gp.covariance_ready)  # the covariance of the trained network
+    p = sngp.predict(queries).scores
+    assert p.shape == (queries.n_pairs,) and np.all((p > 0) & (p < 1))

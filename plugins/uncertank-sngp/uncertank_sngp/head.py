@@ -156,6 +156,15 @@ class RandomFeatureGP(nn.Module):
     cov_likelihood : {"logistic", "gaussian"}
     mean_field_factor : float
         ``lambda``; 0 returns the posterior-mean logit.
+    output_init_std : float
+        Standard deviation of the normal initialisation of ``beta`` (0.01, as
+        uncertainty-baselines' GP output layer; edward2's Keras default is
+        Glorot). 0 starts ``beta`` at the prior mean, where the gradient that
+        reaches the encoder (proportional to ``beta``) is exactly zero. A
+        small start does not by itself rescue an encoder whose pooled vector
+        carries no relevance signal at first (measured on the packaged
+        MiniLM's untrained ``[CLS]``: docs/rankers.md); start from a
+        fine-tuned encoder then (``NeuralRanker.from_ranker``).
     """
 
     feature_weight: torch.Tensor
@@ -178,6 +187,7 @@ class RandomFeatureGP(nn.Module):
         cov_momentum: float = 0.999,
         cov_likelihood: str = "logistic",
         mean_field_factor: float = math.pi / 8,
+        output_init_std: float = 0.01,
     ) -> None:
         super().__init__()
         in_features = check_positive_int(in_features, "in_features")
@@ -200,7 +210,11 @@ class RandomFeatureGP(nn.Module):
         self.register_buffer("feature_weight", torch.randn(self.n_features, in_features))
         self.register_buffer("feature_bias", torch.rand(self.n_features) * (2 * math.pi))
         self.beta = nn.Linear(self.n_features, 1, bias=False)
-        nn.init.zeros_(self.beta.weight)  # the GP's prior mean: 0 away from the data
+        std = _positive(output_init_std, "output_init_std", allow_zero=True)
+        if std > 0:
+            nn.init.normal_(self.beta.weight, std=std)
+        else:
+            nn.init.zeros_(self.beta.weight)
         self.register_buffer("precision", torch.zeros(self.n_features, self.n_features, dtype=torch.float64))
         self.register_buffer("cholesky", torch.eye(self.n_features, dtype=torch.float64) * math.sqrt(self.ridge))
         self.register_buffer("n_seen", torch.zeros((), dtype=torch.int64))

@@ -65,6 +65,9 @@ class SNGPRanker(NeuralRanker):
         Precision weights ``p (1 - p)`` (the paper's Eq. 4) or 1 (edward2).
     mean_field_factor : float
         ``lambda`` (pi / 8); 0 gives ``sigmoid(m)``.
+    output_init_std : float
+        Normal initialisation of the output weights (0.01); 0 starts them at
+        the prior mean (see :class:`~uncertank_sngp.RandomFeatureGP`).
     focal_gamma : float
         The focal loss's gamma; 0 is cross-entropy.
     n_samples : int
@@ -92,6 +95,7 @@ class SNGPRanker(NeuralRanker):
         cov_momentum: float = 0.999,
         cov_likelihood: str = "logistic",
         mean_field_factor: float = math.pi / 8,
+        output_init_std: float = 0.01,
         focal_gamma: float = 0.0,
         n_samples: int = 10,
         **params: Any,
@@ -110,6 +114,7 @@ class SNGPRanker(NeuralRanker):
             "cov_momentum": cov_momentum,
             "cov_likelihood": check_choice(cov_likelihood, "cov_likelihood", COV_LIKELIHOODS),
             "mean_field_factor": mean_field_factor,
+            "output_init_std": output_init_std,
         }
         focal_loss(torch.zeros(1), torch.zeros(1, dtype=torch.long), gamma=focal_gamma)  # validates gamma
         self.focal_gamma = float(focal_gamma)
