@@ -84,6 +84,9 @@ def test_demo_config_sizes():
     # S-BERT^D: mc_dropout starts from bert's weights; the ensemble keeps bert as member 0
     assert by_key["mc_dropout"].init_from == "bert" and by_key["ensemble"].init_from == "bert"
     assert by_key["mc_dropout"].params["n_passes"] == 10
+    for gp in ("sngp", "gpf_bert", "pgdrr"):  # a GP head on bert's fine-tuned encoder, when installed
+        if gp in by_key:
+            assert by_key[gp].init_from == "bert" and by_key[gp].params["pooling"] == "mean"
     # the default pools MiniLM by the mean over tokens, as it was trained (docs/experiments.md)
     assert by_key["bert"].params["pooling"] == "mean" and by_key["bert"].params["num_hidden_layers"] == 3
     # the full study is the paper's setting: all six layers, M = 5, T = 10

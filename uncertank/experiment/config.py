@@ -54,8 +54,10 @@ class RankerConfig:
         one starts from: its factory's ``from_ranker(trained, **params)``
         builds it (``mc_dropout`` from ``bert`` is Penha & Hauff's S-BERT^D;
         an ``ensemble`` from ``bert`` keeps it as member 0 and trains the
-        others). The runner calls ``fit`` on the result only when its
-        ``is_fitted`` is False.
+        others; any :class:`uncertank.nn.NeuralRanker`, e.g. ``sngp``, gets a
+        new head on a copy of the trained encoder and is then trained). The
+        runner calls ``fit`` on the result only when its ``is_fitted`` is
+        False.
     """
 
     name: str
@@ -186,7 +188,9 @@ _SIZES: dict[str, dict[str, Any]] = {
              "freeze": False},
 }
 
-# GP rankers join the study when their plugins are installed (trained on their own, like bert).
+# GP rankers join the study when their plugins are installed: a GP head on a copy of bert's
+# fine-tuned encoder, then trained like bert (the packaged MiniLM's own pooled vector carries no
+# relevance signal at the start, and a GP head on it does not learn in one short epoch).
 _GP_RANKERS = ("sngp", "gpf_bert", "pgdrr")
 
 
@@ -243,7 +247,7 @@ def demo_config(size: Size = "default") -> StudyConfig:
             rankers.append(RankerConfig("ensemble", {"n_members": s["members"]}, init_from="bert"))
         for name in _GP_RANKERS:
             if name in available:
-                rankers.append(RankerConfig(name, dict(neural)))
+                rankers.append(RankerConfig(name, dict(neural), init_from="bert"))
     conditions = [
         ConditionConfig("in-domain", "ubuntu-sample", "bm25"),
         ConditionConfig("cross-NS random", "ubuntu-sample", "random"),

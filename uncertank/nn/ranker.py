@@ -302,10 +302,13 @@ class NeuralRanker:
 
         from torch.nn.utils import parametrize
 
-        encoder = copy.deepcopy(other.model.encoder)
+        source = other.model.encoder
+        if not isinstance(source, torch.nn.Module):
+            raise ValueError(f"other's network must have an encoder module; got {type(source).__name__}")
+        encoder = copy.deepcopy(source)
         for module in list(encoder.modules()):  # keep the weights a parametrisation (e.g. a spectral bound) gives
             if parametrize.is_parametrized(module):
-                for name in list(module.parametrizations):
+                for name in list(module.parametrizations.keys()):  # type: ignore[union-attr,operator]
                     parametrize.remove_parametrizations(module, name, leave_parametrized=True)
         seed_everything(self.training_config.seed)
         self.tokenizer = other.tokenizer
