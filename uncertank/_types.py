@@ -97,8 +97,34 @@ def _check_indices(indices: ArrayLike, n: int) -> NDArray[np.int64]:
     return np.where(idx < 0, idx + n, idx)
 
 
+class _Offsets:
+    """The counts of a container with CSR ``offsets``: queries, pairs, lengths and the query of every pair."""
+
+    offsets: NDArray[np.int64]
+
+    @property
+    def n_queries(self) -> int:
+        """Number of queries."""
+        return int(self.offsets.size - 1)
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of (query, candidate) pairs."""
+        return int(self.offsets[-1])
+
+    @property
+    def lengths(self) -> NDArray[np.int64]:
+        """Number of candidates per query, shape (n_queries,)."""
+        return np.diff(self.offsets)
+
+    @property
+    def query_index(self) -> NDArray[np.int64]:
+        """Query index of every pair, shape (n_pairs,)."""
+        return _query_index(self.offsets)
+
+
 @dataclass(frozen=True, eq=False)
-class QuerySet:
+class QuerySet(_Offsets):
     """Queries with their candidates: what a :class:`~uncertank.Ranker` reads.
 
     Parameters
@@ -242,26 +268,6 @@ class QuerySet:
         ctx = [[c] if isinstance(c, str) else list(c) for c in contexts]
         return cls(ctx, flat, offsets, flat_labels, query_ids=query_ids, name=name)
 
-    @property
-    def n_queries(self) -> int:
-        """Number of queries."""
-        return int(self.offsets.size - 1)
-
-    @property
-    def n_pairs(self) -> int:
-        """Number of (query, candidate) pairs."""
-        return int(self.offsets[-1])
-
-    @property
-    def lengths(self) -> NDArray[np.int64]:
-        """Number of candidates per query, shape (n_queries,)."""
-        return np.diff(self.offsets)
-
-    @property
-    def query_index(self) -> NDArray[np.int64]:
-        """Query index of every pair, shape (n_pairs,)."""
-        return _query_index(self.offsets)
-
     def __len__(self) -> int:
         return self.n_queries
 
@@ -306,7 +312,7 @@ class QuerySet:
 
 
 @dataclass(frozen=True, eq=False)
-class RankedLists:
+class RankedLists(_Offsets):
     """Scored candidate lists with labels: what the evaluators read.
 
     Parameters
@@ -370,26 +376,6 @@ class RankedLists:
     ) -> RankedLists:
         """Build from flat arrays of shape (n_pairs,) and offsets of shape (n_queries + 1,)."""
         return cls(scores, labels, offsets, query_ids=query_ids, candidate_ids=candidate_ids)  # type: ignore[arg-type]
-
-    @property
-    def n_queries(self) -> int:
-        """Number of queries."""
-        return int(self.offsets.size - 1)
-
-    @property
-    def n_pairs(self) -> int:
-        """Number of pairs."""
-        return int(self.scores.size)
-
-    @property
-    def lengths(self) -> NDArray[np.int64]:
-        """Number of candidates per query, shape (n_queries,)."""
-        return np.diff(self.offsets)
-
-    @property
-    def query_index(self) -> NDArray[np.int64]:
-        """Query index of every pair, shape (n_pairs,)."""
-        return _query_index(self.offsets)
 
     @property
     def is_dense(self) -> bool:

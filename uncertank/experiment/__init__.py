@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-from uncertank.experiment.config import (
-    BayesConfig,
-    ConditionConfig,
-    RankerConfig,
-    StudyConfig,
-    demo_config,
-    load_config,
-)
+# The configuration's ``__all__`` is its public API, re-exported here as listed there.
+from uncertank.experiment import config
+from uncertank.experiment.config import *  # noqa: F403
 from uncertank.experiment.runner import run_study
 
-__all__ = [
-    "BayesConfig",
-    "ConditionConfig",
-    "RankerConfig",
-    "StudyConfig",
-    "demo_config",
-    "load_config",
-    "run_study",
-]
+__all__ = ["run_study"]
+__all__ += config.__all__

@@ -13,63 +13,16 @@ memory (mergeable accumulators, a Parquet/CSV reader, Dask).
 
 from __future__ import annotations
 
-from uncertank.metrics.calibration import (
-    ImbalanceSweep,
-    ReliabilityCurve,
-    brier_score,
-    calibration_by_rank,
-    expected_calibration_error,
-    imbalance_sweep,
-    negative_log_likelihood,
-    reliability_curve,
-)
+# Each submodule's ``__all__`` is its public API, re-exported here as listed there.
+from uncertank.metrics import calibration, ranking, sharded, streaming
+from uncertank.metrics.calibration import *  # noqa: F403
 from uncertank.metrics.metric import DEFAULT_STUDY_METRICS, Metric, as_metric, resolve_metrics
-from uncertank.metrics.ranking import (
-    mean_average_precision,
-    mean_reciprocal_rank,
-    ndcg_at_k,
-    rank_biased_precision,
-    recall_at_k,
-)
-from uncertank.metrics.sharded import evaluate_dask
-from uncertank.metrics.streaming import (
-    BrierAccumulator,
-    CalibrationByRankAccumulator,
-    ECEAccumulator,
-    NLLAccumulator,
-    PerQueryMean,
-    ReliabilityAccumulator,
-    evaluate_stream,
-    quantile_edges,
-    read_scored_pairs,
-)
+from uncertank.metrics.ranking import *  # noqa: F403
+from uncertank.metrics.sharded import *  # noqa: F403
+from uncertank.metrics.streaming import *  # noqa: F403
 
-__all__ = [
-    "DEFAULT_STUDY_METRICS",
-    "BrierAccumulator",
-    "CalibrationByRankAccumulator",
-    "ECEAccumulator",
-    "Metric",
-    "NLLAccumulator",
-    "PerQueryMean",
-    "ReliabilityAccumulator",
-    "as_metric",
-    "evaluate_dask",
-    "evaluate_stream",
-    "quantile_edges",
-    "read_scored_pairs",
-    "resolve_metrics",
-    "ImbalanceSweep",
-    "ReliabilityCurve",
-    "brier_score",
-    "calibration_by_rank",
-    "expected_calibration_error",
-    "imbalance_sweep",
-    "mean_average_precision",
-    "mean_reciprocal_rank",
-    "ndcg_at_k",
-    "negative_log_likelihood",
-    "rank_biased_precision",
-    "recall_at_k",
-    "reliability_curve",
-]
+__all__ = ["DEFAULT_STUDY_METRICS", "Metric", "as_metric", "resolve_metrics"]
+__all__ += streaming.__all__
+__all__ += sharded.__all__
+__all__ += calibration.__all__
+__all__ += ranking.__all__

@@ -97,6 +97,8 @@ __all__ = [
 ]
 
 A = TypeVar("A", bound="_Base")
+BinnedT = TypeVar("BinnedT", bound="_Binned")
+PairMeanT = TypeVar("PairMeanT", bound="_PairMean")
 
 
 @runtime_checkable
@@ -286,6 +288,16 @@ class _Binned(_Base):
         self.n += o.n
         self.edges = self.edges if self.edges is not None else o.edges
 
+    def update(self: BinnedT, chunk: Any, labels: Any = None) -> BinnedT:
+        """Add the pairs of ``chunk`` (any split)."""
+        self._add(*_as_pairs(chunk, labels))
+        return self
+
+    def merge(self: BinnedT, other: BinnedT) -> BinnedT:
+        """Add ``other``'s bins."""
+        self._merge(self._check_merge(other))
+        return self
+
     def _stats(self) -> _BinStats:
         if self.n == 0:
             raise self._empty()
@@ -336,16 +348,6 @@ class ECEAccumulator(_Binned):
         edges = None if self.quantile_edges is None else tuple(self.quantile_edges.tolist())
         return (self.n_bins, self.strategy, self.norm, self.convention, edges)
 
-    def update(self, chunk: Any, labels: Any = None) -> ECEAccumulator:
-        """Add the pairs of ``chunk`` (any split)."""
-        self._add(*_as_pairs(chunk, labels))
-        return self
-
-    def merge(self, other: ECEAccumulator) -> ECEAccumulator:
-        """Add ``other``'s bins."""
-        self._merge(self._check_merge(other))
-        return self
-
     def compute(self) -> float:
         """The ECE (MCE, l2) of every pair added."""
         st = self._stats()
@@ -377,16 +379,6 @@ class ReliabilityAccumulator(_Binned):
         edges = None if self.quantile_edges is None else tuple(self.quantile_edges.tolist())
         return (self.n_bins, self.strategy, edges)
 
-    def update(self, chunk: Any, labels: Any = None) -> ReliabilityAccumulator:
-        """Add the pairs of ``chunk`` (any split)."""
-        self._add(*_as_pairs(chunk, labels))
-        return self
-
-    def merge(self, other: ReliabilityAccumulator) -> ReliabilityAccumulator:
-        """Add ``other``'s bins."""
-        self._merge(self._check_merge(other))
-        return self
-
     def compute(self) -> ReliabilityCurve:
         """The curve of every pair added (empty bins: NaN means, count 0)."""
         st = self._stats()
@@ -403,13 +395,25 @@ class _PairMean(_Base):
         self._sum = _Sum()
         self.n = 0
 
-    def _add(self, total: float, n: int) -> None:
-        self._sum.add(total)
-        self.n += n
+    def _total(self, p: NDArray[np.float64], y: NDArray[np.bool_]) -> float:
+        """The sum of the per-pair terms of scores ``p`` and labels ``y``."""
+        raise NotImplementedError
+
+    def update(self: PairMeanT, chunk: Any, labels: Any = None) -> PairMeanT:
+        """Add the pairs of ``chunk``."""
+        p, y = _as_pairs(chunk, labels)
+        self._sum.add(self._total(p, y))
+        self.n += int(p.size)
+        return self
 
     def _merge(self, o: _PairMean) -> None:
         self._sum.merge(o._sum)
         self.n += o.n
+
+    def merge(self: PairMeanT, other: PairMeanT) -> PairMeanT:
+        """Add ``other``'s pairs."""
+        self._merge(self._check_merge(other))
+        return self
 
     def _mean(self) -> float:
         if self.n == 0:
@@ -423,17 +427,9 @@ class BrierAccumulator(_PairMean):
     def _key(self) -> tuple[Any, ...]:
         return ()
 
-    def update(self, chunk: Any, labels: Any = None) -> BrierAccumulator:
-        """Add the pairs of ``chunk``."""
-        p, y = _as_pairs(chunk, labels)
+    def _total(self, p: NDArray[np.float64], y: NDArray[np.bool_]) -> float:
         d = p - y
-        self._add(float(np.einsum("i,i->", d, d)), int(p.size))
-        return self
-
-    def merge(self, other: BrierAccumulator) -> BrierAccumulator:
-        """Add ``other``'s pairs."""
-        self._merge(self._check_merge(other))
-        return self
+        return float(np.einsum("i,i->", d, d))
 
     def compute(self) -> float:
         """The Brier score of every pair added."""
@@ -459,18 +455,10 @@ class NLLAccumulator(_PairMean):
     def _key(self) -> tuple[Any, ...]:
         return (self.eps,)
 
-    def update(self, chunk: Any, labels: Any = None) -> NLLAccumulator:
-        """Add the pairs of ``chunk``."""
-        p, y = _as_pairs(chunk, labels)
+    def _total(self, p: NDArray[np.float64], y: NDArray[np.bool_]) -> float:
         pc = np.clip(p, self.eps, 1.0 - self.eps)
         ll = np.where(y, np.log(pc), np.log1p(-pc))
-        self._add(float(-ll.sum()), int(p.size))
-        return self
-
-    def merge(self, other: NLLAccumulator) -> NLLAccumulator:
-        """Add ``other``'s pairs."""
-        self._merge(self._check_merge(other))
-        return self
+        return float(-ll.sum())
 
     def compute(self) -> float:
         """The NLL of every pair added."""
