@@ -41,6 +41,12 @@ def test_demo_quick_writes_a_complete_report(tmp_path):
     assert set(result.bayes) == {"gaussian", "zoib"}
     # mc_dropout starts from bert's weights and the ensemble keeps bert as member 0: trained once
     assert "fit bert" in result.steps and result.steps["fit mc_dropout"].seconds < result.steps["fit bert"].seconds
+    from uncertank.plugins import registry
+
+    for gp in ("sngp", "gpf_bert", "pgdrr"):  # installed GP rankers join, started from bert's encoder
+        if gp in registry("rankers"):
+            assert gp in result.rankers and f"fit {gp}" in result.steps
+            assert result.evaluation(gp, "in-domain") is not None
     figures = sorted((out / "figures").glob("*.png"))
     assert figures, "no figures written"
     for fig in figures:

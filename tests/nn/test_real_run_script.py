@@ -93,6 +93,8 @@ def test_docs_table_quotes_the_results_file():
         "mc_dropout": f"`mc_dropout` (T={settings['passes']})",
         "ensemble": f"`ensemble` (M={settings['members']})",
     }
+    labels.update({name: f"`{name}`" for name in ("sngp", "gpf_bert", "pgdrr") if name in results})
+    assert set(labels) | {"bm25_reference"} == set(results)  # every ranker of the file has its row
     for name, label in labels.items():
         cells = _table_row(section, label)
         r = results[name]
