@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> None:
     uses_members = [r for r in rankers if r in MEMBER_RANKERS] or (["bert"] if args.from_bert else [])
     n_members = args.members if "ensemble" in rankers else 1
     others = [r for r in rankers if r not in MEMBER_RANKERS]
+    # A ranker started from member 0 keeps its own model and score files.
+    stem = {name: f"{name}_from_bert" if args.from_bert else name for name in others}
 
     work: Path = args.workdir / _settings_key(args)
     work.mkdir(parents=True, exist_ok=True)
@@ -221,16 +223,11 @@ def main(argv: list[str] | None = None) -> None:
                     lambda m=m: uncertank.make_ranker("bert", seed=m, **shared), f"member_{m}",
                 ))
         for name in others:
-            if args.from_bert:
-                def make(name: str = name) -> Any:
-                    cls = type(uncertank.make_ranker(name, seed=0, **shared))
-                    return cls.from_ranker(members[0], seed=0, **shared)
+            def make(name: str = name) -> Any:
+                ranker = uncertank.make_ranker(name, seed=0, **shared)
+                return type(ranker).from_ranker(members[0], seed=0, **shared) if args.from_bert else ranker
 
-                trained[name] = fitted(name, work / f"{name}_from_bert", make, f"{name}_from_bert")
-            else:
-                trained[name] = fitted(
-                    name, work / name, lambda name=name: uncertank.make_ranker(name, seed=0, **shared), name
-                )
+            trained[name] = fitted(name, work / stem[name], make, stem[name])
 
     # One file per ranker, named by what it depends on, so a rerun with other
     # --passes or --members recomputes only what changed.
@@ -243,8 +240,9 @@ def main(argv: list[str] | None = None) -> None:
         elif name == "ensemble":
             files[name] = {"samples": work / f"test_ensemble_M{args.members}.npy"}
         else:
-            stem = f"{name}_from_bert" if args.from_bert else name
-            files[name] = {"scores": work / f"test_{stem}.npy", "samples": work / f"test_{stem}_samples.npy"}
+            files[name] = {
+                "scores": work / f"test_{stem[name]}.npy", "samples": work / f"test_{stem[name]}_samples.npy"
+            }
     if args.stage in ("all", "predict"):
         from uncertank_ensemble import DeepEnsembleRanker
         from uncertank_mcdropout import MCDropoutRanker
@@ -320,7 +318,7 @@ def main(argv: list[str] | None = None) -> None:
             if hist is not None:
                 training[f"member_{m}"] = hist
         for name in others:
-            hist = _history(work / (f"{name}_from_bert" if args.from_bert else name))
+            hist = _history(work / stem[name])
             if hist is not None:
                 training[name] = hist
         payload = {

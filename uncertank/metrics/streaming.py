@@ -145,10 +145,19 @@ class _Sum:
 
 
 class _Base:
-    """Shared ``merge`` checks: same class, same options."""
+    """``merge`` for every accumulator: the same class with the same options, then ``_merge``."""
 
     def _key(self) -> tuple[Any, ...]:
         raise NotImplementedError
+
+    def _merge(self, other: Any) -> None:
+        """Add the state of ``other``, already checked to match."""
+        raise NotImplementedError
+
+    def merge(self: A, other: A) -> A:
+        """Add ``other``'s state (an accumulator of the same class and options); returns self."""
+        self._merge(self._check_merge(other))
+        return self
 
     def _check_merge(self: A, other: Any) -> A:
         if type(other) is not type(self):
@@ -196,12 +205,9 @@ class PerQueryMean(_Base):
         self.n_queries += int(values.size)
         return self
 
-    def merge(self, other: PerQueryMean) -> PerQueryMean:
-        """Add ``other``'s queries."""
-        o = self._check_merge(other)
+    def _merge(self, o: PerQueryMean) -> None:
         self._sum.merge(o._sum)
         self.n_queries += o.n_queries
-        return self
 
     def compute(self) -> float:
         """The mean over every query added."""
@@ -291,11 +297,6 @@ class _Binned(_Base):
     def update(self: BinnedT, chunk: Any, labels: Any = None) -> BinnedT:
         """Add the pairs of ``chunk`` (any split)."""
         self._add(*_as_pairs(chunk, labels))
-        return self
-
-    def merge(self: BinnedT, other: BinnedT) -> BinnedT:
-        """Add ``other``'s bins."""
-        self._merge(self._check_merge(other))
         return self
 
     def _stats(self) -> _BinStats:
@@ -409,11 +410,6 @@ class _PairMean(_Base):
     def _merge(self, o: _PairMean) -> None:
         self._sum.merge(o._sum)
         self.n += o.n
-
-    def merge(self: PairMeanT, other: PairMeanT) -> PairMeanT:
-        """Add ``other``'s pairs."""
-        self._merge(self._check_merge(other))
-        return self
 
     def _mean(self) -> float:
         if self.n == 0:
@@ -533,16 +529,13 @@ class CalibrationByRankAccumulator(_Base):
         self.edges = edges
         return self
 
-    def merge(self, other: CalibrationByRankAccumulator) -> CalibrationByRankAccumulator:
-        """Add ``other``'s positions and bins."""
-        o = self._check_merge(other)
+    def _merge(self, o: CalibrationByRankAccumulator) -> None:
         self._grow(o.n_positions)
         self.counts[: o.n_positions] += o.counts
         self.sum_conf[: o.n_positions] += o.sum_conf
         self.sum_pos[: o.n_positions] += o.sum_pos
         self.n_at[: o.n_positions] += o.n_at
         self.edges = self.edges if self.edges is not None else o.edges
-        return self
 
     def compute(self) -> NDArray[np.float64]:
         """ECE at ranks 1, 2, ...; shape (n_positions,), NaN where no query reaches the position."""
