@@ -114,3 +114,28 @@ def test_require_names_the_extra():
     with pytest.raises(ImportError, match=r'BM25 needs the optional dependency no_such_mod_x; install it with '
                                           r'pip install "uncertank\[retrieval\]"'):
         require("no_such_mod_x", "retrieval", what="BM25")
+
+
+def test_folder_digest_follows_content_not_location(tmp_path):
+    from uncertank._io import file_digest, folder_digest
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root in (a, b):
+        (root / "sub").mkdir(parents=True)
+        (root / "w.bin").write_bytes(b"\x00\x01weights")
+        (root / "sub" / "config.json").write_text('{"layers": 6}')
+    assert folder_digest(a) == folder_digest(b)
+    # an independent reference: SHA-256 over "relative path NUL file digest LF" in sorted path order
+    import hashlib
+
+    expected = hashlib.sha256(
+        b"".join(f"{rel}\0{file_digest(a / rel)}\n".encode() for rel in ("sub/config.json", "w.bin"))
+    ).hexdigest()
+    assert folder_digest(a) == expected
+    (b / "w.bin").write_bytes(b"\x00\x02weights")
+    assert folder_digest(a) != folder_digest(b)
+    (b / "w.bin").write_bytes(b"\x00\x01weights")
+    (b / "sub" / "config.json").rename(b / "sub" / "config2.json")
+    assert folder_digest(a) != folder_digest(b)
+    with pytest.raises(NotADirectoryError, match="path must be a folder"):
+        folder_digest(a / "w.bin")

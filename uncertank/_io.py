@@ -37,6 +37,7 @@ __all__ = [
     "bytes_digest",
     "current_umask",
     "file_digest",
+    "folder_digest",
     "json_digest",
     "require",
     "to_jsonable",
@@ -156,6 +157,20 @@ def file_digest(path: str | os.PathLike[str]) -> str:
     """Hex SHA-256 of a file's bytes."""
     with open(path, "rb") as fh:
         return bytes_digest(iter(lambda: fh.read(1 << 20), b""))
+
+
+def folder_digest(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 over a folder's files: each relative path (sorted) and its bytes' digest.
+
+    Two folders with the same files and contents have the same digest
+    wherever they are; a changed, added, removed or renamed file changes it.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise NotADirectoryError(f"path must be a folder; got {str(root)!r}")
+    files = sorted(f for f in root.rglob("*") if f.is_file())
+    entries = [f"{f.relative_to(root).as_posix()}\0{file_digest(f)}\n".encode() for f in files]
+    return bytes_digest(entries)
 
 
 def require(module: str, extra: str, *, what: str | None = None) -> ModuleType:

@@ -26,6 +26,8 @@ settings never reuses another's models or scores):
    off), ``mc_dropout`` (member 0's weights, T passes with dropout on),
    ``ensemble`` (all M members), and for any other ranker ``predict`` and,
    when it has one, ``predict_samples``; scores saved as .npy, per ranker.
+   With ``ensemble``, the M members are also saved as one ensemble
+   checkpoint (``ensemble_M<M>``), which docs/studies/full.toml loads.
 3. evaluate: R_10@1, MAP and ECE (10 uniform bins) with uncertank.metrics;
    the numbers, sizes, timings and this command go to --out (JSON), and the
    reliability diagrams to --figure (PNG).
@@ -228,6 +230,13 @@ def main(argv: list[str] | None = None) -> None:
                 return type(ranker).from_ranker(members[0], seed=0, **shared) if args.from_bert else ranker
 
             trained[name] = fitted(name, work / stem[name], make, stem[name])
+        if "ensemble" in rankers and len(members) >= 2:
+            # the ensemble as one checkpoint (a study's [[rankers]] checkpoint = "...", docs/studies/full.toml)
+            ens_folder = work / f"ensemble_M{len(members)}"
+            if not (ens_folder / "uncertank.json").exists():
+                from uncertank_ensemble import DeepEnsembleRanker
+
+                DeepEnsembleRanker.from_members(members).save(ens_folder)
 
     # One file per ranker, named by what it depends on, so a rerun with other
     # --passes or --members recomputes only what changed.

@@ -190,6 +190,75 @@ def test_bad_names_fail_before_any_data_is_loaded(monkeypatch, test_rankers):
             validate_config(_config(**change))
 
 
+@pytest.mark.slow
+def test_a_checkpoint_is_loaded_not_trained_and_keyed_by_its_content(tmp_path, test_rankers):
+    import uncertank.datasets as ds
+
+    train = ds.load("ubuntu-sample", split="train", n_candidates=10, seed=0).subset(range(20))
+    trained = Trained(weight=0.5).fit(train)
+    ckpt = tmp_path / "ckpt"
+    trained.save(ckpt)
+    conditions = (ConditionConfig("in-domain", "ubuntu-sample", "bm25"),)
+    config = _config(rankers=(RankerConfig("trained", checkpoint=str(ckpt)),), conditions=conditions, nota=False)
+    out = tmp_path / "study"
+    before = Trained.fits
+    first = run_study(config, out)
+    assert Trained.fits == before  # loaded, never fitted
+    assert "fit trained" not in first.steps and not first.steps["load trained"].resumed
+    ev = first.evaluation("trained", "in-domain")
+    assert ev is not None and "ECE" in ev.metrics
+    # same files elsewhere: same key, predictions reused
+    moved = tmp_path / "moved"
+    trained.save(moved)
+    again = run_study(_config(rankers=(RankerConfig("trained", checkpoint=str(moved)),), conditions=conditions,
+                              nota=False), out)
+    assert again.steps["load trained"].key == first.steps["load trained"].key
+    assert again.steps["predict trained in-domain"].resumed
+    # a changed checkpoint: a new key, its predictions recomputed
+    (moved / "w.json").write_text(json.dumps({"weight": 0.5, "learned": 0.25}))
+    changed = run_study(_config(rankers=(RankerConfig("trained", checkpoint=str(moved)),), conditions=conditions,
+                                nota=False), out)
+    assert changed.steps["load trained"].key != first.steps["load trained"].key
+    assert not changed.steps["predict trained in-domain"].resumed
+    assert changed.evaluation("trained", "in-domain").metrics["ECE"] != ev.metrics["ECE"]  # type: ignore[union-attr]
+
+
+def test_a_bad_checkpoint_is_named_before_any_data_is_loaded(tmp_path, monkeypatch, test_rankers):
+    import uncertank.datasets as ds
+
+    monkeypatch.setattr(ds, "load", lambda *a, **k: (_ for _ in ()).throw(AssertionError("data loaded")))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cases = [
+        (RankerConfig("trained", checkpoint=str(tmp_path / "missing")),
+         "checkpoint must be a non-empty folder.*no such"),
+        (RankerConfig("trained", checkpoint=str(empty)), "checkpoint must be a non-empty folder.*empty"),
+        (RankerConfig("overlap", checkpoint=str(empty)), "checkpoint needs 'overlap' to offer load"),
+    ]
+    for rc, match in cases:
+        with pytest.raises(ValueError, match=match):
+            validate_config(_config(rankers=(rc,)))
+    with pytest.raises(ValueError, match="give init_from or checkpoint, not both"):
+        _config(rankers=(RankerConfig("bm25"), RankerConfig("trained", init_from="bm25", checkpoint=str(empty))))
+
+
+def test_a_relative_checkpoint_in_a_study_file_is_taken_from_the_files_folder(tmp_path):
+    from uncertank.experiment import load_config
+
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    study = tmp_path / "studies" / "s.toml"
+    study.parent.mkdir()
+    study.write_text(
+        '[study]\ntrain_dataset = "ubuntu-sample"\n[[conditions]]\nname = "in-domain"\ndataset = "ubuntu-sample"\n'
+        '[[rankers]]\nname = "trained"\ncheckpoint = "../models/m"\n'
+    )
+    config = load_config(study)
+    assert config.rankers[0].checkpoint == str((tmp_path / "models" / "m").resolve())
+    study.write_text(study.read_text().replace('"../models/m"', "3"))
+    with pytest.raises(ValueError, match="checkpoint must be a folder path"):
+        load_config(study)
+
+
 def test_init_from_must_name_an_earlier_ranker():
     with pytest.raises(ValueError, match="init_from must name an earlier ranker"):
         _config(rankers=(RankerConfig("overlap", init_from="bert"), RankerConfig("bm25")))

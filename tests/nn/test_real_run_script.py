@@ -48,6 +48,10 @@ def test_script_runs_end_to_end_on_a_tiny_sample(tmp_path):
     assert json.loads(out.read_text())["results"] == payload["results"]
     assert payload["command"].startswith("python docs/scripts/real_run_neural.py --train-queries 6")
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the members also land as one ensemble checkpoint, which a study can load
+    (work,) = (tmp_path / "work").iterdir()
+    manifest = json.loads((work / "ensemble_M2" / "uncertank.json").read_text())
+    assert manifest["ranker"] == "ensemble" and manifest["extra"]["n_members"] == 2
 
 
 @pytest.mark.slow

@@ -58,12 +58,21 @@ class RankerConfig:
         new head on a copy of the trained encoder and is then trained). The
         runner calls ``fit`` on the result only when its ``is_fitted`` is
         False.
+    checkpoint : str, optional
+        A folder written by the ranker's ``save`` (e.g. a model fine-tuned
+        elsewhere): the study loads it with the class's ``load(folder,
+        **params)`` instead of training, so ``params`` are load-time
+        overrides (``n_passes``, ``eval_batch_size``...). Its cache key is a
+        digest of the folder's files, so a changed checkpoint recomputes
+        every step that depends on it. A relative path in a study file is
+        taken relative to that file. Not together with ``init_from``.
     """
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     label: str = ""
     init_from: str | None = None
+    checkpoint: str | None = None
 
     @property
     def key(self) -> str:
@@ -168,6 +177,11 @@ class StudyConfig:
                 raise ValueError(
                     f"ranker {r.key!r}: init_from must name an earlier ranker's label; got {r.init_from!r} "
                     f"(earlier: {', '.join(sorted(seen)) or 'none'})"
+                )
+            if r.init_from is not None and r.checkpoint is not None:
+                raise ValueError(
+                    f"ranker {r.key!r}: give init_from or checkpoint, not both "
+                    f"(got init_from={r.init_from!r}, checkpoint={r.checkpoint!r})"
                 )
             seen.add(r.key)
 
@@ -298,6 +312,16 @@ def _only_known(section: str, data: dict[str, Any], cls: type) -> dict[str, Any]
     return data
 
 
+def _with_checkpoint_path(entry: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Resolve a relative ``checkpoint`` against the study file's folder."""
+    ckpt = entry.get("checkpoint")
+    if ckpt is not None:
+        if not isinstance(ckpt, str) or not ckpt:
+            raise ValueError(f"[[rankers]] checkpoint must be a folder path (a string); got {ckpt!r}")
+        entry["checkpoint"] = str((base / Path(ckpt).expanduser()).resolve())
+    return entry
+
+
 def load_config(path: str | PathLike[str]) -> StudyConfig:
     """Read a study from a TOML file.
 
@@ -313,7 +337,10 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
     conditions = tuple(
         ConditionConfig(**_only_known("conditions", dict(c), ConditionConfig)) for c in raw.get("conditions", [])
     )
-    rankers = tuple(RankerConfig(**_only_known("rankers", dict(r), RankerConfig)) for r in raw.get("rankers", []))
+    rankers = tuple(
+        RankerConfig(**_with_checkpoint_path(_only_known("rankers", dict(r), RankerConfig), p.parent))
+        for r in raw.get("rankers", [])
+    )
     bayes_raw = _only_known("bayes", dict(raw.get("bayes", {})), BayesConfig)
     if "families" in bayes_raw:
         bayes_raw["families"] = tuple(bayes_raw["families"])

@@ -4,7 +4,9 @@ Each stage is a function of this module, and :func:`run_study` chains them:
 
 1. :func:`load_data`: the training, validation and test query sets (built and
    cached by :mod:`uncertank.datasets`), each with a digest of its content.
-2. :func:`fit_rankers`: every ranker trained (or loaded from ``models/``).
+2. :func:`fit_rankers`: every ranker trained (or loaded from ``models/``, or
+   from the ``checkpoint`` folder its config names: a model trained
+   elsewhere, keyed by the digest of its files).
 3. :func:`predict_all`: predictions (mean and, for stochastic rankers, joint
    samples) on validation and every test condition (or loaded from
    ``predictions/``).
@@ -123,6 +125,15 @@ def validate_config(config: StudyConfig) -> None:
             raise ValueError(
                 f"ranker {rc.key!r}: init_from needs {rc.name!r} to offer from_ranker(trained, **params); it does not"
             )
+        if rc.checkpoint is not None:
+            if not callable(getattr(type(built), "load", None)):
+                raise ValueError(f"ranker {rc.key!r}: checkpoint needs {rc.name!r} to offer load(folder); it does not")
+            folder = Path(rc.checkpoint)
+            if not folder.is_dir() or not any(folder.iterdir()):
+                raise ValueError(
+                    f"ranker {rc.key!r}: checkpoint must be a non-empty folder written by the ranker's save; "
+                    f"got {rc.checkpoint!r} ({'empty' if folder.is_dir() else 'no such folder'})"
+                )
     from uncertank.metrics import resolve_metrics
 
     resolve_metrics(_metric_entries(config))
@@ -214,6 +225,11 @@ def _plugin_version(name: str) -> str:
 
 
 def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
+    if rc.checkpoint is not None:  # what was loaded, not what it was trained on
+        from uncertank._io import folder_digest
+
+        return digest([rc.name, rc.params, "checkpoint", folder_digest(rc.checkpoint), __version__,
+                       _plugin_version(rc.name)])
     return digest([rc.name, rc.params, data.digests["train"], data.digests["valid"], upstream,
                    __version__, _plugin_version(rc.name)])
 
@@ -235,7 +251,8 @@ def fit_rankers(
     rankers : dict
         Ranker label -> ranker, ready to predict.
     steps : dict
-        ``"fit <label>"`` -> :class:`StepInfo` (rankers without ``fit`` have none).
+        ``"fit <label>"`` (or ``"load <label>"`` for a ranker loaded from its
+        ``checkpoint``) -> :class:`StepInfo`; rankers without ``fit`` have none.
     """
     from uncertank.plugins import make_ranker
 
@@ -250,6 +267,13 @@ def fit_rankers(
         key = _model_key(rc, data, upstream)
         keys[rc.key] = key
         folder = out / "models" / f"{_safe(rc.key)}-{key}"
+        if rc.checkpoint is not None:
+            t0 = time.perf_counter()
+            log(f"{rc.key}: loading the checkpoint {rc.checkpoint}")
+            rankers[rc.key] = cls.load(Path(rc.checkpoint), **rc.params) if rc.params else cls.load(
+                Path(rc.checkpoint))
+            steps[f"load {rc.key}"] = StepInfo(key, time.perf_counter() - t0)
+            continue
         if not callable(getattr(ranker, "fit", None)):
             rankers[rc.key] = ranker
             continue
@@ -340,8 +364,9 @@ def predict_all(
     steps: dict[str, StepInfo] = {}
     sets = {"valid": data.valid, **data.tests}
     for rc in config.rankers:
-        upstream = fit_steps[f"fit {rc.key}"].key if f"fit {rc.key}" in fit_steps else digest(
-            [rc.name, rc.params, __version__, _plugin_version(rc.name)])
+        step = fit_steps.get(f"fit {rc.key}") or fit_steps.get(f"load {rc.key}")
+        upstream = step.key if step is not None else digest([rc.name, rc.params, __version__,
+                                                              _plugin_version(rc.name)])
         run = _predict_one(rankers[rc.key])
         for split, qs in sets.items():
             key = digest([upstream, data.digests[split]])

@@ -1,0 +1,83 @@
+"""The full study of docs/study.md: its study file, its summary script, and the docs quoting its numbers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from uncertank.experiment import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = ROOT / "docs" / "studies" / "full.toml"
+REAL_RUN = ROOT / "docs" / "scripts" / "real_run_neural.py"
+SUMMARY = ROOT / "docs" / "scripts" / "full_study_summary.py"
+
+
+def _module(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_study_file_loads_the_checkpoints_the_real_run_command_writes():
+    config = load_config(STUDY)
+    assert [c.name for c in config.conditions] == [
+        "in-domain", "cross-NS random", "cross-NS embedding", "cross-domain chitchat"]
+    assert [r.key for r in config.rankers] == ["bm25", "bert", "mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr"]
+    # the command the file's header gives, parsed by the script itself, names the folder of every checkpoint
+    header = STUDY.read_text().split("[study]", 1)[0]
+    line = next(ln for ln in header.replace("\\\n#", "").splitlines() if "real_run_neural.py" in ln)
+    argv = shlex.split(line.lstrip("# ").split("real_run_neural.py", 1)[1].split("#", 1)[0])
+    script = _module(REAL_RUN)
+    parser_args = script.main.__globals__["argparse"].Namespace(
+        train_queries=None, valid_queries=200, test_queries=600, max_length=64, epochs=1, batch_size=16, lr=1e-4,
+        negatives="bm25", num_hidden_layers=None)
+    assert "--members" in argv and argv[argv.index("--members") + 1] == "5" and "--from-bert" in argv
+    work = (ROOT / ".cache" / "real_run_neural" / script._settings_key(parser_args)).resolve()
+    expected = {"bert": work / "member_0", "ensemble": work / "ensemble_M5", "sngp": work / "sngp_from_bert",
+                "gpf_bert": work / "gpf_bert_from_bert", "pgdrr": work / "pgdrr_from_bert"}
+    for rc in config.rankers:
+        assert rc.checkpoint == (str(expected[rc.key]) if rc.key in expected else None), rc.key
+    by_key = {r.key: r for r in config.rankers}
+    assert by_key["mc_dropout"].init_from == "bert" and by_key["mc_dropout"].params["n_passes"] == 10
+    assert config.max_test_queries == 600 and config.max_train_queries is None
+
+
+@pytest.mark.slow
+def test_summary_script_writes_the_aggregates_and_figures(tmp_path):
+    from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, run_study
+    from uncertank.experiment.config import BayesConfig
+
+    config = StudyConfig(
+        name="tiny", train_dataset="ubuntu-sample",
+        conditions=(ConditionConfig("in-domain", "ubuntu-sample", "bm25"),
+                    ConditionConfig("cross-NS random", "ubuntu-sample", "random")),
+        rankers=(RankerConfig("bm25"), RankerConfig("tfidf-bootstrap")),
+        max_train_queries=10, max_valid_queries=10, max_test_queries=20, risk_grid=(0.0,), nota=False,
+        bayes=BayesConfig(enabled=False),
+    )
+    result = run_study(config, tmp_path / "study")
+    summary = _module(SUMMARY)
+    summary.main([str(tmp_path / "study"), "--out", str(tmp_path / "s.json"), "--figures", str(tmp_path / "figs")])
+    payload = json.loads((tmp_path / "s.json").read_text())
+    assert payload["conditions"] == ["in-domain", "cross-NS random"]
+    assert payload["rankers"] == ["bm25", "tfidf-bootstrap"]
+    for cond in payload["conditions"]:
+        for ranker in payload["rankers"]:
+            ev = result.evaluation(ranker, cond)
+            assert ev is not None
+            assert payload["results"][cond][ranker]["R@1"] == pytest.approx(ev.metrics["R@1"])
+            assert payload["results"][cond][ranker]["AURC"] == pytest.approx(ev.selective.aurc)  # type: ignore[union-attr]
+    assert payload["total_seconds"] == pytest.approx(sum(s.seconds for s in result.steps.values()), abs=0.5)
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == sorted(
+        p.name for p in (tmp_path / "study" / "figures").glob("*.png"))
+    with pytest.raises(SystemExit, match=r"results\.json"):
+        summary.main([str(tmp_path / "nowhere")])
