@@ -78,12 +78,87 @@ def summarise(result: Any) -> dict[str, Any]:
     }
 
 
+def _num(v: Any, digits: int = 3) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _with_change(row: dict[str, Any], metric: str, ranker: str) -> str:
+    """``0.412 (-10.4%)*``: the value, its change against bert, * when the Holm-corrected paired t-test says so."""
+    if metric not in row:
+        return "–"
+    cell = _num(row[metric])
+    change = row.get(f"{metric} change vs bert %")
+    if ranker != "bert" and change is not None:
+        cell += f" ({change:+.1f}%)"
+    p = row.get(f"{metric} p (Holm) vs bert")
+    if p is not None and p < 0.05:
+        cell += "*"
+    return cell
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
+
+
+def tables(payload: dict[str, Any]) -> dict[str, str]:
+    """The Markdown tables of docs/study.md, generated from the summary (the docs test regenerates them)."""
+    res, conds, rankers = payload["results"], payload["conditions"], payload["rankers"]
+    ind = res[conds[0]]
+    out = {}
+    out["in-domain"] = _table(
+        ["ranker", "R_10@1", "MAP", "ECE (all pairs)", "ECE (balanced)", "mean predictive std", "AURC"],
+        [[f"`{r}`", _num(ind[r].get("R@1")), _num(ind[r].get("MAP")), _num(ind[r].get("ECE")),
+          _num(ind[r].get("ECE balanced")), _num(ind[r].get("mean_std")), _num(ind[r].get("AURC"))]
+         for r in rankers if r in ind])
+    for metric, key in (("R@1", "R_10@1"), ("ECE", "ECE (all pairs)"), ("ECE balanced", "ECE (balanced)")):
+        out[key] = _table(
+            ["ranker", *conds],
+            [[f"`{r}`", *(_with_change(res[c].get(r, {}), metric, r) for c in conds)]
+             for r in rankers if any(metric in res[c].get(r, {}) for c in conds)])
+    risk_rows = []
+    for c in conds:
+        for r in rankers:
+            risk = res[c].get(r, {}).get("risk")
+            if risk is None:
+                continue
+            change = risk["R@1 risk-aware"] - risk["R@1 mean"]
+            risk_rows.append([c, f"`{r}`", f"{risk['b']:g}", _num(risk["R@1 mean"]), _num(risk["R@1 risk-aware"]),
+                              f"{change:+.3f}", "–" if risk["p"] is None else f"{risk['p']:.3g}"])
+    out["risk"] = _table(["condition", "ranker", "b (validation)", "R_10@1 by the mean", "R_10@1 risk-aware",
+                          "change", "p (paired t-test)"], risk_rows)
+    nota_rows = []
+    for r in rankers:
+        nota = ind.get(r, {}).get("nota")
+        if nota is None:
+            continue
+        with_var = "–" if nota["F1 means+var"] is None else \
+            f"{nota['F1 means+var']:.3f} ± {nota['F1 means+var sd']:.3f}"
+        nota_rows.append([f"`{r}`", f"{nota['F1 means']:.3f} ± {nota['F1 means sd']:.3f}", with_var,
+                          "–" if nota["p"] is None else f"{nota['p']:.3g}"])
+    out["nota"] = _table(["ranker", "F1, means", "F1, means + variances", "p (paired t-test)"], nota_rows)
+    bayes_rows = []
+    for family, b in payload["bayes"].items():
+        d = b["diagnostics"]
+        bayes_rows.append([family, "yes" if b["converged"] else "no", f"{d['max_rhat']:.3f}",
+                           f"{d['min_ess_bulk']:,.0f}", str(d["n_divergences"]),
+                           str(b["best_distinguishable"]), str(b["worst_distinguishable"])])
+    out["bayes"] = _table(["family", "converged", "max R-hat", "min bulk ESS", "divergences",
+                           "best distinguishable", "worst distinguishable"], bayes_rows)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path, help="the folder `uncertank run` wrote")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "full_study.json")
     ap.add_argument("--figures", type=Path, default=ROOT / "docs" / "results" / "full_study")
+    ap.add_argument("--markdown", action="store_true", help="print the docs page's tables from --out and stop")
     args = ap.parse_args(argv)
+    if args.markdown:
+        for name, text in tables(json.loads(args.out.read_text())).items():
+            print(f"<!-- {name} -->\n{text}\n")
+        return
     src = args.study / "results.json"
     if not src.is_file():
         raise SystemExit(f"study must be a folder holding results.json; {src} does not exist")
