@@ -150,7 +150,7 @@ def tables(payload: dict[str, Any]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("study", type=Path, help="the folder `uncertank run` wrote")
+    ap.add_argument("study", type=Path, nargs="?", help="the folder `uncertank run` wrote")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "full_study.json")
     ap.add_argument("--figures", type=Path, default=ROOT / "docs" / "results" / "full_study")
     ap.add_argument("--markdown", action="store_true", help="print the docs page's tables from --out and stop")
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         for name, text in tables(json.loads(args.out.read_text())).items():
             print(f"<!-- {name} -->\n{text}\n")
         return
-    src = args.study / "results.json"
+    src = Path("<none given>") if args.study is None else args.study / "results.json"
     if not src.is_file():
         raise SystemExit(f"study must be a folder holding results.json; {src} does not exist")
     from uncertank._io import atomic_write_text

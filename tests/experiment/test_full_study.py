@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "docs" / "studies" / "full.toml"
 REAL_RUN = ROOT / "docs" / "scripts" / "real_run_neural.py"
 SUMMARY = ROOT / "docs" / "scripts" / "full_study_summary.py"
+DIAGNOSTICS = ROOT / "docs" / "scripts" / "full_study_diagnostics.py"
 
 
 def _module(path: Path):
@@ -51,20 +52,44 @@ def test_study_file_loads_the_checkpoints_the_real_run_command_writes():
     assert config.max_test_queries == 600 and config.max_train_queries is None
 
 
-@pytest.mark.slow
-def test_summary_script_writes_the_aggregates_and_figures(tmp_path):
-    from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, run_study
-    from uncertank.experiment.config import BayesConfig
+TINY = """
+[study]
+name = "tiny"
+train_dataset = "ubuntu-sample"
+max_train_queries = 10
+max_valid_queries = 10
+max_test_queries = 20
+risk_grid = [0.0]
+nota = false
 
-    config = StudyConfig(
-        name="tiny", train_dataset="ubuntu-sample",
-        conditions=(ConditionConfig("in-domain", "ubuntu-sample", "bm25"),
-                    ConditionConfig("cross-NS random", "ubuntu-sample", "random")),
-        rankers=(RankerConfig("bm25"), RankerConfig("tfidf-bootstrap")),
-        max_train_queries=10, max_valid_queries=10, max_test_queries=20, risk_grid=(0.0,), nota=False,
-        bayes=BayesConfig(enabled=False),
-    )
-    result = run_study(config, tmp_path / "study")
+[[conditions]]
+name = "in-domain"
+dataset = "ubuntu-sample"
+negatives = "bm25"
+
+[[conditions]]
+name = "cross-NS random"
+dataset = "ubuntu-sample"
+negatives = "random"
+
+[[rankers]]
+name = "bm25"
+
+[[rankers]]
+name = "tfidf-bootstrap"
+
+[bayes]
+enabled = false
+"""
+
+
+@pytest.mark.slow
+def test_summary_and_diagnostics_scripts_on_a_tiny_study(tmp_path):
+    from uncertank.experiment import run_study
+
+    study = tmp_path / "tiny.toml"
+    study.write_text(TINY)
+    result = run_study(load_config(study), tmp_path / "study")
     summary = _module(SUMMARY)
     summary.main([str(tmp_path / "study"), "--out", str(tmp_path / "s.json"), "--figures", str(tmp_path / "figs")])
     payload = json.loads((tmp_path / "s.json").read_text())
@@ -81,3 +106,35 @@ def test_summary_script_writes_the_aggregates_and_figures(tmp_path):
         p.name for p in (tmp_path / "study" / "figures").glob("*.png"))
     with pytest.raises(SystemExit, match=r"results\.json"):
         summary.main([str(tmp_path / "nowhere")])
+    # the diagnostics: overlap per condition, and the wide-grid risk curve at b = 0 equals ranking by the mean
+    diag = _module(DIAGNOSTICS)
+    diag.main([str(study), str(tmp_path / "study"), "--out", str(tmp_path / "d.json")])
+    d = json.loads((tmp_path / "d.json").read_text())
+    assert set(d["lexical_overlap"]) == {"in-domain", "cross-NS random"}
+    assert set(d["lexical_overlap"]["in-domain"]["spearman_score_overlap"]) == {"tfidf-bootstrap"}
+    curve = d["risk_r1_wide_grid"]["tfidf-bootstrap"]
+    for cond in ("in-domain", "cross-NS random"):
+        ev = result.evaluation("tfidf-bootstrap", cond)
+        assert ev is not None and ev.risk is not None
+        assert curve[cond]["0.0"] == pytest.approx(ev.risk.test_curve[0.0])
+
+
+def test_overlap_is_the_share_of_a_candidates_word_types_found_in_the_context():
+    diag = _module(DIAGNOSTICS)
+    got = diag.overlap(["How do I mount", "a USB disk?"], ["mount the disk", "", "Reboot"])
+    assert got.tolist() == [2 / 3, 0.0, 0.0]
+
+
+def test_docs_page_quotes_the_checked_in_results():
+    """Every table of docs/study.md is the one the summary script generates from docs/results/full_study.json."""
+    payload = json.loads((ROOT / "docs" / "results" / "full_study.json").read_text())
+    page = (ROOT / "docs" / "study.md").read_text()
+    summary = _module(SUMMARY)
+    for name, table in summary.tables(payload).items():
+        assert table in page, f"docs/study.md does not hold the {name} table of docs/results/full_study.json"
+    assert payload["rankers"] == ["bm25", "bert", "mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr"]
+    assert payload["sizes"]["test"] == {c: 600 for c in payload["conditions"]}
+    assert all(b["converged"] for b in payload["bayes"].values())
+    for figure in ("reliability.png", "ece-imbalance.png", "risk-r1-vs-b.png"):
+        assert (ROOT / "docs" / "results" / "full_study" / figure).is_file()
+        assert f"results/full_study/{figure}" in page

@@ -1,0 +1,119 @@
+"""Two checks behind the readings of docs/study.md, from a finished study's saved predictions.
+
+    python docs/scripts/full_study_diagnostics.py docs/studies/full.toml full-study
+
+1. Lexical overlap: for every test condition, the mean share of a
+   candidate's word types that also occur in the context, for the relevant
+   candidate and for the negatives, and the mean within-query Spearman
+   correlation between that overlap and each neural ranker's score. It says
+   what a ranker trained on BM25 negatives learned about overlap, and so why
+   it fails on random negatives.
+2. Risk-aware reranking over a wide grid of ``b`` (-20 to 100, far past the
+   study's grid): R_10@1 on validation and on every test condition, for
+   every stochastic ranker. It says whether a ``b`` outside the study's grid
+   would have helped.
+
+No model is run: the scores and samples are the study's own files
+(``<study>/predictions``, chosen by the cache keys in its results.json).
+Writes docs/results/full_study_diagnostics.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+WIDE_GRID = (-20.0, -5.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 5.0, 20.0, 100.0)
+_WORD = re.compile(r"\w+")
+
+
+def _types(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def overlap(context: list[str], candidates: list[str]) -> np.ndarray:
+    """Per candidate: the share of its word types that also occur in the context (0 for an empty candidate)."""
+    ctx = _types(" ".join(context))
+    out = np.zeros(len(candidates))
+    for i, cand in enumerate(candidates):
+        words = _types(cand)
+        out[i] = len(ctx & words) / len(words) if words else 0.0
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("config", type=Path, help="the study file")
+    ap.add_argument("study", type=Path, help="the folder `uncertank run` wrote")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "full_study_diagnostics.json")
+    args = ap.parse_args(argv)
+    results_file = args.study / "results.json"
+    if not results_file.is_file():
+        raise SystemExit(f"study must be a folder holding results.json; {results_file} does not exist")
+    from scipy.stats import spearmanr
+
+    from uncertank import PredictiveSamples
+    from uncertank._io import atomic_write_text
+    from uncertank.experiment import load_config
+    from uncertank.experiment.runner import load_data
+    from uncertank.metrics import recall_at_k
+    from uncertank.uncertainty import risk_aware_rerank
+
+    steps = json.loads(results_file.read_text())["steps"]
+    config = load_config(args.config)
+    data = load_data(config)
+    sets = {"valid": data.valid, **data.tests}
+
+    def saved(ranker: str, split: str) -> Any:
+        key = steps[f"predict {ranker} {split}"]["key"]
+        (path,) = (args.study / "predictions").glob(f"*-{key}.npz")
+        return np.load(path)
+
+    neural = [rc.key for rc in config.rankers if rc.name != "bm25"]
+    lexical: dict[str, Any] = {}
+    for cond, qs in data.tests.items():
+        ov = np.concatenate([overlap(list(ctx), list(cands)) for ctx, cands, _ in qs])
+        labels = np.asarray(qs.labels)
+        row: dict[str, Any] = {"overlap_relevant": float(ov[labels > 0].mean()),
+                               "overlap_negatives": float(ov[labels == 0].mean()), "spearman_score_overlap": {}}
+        bounds = np.asarray(qs.offsets)
+        for ranker in neural:
+            scores = saved(ranker, cond)["mean"]
+            rhos = []
+            for a, b in itertools.pairwise(bounds):
+                if np.ptp(ov[a:b]) > 0 and np.ptp(scores[a:b]) > 0:
+                    rhos.append(spearmanr(ov[a:b], scores[a:b]).statistic)
+            # None when no query has both varying overlap and varying scores
+            row["spearman_score_overlap"][ranker] = float(np.mean(rhos)) if rhos else None
+        lexical[cond] = row
+    risk: dict[str, Any] = {}
+    for ranker in neural:
+        per_split: dict[str, Any] = {}
+        for split, qs in sets.items():
+            z = saved(ranker, split)
+            if not bool(z["stochastic"]):
+                break
+            ps = PredictiveSamples(z["samples"], qs.offsets, ranker=ranker)
+            per_split[split] = {str(b): float(recall_at_k(qs.ranked(risk_aware_rerank(ps, b=b)), k=1))
+                                for b in WIDE_GRID}
+        if per_split:
+            risk[ranker] = per_split
+    payload = {
+        "command": "python docs/scripts/full_study_diagnostics.py docs/studies/full.toml full-study",
+        "lexical_overlap": lexical,
+        "risk_r1_wide_grid": risk,
+        "grid": list(WIDE_GRID),
+    }
+    atomic_write_text(args.out, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(lexical, indent=1))
+
+
+if __name__ == "__main__":
+    main()
