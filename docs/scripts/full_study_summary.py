@@ -43,6 +43,8 @@ def summarise(result: Any) -> dict[str, Any]:
             row: dict[str, Any] = {m: ev.metrics.get(m) for m in TABLE_METRICS if m in ev.metrics}
             if ev.mean_std is not None:
                 row["mean_std"] = ev.mean_std
+            if ev.recalibrated:
+                row["ECE recalibrated"] = {name: m["ECE"] for name, m in ev.recalibrated.items() if "ECE" in m}
             if ev.selective is not None:
                 row["AURC"] = ev.selective.aurc
             for m in TABLE_METRICS:
@@ -116,6 +118,11 @@ def tables(payload: dict[str, Any]) -> dict[str, str]:
             ["ranker", *conds],
             [[f"`{r}`", *(_with_change(res[c].get(r, {}), metric, r) for c in conds)]
              for r in rankers if any(metric in res[c].get(r, {}) for c in conds)])
+    out["recalibration"] = _table(
+        ["ranker", *conds],
+        [[f"`{r}`", *(f"{res[c][r]['ECE']:.3f} → {res[c][r]['ECE recalibrated']['platt']:.3f}"
+                      if "platt" in res[c].get(r, {}).get("ECE recalibrated", {}) else "–" for c in conds)]
+         for r in rankers if "ECE recalibrated" in ind.get(r, {})])
     risk_rows = []
     for c in conds:
         for r in rankers:
