@@ -71,10 +71,16 @@ def main(argv: list[str] | None = None) -> None:
     data = load_data(config)
     sets = {"valid": data.valid, **data.tests}
 
-    def saved(ranker: str, split: str) -> Any:
-        key = steps[f"predict {ranker} {split}"]["key"]
-        (path,) = (args.study / "predictions").glob(f"*-{key}.npz")
-        return np.load(path)
+    loaded: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def saved(ranker: str, split: str) -> dict[str, Any]:
+        """The study's saved prediction of ``ranker`` on ``split``, read once."""
+        if (ranker, split) not in loaded:
+            key = steps[f"predict {ranker} {split}"]["key"]
+            (path,) = (args.study / "predictions").glob(f"*-{key}.npz")
+            with np.load(path) as z:
+                loaded[(ranker, split)] = {name: z[name] for name in z.files}
+        return loaded[(ranker, split)]
 
     neural = [rc.key for rc in config.rankers if rc.name != "bm25"]
     lexical: dict[str, Any] = {}

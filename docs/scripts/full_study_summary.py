@@ -99,8 +99,10 @@ def _with_change(row: dict[str, Any], metric: str, ranker: str) -> str:
 
 
 def _table(columns: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
+    """Pre-formatted cells as a Markdown table, by the report's own writer."""
+    from uncertank.experiment.report import markdown_table
+
+    return markdown_table([dict(zip(columns, r, strict=True)) for r in rows]).rstrip("\n")
 
 
 def tables(payload: dict[str, Any]) -> dict[str, str]:
