@@ -5,6 +5,7 @@ These fail (not skip) without Chromium: CI installs Debian's ``chromium``.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,14 @@ def test_docs_site_renders_the_maths(tmp_path):
     for page in ("uncertainty", "bayes"):
         check_page(site / page / "index.html", screenshot=tmp_path / f"{page}.png",
                    allowed_hosts=("api.github.com",), math=True)
+    # The API pages show numpydoc's roles as links or code, never as raw text, and no private bases.
+    pages = {p.parent.name: p.read_text() for p in site.glob("*/index.html")}
+    for name, text in pages.items():
+        assert not re.search(r":(func|meth|class|attr|mod|data|obj|exc):<code>", text), name
+        assert not re.search(r"Bases: <code>(<[^>]+>)*_", text), name
+    scale = pages["scale"]
+    assert 'Streaming <a class="autorefs autorefs-internal"' in scale
+    assert re.search(r'href="\.\./metrics/#uncertank\.metrics\.calibration\.expected_calibration_error"', scale)
 
 
 def test_a_page_with_raw_maths_fails_the_math_check(tmp_path):
