@@ -10,9 +10,13 @@ test queries) and, for every k in ``--ks`` (0 = dropout in the head only,
 - cost: the network on one pre-encoded batch of 64 test pairs, as a ratio to
   ``bert`` timed right before it (median over ``--repeats`` rounds, the
   paired timing of ``benchmarks/bench_inference.py``);
-- ECE over all test pairs and balanced (10 equal-width bins, balanced seed
-  0), and the share of full MC dropout's (k = all, T = 10) balanced-ECE
-  reduction over ``bert`` that the setting keeps;
+- ECE over all test pairs and balanced (10 equal-width bins; the balanced
+  ECE is the mean over ``--balanced-seeds`` random balanced subsamples, as
+  one subsample's value moves with its seed by more than the settings
+  differ), and the share of full MC dropout's (k = all, T = 10)
+  balanced-ECE reduction over ``bert`` that the setting keeps, with a 95%
+  interval of the reduction from a paired bootstrap over the test queries
+  (``--bootstrap`` resamples);
 - R_10@1 of the mean; risk-aware gain: test R_10@1 of the risk-aware ranking
   at the ``b`` chosen on validation R_10@1 (the study's grid) minus that of
   the mean;
@@ -28,6 +32,10 @@ of member 0's weights, so a rerun resumes::
     python docs/scripts/real_run_neural.py --stage train     # member 0 first (if not trained yet)
     python docs/scripts/mc_dropout_frontier.py
     python docs/scripts/mc_dropout_frontier.py --smoke       # the whole pipeline on a tiny random model
+    python docs/scripts/mc_dropout_frontier.py --render docs/results/mc_dropout_frontier.json  # tables only
+
+A real run also rewrites its section of benchmarks/RESULTS.md and prints the
+table of docs/uncertainty.md (``--render`` does both from a results file).
 
 ``--real-run-args`` passes the arguments the real run was started with (its
 settings digest names the work folder), e.g. ``--real-run-args
@@ -39,6 +47,7 @@ few steps on 30 toy queries and runs everything into a temporary folder
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -169,17 +178,55 @@ def _samples(path_dir: Path, split: str, queries: Any, k: int | None, passes: in
     return samples
 
 
-def _calibration(ranked: Any) -> dict[str, float]:
+def _balanced_eces(scores: Any, labels: Any, seeds: Any) -> Any:
+    """The balanced ECE (10 equal-width bins) on the balanced subsample of each seed."""
+    from uncertank.metrics import expected_calibration_error
+
+    return np.array([
+        expected_calibration_error(scores, labels, n_bins=10, strategy="uniform", balanced=True, seed=int(seed))
+        for seed in seeds
+    ])
+
+
+def _calibration(ranked: Any, n_seeds: int) -> dict[str, float]:
     from uncertank.metrics import expected_calibration_error, recall_at_k
 
+    balanced = _balanced_eces(ranked.scores, ranked.labels, range(n_seeds))
     return {
         "ECE": float(expected_calibration_error(ranked.scores, ranked.labels, n_bins=10, strategy="uniform")),
-        "ECE_balanced": float(expected_calibration_error(ranked, n_bins=10, strategy="uniform", balanced=True, seed=0)),
+        "ECE_balanced_seed0": float(balanced[0]),
+        "ECE_balanced": float(balanced.mean()),
+        "ECE_balanced_seed_sd": float(balanced.std(ddof=1)) if n_seeds > 1 else 0.0,
         "R10@1": float(recall_at_k(ranked, k=1)),
     }
 
 
-def _row(valid: Any, test: Any, valid_samples: Any, test_samples: Any, grid: Any, trees: int) -> dict[str, Any]:
+def _reduction_interval(
+    test: Any, bert_scores: Any, scores: Any, n_resamples: int, n_seeds: int = 10, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile interval of bert's balanced ECE minus the setting's, over queries resampled with replacement.
+
+    Paired: replicate ``b`` draws the same queries for both and averages each
+    one's balanced ECE over the same ``n_seeds`` subsamples (seeds
+    ``b * n_seeds`` onwards: the same non-relevant pairs kept for both), so
+    the interval covers both the queries and the balanced subsamples.
+    """
+    starts, lengths = test.offsets[:-1], np.diff(test.offsets)
+    rng = np.random.default_rng(0)
+    diffs = np.empty(n_resamples)
+    for b in range(n_resamples):
+        qs = rng.integers(0, test.n_queries, size=test.n_queries)
+        n = lengths[qs]
+        pos = np.repeat(starts[qs] - np.cumsum(n) + n, n) + np.arange(n.sum())
+        y, seeds = test.labels[pos], range(b * n_seeds, (b + 1) * n_seeds)
+        diffs[b] = (_balanced_eces(bert_scores[pos], y, seeds) - _balanced_eces(scores[pos], y, seeds)).mean()
+    lo, hi = np.quantile(diffs, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def _row(
+    valid: Any, test: Any, valid_samples: Any, test_samples: Any, grid: Any, trees: int, n_seeds: int
+) -> dict[str, Any]:
     """Every number of one (k, T): calibration, R_10@1, risk-aware gain, NOTA F1."""
     from uncertank import PredictiveSamples
     from uncertank.metrics import recall_at_k
@@ -191,7 +238,7 @@ def _row(valid: Any, test: Any, valid_samples: Any, test_samples: Any, grid: Any
     vs = PredictiveSamples(valid_samples, valid.offsets, ranker="mc_dropout")
     ts = PredictiveSamples(test_samples, test.offsets, ranker="mc_dropout")
     ranked = test.ranked(ts.mean())
-    row = _calibration(ranked)
+    row = _calibration(ranked, n_seeds)
     sel = select_risk_aversion(vs, valid.labels, r1, grid=grid)
     risk_r1 = r1(test.ranked(risk_aware_rerank(ts, b=sel.b)))
     row.update({"risk_b": sel.b, "R10@1_risk_aware": risk_r1, "risk_aware_gain": risk_r1 - row["R10@1"]})
@@ -220,12 +267,18 @@ def _figure(rows: list[dict[str, Any]], share_defined: bool, path: Path, title: 
     for t in sorted({r["T"] for r in rows}):
         line = [r for r in rows if r["T"] == t]  # in the order of --ks
         xs, ys = [r["cost_ratio"] for r in line], [r[key] for r in line]
-        ax.plot(xs, ys, marker="o", label=f"T = {t}")
+        (drawn,) = ax.plot(xs, ys, marker="o", label=f"T = {t}")
+        if share_defined:  # the paired bootstrap's 95% interval of each share
+            lo = [y - r["share_ci95"][0] for r, y in zip(line, ys, strict=True)]
+            hi = [r["share_ci95"][1] - y for r, y in zip(line, ys, strict=True)]
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor=drawn.get_color(), alpha=0.45, capsize=3)
         for r, x, y in zip(line, xs, ys, strict=True):
             ax.annotate(f"k={r['k']}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
     if share_defined:
         ax.axhline(TARGET_SHARE, color="grey", linestyle="--", linewidth=1, label=f"{TARGET_SHARE:.0%} kept")
-        ax.set_ylabel(f"share of full MC dropout's (k = all, T = {REFERENCE_T})\nbalanced-ECE reduction over bert")
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.set_ylabel(f"share of full MC dropout's (k = all, T = {REFERENCE_T})\nbalanced-ECE reduction over bert "
+                      "(bars: 95% CI)")
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     else:
         ax.set_ylabel("balanced ECE (full MC dropout does not reduce bert's)")
@@ -250,19 +303,103 @@ def _fmt(x: Any, digits: int = 3) -> str:
 def _table(bert_row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines = [
         "| k | T | cost (x bert) | ECE (all) | ECE (balanced) | share of full reduction | R_10@1 | "
-        "risk-aware gain (b) | NOTA F1 means | NOTA F1 + var |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "risk-aware gain (b) | NOTA F1 means | NOTA F1 + var | balanced-ECE reduction [95% CI] |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         f"| `bert` | 1 | 1.00 | {_fmt(bert_row['ECE'])} | {_fmt(bert_row['ECE_balanced'])} | 0 | "
-        f"{_fmt(bert_row['R10@1'])} | | {_fmt(bert_row['NOTA_F1_means'])} | |",
+        f"{_fmt(bert_row['R10@1'])} | | {_fmt(bert_row['NOTA_F1_means'])} | | |",
     ]
     for r in rows:
         lines.append(
             f"| {r['k']} | {r['T']} | {r['cost_ratio']:.2f} | {_fmt(r['ECE'])} | {_fmt(r['ECE_balanced'])} | "
             f"{_fmt(r['share_of_full_ece_reduction'], 2)} | {_fmt(r['R10@1'])} | "
             f"{r['risk_aware_gain']:+.3f} ({r['risk_b']:g}) | {_fmt(r['NOTA_F1_means'])} | "
-            f"{_fmt(r['NOTA_F1_with_variance'])} |"
+            f"{_fmt(r['NOTA_F1_with_variance'])} | {r['ece_balanced_reduction']:+.3f} "
+            f"[{r['ece_balanced_reduction_ci95'][0]:+.3f}, {r['ece_balanced_reduction_ci95'][1]:+.3f}] |"
         )
     return "\n".join(lines)
+
+
+def _k_name(k: str, n_layers: int) -> str:
+    return {"0": "0 (head)", "all": f"all ({n_layers})"}.get(k, k)
+
+
+def docs_table(payload: dict[str, Any]) -> str:
+    """The frontier's two tables in docs/uncertainty.md (balanced ECE; the rest), from the JSON it writes."""
+    bert, n_layers = payload["bert"], payload["settings"]["n_layers"]
+    calibration = [
+        "| k | T | cost (x bert) | ECE, balanced | reduction | 95% interval | share kept |",
+        "|---|---:|---:|---:|---:|---|---:|",
+        f"| `bert` | 1 | 1.00 | {bert['ECE_balanced']:.3f} | | | |",
+    ]
+    ranking = [
+        "| k | T | ECE, all pairs | R_10@1 | risk-aware gain (b) | NOTA F1, means | NOTA F1, + variances |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| `bert` | 1 | {bert['ECE']:.3f} | {bert['R10@1']:.3f} | | {bert['NOTA_F1_means']:.3f} | |",
+    ]
+    for r in payload["frontier"]:
+        lo, hi = r["ece_balanced_reduction_ci95"]
+        k = _k_name(r["k"], n_layers)
+        calibration.append(
+            f"| {k} | {r['T']} | {r['cost_ratio']:.2f} | {r['ECE_balanced']:.3f} | "
+            f"{r['ece_balanced_reduction']:+.3f} | {lo:+.3f} to {hi:+.3f} | "
+            f"{_fmt(r['share_of_full_ece_reduction'], 2)} |"
+        )
+        ranking.append(
+            f"| {k} | {r['T']} | {r['ECE']:.3f} | {r['R10@1']:.3f} | {r['risk_aware_gain']:+.3f} ({r['risk_b']:g}) | "
+            f"{r['NOTA_F1_means']:.3f} | {_fmt(r['NOTA_F1_with_variance'])} |"
+        )
+    return "\n".join(calibration) + "\n\n" + "\n".join(ranking)
+
+
+def results_section(payload: dict[str, Any]) -> str:
+    """The frontier's section of benchmarks/RESULTS.md, from the JSON this script writes."""
+    settings, passes = payload["settings"], payload["settings"]["passes"]
+    n_layers, target = settings["n_layers"], payload["target"]
+    load = payload["load_average"]
+    rows = {(r["k"], r["T"]): r for r in payload["frontier"]}
+    header = "| mc_layers k | " + " | ".join(f"T = {t}: cost (x bert) | T = {t}: share" for t in passes) + " |"
+    lines = [header, "|---|" + "---:|" * (2 * len(passes))]
+    for k in settings["ks"]:
+        cells = [f"{rows[(k, t)]['cost_ratio']:.2f} | {_fmt(rows[(k, t)]['share_of_full_ece_reduction'], 2)}"
+                 for t in passes]
+        lines.append(f"| {_k_name(k, n_layers).replace('(head)', '(head only)')} | " + " | ".join(cells) + " |")
+    ref, bert = settings["reference"], payload["bert"]
+    ref_row = rows[(ref["k"], ref["T"])]
+    met = ", ".join(f"k = {m['k']} at T = {m['T']} ({m['cost_ratio']:.2f}x, {m['share']:.0%})"
+                    for m in target["met_by"]) or "no setting"
+    lo, hi = ref_row["ece_balanced_reduction_ci95"]
+    return "\n".join([
+        "## MC dropout's `mc_layers` frontier (`docs/scripts/mc_dropout_frontier.py`)",
+        "",
+        f"Command: `{payload['command']}`. Model: {payload['source']}, trained with "
+        "`docs/scripts/real_run_neural.py`'s defaults (all-MiniLM-L6-v2, 6 layers, `[CLS]`, one epoch at lr 1e-4 "
+        f"on the train split's own BM25 candidates); {payload['data']['test_queries']} test and "
+        f"{payload['data']['valid_queries']} validation queries. Cost: the median over {settings['repeats']} "
+        "rounds of t(configuration) / t(bert) on one "
+        f"pre-encoded batch of {settings['cost_pairs']} test pairs, bert timed right before each configuration; "
+        f"{payload['machine']['threads']} CPU threads, torch {payload['machine']['torch']}, 1-minute load "
+        f"{load['before_timing'][0]:.1f} before and {load['after_timing'][0]:.1f} after. Share: of full MC "
+        f"dropout's (k = {ref['k']}, T = {ref['T']}) balanced-ECE reduction over bert. Every number, with the "
+        "ECE, R_10@1, risk-aware and NOTA columns and the bootstrap intervals, is in "
+        "`docs/results/mc_dropout_frontier.json`.",
+        "",
+        *lines,
+        "",
+        f"Target (<= {target['cost_at_most']}x bert keeping >= {target['share_at_least']:.0%} of full MC "
+        f"dropout's balanced-ECE reduction): met by {met}. The reference reduction is "
+        f"{target['reference_reduction']:.3f} (bert {bert['ECE_balanced']:.3f}, full MC dropout "
+        f"{ref_row['ECE_balanced']:.3f}; 95% interval {lo:+.3f} to {hi:+.3f} over resampled test queries)"
+        + ("." if target.get("reference_reduction_second_draw") is None else
+           f"; the next {ref['T']} passes, a second draw of the same setting, give "
+           f"{target['reference_reduction_second_draw']:.3f}."),
+    ])
+
+
+def _write_results_section(payload: dict[str, Any]) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _results import write_section
+
+    write_section("mc_dropout_frontier", results_section(payload))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -275,17 +412,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--passes", type=int, default=max(PASSES), help="T scored per k (the largest T)")
     ap.add_argument("--cost-pairs", type=int, default=64, help="pairs in the timed batch")
     ap.add_argument("--nota-trees", type=int, default=100, help="trees of the NOTA random forest")
+    ap.add_argument("--bootstrap", type=int, default=1000,
+                    help="query resamples of the balanced-ECE reduction's 95%% interval")
+    ap.add_argument("--balanced-seeds", type=int, default=100,
+                    help="balanced subsamples the balanced ECE is averaged over (10 per bootstrap resample)")
     ap.add_argument("--workdir", type=Path, default=None,
                     help="the real run's --workdir (its default); with --smoke, where the temporary folder goes")
     ap.add_argument("--real-run-args", default="", help="the arguments real_run_neural.py was run with")
     ap.add_argument("--out", type=Path, default=None, help="docs/results/mc_dropout_frontier.json")
     ap.add_argument("--figure", type=Path, default=None, help="docs/results/mc_dropout_frontier.png")
     ap.add_argument("--smoke", action="store_true", help="a tiny random model on toy queries, in a temporary folder")
+    ap.add_argument("--render", type=Path, default=None, metavar="JSON",
+                    help="measure nothing: print the docs table of a results file and rewrite its RESULTS.md section")
     args = ap.parse_args(argv)
+    if args.render is not None:
+        payload = json.loads(args.render.read_text(encoding="utf-8"))
+        _write_results_section(payload)
+        print(docs_table(payload))
+        return payload
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     ks = _parse_ks(args.ks)
-    if args.passes < 1 or args.repeats < 1 or args.cost_pairs < 1 or args.nota_trees < 1:
-        raise SystemExit("--passes, --repeats, --cost-pairs and --nota-trees must be >= 1")
+    if min(args.passes, args.repeats, args.cost_pairs, args.nota_trees, args.bootstrap, args.balanced_seeds) < 1:
+        raise SystemExit("--passes, --repeats, --cost-pairs, --nota-trees, --bootstrap and --balanced-seeds "
+                         "must be >= 1")
     passes = sorted({t for t in PASSES if t <= args.passes} | {args.passes})
     ref_t = REFERENCE_T if REFERENCE_T in passes else max(passes)
 
@@ -342,7 +491,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not bert_file.exists():
         _atomic_npy(bert_file, bert.predict(test).scores)
     ranked = test.ranked(np.load(bert_file))
-    bert_row: dict[str, Any] = {"k": "none", "T": 1, "cost_ratio": 1.0, **_calibration(ranked)}
+    bert_row: dict[str, Any] = {"k": "none", "T": 1, "cost_ratio": 1.0, **_calibration(ranked, args.balanced_seeds)}
     bert_row["NOTA_F1_means"] = evaluate_nota(make_nota_task(ranked, None, seed=0), n_estimators=args.nota_trees,
                                               seed=0).f1_mean
 
@@ -375,14 +524,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for t in passes:
             row = {"k": _label(k), "mc_layers": k, "T": t, "cost_ratio": ratios[(k, t)],
                    "s_per_1000_pairs_best": best[(k, t)] / batch.n_pairs * 1000}
-            row.update(_row(valid, test, samples[("valid", k)][:t], samples[("test", k)][:t], grid, args.nota_trees))
+            row.update(_row(valid, test, samples[("valid", k)][:t], samples[("test", k)][:t], grid, args.nota_trees,
+                            args.balanced_seeds))
+            row["ece_balanced_reduction_ci95"] = list(_reduction_interval(
+                test, np.load(bert_file), samples[("test", k)][:t].mean(0), args.bootstrap,
+                n_seeds=min(10, args.balanced_seeds)))
             rows.append(row)
     ref = next((r for r in rows if r["k"] == "all" and r["T"] == ref_t), None)
     full = None if ref is None else bert_row["ECE_balanced"] - ref["ECE_balanced"]
+    # The reference's own Monte Carlo noise: the same reduction from the next, disjoint ref_t passes.
+    second_draw = None
+    if ref is not None and args.passes >= 2 * ref_t:
+        other = samples[("test", None)][ref_t:2 * ref_t].mean(0)
+        second_draw = bert_row["ECE_balanced"] - float(
+            _balanced_eces(other, test.labels, range(args.balanced_seeds)).mean())
     share_defined = full is not None and full > 0
     for r in rows:
         r["ece_balanced_reduction"] = bert_row["ECE_balanced"] - r["ECE_balanced"]
         r["share_of_full_ece_reduction"] = r["ece_balanced_reduction"] / full if share_defined else None
+        r["share_ci95"] = [c / full for c in r["ece_balanced_reduction_ci95"]] if share_defined else None
     met = [
         {"k": r["k"], "T": r["T"], "cost_ratio": r["cost_ratio"], "share": r["share_of_full_ece_reduction"]}
         for r in rows
@@ -403,13 +563,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "cost_mean_tokens": float(batch.lengths.mean()), "repeats": args.repeats,
             "risk_grid": list(grid), "nota_trees": args.nota_trees,
             "real_run_args": args.real_run_args, "work_folder": str(work), "samples_folder": str(cache),
-            "ece": "10 equal-width bins on [0, 1]; ECE over all test pairs, ECE_balanced keeps as many "
-            "non-relevant as relevant pairs (seed 0)",
+            "ece": "10 equal-width bins on [0, 1]; ECE over all test pairs; a balanced subsample keeps as many "
+            "non-relevant as relevant pairs: ECE_balanced is the mean over balanced_seeds subsamples (seeds 0, "
+            "1, ...), ECE_balanced_seed_sd their standard deviation, ECE_balanced_seed0 the first",
+            "balanced_seeds": args.balanced_seeds,
             "cost": "median over rounds of t(configuration) / t(bert) on one pre-encoded batch, bert timed "
             "right before each configuration; s_per_1000_pairs_best is the best round",
             "risk": "b chosen on validation R_10@1 over risk_grid (ties: closest to 0); gain = test R_10@1 "
             "of the risk-aware ranking minus that of the mean",
             "nota": "random forest, stratified 5-fold, macro-F1; task seed 0",
+            "bootstrap": args.bootstrap,
+            "ece_balanced_reduction_ci95": "2.5% and 97.5% quantiles of bert's balanced ECE minus the "
+            "setting's over --bootstrap resamples of the test queries (with replacement, paired: the same "
+            "queries and the same 10 balanced subsamples for both, each replicate's balanced ECE their mean)",
         },
         "data": {"valid_queries": valid.n_queries, "test_queries": test.n_queries, "test_pairs": test.n_pairs},
         "machine": {
@@ -421,10 +587,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "frontier": rows,
         "target": {
             "cost_at_most": TARGET_COST, "share_at_least": TARGET_SHARE, "reference_reduction": full,
+            "reference_reduction_second_draw": second_draw,
             "share_defined": share_defined, "met_by": met,
         },
     }
     _atomic_json(out, payload)
+    if not args.smoke:
+        _write_results_section(payload)
     print(_table(bert_row, rows))
     if not share_defined:
         print(f"\nFull MC dropout (k = all, T = {ref_t}) does not reduce bert's balanced ECE here: no share.")

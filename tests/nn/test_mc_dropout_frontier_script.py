@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "docs" / "scripts" / "mc_dropout_frontier.py"
 KS = ("0", "1", "2", "3", "all")
 TS = (5, 10, 20)
-NUMBERS = ("cost_ratio", "s_per_1000_pairs_best", "ECE", "ECE_balanced", "R10@1", "risk_b", "R10@1_risk_aware",
+NUMBERS = ("cost_ratio", "s_per_1000_pairs_best", "ECE", "ECE_balanced", "ECE_balanced_seed0",
+           "ECE_balanced_seed_sd", "R10@1", "risk_b", "R10@1_risk_aware",
            "risk_aware_gain", "NOTA_F1_means", "NOTA_F1_with_variance", "ece_balanced_reduction")
 
 
@@ -41,7 +42,11 @@ def test_smoke_run_measures_every_setting(tmp_path):
         share = row["share_of_full_ece_reduction"]
         assert (share is None) == (not payload["target"]["share_defined"])
         assert share is None or math.isfinite(share)
+        lo, hi = row["ece_balanced_reduction_ci95"]
+        assert math.isfinite(lo) and lo <= hi
+        assert (row["share_ci95"] is None) == (share is None)
     assert rows[("all", 10)]["share_of_full_ece_reduction"] in (None, 1.0)
+    assert math.isfinite(payload["target"]["reference_reduction_second_draw"])  # 20 passes hold two draws of 10
     # The cost grows with T for every k (the head-only passes cost little, so compare T = 5 with 20 there).
     for k in KS:
         assert rows[(k, 5)]["cost_ratio"] < rows[(k, 20)]["cost_ratio"], k
@@ -73,3 +78,46 @@ def test_a_missing_real_run_model_and_bad_ks_fail_clearly(tmp_path):
     proc = _run("--ks", "1,1", "--workdir", str(tmp_path))
     assert proc.returncode != 0 and "--ks must name distinct values" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def _script_module():
+    import importlib.util
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("mc_dropout_frontier", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def test_reduction_interval_is_a_paired_query_bootstrap():
+    """The interval equals a loop that resamples whole queries and balances both systems with the same seed."""
+    import numpy as np
+
+    from uncertank import QuerySet
+    from uncertank.metrics import expected_calibration_error
+
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(3, 8, size=25)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    labels = np.zeros(offsets[-1], dtype=np.int64)
+    labels[offsets[:-1]] = 1  # one relevant candidate per query
+    test = QuerySet([["c"]] * 25, ["r"] * int(offsets[-1]), offsets, labels)
+    a, b = rng.random(offsets[-1]), rng.random(offsets[-1])
+    lo, hi = _script_module()._reduction_interval(test, a, b, n_resamples=200, n_seeds=3)
+
+    draws, diffs = np.random.default_rng(0), []
+    for r in range(200):
+        qs = draws.integers(0, 25, size=25)
+        pos = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in qs])
+        d = 0.0
+        for seed in range(3 * r, 3 * r + 3):  # the same three subsamples for both scorers
+            d += sum(sign * expected_calibration_error(p[pos], labels[pos], n_bins=10, strategy="uniform",
+                                                       balanced=True, seed=seed) for sign, p in ((1, a), (-1, b)))
+        diffs.append(d / 3)
+    assert (lo, hi) == pytest.approx(tuple(np.quantile(diffs, [0.025, 0.975])), abs=1e-12)
+    assert lo < 0 < hi  # two random scorers: no reduction either way
+    assert _script_module()._reduction_interval(test, a, a, n_resamples=50) == (0.0, 0.0)
