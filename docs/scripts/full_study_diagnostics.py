@@ -12,6 +12,14 @@
    study's grid): R_10@1 on validation and on every test condition, for
    every stochastic ranker. It says whether a ``b`` outside the study's grid
    would have helped.
+3. The balanced ECE, robustly: one balanced subsample (600 relevant pairs
+   and 600 of the 5,400 negatives) moves with its seed, so for every ranker
+   and test condition the mean over ``--balanced-seeds`` subsamples with its
+   standard deviation over seeds, and for every ranker but ``bert`` its
+   difference from ``bert`` with a 95% interval from a paired bootstrap
+   over the test queries (``--bootstrap`` resamples, 10 subsamples each;
+   ``mc_dropout_frontier.balanced_ece_reduction_interval``). It says which
+   of the page's balanced-ECE comparisons are larger than their noise.
 
 No model is run: the scores and samples are the study's own files
 (``<study>/predictions``, chosen by the cache keys in its results.json).
@@ -24,12 +32,17 @@ import argparse
 import itertools
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mc_dropout_frontier import balanced_ece_reduction_interval, balanced_eces  # noqa: E402
+
 WIDE_GRID = (-20.0, -5.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 5.0, 20.0, 100.0)
 _WORD = re.compile(r"\w+")
 
@@ -48,11 +61,39 @@ def overlap(context: list[str], candidates: list[str]) -> np.ndarray:
     return out
 
 
+def balanced_table(payload: dict[str, Any]) -> str:
+    """docs/study.md's table of the balanced ECE over many subsamples, from this script's JSON.
+
+    Per ranker and condition: the mean balanced ECE; for the reference ranker
+    its standard deviation over subsamples, for the others the change against
+    the reference with its 95% interval, bold when the interval excludes 0.
+    """
+    from uncertank.experiment.report import markdown_table
+
+    table, settings = payload["balanced_ece"], payload["balanced_ece_settings"]
+    ref, conditions = settings["reference"], settings["conditions"]
+    rows = []
+    for ranker in settings["rankers"]:
+        row = {"ranker": f"`{ranker}`"}
+        for cond in conditions:
+            cell = table[cond][ranker]
+            if ranker == ref:
+                row[cond] = f"{cell['mean']:.3f} (sd {cell['seed_sd']:.3f})"
+            else:
+                lo, hi = cell["change_ci95"]
+                change = f"{cell['change_vs_reference']:+.3f}, {lo:+.3f} to {hi:+.3f}"
+                row[cond] = f"{cell['mean']:.3f} ({'**' + change + '**' if lo > 0 or hi < 0 else change})"
+        rows.append(row)
+    return markdown_table(rows).rstrip("\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("config", type=Path, help="the study file")
     ap.add_argument("study", type=Path, help="the folder `uncertank run` wrote")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "full_study_diagnostics.json")
+    ap.add_argument("--balanced-seeds", type=int, default=100, help="balanced subsamples per mean")
+    ap.add_argument("--bootstrap", type=int, default=1000, help="query resamples per interval")
     args = ap.parse_args(argv)
     results_file = args.study / "results.json"
     if not results_file.is_file():
@@ -111,8 +152,32 @@ def main(argv: list[str] | None = None) -> None:
                                 for b in WIDE_GRID}
         if per_split:
             risk[ranker] = per_split
+    balanced: dict[str, Any] = {}
+    reference = neural[0] if "bert" not in neural else "bert"
+    for cond, qs in data.tests.items():
+        labels = np.asarray(qs.labels)
+        base = saved(reference, cond)["mean"]
+        balanced[cond] = {}
+        for ranker in neural:
+            scores = saved(ranker, cond)["mean"]
+            eces = balanced_eces(scores, labels, range(args.balanced_seeds))
+            row = {"mean": float(eces.mean()), "seed_sd": float(eces.std(ddof=1)) if eces.size > 1 else 0.0,
+                   "seed0": float(eces[0])}
+            if ranker != reference:
+                lo, hi = balanced_ece_reduction_interval(qs, base, scores, args.bootstrap,
+                                                         n_seeds=min(10, args.balanced_seeds))
+                # ranker minus reference: negative is better calibrated; the interval of the same difference
+                row["change_vs_reference"] = row["mean"] - balanced[cond][reference]["mean"]
+                row["change_ci95"] = [-hi, -lo]
+            balanced[cond][ranker] = row
     payload = {
         "command": "python docs/scripts/full_study_diagnostics.py docs/studies/full.toml full-study",
+        "balanced_ece": balanced,
+        "balanced_ece_settings": {
+            "reference": reference, "balanced_seeds": args.balanced_seeds, "bootstrap": args.bootstrap,
+            "conditions": list(data.tests), "rankers": neural,
+            "bins": "10 equal-width", "scores": "each ranker's mean prediction (the study's scores)",
+        },
         "lexical_overlap": lexical,
         "risk_r1_wide_grid": risk,
         "grid": list(WIDE_GRID),

@@ -178,7 +178,7 @@ def _samples(path_dir: Path, split: str, queries: Any, k: int | None, passes: in
     return samples
 
 
-def _balanced_eces(scores: Any, labels: Any, seeds: Any) -> Any:
+def balanced_eces(scores: Any, labels: Any, seeds: Any) -> Any:
     """The balanced ECE (10 equal-width bins) on the balanced subsample of each seed."""
     from uncertank.metrics import expected_calibration_error
 
@@ -191,7 +191,7 @@ def _balanced_eces(scores: Any, labels: Any, seeds: Any) -> Any:
 def _calibration(ranked: Any, n_seeds: int) -> dict[str, float]:
     from uncertank.metrics import expected_calibration_error, recall_at_k
 
-    balanced = _balanced_eces(ranked.scores, ranked.labels, range(n_seeds))
+    balanced = balanced_eces(ranked.scores, ranked.labels, range(n_seeds))
     return {
         "ECE": float(expected_calibration_error(ranked.scores, ranked.labels, n_bins=10, strategy="uniform")),
         "ECE_balanced_seed0": float(balanced[0]),
@@ -201,7 +201,7 @@ def _calibration(ranked: Any, n_seeds: int) -> dict[str, float]:
     }
 
 
-def _reduction_interval(
+def balanced_ece_reduction_interval(
     test: Any, bert_scores: Any, scores: Any, n_resamples: int, n_seeds: int = 10, level: float = 0.95
 ) -> tuple[float, float]:
     """Percentile interval of bert's balanced ECE minus the setting's, over queries resampled with replacement.
@@ -219,7 +219,7 @@ def _reduction_interval(
         n = lengths[qs]
         pos = np.repeat(starts[qs] - np.cumsum(n) + n, n) + np.arange(n.sum())
         y, seeds = test.labels[pos], range(b * n_seeds, (b + 1) * n_seeds)
-        diffs[b] = (_balanced_eces(bert_scores[pos], y, seeds) - _balanced_eces(scores[pos], y, seeds)).mean()
+        diffs[b] = (balanced_eces(bert_scores[pos], y, seeds) - balanced_eces(scores[pos], y, seeds)).mean()
     lo, hi = np.quantile(diffs, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
 
@@ -526,7 +526,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    "s_per_1000_pairs_best": best[(k, t)] / batch.n_pairs * 1000}
             row.update(_row(valid, test, samples[("valid", k)][:t], samples[("test", k)][:t], grid, args.nota_trees,
                             args.balanced_seeds))
-            row["ece_balanced_reduction_ci95"] = list(_reduction_interval(
+            row["ece_balanced_reduction_ci95"] = list(balanced_ece_reduction_interval(
                 test, np.load(bert_file), samples[("test", k)][:t].mean(0), args.bootstrap,
                 n_seeds=min(10, args.balanced_seeds)))
             rows.append(row)
@@ -537,7 +537,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if ref is not None and args.passes >= 2 * ref_t:
         other = samples[("test", None)][ref_t:2 * ref_t].mean(0)
         second_draw = bert_row["ECE_balanced"] - float(
-            _balanced_eces(other, test.labels, range(args.balanced_seeds)).mean())
+            balanced_eces(other, test.labels, range(args.balanced_seeds)).mean())
     share_defined = full is not None and full > 0
     for r in rows:
         r["ece_balanced_reduction"] = bert_row["ECE_balanced"] - r["ECE_balanced"]

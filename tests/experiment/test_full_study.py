@@ -108,10 +108,16 @@ def test_summary_and_diagnostics_scripts_on_a_tiny_study(tmp_path):
         summary.main([str(tmp_path / "nowhere")])
     # the diagnostics: overlap per condition, and the wide-grid risk curve at b = 0 equals ranking by the mean
     diag = _module(DIAGNOSTICS)
-    diag.main([str(study), str(tmp_path / "study"), "--out", str(tmp_path / "d.json")])
+    diag.main([str(study), str(tmp_path / "study"), "--out", str(tmp_path / "d.json"), "--bootstrap", "20"])
     d = json.loads((tmp_path / "d.json").read_text())
     assert set(d["lexical_overlap"]) == {"in-domain", "cross-NS random"}
     assert set(d["lexical_overlap"]["in-domain"]["spearman_score_overlap"]) == {"tfidf-bootstrap"}
+    # the balanced ECE averaged over subsamples: its first subsample is the study's own balanced ECE (seed 0)
+    for cond in ("in-domain", "cross-NS random"):
+        row = d["balanced_ece"][cond]["tfidf-bootstrap"]
+        ev = result.evaluation("tfidf-bootstrap", cond)
+        assert row["seed0"] == pytest.approx(ev.metrics["ECE balanced"])
+        assert row["seed_sd"] > 0 and 0 <= row["mean"] <= 1
     curve = d["risk_r1_wide_grid"]["tfidf-bootstrap"]
     for cond in ("in-domain", "cross-NS random"):
         ev = result.evaluation("tfidf-bootstrap", cond)
@@ -138,3 +144,18 @@ def test_docs_page_quotes_the_checked_in_results():
     for figure in ("reliability.png", "ece-imbalance.png", "risk-r1-vs-b.png"):
         assert (ROOT / "docs" / "results" / "full_study" / figure).is_file()
         assert f"results/full_study/{figure}" in page
+
+
+def test_docs_page_quotes_the_balanced_ece_over_many_subsamples():
+    """docs/study.md's noise table is the one the diagnostics script renders from its checked-in JSON."""
+    payload = json.loads((ROOT / "docs" / "results" / "full_study_diagnostics.json").read_text())
+    table = _module(DIAGNOSTICS).balanced_table(payload)
+    assert table in (ROOT / "docs" / "study.md").read_text()
+    settings = payload["balanced_ece_settings"]
+    assert settings["balanced_seeds"] == 100 and settings["bootstrap"] == 1000 and settings["reference"] == "bert"
+    for cond in settings["conditions"]:
+        for ranker, cell in payload["balanced_ece"][cond].items():
+            assert 0 < cell["seed_sd"] < 0.05
+            if ranker != "bert":
+                lo, hi = cell["change_ci95"]
+                assert lo < hi

@@ -107,7 +107,7 @@ def test_reduction_interval_is_a_paired_query_bootstrap():
     labels[offsets[:-1]] = 1  # one relevant candidate per query
     test = QuerySet([["c"]] * 25, ["r"] * int(offsets[-1]), offsets, labels)
     a, b = rng.random(offsets[-1]), rng.random(offsets[-1])
-    lo, hi = _script_module()._reduction_interval(test, a, b, n_resamples=200, n_seeds=3)
+    lo, hi = _script_module().balanced_ece_reduction_interval(test, a, b, n_resamples=200, n_seeds=3)
 
     draws, diffs = np.random.default_rng(0), []
     for r in range(200):
@@ -120,4 +120,4 @@ def test_reduction_interval_is_a_paired_query_bootstrap():
         diffs.append(d / 3)
     assert (lo, hi) == pytest.approx(tuple(np.quantile(diffs, [0.025, 0.975])), abs=1e-12)
     assert lo < 0 < hi  # two random scorers: no reduction either way
-    assert _script_module()._reduction_interval(test, a, a, n_resamples=50) == (0.0, 0.0)
+    assert _script_module().balanced_ece_reduction_interval(test, a, a, n_resamples=50) == (0.0, 0.0)
