@@ -225,6 +225,36 @@ def test_balanced_result_does_not_depend_on_which_copies():
         assert expected_calibration_error(p, y, balanced=True, seed=seed) == pytest.approx(want, rel=1e-12)
 
 
+def test_n_subsamples_is_the_mean_over_subsamples_drawn_from_one_generator():
+    """Against a loop: subsample j keeps the non-relevant pairs the j-th draw of default_rng(seed) picks."""
+    p, y = miscalibrated_data(8, 3000)
+    pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y == 0)
+    m = min(pos.size, neg.size)
+    rng, want = np.random.default_rng(5), []
+    for _ in range(7):
+        keep_pos = pos if pos.size == m else rng.choice(pos, m, replace=False)
+        keep_neg = neg if neg.size == m else rng.choice(neg, m, replace=False)
+        keep = np.sort(np.concatenate([keep_pos, keep_neg]))
+        want.append(ref_ece(p[keep], y[keep]))
+    got = expected_calibration_error(p, y, balanced=True, seed=5, n_subsamples=7)
+    assert got == pytest.approx(np.mean(want), rel=1e-12)
+    # one subsample is the balanced ECE of before; norm and a Generator seed pass through
+    assert expected_calibration_error(p, y, balanced=True, seed=5, n_subsamples=1) == pytest.approx(want[0], rel=1e-12)
+    assert expected_calibration_error(p, y, balanced=True, seed=np.random.default_rng(5), n_subsamples=7) == got
+    mce = expected_calibration_error(p, y, balanced=True, seed=5, n_subsamples=3, norm="max")
+    assert 0 < mce <= 1 and mce != expected_calibration_error(p, y, balanced=True, seed=5, norm="max")
+
+
+def test_n_subsamples_errors_name_the_argument():
+    p, y = miscalibrated_data(9, 200)
+    with pytest.raises(ValueError, match=r"n_subsamples applies only with balanced=True; got n_subsamples=3"):
+        expected_calibration_error(p, y, n_subsamples=3)
+    with pytest.raises(ValueError, match=r"n_subsamples must be an integer >= 1; got 0"):
+        expected_calibration_error(p, y, balanced=True, n_subsamples=0)
+    with pytest.raises(TypeError, match=r"n_subsamples must be an integer >= 1; got float 2.0"):
+        expected_calibration_error(p, y, balanced=True, n_subsamples=2.0)
+
+
 # --------------------------------------------------------------------------- reliability
 
 

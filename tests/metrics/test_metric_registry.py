@@ -45,6 +45,10 @@ def test_default_study_metrics_resolve_to_the_report_columns(data):
     assert by_label["ECE balanced"] == expected_calibration_error(p, y, balanced=True, seed=0)
     assert by_label["ECE Penha-Hauff"] == expected_calibration_error(p, y, convention="penha-hauff")
     assert by_label["MCE"] == expected_calibration_error(p, y, norm="max")
+    # averaged over balanced subsamples: its own column label and value
+    (many,) = resolve_metrics([{"name": "ece", "balanced": True, "seed": 0, "n_subsamples": 20}])
+    assert many.display_label == "ECE balanced x20"
+    assert many(p, y) == expected_calibration_error(p, y, balanced=True, seed=0, n_subsamples=20)
 
 
 def test_one_call_signature_for_every_metric(data):

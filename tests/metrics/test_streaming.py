@@ -179,6 +179,9 @@ def test_quantile_bins_stream_from_a_file_read_twice(tmp_path, lists):
 def test_streaming_errors():
     with pytest.raises(ValueError, match="ECEAccumulator cannot stream balanced=True"):
         ECEAccumulator(balanced=True)
+    with pytest.raises(ValueError, match=r"applies only to balanced=True, which cannot stream; got n_subsamples=3"):
+        ECEAccumulator(n_subsamples=3)
+    assert ECEAccumulator(n_subsamples=1).update([0.2, 0.4], [0, 1]).compute() == pytest.approx(0.4)
     with pytest.raises(ValueError, match="CalibrationByRankAccumulator streams equal-width bins only"):
         CalibrationByRankAccumulator(strategy="quantile")
     with pytest.raises(ValueError, match="needs the quantile edges of all the scores before the first update"):

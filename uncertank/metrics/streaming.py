@@ -321,11 +321,14 @@ class ECEAccumulator(_Binned):
         With ``strategy="quantile"``: the quantile edges of all the scores
         (:func:`quantile_edges`); they can also be given later with
         :meth:`set_edges`, before the first update.
+    n_subsamples : int
+        Must be 1 (it applies to ``balanced=True`` only).
 
     Raises
     ------
     ValueError
-        For ``balanced=True``, or edges of the wrong shape.
+        For ``balanced=True``, ``n_subsamples`` other than 1, or edges of the
+        wrong shape.
     """
 
     def __init__(
@@ -338,9 +341,13 @@ class ECEAccumulator(_Binned):
         seed: Any = None,
         convention: Convention = "naeini",
         edges: Any = None,
+        n_subsamples: int = 1,
     ) -> None:
         c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
         _streamable(strategy, balanced, "ECEAccumulator")
+        if n_subsamples != 1:
+            raise ValueError(f"ECEAccumulator: n_subsamples applies only to balanced=True, which cannot stream; "
+                             f"got n_subsamples={n_subsamples!r}")
         super().__init__(c, strategy, convention, edges)
         self.norm = norm
         self._gap_only = norm == "l1"
