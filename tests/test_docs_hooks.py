@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("api_pages", ROOT / "docs" / "hooks" / "api_pages.py")
-api_pages = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(api_pages)
+api_pages = load_script(ROOT / "docs" / "hooks" / "api_pages.py")
 
 KNOWN = {
     "uncertank.metrics.expected_calibration_error": ("uncertank.metrics.expected_calibration_error",

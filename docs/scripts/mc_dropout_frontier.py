@@ -490,7 +490,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     bert_file = cache / f"test_q{test.n_queries}_bert.npy"
     if not bert_file.exists():
         _atomic_npy(bert_file, bert.predict(test).scores)
-    ranked = test.ranked(np.load(bert_file))
+    bert_scores = np.load(bert_file)
+    ranked = test.ranked(bert_scores)
     bert_row: dict[str, Any] = {"k": "none", "T": 1, "cost_ratio": 1.0, **_calibration(ranked, args.balanced_seeds)}
     bert_row["NOTA_F1_means"] = evaluate_nota(make_nota_task(ranked, None, seed=0), n_estimators=args.nota_trees,
                                               seed=0).f1_mean
@@ -527,7 +528,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             row.update(_row(valid, test, samples[("valid", k)][:t], samples[("test", k)][:t], grid, args.nota_trees,
                             args.balanced_seeds))
             row["ece_balanced_reduction_ci95"] = list(balanced_ece_reduction_interval(
-                test, np.load(bert_file), samples[("test", k)][:t].mean(0), args.bootstrap,
+                test, bert_scores, samples[("test", k)][:t].mean(0), args.bootstrap,
                 n_seeds=min(10, args.balanced_seeds)))
             rows.append(row)
     ref = next((r for r in rows if r["k"] == "all" and r["T"] == ref_t), None)

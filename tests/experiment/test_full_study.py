@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
 from uncertank.experiment import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,15 +16,6 @@ STUDY = ROOT / "docs" / "studies" / "full.toml"
 REAL_RUN = ROOT / "docs" / "scripts" / "real_run_neural.py"
 SUMMARY = ROOT / "docs" / "scripts" / "full_study_summary.py"
 DIAGNOSTICS = ROOT / "docs" / "scripts" / "full_study_diagnostics.py"
-
-
-def _module(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_study_file_loads_the_checkpoints_the_real_run_command_writes():
@@ -37,7 +27,7 @@ def test_study_file_loads_the_checkpoints_the_real_run_command_writes():
     header = STUDY.read_text().split("[study]", 1)[0]
     line = next(ln for ln in header.replace("\\\n#", "").splitlines() if "real_run_neural.py" in ln)
     argv = shlex.split(line.lstrip("# ").split("real_run_neural.py", 1)[1].split("#", 1)[0])
-    script = _module(REAL_RUN)
+    script = load_script(REAL_RUN)
     parser_args = script.main.__globals__["argparse"].Namespace(
         train_queries=None, valid_queries=200, test_queries=600, max_length=64, epochs=1, batch_size=16, lr=1e-4,
         negatives="bm25", num_hidden_layers=None)
@@ -90,7 +80,7 @@ def test_summary_and_diagnostics_scripts_on_a_tiny_study(tmp_path):
     study = tmp_path / "tiny.toml"
     study.write_text(TINY)
     result = run_study(load_config(study), tmp_path / "study")
-    summary = _module(SUMMARY)
+    summary = load_script(SUMMARY)
     summary.main([str(tmp_path / "study"), "--out", str(tmp_path / "s.json"), "--figures", str(tmp_path / "figs")])
     payload = json.loads((tmp_path / "s.json").read_text())
     assert payload["conditions"] == ["in-domain", "cross-NS random"]
@@ -107,7 +97,7 @@ def test_summary_and_diagnostics_scripts_on_a_tiny_study(tmp_path):
     with pytest.raises(SystemExit, match=r"results\.json"):
         summary.main([str(tmp_path / "nowhere")])
     # the diagnostics: overlap per condition, and the wide-grid risk curve at b = 0 equals ranking by the mean
-    diag = _module(DIAGNOSTICS)
+    diag = load_script(DIAGNOSTICS)
     diag.main([str(study), str(tmp_path / "study"), "--out", str(tmp_path / "d.json"), "--bootstrap", "20"])
     d = json.loads((tmp_path / "d.json").read_text())
     assert set(d["lexical_overlap"]) == {"in-domain", "cross-NS random"}
@@ -126,7 +116,7 @@ def test_summary_and_diagnostics_scripts_on_a_tiny_study(tmp_path):
 
 
 def test_overlap_is_the_share_of_a_candidates_word_types_found_in_the_context():
-    diag = _module(DIAGNOSTICS)
+    diag = load_script(DIAGNOSTICS)
     got = diag.overlap(["How do I mount", "a USB disk?"], ["mount the disk", "", "Reboot"])
     assert got.tolist() == [2 / 3, 0.0, 0.0]
 
@@ -135,7 +125,7 @@ def test_docs_page_quotes_the_checked_in_results():
     """Every table of docs/study.md is the one the summary script generates from docs/results/full_study.json."""
     payload = json.loads((ROOT / "docs" / "results" / "full_study.json").read_text())
     page = (ROOT / "docs" / "study.md").read_text()
-    summary = _module(SUMMARY)
+    summary = load_script(SUMMARY)
     for name, table in summary.tables(payload).items():
         assert table in page, f"docs/study.md does not hold the {name} table of docs/results/full_study.json"
     assert payload["rankers"] == ["bm25", "bert", "mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr"]
@@ -149,7 +139,7 @@ def test_docs_page_quotes_the_checked_in_results():
 def test_docs_page_quotes_the_balanced_ece_over_many_subsamples():
     """docs/study.md's noise table is the one the diagnostics script renders from its checked-in JSON."""
     payload = json.loads((ROOT / "docs" / "results" / "full_study_diagnostics.json").read_text())
-    table = _module(DIAGNOSTICS).balanced_table(payload)
+    table = load_script(DIAGNOSTICS).balanced_table(payload)
     assert table in (ROOT / "docs" / "study.md").read_text()
     settings = payload["balanced_ece_settings"]
     assert settings["balanced_seeds"] == 100 and settings["bootstrap"] == 1000 and settings["reference"] == "bert"

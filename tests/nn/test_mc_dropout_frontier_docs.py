@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
+
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "docs" / "scripts" / "mc_dropout_frontier.py"
 PAYLOAD = json.loads((ROOT / "docs" / "results" / "mc_dropout_frontier.json").read_text())
 
 
-def _script():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("mc_dropout_frontier", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
-
-
 def test_docs_table_and_command_come_from_the_results_file():
     text = (ROOT / "docs" / "uncertainty.md").read_text()
-    tables = _script().docs_table(PAYLOAD).split("\n\n")
+    tables = load_script(SCRIPT).docs_table(PAYLOAD).split("\n\n")
     assert len(tables) == 2 and all(table in text for table in tables)
     assert f"```bash\n{PAYLOAD['command']}\n```" in text
 
@@ -34,7 +23,7 @@ def test_docs_table_and_command_come_from_the_results_file():
 def test_results_section_is_rendered_from_the_results_file():
     text = (ROOT / "benchmarks" / "RESULTS.md").read_text()
     section = re.search(r"<!-- begin: mc_dropout_frontier -->\n(.*?)\n<!-- end: mc_dropout_frontier -->", text, re.S)
-    assert section is not None and section[1] == _script().results_section(PAYLOAD)
+    assert section is not None and section[1] == load_script(SCRIPT).results_section(PAYLOAD)
 
 
 def test_the_results_file_covers_the_whole_frontier_with_intervals():

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "docs" / "scripts" / "mc_dropout_frontier.py"
 KS = ("0", "1", "2", "3", "all")
@@ -80,19 +82,6 @@ def test_a_missing_real_run_model_and_bad_ks_fail_clearly(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def _script_module():
-    import importlib.util
-
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("mc_dropout_frontier", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
-
-
 def test_reduction_interval_is_a_paired_query_bootstrap():
     """The interval equals a loop that resamples whole queries and balances both systems with the same seed."""
     import numpy as np
@@ -107,7 +96,7 @@ def test_reduction_interval_is_a_paired_query_bootstrap():
     labels[offsets[:-1]] = 1  # one relevant candidate per query
     test = QuerySet([["c"]] * 25, ["r"] * int(offsets[-1]), offsets, labels)
     a, b = rng.random(offsets[-1]), rng.random(offsets[-1])
-    lo, hi = _script_module().balanced_ece_reduction_interval(test, a, b, n_resamples=200, n_seeds=3)
+    lo, hi = load_script(SCRIPT).balanced_ece_reduction_interval(test, a, b, n_resamples=200, n_seeds=3)
 
     draws, diffs = np.random.default_rng(0), []
     for r in range(200):
@@ -120,4 +109,4 @@ def test_reduction_interval_is_a_paired_query_bootstrap():
         diffs.append(d / 3)
     assert (lo, hi) == pytest.approx(tuple(np.quantile(diffs, [0.025, 0.975])), abs=1e-12)
     assert lo < 0 < hi  # two random scorers: no reduction either way
-    assert _script_module().balanced_ece_reduction_interval(test, a, a, n_resamples=50) == (0.0, 0.0)
+    assert load_script(SCRIPT).balanced_ece_reduction_interval(test, a, a, n_resamples=50) == (0.0, 0.0)
