@@ -147,9 +147,7 @@ class SphinxRoles(Extension):  # type: ignore[misc,valid-type]
             if obj.docstring is None:
                 continue
             text = split_shared_parameters(obj.docstring.value)
-            if ROLE.search(text):
-                text = rewrite_roles(text, _resolver(loader.modules_collection, obj))
-            obj.docstring.value = text
+            obj.docstring.value = rewrite_roles(text, _resolver(loader.modules_collection, obj))
 
 
 def drop_private_bases(page_html: str) -> str:
