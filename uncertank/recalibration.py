@@ -29,16 +29,53 @@ gets the base rate.
 Ties
 ----
 Temperature and Platt scaling (with ``a > 0``) are strictly increasing and
-keep every order. Isotonic regression and histogram binning are step
+keep every order. Both work in logits and take the sigmoid in a form that
+does not round to 0 below ``z = -36`` (``exp(z) / (1 + exp(z))``), so the
+only ties float64 can force are among probabilities within about 1e-16 of 1.
+Temperature scaling's search is bounded so that this never happens to the
+validation scores or to any score in [0.01, 0.99] (see
+:class:`TemperatureScaling`). Isotonic regression and histogram binning are step
 functions: candidates whose scores fall on the same step get the same
 probability, and the ranking metrics then order them by input position (the
 tie rule of :mod:`uncertank.metrics.ranking`). Rank by the raw scores and
 use the recalibrated probabilities for the calibration metrics, or break
 their ties by the raw score.
+
+Degenerate validation data
+--------------------------
+Validation scores that are all equal (to within 1e-12 of their magnitude),
+or labels of one class only, say nothing about how probability should
+change with the score: maximum likelihood then runs to a bound (Platt's
+slope to 1e16 on the rounding noise of a constant score, the intercept to
+minus infinity on negatives only) and the fitted map turns every score
+into 0, 1 or one shared value. Every built-in detects these two cases,
+warns with :class:`DegenerateDataWarning`, records the reason in
+``fallback_`` and falls back to a strictly increasing map that keeps every
+order:
+
+- temperature scaling: ``T = 1``, the scores as they are (it has no shift);
+- Platt scaling, isotonic regression and histogram binning: the base rate
+  shifted in logit space, ``p = sigmoid((s - mean) / sd + logit(r))`` with
+  ``r = (n_relevant + 1) / (n + 2)`` (Laplace's rule of succession, never 0
+  or 1) and ``sd`` the standard deviation of the validation scores (1 when
+  they are constant): the mean validation score gets the smoothed base
+  rate, and a score one standard deviation higher has odds e times higher.
+
+Examples
+--------
+>>> import warnings
+>>> with warnings.catch_warnings():
+...     warnings.simplefilter("ignore", DegenerateDataWarning)
+...     cal = PlattScaling().fit([0.3, 0.3, 0.3, 0.3], [0, 1, 0, 0])
+>>> cal.fallback_
+'the validation scores are all equal (0.3)'
+>>> cal.transform([0.1, 0.2999, 0.3, 0.3001]).round(5).tolist()
+[0.29046, 0.33331, 0.33333, 0.33336]
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -55,21 +92,72 @@ from uncertank._validation import (
 )
 from uncertank.hookspecs import hookimpl
 
-__all__ = ["HistogramBinning", "IsotonicCalibration", "PlattScaling", "Recalibrator", "TemperatureScaling"]
+__all__ = [
+    "DegenerateDataWarning",
+    "HistogramBinning",
+    "IsotonicCalibration",
+    "PlattScaling",
+    "Recalibrator",
+    "TemperatureScaling",
+]
 
 _EPS = 1e-12
+#: logit(1 - 1e-12): the largest |logit| a fitted map may give a validation score.
+_Z_MAX = float(np.log1p(-_EPS) - np.log(_EPS))
+#: logit(0.99): scores in [0.01, 0.99] always keep distinct probabilities.
+_Z_KEEP = float(np.log(0.99) - np.log(0.01))
+#: Relative spread below which validation scores count as constant.
+_CONSTANT_RTOL = 1e-12
 
 Inputs = Literal["probabilities", "logits"]
 
 
+class DegenerateDataWarning(UserWarning):
+    """A recalibrator was fitted on data that cannot identify it and fell back to an order-keeping map.
+
+    Raised (as a warning) by ``fit`` when the validation scores are all
+    equal or the labels are of one class only; see the module notes.
+    """
+
+
 def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
-    p = np.clip(p, _EPS, 1 - _EPS)
-    return np.log(p) - np.log1p(-p)
+    """The exact logit, ``-inf`` at 0 and ``inf`` at 1: no clipping, so no two scores are tied by it."""
+    with np.errstate(divide="ignore"):
+        out: NDArray[np.float64] = np.log(p) - np.log1p(-p)
+    return out
 
 
 def _sigmoid(z: NDArray[np.float64]) -> NDArray[np.float64]:
-    out: NDArray[np.float64] = 0.5 * (1.0 + np.tanh(0.5 * z))
+    """``1 / (1 + exp(-z))`` without rounding to 0 for negative ``z`` (down to ``z = -745``)."""
+    z = np.asarray(z, dtype=np.float64)
+    out = np.empty_like(z)
+    pos = z >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
+    e = np.exp(z[~pos])
+    out[~pos] = e / (1.0 + e)
     return out
+
+
+def _degenerate(x: NDArray[np.float64], y: NDArray[np.float64]) -> str | None:
+    """Why ``(x, y)`` cannot identify a recalibrator, or None when it can."""
+    spread = float(x.max() - x.min())
+    if spread <= _CONSTANT_RTOL * max(1.0, float(np.abs(x).max())):
+        return f"the validation scores are all equal ({float(x[0]):.6g})"
+    n_rel = int(y.sum())
+    if n_rel == 0:
+        return f"the validation labels are all non-relevant (0 of {y.size} relevant)"
+    if n_rel == y.size:
+        return f"the validation labels are all relevant ({y.size} of {y.size})"
+    return None
+
+
+def _base_rate_shift(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, float]:
+    """Slope and intercept of ``sigmoid((x - mean) / sd + logit(r))``, ``r = (n_rel + 1) / (n + 2)``."""
+    r = (float(y.sum()) + 1.0) / (y.size + 2.0)
+    spread = float(x.max() - x.min())
+    sd = float(x.std()) if spread > _CONSTANT_RTOL * max(1.0, float(np.abs(x).max())) else 1.0
+    a = 1.0 / sd
+    return a, float(np.log(r) - np.log1p(-r)) - a * float(x.mean())
 
 
 class Recalibrator:
@@ -85,9 +173,18 @@ class Recalibrator:
     fitted_attributes: tuple[str, ...] = ()
     #: Whether ``fit`` and ``transform`` need scores in [0, 1].
     needs_probabilities: bool = False
+    #: Why the last ``fit`` fell back to an order-keeping map (see the module notes), or None.
+    fallback_: str | None = None
+    #: Slope and intercept of the base-rate shift used after a fallback (subclasses may use their own).
+    _shift: tuple[float, float] | None = None
 
     def fit(self, scores: ArrayLike, labels: ArrayLike) -> Any:
         """Fit on validation scores of shape (n_pairs,) and labels (``> 0`` is relevant).
+
+        Scores that are all equal, or labels of one class only, cannot
+        identify the map: the recalibrator then warns with
+        :class:`DegenerateDataWarning`, sets ``fallback_`` to the reason and
+        uses the order-keeping map of the module notes.
 
         Returns
         -------
@@ -96,14 +193,29 @@ class Recalibrator:
         x = self._scores(scores)
         y = (as_label_array(labels, "labels") > 0).astype(np.float64)
         check_same_length(x, "scores", y, "labels")
-        self._fit(x, y)
+        self._shift = None
+        self.fallback_ = _degenerate(x, y)
+        if self.fallback_ is None:
+            self._fit(x, y)
+            return self
+        what = self._fit_fallback(x, y)
+        warnings.warn(
+            f"{type(self).__name__}.fit: {self.fallback_}, which cannot identify the map; "
+            f"falling back to {what}, which keeps every order",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
         return self
 
     def transform(self, scores: ArrayLike) -> NDArray[np.float64]:
         """Calibrated probabilities of relevance, shape (n_pairs,), in [0, 1]."""
-        if any(getattr(self, a) is None for a in self.fitted_attributes):
+        if self._shift is None and any(getattr(self, a) is None for a in self.fitted_attributes):
             raise RuntimeError(f"{type(self).__name__} must be fitted before transform(); call fit() first")
-        return self._transform(self._scores(scores))
+        x = self._scores(scores)
+        if self._shift is not None:
+            a, b = self._shift
+            return _sigmoid(a * x + b)
+        return self._transform(x)
 
     def fit_transform(self, scores: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
         """``fit(scores, labels).transform(scores)``."""
@@ -118,6 +230,13 @@ class Recalibrator:
 
     def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
         raise NotImplementedError
+
+    def _fit_fallback(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> str:
+        """Fit the order-keeping fallback on degenerate data; return its description for the warning."""
+        for name in self.fitted_attributes:
+            setattr(self, name, None)
+        self._shift = _base_rate_shift(x, y)
+        return "the base rate shifted in logit space, sigmoid((s - mean) / sd + logit((n_relevant + 1) / (n + 2)))"
 
     def _transform(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         raise NotImplementedError
@@ -140,7 +259,9 @@ class PlattScaling(Recalibrator):
     ``a >= 0`` (Platt 1999). With the bound the map is non-decreasing, so it
     never reverses a ranking; where the unconstrained optimum has a negative
     slope, the constrained one is ``a = 0`` and every score gets the base
-    rate $\bar y$ (``b = logit(mean(y))``).
+    rate $\bar y$ (``b = logit(mean(y))``). On constant scores or labels of
+    one class only the fit falls back to the base-rate shift of the module
+    notes (``a = 1 / sd``, ``b`` giving the smoothed base rate at the mean).
 
     Parameters
     ----------
@@ -188,6 +309,11 @@ class PlattScaling(Recalibrator):
         self.a_ = a_s / sd
         self.b_ = b_s - a_s * mu / sd
 
+    def _fit_fallback(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> str:
+        self.a_, self.b_ = _base_rate_shift(x, y)
+        return (f"a = {self.a_:.6g} (one unit per standard deviation of the scores) and b = {self.b_:.6g} "
+                "(the base rate (n_relevant + 1) / (n + 2) at their mean)")
+
     def _transform(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         assert self.a_ is not None and self.b_ is not None  # checked in transform()
         return _sigmoid(self.a_ * x + self.b_)
@@ -197,9 +323,22 @@ class TemperatureScaling(Recalibrator):
     """Temperature scaling: ``p = sigmoid(z / T)`` with ``T > 0`` fitted by likelihood (Guo et al. 2017).
 
     ``z`` is the logit of the score (``inputs="probabilities"``, the
-    default: scores in [0, 1], clipped to ``[1e-12, 1 - 1e-12]``) or the
-    score itself (``inputs="logits"``). One positive scale, so the order of
-    the scores is kept exactly.
+    default: scores in [0, 1]; 0 and 1 map to 0 and 1) or the score itself
+    (``inputs="logits"``). One positive scale, computed in logits with a
+    sigmoid that does not round small probabilities to 0, so the order of
+    the scores is kept.
+
+    The temperature is searched in ``[T_min, exp(5)]`` with ``T_min =
+    max(|z|_max, logit(0.99)) / logit(1 - 1e-12)``, ``|z|_max`` the largest
+    absolute logit of the validation scores (those within 1e-12 of 0 or 1
+    counted at 1e-12 in the fit): the sharpest temperature that keeps every
+    validation score, and every score in [0.01, 0.99], at least 1e-12 from
+    0 and 1, where float64 still tells neighbouring probabilities apart. A
+    smaller temperature (the likelihood runs there on separable data) would
+    round the largest scores to exactly 1.0, tying them; at either bound
+    every such order is kept strictly. On constant scores or labels of one
+    class only it falls back to ``T = 1`` (the scores as they are; see the
+    module notes).
 
     Parameters
     ----------
@@ -209,13 +348,22 @@ class TemperatureScaling(Recalibrator):
     Attributes
     ----------
     temperature_ : float
-        The fitted temperature, searched in ``[exp(-5), exp(5)]``.
+        The fitted temperature.
+    temperature_bounds_ : tuple of float
+        ``(T_min, exp(5))``, the range searched.
 
     Examples
     --------
     >>> cal = TemperatureScaling().fit([0.9, 0.8, 0.2, 0.7], [1, 0, 0, 1])
     >>> bool(cal.temperature_ > 0)
     True
+
+    Separable validation data drive the temperature to its lower bound;
+    the order of new scores is still kept:
+
+    >>> cal = TemperatureScaling().fit([0.9, 0.1], [1, 0])
+    >>> round(cal.temperature_, 4), [float(f"{p:.3g}") for p in cal.transform([0.62, 0.7, 0.1])]
+    (0.1663, [0.95, 0.994, 1.83e-06])
     """
 
     fitted_attributes = ("temperature_",)
@@ -224,6 +372,7 @@ class TemperatureScaling(Recalibrator):
         self.inputs: Inputs = check_choice(inputs, "inputs", ("probabilities", "logits"))
         self.needs_probabilities = self.inputs == "probabilities"
         self.temperature_: float | None = None
+        self.temperature_bounds_: tuple[float, float] | None = None
 
     def _logits(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         return _logit(x) if self.needs_probabilities else x
@@ -231,14 +380,23 @@ class TemperatureScaling(Recalibrator):
     def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
         from scipy.optimize import minimize_scalar
 
-        z = self._logits(x)
+        z = self._logits(np.clip(x, _EPS, 1 - _EPS) if self.needs_probabilities else x)
+        t_max = float(np.exp(5.0))
+        t_min = min(max(float(np.exp(-5.0)), max(float(np.abs(z).max()), _Z_KEEP) / _Z_MAX), t_max)
+        self.temperature_bounds_ = (t_min, t_max)
 
         def nll(log_t: float) -> float:
             zt = z / np.exp(log_t)
             return float((np.logaddexp(0.0, zt) - y * zt).sum())
 
-        res = minimize_scalar(nll, bounds=(-5.0, 5.0), method="bounded", options={"xatol": 1e-10})
-        self.temperature_ = float(np.exp(res.x))
+        res = minimize_scalar(nll, bounds=(np.log(t_min), np.log(t_max)), method="bounded",
+                              options={"xatol": 1e-10})
+        self.temperature_ = float(np.clip(np.exp(res.x), t_min, t_max))
+
+    def _fit_fallback(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> str:
+        self.temperature_ = 1.0
+        self.temperature_bounds_ = None
+        return "T = 1 (the scores as they are)"
 
     def _transform(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         assert self.temperature_ is not None  # checked in transform()
@@ -252,12 +410,14 @@ class IsotonicCalibration(Recalibrator):
     scikit-learn's ``IsotonicRegression(increasing=True, y_min=0, y_max=1,
     out_of_bounds="clip")``; between fitted points it interpolates linearly,
     outside them it clips. Non-decreasing, so no order is reversed; flat
-    steps tie the scores they cover (see the module notes).
+    steps tie the scores they cover (see the module notes). On constant
+    scores or labels of one class only (where the fit is one flat step) it
+    falls back to the base-rate shift of the module notes.
 
     Attributes
     ----------
-    model_ : sklearn.isotonic.IsotonicRegression
-        The fitted regression.
+    model_ : sklearn.isotonic.IsotonicRegression or None
+        The fitted regression; None after a fallback.
 
     Examples
     --------
@@ -312,7 +472,8 @@ class HistogramBinning(Recalibrator):
     leading empties). A score maps to the bin its value falls in, with
     scores below the first or above the last edge in the first or last
     bin. Every score in a bin gets the same probability (ties; see the
-    module notes).
+    module notes). On constant scores or labels of one class only (one
+    flat bin) it falls back to the base-rate shift of the module notes.
 
     Parameters
     ----------
@@ -321,10 +482,10 @@ class HistogramBinning(Recalibrator):
 
     Attributes
     ----------
-    edges_ : ndarray of shape (n_bins + 1,)
-        The bin edges (quantiles of the validation scores).
-    values_ : ndarray of shape (n_bins,)
-        The probability of each bin.
+    edges_ : ndarray of shape (n_bins + 1,) or None
+        The bin edges (quantiles of the validation scores); None after a fallback.
+    values_ : ndarray of shape (n_bins,) or None
+        The probability of each bin; None after a fallback.
 
     Examples
     --------
