@@ -38,7 +38,7 @@ import importlib.util
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -50,6 +50,7 @@ from numpy.typing import ArrayLike, NDArray
 from uncertank import plugins
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
 from uncertank.protocols import Ranker, StochasticRanker
+from uncertank.validation import InvalidPredictionError, check_prediction
 
 __all__ = [
     "ConformanceError",
@@ -316,8 +317,17 @@ def fake_entry_points(
 # -- conformance checks --------------------------------------------------------------
 
 
+def _name(ranker: Any) -> str:
+    """The ranker's name for a message; ``"?"`` when reading it fails or gives no str."""
+    try:
+        name = getattr(ranker, "name", "?")
+    except Exception:  # a failing property must not hide the failure being reported
+        return "?"
+    return name if isinstance(name, str) else "?"
+
+
 def _who(ranker: Any) -> str:
-    return f"ranker {getattr(ranker, 'name', '?')!r} ({type(ranker).__name__})"
+    return f"ranker {_name(ranker)!r} ({type(ranker).__name__})"
 
 
 def _fail(ranker: Any, check: str, message: str) -> ConformanceError:
@@ -357,36 +367,38 @@ def _max_diff(a: np.ndarray, b: np.ndarray) -> str:
 
 
 def _check_predictions(ranker: Any, pred: Any, queries: QuerySet, check: str) -> Predictions:
-    if not isinstance(pred, Predictions):
-        raise _fail(ranker, check, f"predict must return uncertank.Predictions; got {type(pred).__name__}")
-    if pred.scores.shape != (queries.n_pairs,):
-        raise _fail(ranker, check, f"scores must have shape ({queries.n_pairs},), one per pair; "
-                                   f"got {pred.scores.shape}")
-    if not np.array_equal(pred.offsets, queries.offsets):
-        raise _fail(ranker, check, "predictions must carry the offsets of the QuerySet scored")
-    if not np.isfinite(pred.scores).all():
-        raise _fail(ranker, check, f"scores must be finite; got {int((~np.isfinite(pred.scores)).sum())} "
-                                   "NaN or infinite values")
-    if pred.probabilistic and not ((pred.scores >= 0) & (pred.scores <= 1)).all():
-        raise _fail(ranker, check, "probabilistic scores must lie in [0, 1]")
-    return pred
+    try:
+        out = check_prediction(pred, queries, ranker=_name(ranker))
+    except InvalidPredictionError as exc:
+        raise _fail(ranker, check, exc.problem) from exc
+    return cast(Predictions, out)
 
 
-def _check_samples(ranker: Any, ps: Any, queries: QuerySet, check: str, n: int | None) -> PredictiveSamples:
-    if not isinstance(ps, PredictiveSamples):
-        raise _fail(ranker, check, f"predict_samples must return uncertank.PredictiveSamples; "
-                                   f"got {type(ps).__name__}")
-    s = ps.samples
-    if s.ndim != 2 or s.shape[1] != queries.n_pairs or s.shape[0] < 1:
-        raise _fail(ranker, check, f"samples must have shape (n_samples, {queries.n_pairs}), one joint draw "
-                                   f"per row; got {s.shape}")
-    if n is not None and s.shape[0] != n:
-        raise _fail(ranker, check, f"n_samples={n} must give {n} rows; got {s.shape[0]}")
-    if not np.array_equal(ps.offsets, queries.offsets):
-        raise _fail(ranker, check, "samples must carry the offsets of the QuerySet scored")
-    if not np.isfinite(s).all():
-        raise _fail(ranker, check, "samples must be finite")
-    return ps
+def _check_samples(
+    ranker: Any, ps: Any, queries: QuerySet, check: str, n: int | None, probabilistic: bool | None = None
+) -> PredictiveSamples:
+    try:
+        out = check_prediction(ps, queries, ranker=_name(ranker), samples=True, n_samples=n,
+                               probabilistic=probabilistic)
+    except InvalidPredictionError as exc:
+        raise _fail(ranker, check, exc.problem) from exc
+    return cast(PredictiveSamples, out)
+
+
+@contextmanager
+def _guard(fail: Callable[[str, str], ConformanceError], check: str) -> Iterator[None]:
+    """Turn any exception raised inside ``check`` into the ConformanceError ``fail(check, ...)``, cause kept."""
+    try:
+        yield
+    except ConformanceError:
+        raise
+    except Exception as exc:  # the plugin's own error: name it, keep it as the cause
+        raise fail(check, f"raised {type(exc).__name__}: {exc}") from exc
+
+
+def _step(ranker: Any, check: str) -> Any:
+    """:func:`_guard` for a ranker's check."""
+    return _guard(lambda c, message: _fail(ranker, c, message), check)
 
 
 def _check_again(
@@ -424,64 +436,66 @@ def _run_checks(
     atol: float,
 ) -> list[str]:
     done: list[str] = []
-    # protocol
     proto = StochasticRanker if stochastic else Ranker
-    if not isinstance(getattr(ranker, "name", None), str) or not ranker.name:
-        raise _fail(ranker, "protocol", "a ranker needs a non-empty str attribute 'name' (used in reports)")
-    if not isinstance(cast(Any, ranker), proto):
-        need = "predict(queries) and predict_samples(queries, *, n_samples=None)" if stochastic else \
-            "predict(queries)"
-        raise _fail(ranker, "protocol", f"does not satisfy uncertank.{proto.__name__}: it needs {need}")
+    with _step(ranker, "protocol"):
+        if not isinstance(getattr(ranker, "name", None), str) or not ranker.name:
+            raise _fail(ranker, "protocol", "a ranker needs a non-empty str attribute 'name' (used in reports)")
+        if not isinstance(cast(Any, ranker), proto):
+            need = "predict(queries) and predict_samples(queries, *, n_samples=None)" if stochastic else \
+                "predict(queries)"
+            raise _fail(ranker, "protocol", f"does not satisfy uncertank.{proto.__name__}: it needs {need}")
     done.append("protocol")
     if train is not None:
-        if not callable(getattr(ranker, "fit", None)):
-            raise _fail(ranker, "fit", "train was given but the ranker has no fit(train, valid=None)")
-        fitted = ranker.fit(train, valid)
-        if fitted is not ranker:
-            raise _fail(ranker, "fit", f"fit must return the ranker itself (self); got {type(fitted).__name__}")
+        with _step(ranker, "fit"):
+            if not callable(getattr(ranker, "fit", None)):
+                raise _fail(ranker, "fit", "train was given but the ranker has no fit(train, valid=None)")
+            fitted = ranker.fit(train, valid)
+            if fitted is not ranker:
+                raise _fail(ranker, "fit", f"fit must return the ranker itself (self); got {type(fitted).__name__}")
         done.append("fit")
     before = _fingerprint(queries)
-    # predict
-    pred = _check_predictions(ranker, ranker.predict(queries), queries, "predict")
-    flag = getattr(ranker, "probabilistic", None)
-    if flag is not None and bool(flag) != pred.probabilistic:
-        raise _fail(ranker, "predict", f"the ranker's attribute probabilistic={flag!r} contradicts its "
-                                       f"predictions' probabilistic={pred.probabilistic}")
+    with _step(ranker, "predict"):
+        pred = _check_predictions(ranker, ranker.predict(queries), queries, "predict")
+        flag = getattr(ranker, "probabilistic", None)
+        if flag is not None and bool(flag) != pred.probabilistic:
+            raise _fail(ranker, "predict", f"the ranker's attribute probabilistic={flag!r} contradicts its "
+                                           f"predictions' probabilistic={pred.probabilistic}")
     done.append("predict")
     samples = None
     if stochastic:
-        ps = _check_samples(ranker, ranker.predict_samples(queries), queries, "predict_samples", None)
-        if pred.probabilistic and not ((ps.samples >= 0) & (ps.samples <= 1)).all():
-            raise _fail(ranker, "predict_samples", "predict gives probabilities, so every sample must lie in [0, 1]")
-        mean = ps.mean()
-        if flag is None and not pred.probabilistic and ((mean >= 0) & (mean <= 1)).all():
-            raise _fail(ranker, "predict_samples", "predict says its scores are not probabilities, but its samples "
-                        "lie in [0, 1], where `uncertank run` takes them for probabilities; give the ranker an "
-                        "attribute probabilistic = False")
-        samples = ps.samples
+        with _step(ranker, "predict_samples"):
+            ps = _check_samples(ranker, ranker.predict_samples(queries), queries, "predict_samples", None,
+                                probabilistic=pred.probabilistic)
+            mean = ps.mean()
+            if flag is None and not pred.probabilistic and ((mean >= 0) & (mean <= 1)).all():
+                raise _fail(ranker, "predict_samples", "predict says its scores are not probabilities, but its "
+                            "samples lie in [0, 1], where `uncertank run` takes them for probabilities; give the "
+                            "ranker an attribute probabilistic = False")
+            samples = ps.samples
         done.append("predict_samples")
-        sized = _check_samples(
-            ranker, ranker.predict_samples(queries, n_samples=n_samples), queries, "n_samples", n_samples
-        )
-        del sized
+        with _step(ranker, "n_samples"):
+            _check_samples(ranker, ranker.predict_samples(queries, n_samples=n_samples), queries, "n_samples",
+                           n_samples)
         done.append("n_samples")
     # the same seed gives the same output
-    _check_again(ranker, ranker, queries, "same output twice", pred.scores, samples, atol,
-                 "predict on the same queries must give the same scores (seed your randomness); {diff}",
-                 "predict_samples on the same queries must give the same draws (seed your randomness); {diff}")
+    with _step(ranker, "same output twice"):
+        _check_again(ranker, ranker, queries, "same output twice", pred.scores, samples, atol,
+                     "predict on the same queries must give the same scores (seed your randomness); {diff}",
+                     "predict_samples on the same queries must give the same draws (seed your randomness); {diff}")
     done.append("same output twice")
     # labels are not read at prediction time
     bare = _without_labels(queries)
-    _check_again(ranker, ranker, bare, "labels unused", pred.scores, samples, atol,
-                 "scores must not depend on the labels of the queries scored; {diff}",
-                 "samples must not depend on the labels of the queries scored")
+    with _step(ranker, "labels unused"):
+        _check_again(ranker, ranker, bare, "labels unused", pred.scores, samples, atol,
+                     "scores must not depend on the labels of the queries scored; {diff}",
+                     "samples must not depend on the labels of the queries scored")
     done.append("labels unused")
     if _fingerprint(queries) != before:
         raise _fail(ranker, "input unchanged", "predicting must not modify the QuerySet it is given")
     done.append("input unchanged")
     # save and load, as `uncertank run` does: save into a folder that does not exist yet, type(r).load(it)
     if callable(getattr(ranker, "save", None)) and callable(getattr(type(ranker), "load", None)):
-        with tempfile.TemporaryDirectory(prefix="uncertank-conformance-") as tmp:
+        with _step(ranker, "save/load"), tempfile.TemporaryDirectory(prefix="uncertank-conformance-") as tmp:
             folder = Path(tmp) / "ranker"
             ranker.save(folder)
             if not folder.exists():
@@ -560,7 +574,13 @@ def check_ranker(
     Raises
     ------
     ConformanceError
-        When a check fails.
+        When a check fails, naming the ranker, the check and what was
+        wrong. What a ranker returns is checked by
+        :func:`uncertank.validation.check_prediction` (the check ``uncertank
+        run`` makes before caching), and an exception the ranker raises
+        inside a check (a ``ValueError`` from building ``Predictions`` of
+        NaN, say) becomes a ConformanceError too, with the original as its
+        ``__cause__``.
     TypeError, ValueError
         For bad arguments (``queries`` not a QuerySet, ``valid``
         without ``train``, a negative ``atol``).
@@ -619,7 +639,8 @@ def check_stochastic_ranker(
     Raises
     ------
     ConformanceError
-        When a check fails.
+        When a check fails, or the ranker raises inside one (the original
+        kept as ``__cause__``).
     TypeError, ValueError
         For bad arguments.
     """
@@ -697,7 +718,8 @@ def check_metric(metric: Any, *, name: str | None = None, seed: int = 0, atol: f
     Raises
     ------
     ConformanceError
-        When a check fails.
+        When a check fails, or the metric raises inside one (the original
+        kept as ``__cause__``).
     TypeError
         When ``metric`` is not callable.
 
@@ -713,9 +735,23 @@ def check_metric(metric: Any, *, name: str | None = None, seed: int = 0, atol: f
         raise TypeError(f"metric must be a Metric or a callable; got {type(metric).__name__}")
     label = name or getattr(metric, "name", None) or getattr(metric, "__name__", "metric")
     m: Metric = as_metric(metric, name=str(label))
+    done: list[str] = []
+    order = ["value", "inputs agree"] + (["per query"] if m.kind == "ranking" or m.per_query else []) + [
+        "direction", "label"]
+    try:
+        _metric_checks(m, seed, atol, done)
+    except ConformanceError:
+        raise
+    except Exception as exc:  # the metric's own error: name it, keep it as the cause
+        check = order[min(len(done), len(order) - 1)]
+        raise _metric_fail(m, check, f"raised {type(exc).__name__}: {exc}") from exc
+    return done
+
+
+def _metric_checks(m: Any, seed: int, atol: float, done: list[str]) -> None:
+    """The checks of :func:`check_metric`, appending each one passed to ``done``."""
     queries, labels, scores = _toy_lists(seed)
     ranked = queries.ranked(scores)
-    done: list[str] = []
     value = m(ranked)
     if not isinstance(value, (float, np.floating)) or not np.isfinite(value):
         raise _metric_fail(m, "value", f"must return a finite float; got {value!r}")
@@ -754,7 +790,6 @@ def check_metric(metric: Any, *, name: str | None = None, seed: int = 0, atol: f
     if not isinstance(shown, str) or not shown.strip():
         raise _metric_fail(m, "label", f"the column label must be a non-empty str; got {shown!r}")
     done.append("label")
-    return done
 
 
 def _toy_dense(seed: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -808,7 +843,8 @@ def check_recalibrator(
     Raises
     ------
     ConformanceError
-        When a check fails.
+        When a check fails, or the recalibrator raises inside one (the
+        original kept as ``__cause__``).
     TypeError, ValueError
         When ``recalibrator`` is not callable, or only one of ``scores`` and
         ``labels`` is given.
@@ -839,18 +875,21 @@ def check_recalibrator(
         return ConformanceError(f"recalibrator {who!r} fails check {check!r}: {message}")
 
     for what, xs, ys in cases:
-        obj = recalibrator()
-        fitted = obj.fit(xs, ys)
+        with _guard(fail, "fit"):
+            obj = recalibrator()
+            fitted = obj.fit(xs, ys)
         if fitted is not obj:
             raise fail("fit", f"fit must return the recalibrator itself (self); got {type(fitted).__name__}")
-        out = np.asarray(obj.transform(xs), dtype=np.float64)
-        if out.shape != xs.shape or not np.isfinite(out).all() or ((out < 0) | (out > 1)).any():
-            raise fail("transform", f"transform must give finite probabilities in [0, 1] of shape {xs.shape} "
-                       f"({what})")
-        if not np.array_equal(out, np.asarray(obj.transform(xs), dtype=np.float64)):
-            raise fail("transform", f"transform must give the same output twice ({what})")
+        with _guard(fail, "transform"):
+            out = np.asarray(obj.transform(xs), dtype=np.float64)
+            if out.shape != xs.shape or not np.isfinite(out).all() or ((out < 0) | (out > 1)).any():
+                raise fail("transform", f"transform must give finite probabilities in [0, 1] of shape {xs.shape} "
+                           f"({what})")
+            if not np.array_equal(out, np.asarray(obj.transform(xs), dtype=np.float64)):
+                raise fail("transform", f"transform must give the same output twice ({what})")
         grid = np.linspace(float(xs.min()), float(xs.max()), 201)
-        mapped = np.asarray(obj.transform(grid), dtype=np.float64)
+        with _guard(fail, "order kept"):
+            mapped = np.asarray(obj.transform(grid), dtype=np.float64)
         drops = np.flatnonzero(np.diff(mapped) < -1e-12)
         if drops.size:
             i = int(drops[0])
