@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 import click
 
 from uncertank import __version__
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from uncertank.experiment import StudyConfig
 
 __all__ = ["cli", "main"]
@@ -82,26 +84,39 @@ def _progress_logger() -> Callable[[str], None]:
 @cli.command("demo")
 @click.option("--quick", is_flag=True, help="A smoke run (minutes): tiny sizes, numbers that are not evidence.")
 @click.option("--full", is_flag=True, help="The whole study: all 6 MiniLM layers, every query (hours on CPU).")
+@click.option("--gp", is_flag=True, help="The default study with the GP rankers (sngp, gpf_bert, pgdrr) added.")
+@click.option("--show", is_flag=True, help="Print the study file that would run, and stop.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="uncertank-demo", show_default=True,
               help="Report folder.")
 @click.option("--no-resume", is_flag=True, help="Recompute every step instead of reusing finished ones.")
 @click.option("--no-bayes", is_flag=True, help="Skip the Bayesian comparison of TREC-COVID systems.")
-def demo_command(quick: bool, full: bool, out_dir: str, no_resume: bool, no_bayes: bool) -> None:
-    """Run the bundled study on real data (no network needed) and write a report."""
+def demo_command(quick: bool, full: bool, gp: bool, show: bool, out_dir: str, no_resume: bool,
+                 no_bayes: bool) -> None:
+    """Run a study file shipped with uncertank on real data (no network needed) and write a report.
+
+    The same study everywhere: a missing plugin or package stops it before
+    any work, naming the pip command that installs it (exit status 2).
+    """
     from dataclasses import replace
 
-    from uncertank.experiment import demo_config
+    from uncertank.experiment import demo_study_path
 
-    if quick and full:
-        raise click.UsageError("--quick and --full contradict each other; give one of them (or neither)")
-    size = "quick" if quick else "full" if full else "default"
-    config = demo_config(size)  # type: ignore[arg-type]
+    chosen = [flag for flag, on in (("--quick", quick), ("--full", full), ("--gp", gp)) if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"{' and '.join(chosen)} contradict each other; give one of them (or none)")
+    name = chosen[0][2:] if chosen else "default"
+    path = demo_study_path(name)  # type: ignore[arg-type]
+    if show:
+        click.echo(path.read_text(encoding="utf-8"), nl=False)
+        return
+    source = f"uncertank demo{' ' + chosen[0] if chosen else ''} ({path.name})"
+    config = _load_study(path, source)
     if no_bayes:
         config = replace(config, bayes=replace(config.bayes, enabled=False))
     if quick:
         click.echo("uncertank demo --quick is a smoke run: it checks that everything runs; its numbers are not "
                    "evidence (run `uncertank demo` for a study with trained rankers).", err=True)
-    _run(config, out_dir, not no_resume, smoke=quick)
+    _run(config, out_dir, not no_resume, smoke=quick, source=source)
 
 
 @cli.command("run")
@@ -110,25 +125,41 @@ def demo_command(quick: bool, full: bool, out_dir: str, no_resume: bool, no_baye
               help="Report folder (default: the config file's name without .toml).")
 @click.option("--no-resume", is_flag=True, help="Recompute every step instead of reusing finished ones.")
 def run_command(config_path: str, out_dir: str | None, no_resume: bool) -> None:
-    """Run the study described in CONFIG_PATH (TOML) and write a report."""
+    """Run the study described in CONFIG_PATH (TOML) and write a report.
+
+    The file is validated as a whole before any work (its format: the JSON
+    schema in docs/experiments.md); each error is one line with its path in
+    the file, and the exit status is 2.
+    """
     from pathlib import Path
 
-    from uncertank.experiment import load_config
-    from uncertank.experiment.runner import validate_config
+    config = _load_study(config_path, config_path)
+    _run(config, out_dir or Path(config_path).with_suffix("").name, not no_resume, source=config_path)
+
+
+def _study_error(source: str, exc: Exception) -> NoReturn:
+    """Print a study's errors, one line each, and exit with status 2."""
+    for line in str(exc).splitlines() or [""]:
+        click.echo(f"Error: {source}: {line}", err=True)
+    raise SystemExit(2)
+
+
+def _load_study(path: str | Path, source: str) -> StudyConfig:
+    from uncertank.experiment import StudyConfigError, load_config
 
     try:
-        config = load_config(config_path)
-        validate_config(config)
-    except (ValueError, TypeError) as exc:
-        click.echo(f"Error: {config_path}: {exc}", err=True)
-        raise SystemExit(2) from None
-    _run(config, out_dir or Path(config_path).with_suffix("").name, not no_resume)
+        return load_config(path)
+    except StudyConfigError as exc:
+        _study_error(source, exc)
 
 
-def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False) -> None:
-    from uncertank.experiment import run_study
+def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False, source: str = "study") -> None:
+    from uncertank.experiment import StudyConfigError, run_study
 
-    result = run_study(config, out_dir, resume=resume, log=_progress_logger(), smoke=smoke)
+    try:
+        result = run_study(config, out_dir, resume=resume, log=_progress_logger(), smoke=smoke)
+    except StudyConfigError as exc:  # raised by the validation, before any work
+        _study_error(source, exc)
     first = result.conditions[0]
     labels = [k for k in result.metric_info if k in ("R@1", "MAP", "ECE", "ECE balanced")]
     click.echo(f"{first}: " + "; ".join(
@@ -138,27 +169,36 @@ def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False
 
 
 @cli.command("evaluate")
-@click.option("--run", "runs", multiple=True, required=True, type=click.Path(dir_okay=False),
+@click.option("--run", "runs", multiple=True, required=True, type=click.Path(),
               help="A TREC run file (repeat for several; the first is the baseline of the significance tests).")
-@click.option("--qrels", required=True, type=click.Path(dir_okay=False), help="The TREC qrels file.")
+@click.option("--qrels", required=True, type=click.Path(), help="The TREC qrels file.")
 @click.option("--metric", "-m", "metrics", multiple=True,
-              help="A registered metric, with options as 'ndcg:k=5' (repeatable). "
+              help="A registered metric, with options as 'ndcg:k=5', or an ir_measures name such as "
+                   "nDCG@10, AP, RR, P@5, R@1000, Success@1, 'nDCG(rel=2)@10' (repeatable). "
                    "Default: map, mrr, ndcg:k=10, recall_at_k:k=1, recall_at_k:k=10.")
 @click.option("--per-query", is_flag=True, help="One row per run and query instead of the means.")
 @click.option("--probabilities", is_flag=True,
               help="The scores are probabilities of relevance: add calibration (ECE, Brier, NLL by default).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the † marks.")
+@click.option("--complete", "-c", is_flag=True,
+              help="Average over every query of the qrels, a query the run misses counting 0 (trec_eval -c, "
+                   "ir_measures' default).")
 def evaluate_command(runs: tuple[str, ...], qrels: str, metrics: tuple[str, ...], per_query: bool,
-                     probabilities: bool, fmt: str, alpha: float) -> None:
-    """trec_eval-style effectiveness of TREC run files (see docs/trec.md); exit 2 on a bad file."""
+                     probabilities: bool, fmt: str, alpha: float, complete: bool) -> None:
+    """trec_eval-style effectiveness of TREC run files (see docs/trec.md); exit 2 on a bad file.
+
+    A bad input (a missing, empty or unparsable file, a run file given twice,
+    an unknown metric) prints one line naming it and exits with status 2.
+    """
     import sys
 
     from uncertank.evaluate import evaluate_runs, parse_metric
 
     try:
         entries = [parse_metric(m) for m in metrics] or None
-        report = evaluate_runs(list(runs), qrels, metrics=entries, probabilities=probabilities, alpha=alpha)
+        report = evaluate_runs(list(runs), qrels, metrics=entries, probabilities=probabilities, alpha=alpha,
+                               complete=complete)
     except (ValueError, TypeError, OSError) as exc:
         click.echo(f"uncertank evaluate: {' '.join(str(exc).split())}", err=True)
         sys.exit(2)

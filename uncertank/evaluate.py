@@ -10,18 +10,29 @@ retrieved pairs. ``uncertank evaluate`` is its command line.
 What is evaluated matches ``trec_eval`` (and ``pytrec_eval``) defaults:
 
 - the queries of a run that the qrels judge (a query of the run with no
-  judgement at all is skipped; a judged query the run misses is not added);
+  judgement at all is skipped; a judged query the run misses is not added,
+  unless ``complete=True``, trec_eval's ``-c``, ir_measures' default, where
+  it counts 0);
 - documents ordered by descending score, ties by descending document id;
   the rank field of the run is ignored;
 - a document is relevant when its grade is ``>= 1``; an unjudged document
   counts as non-relevant; negative grades count as 0 (also as nDCG gains);
-- ``map`` divides by every relevant document of the query in the qrels, and
-  ``ndcg`` normalises by the ideal ranking of every judged document, both
-  including relevant documents the run did not retrieve (as trec_eval's
-  ``map``, ``map_cut_k``, ``ndcg`` and ``ndcg_cut_k``);
-- ``mrr`` is ``recip_rank``, ``recall_at_k`` (a hit in the top k) is
-  ``success_k``; ``rbp`` needs no normalisation. A plugin's ranking metric
-  sees the retrieved list only.
+- ``map`` and ``trec_recall_at_k`` divide by every relevant document of the
+  query in the qrels, and ``ndcg`` normalises by the ideal ranking of every
+  judged document, all including relevant documents the run did not
+  retrieve (as trec_eval's ``map``, ``map_cut_k``, ``recall_k``, ``ndcg``
+  and ``ndcg_cut_k``);
+- ``mrr`` is ``recip_rank``, ``precision`` is ``P_k``, ``recall_at_k`` (a
+  hit in the top k, R_n@k) is ``success_k``; ``rbp`` needs no
+  normalisation, and ``rbp_residual`` adds the weight of the unjudged
+  retrieved documents to the tail (Moffat & Zobel). A plugin's ranking
+  metric sees the retrieved list only;
+- a metric's ``rel`` option (ir_measures' ``rel``, trec_eval's ``-l``) is
+  the lowest grade that counts as relevant, in the qrels as in the run.
+
+Metrics can be named as ir_measures names them (``nDCG@10``, ``AP``,
+``RR``, ``P@5``, ``R@1000``, ``Success@1``, ``nDCG(rel=2)@10``; see
+:mod:`uncertank.metrics.names`); the report then labels them so.
 
 Calibration metrics (with ``probabilities=True``) take every retrieved
 (query, document) pair with its binary label (grade >= 1); unjudged
@@ -221,17 +232,17 @@ class EvaluationReport:
         else:
             header = ["run", "queries", *self.metrics]
             rows = []
-            for r in self.runs:
+            for i, r in enumerate(self.runs):
                 cells = [r.name, str(len(r.query_ids))]
                 for m in self.metrics:
-                    mark = "†" if fmt == "table" and self.significant(r.name, m) else ""
+                    mark = "†" if fmt == "table" and i > 0 and self.significant(r.name, m) else ""
                     cells.append(_fmt(r.summary[m], digits) + mark)
                 rows.append(cells)
             if fmt == "csv" and len(self.runs) > 1:
                 header += [f"{m} {p}" for m in self.ranking for p in ("p", "p_holm")]
-                for r, cells in zip(self.runs, rows, strict=True):
+                for i, (r, cells) in enumerate(zip(self.runs, rows, strict=True)):
                     for m in self.ranking:
-                        comp = self.comparisons.get(r.name, {}).get(m)
+                        comp = self.comparisons.get(r.name, {}).get(m) if i > 0 else None
                         cells += ["", ""] if comp is None else [repr(comp["pvalue"]), repr(comp["pvalue_holm"])]
         if fmt == "csv":
             buf = io.StringIO()
@@ -249,6 +260,17 @@ class EvaluationReport:
                 f"Holm-corrected p < {self.alpha})"
             )
         return "\n".join(lines) + "\n"
+
+
+def _label_hint(metrics: Sequence[Metric]) -> str:
+    """Why two metrics share a label, where the reason is R@k's two meanings."""
+    names = {m.name for m in metrics}
+    if {"recall_at_k", "trec_recall_at_k"} <= names:
+        return (
+            "; ir_measures' R@k is trec_recall_at_k (relevant in the top k over all relevant), while "
+            "recall_at_k is R_n@k (ir_measures' Success@k): write Success@k for the latter"
+        )
+    return ""
 
 
 def _fmt(value: float, digits: int) -> str:
@@ -276,42 +298,69 @@ def _ideal_dcg(gains: NDArray[np.float64], owner: NDArray[np.int64], n: int, k: 
 class _Judged:
     """Per evaluated query, what the qrels hold beyond the retrieved list."""
 
-    n_relevant: NDArray[np.float64]  # relevant documents in the qrels, shape (n_queries,)
-    gains: NDArray[np.float64]  # positive grades of every judged document, flat
-    owner: NDArray[np.int64]  # their query index
+    grades: NDArray[np.int64]  # the grade of every judgement of an evaluated query, flat
+    owner: NDArray[np.int64]  # its query index
+    judged: NDArray[np.bool_]  # whether each retrieved pair is judged, shape (n_pairs,), list order
+    n_queries: int
+
+    def n_relevant(self, rel: int) -> NDArray[np.float64]:
+        """Relevant documents (grade >= rel) of every query in the qrels, shape (n_queries,)."""
+        keep = self.grades >= rel
+        return np.bincount(self.owner[keep], minlength=self.n_queries).astype(np.float64)
+
+    def gains(self, rel: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """The grades >= rel (nDCG gains) of every query's judgements, and their query index."""
+        keep = self.grades >= rel
+        return self.grades[keep].astype(np.float64), self.owner[keep]
 
 
 def _judged(lists: RankedLists, qrels: pd.DataFrame) -> _Judged:
     import pandas as pd
 
-    assert lists.query_ids is not None
+    assert lists.query_ids is not None and lists.candidate_ids is not None
     index = pd.Index(list(lists.query_ids))
-    q = index.get_indexer(pd.Index(qrels["query_id"].astype(str)))
-    rel = qrels["relevance"].to_numpy(dtype=np.float64)
-    keep = (q >= 0) & (rel > 0)
-    owner = q[keep].astype(np.int64)
-    gains = rel[keep]
-    n_rel = np.bincount(owner, minlength=lists.n_queries).astype(np.float64)
-    return _Judged(n_rel, gains, owner)
+    qid = qrels["query_id"].astype(str).to_numpy()
+    doc = qrels["doc_id"].astype(str).to_numpy()
+    q = index.get_indexer(pd.Index(qid))
+    keep = q >= 0
+    pairs = pd.MultiIndex.from_arrays([np.asarray(lists.query_ids, dtype=object)[lists.query_index],
+                                       np.asarray(lists.candidate_ids, dtype=object)])
+    judged = pairs.isin(pd.MultiIndex.from_arrays([qid[keep], doc[keep]]))
+    grades = qrels["relevance"].to_numpy(dtype=np.int64)[keep]
+    return _Judged(grades, q[keep].astype(np.int64), np.asarray(judged, dtype=bool), lists.n_queries)
 
 
-def _retrieved_stats(lists: RankedLists) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    rel = (lists.labels > 0).astype(np.float64)
-    return np.bincount(lists.query_index, weights=rel, minlength=lists.n_queries).astype(np.float64), lists.query_index
+def _relevant_retrieved(lists: RankedLists, rel: int) -> NDArray[np.float64]:
+    """Retrieved documents with grade >= rel per query, shape (n_queries,)."""
+    return np.bincount(lists.query_index, weights=(lists.labels >= rel).astype(np.float64),
+                       minlength=lists.n_queries).astype(np.float64)
+
+
+#: Metrics whose value over the retrieved list divides by its relevant documents, which
+#: trec_eval divides by every relevant document of the qrels instead.
+_OVER_ALL_RELEVANT = ("map", "trec_recall_at_k")
 
 
 def _trec_normalised(metric: Metric, lists: RankedLists, judged: _Judged) -> NDArray[np.float64]:
-    """Per-query values of ``metric``, renormalised as trec_eval for ``map`` and ``ndcg``."""
-    values = np.asarray(metric(lists, per_query=True), dtype=np.float64)
-    if metric.name == "map":
-        rel_ret, _ = _retrieved_stats(lists)
-        # AP over the retrieved list divides by the relevant retrieved; trec_eval by all relevant
-        return np.divide(values * rel_ret, judged.n_relevant, out=np.zeros_like(values),
-                         where=judged.n_relevant > 0)
+    """Per-query values of ``metric``, renormalised as trec_eval for ``map``, ``trec_recall_at_k`` and ``ndcg``.
+
+    A metric that takes ``judged`` (``rbp``, ``rbp_residual``) is told which
+    retrieved documents the qrels judge.
+    """
+    extra = {"judged": judged.judged} if not metric.accepts_any_option and metric.accepts("judged") else {}
+    values = np.asarray(metric(lists, per_query=True, **extra), dtype=np.float64)
+    rel = int(metric.options.get("rel", 1))
+    if metric.name in _OVER_ALL_RELEVANT:
+        rel_ret = _relevant_retrieved(lists, rel)
+        n_rel = judged.n_relevant(rel)
+        # the value over the retrieved list divides by the relevant retrieved; trec_eval by all relevant
+        return np.divide(values * rel_ret, n_rel, out=np.zeros_like(values), where=n_rel > 0)
     if metric.name == "ndcg":
         k = metric.options.get("k")
-        ideal_ret = _ideal_dcg(lists.labels.astype(np.float64), lists.query_index, lists.n_queries, k)
-        ideal_all = _ideal_dcg(judged.gains, judged.owner, lists.n_queries, k)
+        ret = np.where(lists.labels >= rel, lists.labels, 0).astype(np.float64)
+        ideal_ret = _ideal_dcg(ret, lists.query_index, lists.n_queries, k)
+        gains, owner = judged.gains(rel)
+        ideal_all = _ideal_dcg(gains, owner, lists.n_queries, k)
         return np.divide(values * ideal_ret, ideal_all, out=np.zeros_like(values), where=ideal_all > 0)
     return values
 
@@ -319,30 +368,63 @@ def _trec_normalised(metric: Metric, lists: RankedLists, judged: _Judged) -> NDA
 # --------------------------------------------------------------------------- the evaluation
 
 
-def _run_name(path: str | os.PathLike[str], taken: set[str]) -> str:
-    name = Path(path).name
-    return str(path) if name in taken else name
+def _run_name(run: Any, i: int, taken: set[str]) -> str:
+    """A name no other run has: the file name, else the path, else ``runs[i]``."""
+    import pandas as pd
+
+    if isinstance(run, (str, os.PathLike)):
+        candidates = [Path(run).name, str(run)]
+    elif isinstance(run, pd.DataFrame) and "system" in run.columns and run["system"].nunique() == 1:
+        candidates = [str(run["system"].iloc[0])]
+    else:
+        candidates = []
+    candidates.append(f"runs[{i}]")
+    return next(c for c in candidates if c not in taken)
+
+
+def _refuse_repeated_files(runs: Sequence[Any]) -> None:
+    """A run file given twice would be compared with itself under two names: refuse it."""
+    seen: dict[str, int] = {}
+    for i, run in enumerate(runs):
+        if not isinstance(run, (str, os.PathLike)):
+            continue
+        key = os.path.realpath(os.fspath(run))
+        if key in seen:
+            raise ValueError(
+                f"run file {os.fspath(run)} is given twice (runs[{seen[key]}] and runs[{i}]); give each run once"
+            )
+        seen[key] = i
 
 
 def evaluate_runs(
-    runs: Sequence[str | os.PathLike[str]],
-    qrels: str | os.PathLike[str] | pd.DataFrame,
+    runs: Sequence[str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, float]]],
+    qrels: str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, int]],
     *,
     metrics: Sequence[str | Mapping[str, Any] | Metric] | None = None,
     probabilities: bool = False,
     alpha: float = 0.05,
+    complete: bool = False,
 ) -> EvaluationReport:
     r"""Evaluate TREC run files against qrels, trec_eval style.
 
     Parameters
     ----------
-    runs : sequence of paths
-        One or more run files (``qid Q0 docno rank score tag``, ``.gz``
-        allowed); each file is one run whatever its tags, named by its file
-        name. The first is the baseline of the significance tests.
-    qrels : path or pandas.DataFrame
-        The judgements (``qid iter docno rel``), or a frame as
-        :func:`uncertank.datasets.read_qrels` returns.
+    runs : sequence of paths, DataFrames or mappings
+        One or more runs, the first the baseline of the significance tests:
+        run files (``qid Q0 docno rank score tag``, ``.gz`` allowed), each
+        one run whatever its tags, named by its file name (its path where
+        two share a name); frames with columns ``query_id``, ``doc_id`` and
+        ``score`` (named by their one ``system``, else ``runs[i]``); or
+        mappings ``{query_id: {doc_id: score}}`` as pytrec_eval takes them.
+        Frames and mappings are checked as files are (finite numeric
+        scores, no document twice for a query). The same file twice is an
+        error.
+    qrels : path, pandas.DataFrame or mapping
+        The judgements (``qid iter docno rel``), a frame as
+        :func:`uncertank.datasets.read_qrels` returns, or a mapping
+        ``{query_id: {doc_id: grade}}``; frames and mappings are checked as
+        files are (integer grades, none missing, a document judged twice
+        only with the same grade).
     metrics : sequence, optional
         Entries for :func:`uncertank.metrics.resolve_metrics`: registered
         names (``"map"``) or mappings with options (``{"name": "ndcg", "k":
@@ -354,6 +436,11 @@ def evaluate_runs(
         metrics are computed (a score outside [0, 1] is an error).
     alpha : float
         Significance level of the markers in the table, in (0, 1).
+    complete : bool
+        Average the ranking metrics over every query of the qrels, a query
+        the run misses counting 0 (1 for ``rbp_residual``): trec_eval's
+        ``-c``, and what ir_measures does. Default False: the queries both
+        the run and the qrels hold, trec_eval's default.
 
     Returns
     -------
@@ -363,7 +450,9 @@ def evaluate_runs(
     ------
     ValueError
         A malformed run or qrels file (the message names the file and
-        line), no judged query in a run, an unknown metric or option, a
+        line), or frame or mapping (the message names ``runs[i]`` or
+        ``qrels`` and the row), a run file given twice, no judged query in a
+        run, an unknown metric or option, two metrics with one label, a
         calibration metric without ``probabilities``, or scores outside
         [0, 1] with it.
 
@@ -386,12 +475,14 @@ def evaluate_runs(
     >>> rep.runs[0].summary["MAP"]  # (1/1) / 2 relevant: c is relevant but not retrieved
     0.5
     """
-    from uncertank.datasets.trec import _QRELS_COLUMNS, _as_frame, ranked_lists_from_run, read_qrels, read_trec_run
+    import pandas as pd
+
+    from uncertank.datasets.trec import _qrels_frame, _query_order, _run_frame, ranked_lists_from_run, read_trec_run
     from uncertank.metrics import resolve_metrics
     from uncertank.stats import holm, paired_ttest
 
-    if isinstance(runs, (str, os.PathLike)) or not isinstance(runs, Sequence) or not runs:
-        raise TypeError(f"runs must be a non-empty sequence of run file paths; got {runs!r}")
+    if isinstance(runs, (str, os.PathLike, Mapping, pd.DataFrame)) or not isinstance(runs, Sequence) or not runs:
+        raise TypeError(f"runs must be a non-empty sequence of run file paths (or frames or mappings); got {runs!r}")
     if not isinstance(probabilities, bool):
         raise TypeError(f"probabilities must be a bool; got {type(probabilities).__name__}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
@@ -412,26 +503,47 @@ def evaluate_runs(
     ranking_ids = {id(m) for m in ranking}
     labels = [m.display_label for m in resolved]
     if len(set(labels)) != len(labels):
-        raise ValueError(f"metrics must be distinct; got the labels {labels}")
+        raise ValueError(f"metrics must be distinct; got the labels {labels}{_label_hint(resolved)}")
 
-    qrels_df = _as_frame(qrels, "qrels", _QRELS_COLUMNS, read_qrels)
+    _refuse_repeated_files(runs)
+    if not isinstance(complete, bool):
+        raise TypeError(f"complete must be a bool; got {type(complete).__name__}")
+    qrels_df = _qrels_frame(qrels, "qrels")
+    all_queries = set(qrels_df["query_id"].astype(str))
     results: list[RunScores] = []
     taken: set[str] = set()
-    for path in runs:
-        name = _run_name(path, taken)
+    for i, path in enumerate(runs):
+        name = _run_name(path, i, taken)
         taken.add(name)
-        frame = read_trec_run(path, system=name)  # one run per file: duplicates are named by line
+        where = f"run file {path}" if isinstance(path, (str, os.PathLike)) else f"runs[{i}]"
+        if isinstance(path, (str, os.PathLike)):
+            frame = read_trec_run(path, system=name)  # one run per file: duplicates are named by line
+        else:
+            frame = _run_frame(path, where)
+            if "system" in frame.columns and frame["system"].nunique() > 1:
+                raise ValueError(f"{where} holds {frame['system'].nunique()} systems; give one run per frame")
+            frame["system"] = name
         try:
             lists = ranked_lists_from_run(frame, qrels_df)
         except ValueError as exc:
-            raise ValueError(f"run file {path}: {exc}") from None
+            raise ValueError(f"{where}: {exc}") from None
         judged = _judged(lists, qrels_df)
+        assert lists.query_ids is not None
+        query_ids = list(lists.query_ids)
+        position = None
+        if complete:  # trec_eval -c: every query of the qrels, a missing one at its empty-ranking value
+            query_ids = [str(q) for q in _query_order(np.asarray(list(all_queries | set(query_ids)), dtype=object))]
+            position = pd.Index(query_ids).get_indexer(pd.Index(list(lists.query_ids)))
         per_query: dict[str, NDArray[np.float64]] = {}
         summary: dict[str, float] = {}
         for m in resolved:
             label = m.display_label
             if id(m) in ranking_ids:
                 values = _trec_normalised(m, lists, judged)
+                if position is not None:
+                    full = np.full(len(query_ids), 1.0 if m.name == "rbp_residual" else 0.0)
+                    full[position] = values
+                    values = full
                 per_query[label] = values
                 summary[label] = float(values.mean())
             else:
@@ -439,12 +551,11 @@ def evaluate_runs(
                     bad = (lists.scores < 0) | (lists.scores > 1)
                     if bad.any():
                         raise ValueError(
-                            f"run file {path}: --probabilities needs scores in [0, 1]; "
+                            f"{where}: --probabilities needs scores in [0, 1]; "
                             f"{int(bad.sum())} scores lie outside, e.g. {float(lists.scores[bad][0])!r}"
                         )
                 summary[label] = float(m(lists))
-        assert lists.query_ids is not None
-        results.append(RunScores(name, list(lists.query_ids), per_query, summary, lists.n_pairs))
+        results.append(RunScores(name, query_ids, per_query, summary, lists.n_pairs))
 
     comparisons: dict[str, dict[str, dict[str, float]]] = {r.name: {} for r in results[1:]}
     base = results[0]

@@ -199,7 +199,7 @@ def test_ranked_lists_from_run_systems(run_path, qrels_path):
 
 
 def test_ranked_lists_from_run_bad_inputs(run_path, qrels_path, tmp_path):
-    with pytest.raises(TypeError, match="run must be a pandas DataFrame or a path"):
+    with pytest.raises(TypeError, match="run must be a path, a pandas DataFrame or a mapping"):
         ranked_lists_from_run([1, 2], qrels_path)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"qrels must have columns .*missing \['relevance'\]"):
         ranked_lists_from_run(run_path, pd.DataFrame({"query_id": ["1"], "doc_id": ["d1"]}))

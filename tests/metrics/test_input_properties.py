@@ -16,7 +16,8 @@ from uncertank.metrics import as_metric
 from uncertank.plugins import registry
 
 METRICS = {name: as_metric(info.factory, name=name) for name, info in registry("metrics").items()}
-BUILTIN = ["recall_at_k", "map", "mrr", "ndcg", "rbp", "rbp_residual", "ece", "mce", "brier", "nll"]
+BUILTIN = ["recall_at_k", "precision", "trec_recall_at_k", "map", "mrr", "ndcg", "rbp", "rbp_residual", "ece", "mce",
+           "brier", "nll"]
 
 
 @st.composite
@@ -49,6 +50,10 @@ def ref_per_query(p, y, offsets, name):
         rel = [g > 0 for g in ranked]
         if name == "recall_at_k":
             out.append(float(any(rel[:1])))
+        elif name == "precision":  # P@10: always over 10
+            out.append(sum(rel[:10]) / 10)
+        elif name == "trec_recall_at_k":  # relevant in the top 10 over all relevant
+            out.append(sum(rel[:10]) / sum(rel) if sum(rel) else 0.0)
         elif name == "mrr":
             out.append(next((1.0 / (r + 1) for r, v in enumerate(rel) if v), 0.0))
         elif name == "map":
@@ -83,7 +88,7 @@ def test_every_input_form_gives_the_reference_value(data):
         value = m(rl)
         assert m(pred, y) == value, name
         assert m(pred, qs) == value, name
-        if name in ("recall_at_k", "mrr", "map"):
+        if name in ("recall_at_k", "precision", "trec_recall_at_k", "mrr", "map"):
             assert value == pytest.approx(ref_per_query(p, y, offsets, name), rel=1e-12, abs=1e-15)
         if m.kind == "calibration":
             assert m(p, y) == pytest.approx(value, rel=1e-12, abs=1e-15), name  # flat pairs

@@ -17,11 +17,12 @@ whitespace is not a field; a missing field is an error on its line.
 from __future__ import annotations
 
 import os
+import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -42,7 +43,10 @@ __all__ = [
 #: The run the paper's URisk analysis uses as its BM25 baseline.
 TREC_COVID_ROUND1_BM25_BASELINE = "bm25_baseline"
 
-_INT = r"[+-]?\d+"  # what int() accepts, less whitespace and underscores
+_INT = r"[+-]?[0-9]+"  # an ASCII integer: no underscores ("1_0"), no other scripts' digits
+#: A decimal number as C's atof reads one whole (trec_eval reads scores with atof): no
+#: underscores, hex, or other scripts' digits, which Python's float() would accept.
+_FLOAT = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _QRELS_COLUMNS = ("query_id", "doc_id", "relevance")
 
 
@@ -50,6 +54,8 @@ def _check_path(path: object, name: str, what: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (str or os.PathLike); got {type(path).__name__}")
     p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{name} must be a file; got the {what} {str(p)!r}, which is a folder")
     if not p.is_file():
         raise ValueError(f"{name} must be an existing file; got the {what} {str(p)!r}, which does not exist")
     return p
@@ -141,6 +147,7 @@ def read_trec_run(path: str | os.PathLike[str], *, system: str | None = None) ->
         })
         well_formed = (
             bool(pd.Series(cols[3]).str.fullmatch(_INT).all()) and np.isfinite(score).all()
+            and bool(pd.Series(cols[4]).str.fullmatch(_FLOAT).all())
             and not out.duplicated(["system", "query_id", "doc_id"]).any()
         )
         if well_formed:
@@ -155,14 +162,16 @@ def _read_trec_run_lines(p: Path, system: str | None) -> pd.DataFrame:
     first_line: dict[tuple[str, str, str], int] = {}
     for number, where, fields in _fields(p, "run file", "query_id Q0 doc_id rank score tag"):
         qid, q0, doc, rank_s, score_s, tag = fields
-        try:
-            rank = int(rank_s)
-        except ValueError:
-            raise ValueError(f"run file {where}: rank must be an integer; got {rank_s!r}") from None
-        try:
-            score = float(score_s)
-        except ValueError:
-            raise ValueError(f"run file {where}: score must be a number; got {score_s!r}") from None
+        if not re.fullmatch(_INT, rank_s):
+            raise ValueError(f"run file {where}: rank must be an integer; got {rank_s!r}")
+        rank = int(rank_s)
+        if not re.fullmatch(_FLOAT, score_s):
+            what = "finite" if score_s.lower().lstrip("+-") in ("inf", "infinity", "nan") else "a number"
+            raise ValueError(
+                f"run file {where}: score must be {what}; got {score_s!r} (a decimal number such as 0.5 "
+                "or -1.2e-3, as trec_eval reads it: no underscores, hex or other digits)"
+            )
+        score = float(score_s)
         if not np.isfinite(score):
             raise ValueError(f"run file {where}: score must be finite; got {score_s!r}")
         tag = system if system is not None else tag
@@ -253,12 +262,9 @@ def _read_qrels_lines(p: Path) -> pd.DataFrame:
     seen: dict[tuple[str, str], tuple[int, int]] = {}
     for number, where, fields in _fields(p, "qrels file", "query_id iteration doc_id relevance"):
         qid, _, doc, rel_s = fields
-        try:
-            rel = int(rel_s)
-        except ValueError:
-            raise ValueError(
-                f"qrels file {where}: relevance must be an integer; got {rel_s!r}"
-            ) from None
+        if not re.fullmatch(_INT, rel_s):
+            raise ValueError(f"qrels file {where}: relevance must be an integer; got {rel_s!r}")
+        rel = int(rel_s)
         key = (qid, doc)
         if key in seen:
             prev_rel, prev_line = seen[key]
@@ -275,19 +281,163 @@ def _read_qrels_lines(p: Path) -> pd.DataFrame:
     return _frame(rows, {"query_id": str, "doc_id": str, "relevance": np.int64})
 
 
-def _as_frame(obj: object, name: str, columns: tuple[str, ...], reader: object) -> pd.DataFrame:
+def _require_columns(df: pd.DataFrame, name: str, columns: tuple[str, ...]) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} must have columns {list(columns)}; missing {missing} (has {list(df.columns)})")
+
+
+def _from_nested(obj: Mapping[Any, Any], name: str, value: str) -> pd.DataFrame:
+    """``{query_id: {doc_id: value}}`` (pytrec_eval's layout) as a frame with columns query_id, doc_id, value."""
+    import pandas as pd
+
+    qids: list[Any] = []
+    docs: list[Any] = []
+    values: list[Any] = []
+    for qid, per_doc in obj.items():
+        if not isinstance(per_doc, Mapping):
+            raise TypeError(
+                f"{name} must map each query id to a mapping {{doc_id: {value}}}; query {qid!r} maps to "
+                f"a {type(per_doc).__name__}"
+            )
+        qids += [qid] * len(per_doc)
+        docs += list(per_doc)
+        values += list(per_doc.values())
+    return pd.DataFrame({"query_id": pd.Series(qids, dtype=object), "doc_id": pd.Series(docs, dtype=object),
+                         value: pd.Series(values, dtype=object)})
+
+
+def _checked_numbers(df: pd.DataFrame, column: str, name: str, *, integer: bool) -> np.ndarray:
+    """The column as float64, refusing what the file readers refuse, with an error naming a bad row.
+
+    Numbers must be finite (integers for ``integer``); text is read only
+    where the file reader would read it (``_INT`` or ``_FLOAT``, so not
+    ``"1_0"``); missing values (NaN, None), booleans and other objects are
+    refused.
+    """
+    import pandas as pd
+
+    col = df[column]
+    kind = col.dtype.kind
+    if kind in "iuf":
+        values = col.to_numpy(dtype=np.float64)
+        good = np.isfinite(values)
+    else:
+        obj = col.to_numpy(dtype=object)
+        is_num = np.fromiter(
+            (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)) for v in obj),
+            dtype=bool, count=obj.size,
+        )
+        is_str = np.fromiter((isinstance(v, str) for v in obj), dtype=bool, count=obj.size)
+        text = pd.Series(np.where(is_str, obj, ""), dtype=str)
+        is_str &= text.str.fullmatch(_INT if integer else _FLOAT).to_numpy(dtype=bool)
+        values = np.full(obj.size, np.nan)
+        take = is_num | is_str
+        values[take] = np.asarray([float(v) for v in obj[take]], dtype=np.float64) if take.any() else []
+        good = take & np.isfinite(values)
+    if integer:
+        good &= np.floor(np.where(good, values, 0.0)) == np.where(good, values, 0.0)
+    if not good.all():
+        i = int(np.flatnonzero(~good)[0])
+        raw = col.iloc[i]
+        where = f"row {i} (query {df['query_id'].iloc[i]!r}, document {df['doc_id'].iloc[i]!r})"
+        if raw is None or (isinstance(raw, float) and np.isnan(raw)) or raw is pd.NA:
+            raise ValueError(f"{name}: {column} is missing at {where}; every {column} must be given")
+        want = "an integer" if integer else "a finite number"
+        raise ValueError(f"{name}: {column} must be {want}; {where} holds {raw!r} ({int((~good).sum())} bad in all)")
+    return values
+
+
+def _check_ids(df: pd.DataFrame, name: str) -> None:
+    for col in ("query_id", "doc_id"):
+        missing = df[col].isna().to_numpy(dtype=bool)
+        if missing.any():
+            raise ValueError(f"{name}: {col} is missing at row {int(np.flatnonzero(missing)[0])}")
+
+
+def _run_frame(obj: object, name: str) -> pd.DataFrame:
+    """A run as :func:`read_trec_run` returns it, from a path, a DataFrame or ``{query_id: {doc_id: score}}``.
+
+    A frame or mapping is checked as the file reader checks a file: finite
+    numeric scores, no missing ids, no document twice for one query (of one
+    system), not empty; errors name ``name``.
+    """
     import pandas as pd
 
     if isinstance(obj, (str, os.PathLike)):
-        return reader(obj)  # type: ignore[operator, no-any-return]
-    if not isinstance(obj, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame or a path; got {type(obj).__name__}")
-    missing = [c for c in columns if c not in obj.columns]
-    if missing:
-        raise ValueError(
-            f"{name} must have columns {list(columns)}; missing {missing} (has {list(obj.columns)})"
+        return read_trec_run(obj)
+    if isinstance(obj, Mapping):
+        df = _from_nested(obj, name, "score")
+    elif isinstance(obj, pd.DataFrame):
+        _require_columns(obj, name, ("query_id", "doc_id", "score"))
+        df = obj
+    else:
+        raise TypeError(
+            f"{name} must be a path, a pandas DataFrame or a mapping {{query_id: {{doc_id: score}}}}; "
+            f"got {type(obj).__name__}"
         )
-    return obj
+    if df.empty:
+        raise ValueError(f"{name} holds no entries")
+    _check_ids(df, name)
+    score = _checked_numbers(df, "score", name, integer=False)
+    out = pd.DataFrame({"query_id": df["query_id"].astype(str).to_numpy(),
+                        "doc_id": df["doc_id"].astype(str).to_numpy(), "score": score})
+    if "system" in df.columns:
+        out["system"] = df["system"].astype(str).to_numpy()
+    keys = ["system", "query_id", "doc_id"] if "system" in out.columns else ["query_id", "doc_id"]
+    dup = out.duplicated(keys, keep=False).to_numpy(dtype=bool)
+    if dup.any():
+        rows = np.flatnonzero(dup)
+        first = out.iloc[int(rows[0])]
+        qids, docs = out["query_id"].to_numpy()[rows], out["doc_id"].to_numpy()[rows]
+        again = rows[(qids == first["query_id"]) & (docs == first["doc_id"])]
+        raise ValueError(
+            f"{name}: document {first['doc_id']!r} is retrieved twice for query {first['query_id']!r} "
+            f"(rows {int(again[0])} and {int(again[1])}); trec_eval refuses a run with a duplicate document"
+        )
+    return out
+
+
+def _qrels_frame(obj: object, name: str) -> pd.DataFrame:
+    """Qrels as :func:`read_qrels` returns them, from a path, a DataFrame or ``{query_id: {doc_id: grade}}``.
+
+    A frame or mapping is checked as the file reader checks a file: integer
+    grades (no missing, fractional or non-numeric one), no missing ids, a
+    document judged twice for one query only with the same grade (then
+    kept once), not empty; errors name ``name``.
+    """
+    import pandas as pd
+
+    if isinstance(obj, (str, os.PathLike)):
+        return read_qrels(obj)
+    if isinstance(obj, Mapping):
+        df = _from_nested(obj, name, "relevance")
+    elif isinstance(obj, pd.DataFrame):
+        _require_columns(obj, name, _QRELS_COLUMNS)
+        df = obj
+    else:
+        raise TypeError(
+            f"{name} must be a path, a pandas DataFrame or a mapping {{query_id: {{doc_id: grade}}}}; "
+            f"got {type(obj).__name__}"
+        )
+    if df.empty:
+        raise ValueError(f"{name} holds no judgements")
+    _check_ids(df, name)
+    rel = _checked_numbers(df, "relevance", name, integer=True).astype(np.int64)
+    out = pd.DataFrame({"query_id": df["query_id"].astype(str).to_numpy(),
+                        "doc_id": df["doc_id"].astype(str).to_numpy(), "relevance": rel})
+    dup = out.duplicated(["query_id", "doc_id"], keep=False)
+    if dup.any():
+        grades = out[dup].groupby(["query_id", "doc_id"], sort=False)["relevance"]
+        conflict = grades.nunique().gt(1)
+        if conflict.any():
+            qid, doc = conflict[conflict].index[0]
+            seen = sorted(set(grades.get_group((qid, doc)).tolist()))
+            raise ValueError(
+                f"{name}: document {doc!r} of query {qid!r} is judged twice with different grades {seen}"
+            )
+        out = out.drop_duplicates(["query_id", "doc_id"]).reset_index(drop=True)
+    return out
 
 
 def _query_order(ids: np.ndarray) -> np.ndarray:
@@ -301,8 +451,8 @@ def _query_order(ids: np.ndarray) -> np.ndarray:
 
 
 def ranked_lists_from_run(
-    run: pd.DataFrame | str | os.PathLike[str],
-    qrels: pd.DataFrame | str | os.PathLike[str],
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]] | str | os.PathLike[str],
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]] | str | os.PathLike[str],
     *,
     system: str | None = None,
 ) -> RankedLists:
@@ -310,12 +460,18 @@ def ranked_lists_from_run(
 
     Parameters
     ----------
-    run : pandas.DataFrame or path
+    run : pandas.DataFrame, mapping or path
         A frame as :func:`read_trec_run` returns (columns ``query_id``,
         ``doc_id``, ``score`` and, when it holds several runs, ``system``),
-        or the path of a run file.
-    qrels : pandas.DataFrame or path
-        A frame as :func:`read_qrels` returns, or the path of a qrels file.
+        a mapping ``{query_id: {doc_id: score}}`` (pytrec_eval's layout),
+        or the path of a run file. A frame or mapping is checked as a file
+        is: finite numeric scores, no missing id, no document twice for a
+        query.
+    qrels : pandas.DataFrame, mapping or path
+        A frame as :func:`read_qrels` returns, a mapping ``{query_id:
+        {doc_id: grade}}``, or the path of a qrels file. A frame or mapping
+        is checked as a file is: integer grades (none missing), a document
+        judged twice only with the same grade.
     system : str, optional
         Which run to take when ``run`` holds several; required then.
 
@@ -335,12 +491,14 @@ def ranked_lists_from_run(
     ------
     ValueError
         When ``run`` holds several systems and ``system`` is None, names a
-        system it does not hold, or no query of the run is judged.
+        system it does not hold, or no query of the run is judged; when a
+        frame or mapping fails the checks above (the message names ``run``
+        or ``qrels`` and the row).
     """
     import pandas as pd
 
-    run_df = _as_frame(run, "run", ("query_id", "doc_id", "score"), read_trec_run)
-    qrels_df = _as_frame(qrels, "qrels", _QRELS_COLUMNS, read_qrels)
+    run_df = _run_frame(run, "run")
+    qrels_df = _qrels_frame(qrels, "qrels")
     if "system" in run_df.columns:
         systems = pd.unique(run_df["system"].astype(str))
         if system is None:

@@ -116,6 +116,22 @@ class _Lists:
         return _Lists(self.lengths, scores=np.ascontiguousarray(s), labels=np.ascontiguousarray(y),
                       offsets=offsets, structured=self.structured)
 
+    def at_least(self, rel: int) -> _Lists:
+        """The same lists with every label below ``rel`` set to 0 (relevant means ``label >= rel``).
+
+        ``rel`` is ir_measures' ``rel`` (trec_eval's ``-l``): the lowest grade
+        that counts as relevant. Labels ``>= rel`` keep their grade (nDCG's gain).
+        """
+        if rel <= 1:
+            return self
+        if self.s2 is not None:
+            assert self.y2 is not None  # block form by construction
+            y2 = np.where(self.y2 >= rel, self.y2, 0).astype(np.int64, copy=False)
+            return _Lists(self.lengths, self.s2, y2, self.valid, structured=self.structured)
+        assert self.labels is not None  # flat form by construction
+        y = np.where(self.labels >= rel, self.labels, 0).astype(np.int64, copy=False)
+        return _Lists(self.lengths, scores=self.scores, labels=y, offsets=self.offsets, structured=self.structured)
+
     def truncate(self, n: int) -> _Lists:
         """Keep the first ``n`` candidates (in input order) of every list."""
         lengths = np.minimum(self.lengths, n)

@@ -27,25 +27,29 @@ from uncertank.metrics.ranking import (
     mean_average_precision,
     mean_reciprocal_rank,
     ndcg_at_k,
+    precision_at_k,
     rank_biased_precision,
     recall_at_k,
+    trec_recall_at_k,
 )
 
 
 def rbp(
     scores: Any, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
-    max_grade: int | None = None, per_query: bool = False,
+    max_grade: int | None = None, judged: ArrayLike | None = None, per_query: bool = False,
 ) -> float | NDArray[np.float64]:
     """Rank-biased precision without its residual; see :func:`rank_biased_precision`."""
-    return rank_biased_precision(scores, labels, p=p, depth=depth, max_grade=max_grade, per_query=per_query)[0]
+    return rank_biased_precision(scores, labels, p=p, depth=depth, max_grade=max_grade, judged=judged,
+                                 per_query=per_query)[0]
 
 
 def rbp_residual(
     scores: Any, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
-    max_grade: int | None = None, per_query: bool = False,
+    max_grade: int | None = None, judged: ArrayLike | None = None, per_query: bool = False,
 ) -> float | NDArray[np.float64]:
-    """The residual of rank-biased precision; see :func:`rank_biased_precision`."""
-    return rank_biased_precision(scores, labels, p=p, depth=depth, max_grade=max_grade, per_query=per_query)[1]
+    """The residual of rank-biased precision: unjudged weight plus tail; see :func:`rank_biased_precision`."""
+    return rank_biased_precision(scores, labels, p=p, depth=depth, max_grade=max_grade, judged=judged,
+                                 per_query=per_query)[1]
 
 
 def mce(
@@ -57,8 +61,15 @@ def mce(
                                       balanced=balanced, seed=seed)
 
 
+def _with_rel(base: str, options: Mapping[str, Any]) -> str:
+    """``base`` with ir_measures' ``(rel=N)`` when the relevance level is not the default 1."""
+    rel = options.get("rel", 1)
+    return base if rel == 1 else f"{base}(rel={rel})"
+
+
 def _cutoff_label(base: str, options: Mapping[str, Any]) -> str:
     k = options.get("k")
+    base = _with_rel(base, options)
     return base if k is None else f"{base}@{k}"
 
 
@@ -67,8 +78,10 @@ def _cutoff(base: str) -> Any:
 
 
 def _recall_label(options: Mapping[str, Any]) -> str:
+    # R_n@k of response ranking (ir_measures' Success@k), labelled as the literature does
     n = options.get("n")
-    return f"R@{options.get('k', 1)}" if n is None else f"R_{n}@{options.get('k', 1)}"
+    base = _with_rel("R" if n is None else f"R_{n}", options)
+    return f"{base}@{options.get('k', 1)}"
 
 
 def _ece_label(options: Mapping[str, Any]) -> str:
@@ -124,6 +137,10 @@ def _pairs_accumulator(which: str) -> Any:
 BUILTIN_METRICS: dict[str, Metric] = {
     "recall_at_k": Metric(recall_at_k, name="recall_at_k", kind="ranking", label=_recall_label,
                           options={"k": 1}),
+    "precision": Metric(precision_at_k, name="precision", kind="ranking", label=_cutoff("P"),
+                        options={"k": 10}),
+    "trec_recall_at_k": Metric(trec_recall_at_k, name="trec_recall_at_k", kind="ranking", label=_cutoff("Recall"),
+                               options={"k": 10}),
     "map": Metric(mean_average_precision, name="map", kind="ranking", label=_cutoff("MAP")),
     "mrr": Metric(mean_reciprocal_rank, name="mrr", kind="ranking", label=_cutoff("MRR")),
     "ndcg": Metric(ndcg_at_k, name="ndcg", kind="ranking", label=_cutoff("nDCG"), options={"k": 10}),

@@ -342,7 +342,11 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
         override the column label), or a :class:`Metric` (kept as it is).
         Names are looked up in the ``metrics`` registry
         (:func:`uncertank.plugins.registry`), so a plugin's metric resolves
-        like a built-in one.
+        like a built-in one. A name that is not registered is read as an
+        ir_measures name (``"nDCG@10"``, ``"AP"``, ``"RR"``, ``"P@5"``,
+        ``"R@1000"``, ``"Success@1"``, ``"nDCG(rel=2)@10"``; see
+        :mod:`uncertank.metrics.names`): the metric it maps to, with its
+        options, labelled with ir_measures' spelling.
 
     Returns
     -------
@@ -362,6 +366,8 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
     --------
     >>> [m.display_label for m in resolve_metrics([{"name": "recall_at_k", "k": 5}, "map"])]
     ['R@5', 'MAP']
+    >>> [(m.name, m.display_label) for m in resolve_metrics(["Success@5", "R@100", "AP"])]
+    [('recall_at_k', 'Success@5'), ('trec_recall_at_k', 'R@100'), ('map', 'AP')]
     """
     from uncertank.plugins import registry
 
@@ -388,11 +394,37 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
                 f"metric entry {i} must be a name, a mapping or a Metric; got {type(entry).__name__}"
             )
         if name not in reg:
-            known = ", ".join(sorted(reg)) or "(none)"
-            raise ValueError(f"unknown metric {name!r} (entry {i}); known metrics: {known}")
+            name, options, label = _from_ir_measures(name, options, label, i, reg)
         metric = as_metric(reg[name].factory, name=name).bind(**options)
         out.append(metric if label is None else metric.with_label(str(label)))
     return out
+
+
+def _from_ir_measures(
+    name: Any, options: dict[str, Any], label: Any, i: int, reg: Mapping[str, Any]
+) -> tuple[str, dict[str, Any], Any]:
+    """The registered name, options and label of an ir_measures name (``"nDCG@10"``)."""
+    from uncertank.metrics.names import IR_MEASURES, parse_ir_measure
+
+    parsed = parse_ir_measure(name)
+    if parsed is None:
+        known = ", ".join(sorted(reg)) or "(none)"
+        ir = ", ".join(f"{m}@k" if cut else m for m, (_, cut) in IR_MEASURES.items())
+        raise ValueError(
+            f"unknown metric {name!r} (entry {i}); known metrics: {known}; "
+            f"or an ir_measures name: {ir}, with (rel=N)"
+        )
+    ir_label = parsed.pop("label")
+    registered = parsed.pop("name")
+    clash = [k for k in options if k in parsed and options[k] != parsed[k]]
+    if clash:
+        raise ValueError(
+            f"metric entry {i}: {name!r} sets {clash[0]}={parsed[clash[0]]!r} but the entry gives "
+            f"{clash[0]}={options[clash[0]]!r}"
+        )
+    if registered not in reg:
+        raise ValueError(f"metric {name!r} (entry {i}) is ir_measures' name of {registered!r}, which is not registered")
+    return registered, {**parsed, **options}, ir_label if label is None else label
 
 
 #: The metrics a study reports by default, as entries for :func:`resolve_metrics`
