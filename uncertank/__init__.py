@@ -12,7 +12,7 @@ from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLis
 from uncertank.adapters import CallableRanker, CrossEncoderRanker, EnsembleRanker
 from uncertank.hookspecs import hookimpl
 from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
-from uncertank.protocols import Ranker, StochasticRanker, TrainableRanker
+from uncertank.protocols import NotFittedError, Ranker, StochasticRanker, TrainableRanker
 
 __version__ = "0.1.0"
 
@@ -20,6 +20,7 @@ __all__ = [
     "CallableRanker",
     "CrossEncoderRanker",
     "EnsembleRanker",
+    "NotFittedError",
     "PredictiveSamples",
     "Predictions",
     "QuerySet",

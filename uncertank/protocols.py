@@ -13,7 +13,15 @@ from typing_extensions import Self
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 
-__all__ = ["Ranker", "StochasticRanker", "TrainableRanker"]
+__all__ = ["NotFittedError", "Ranker", "StochasticRanker", "TrainableRanker"]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """A ranker was asked to predict before it was fitted, loaded or given trained weights.
+
+    Subclasses ValueError and AttributeError, as scikit-learn's
+    ``NotFittedError`` does, so existing ``except ValueError`` handlers keep working.
+    """
 
 
 @runtime_checkable

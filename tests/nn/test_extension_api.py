@@ -94,7 +94,7 @@ def test_a_subclass_plugs_in_its_head_loss_and_end_of_training_hook(tmp_path, qu
 
 
 def test_public_methods_replace_the_private_ones(queries):
-    ranker = NeuralRanker(tiny_config(), **SMALL)
+    ranker = NeuralRanker(tiny_config(), **SMALL).fit(queries)
     for old in ("_build", "_params", "_extra_params", "_save_into", "_score", "_check_queries"):
         assert not hasattr(ranker, old), old
     model = ranker.build_model()
@@ -146,11 +146,11 @@ def _distinct_negatives_set() -> QuerySet:
 
 
 def test_training_uses_exactly_the_given_negatives(monkeypatch):
-    import uncertank.nn.training as training
+    import uncertank.nn.ranker as ranker_module
     import uncertank.plugins
 
     seen: list[list[str]] = []
-    real = training.encode_pairs
+    real = ranker_module.encode_pairs
 
     def spy(tokenizer, contexts, candidates, query_index, **kw):
         seen.append(list(candidates))
@@ -159,7 +159,7 @@ def test_training_uses_exactly_the_given_negatives(monkeypatch):
     def no_sampler(*args, **kwargs):
         raise AssertionError("training must not look up a negative sampler")
 
-    monkeypatch.setattr(training, "encode_pairs", spy)
+    monkeypatch.setattr(ranker_module, "encode_pairs", spy)
     monkeypatch.setattr(uncertank.plugins, "get_factory", no_sampler)
     train = _distinct_negatives_set()
     NeuralRanker(tiny_config(), **SMALL).fit(train)
@@ -204,7 +204,7 @@ def _fake_registry(monkeypatch, rankers):
 
 
 def test_load_ranker_resolves_the_class_through_the_registry(tmp_path, monkeypatch, queries):
-    ranker = OneLogitRanker(tiny_config(), margin=0.25, **SMALL)
+    ranker = OneLogitRanker(tiny_config(), margin=0.25, **SMALL).fit(queries)
     before = ranker.predict(queries).scores
     ranker.save(tmp_path / "ck")
     # A factory function (the usual lazy plugin factory) and a class both resolve.
@@ -244,7 +244,7 @@ def test_a_manifest_naming_a_module_runs_nothing(tmp_path, monkeypatch):
 
 
 def test_old_checkpoints_with_a_negatives_setting_still_load(tmp_path, queries):
-    ranker = NeuralRanker(tiny_config(), **SMALL)
+    ranker = NeuralRanker(tiny_config(), **SMALL).fit(queries)
     ranker.save(tmp_path / "ck")
     manifest_file = tmp_path / "ck" / "uncertank.json"
     manifest = json.loads(manifest_file.read_text())

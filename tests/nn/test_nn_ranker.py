@@ -97,22 +97,22 @@ def test_load_errors(tmp_path):
 
 def test_backbone_and_argument_errors(tmp_path, queries):
     with pytest.raises(TypeError, match="backbone must be None"):
-        NeuralRanker(42, show_progress=False).predict(queries)
+        NeuralRanker(42, show_progress=False).build_model()
     with pytest.raises(ValueError, match="local model folder"):
-        NeuralRanker(tmp_path / "missing", show_progress=False).predict(queries)
+        NeuralRanker(tmp_path / "missing", show_progress=False).build_model()
     with pytest.raises(TypeError, match="queries must be a QuerySet"):
         small().predict([("a", "b")])
     with pytest.raises(ValueError, match="device"):
         small(device="tpu-9")
     with pytest.raises(ValueError, match=r"max_length must be <= the backbone's max_position_embeddings \(64\)"):
-        small(max_length=65).predict(queries)
+        small(max_length=65).build_model()
     with pytest.raises(TypeError, match="device must be"):
         resolve_device(3)
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             small(device="cuda")
     with pytest.raises(TypeError, match="tokenizer must be"):
-        NeuralRanker(tiny_config(), tokenizer=3, show_progress=False).predict(queries)
+        NeuralRanker(tiny_config(), tokenizer=3, show_progress=False).build_model()
 
 
 def test_device_auto_and_accelerator_on_cpu():

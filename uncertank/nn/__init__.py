@@ -10,6 +10,9 @@
 - :mod:`~uncertank.nn.inference`: batched scoring for one model, T MC-dropout
   passes (every dropout site, attention included) or M ensemble members, and
   the length-sorted, sharded batch loop under them (:func:`score_batches`).
+- :mod:`~uncertank.nn.pretrained`: a user's trained Hugging Face or
+  sentence-transformers classifier folder, its head kept, read in its own
+  pair format (:func:`from_pretrained`).
 - :mod:`~uncertank.nn.checkpoint`: safetensors + JSON, written atomically.
 - :mod:`~uncertank.nn.runtime`: seeding, ``device="auto"``, bf16 on CUDA, progress.
 - :class:`NeuralRanker`: the base ranker the plugins build on (its public
@@ -57,7 +60,15 @@ from uncertank.nn.model import (  # noqa: E402
     head_dimensions,
     pool_encoder,
 )
-from uncertank.nn.ranker import NeuralRanker, load_ranker  # noqa: E402
+from uncertank.nn.pretrained import (  # noqa: E402
+    ACTIVATIONS,
+    PairFormat,
+    PretrainedCrossEncoder,
+    classifier_activation,
+    encode_text_pairs,
+    read_classifier,
+)
+from uncertank.nn.ranker import NeuralRanker, from_pretrained, load_ranker  # noqa: E402
 from uncertank.nn.runtime import (  # noqa: E402
     autocast,
     get_accelerator,
@@ -76,12 +87,15 @@ from uncertank.nn.training import (  # noqa: E402
 )
 
 __all__ = [
+    "ACTIVATIONS",
     "POOLINGS",
     "TURN_TOKEN",
     "UTTERANCE_TOKEN",
     "CrossEncoderModel",
     "EncodedPairs",
     "NeuralRanker",
+    "PairFormat",
+    "PretrainedCrossEncoder",
     "TrainingConfig",
     "TrainingHistory",
     "add_separator_tokens",
@@ -91,11 +105,14 @@ __all__ = [
     "balanced_pairs",
     "build_backbone",
     "check_pooling",
+    "classifier_activation",
     "cross_entropy_loss",
     "default_backbone_path",
     "dropout_owners",
     "encode_pairs",
     "encode_queries",
+    "encode_text_pairs",
+    "from_pretrained",
     "head_dimensions",
     "get_accelerator",
     "is_main_process",
@@ -105,6 +122,7 @@ __all__ = [
     "output_probabilities",
     "pool_encoder",
     "progress",
+    "read_classifier",
     "read_manifest",
     "require_torch",
     "resolve_device",

@@ -32,14 +32,16 @@ from numpy.typing import NDArray
 from typing_extensions import Self
 
 from uncertank._types import Predictions, QuerySet
-from uncertank.nn.checkpoint import atomic_directory, load_model, read_manifest, save_model
+from uncertank.nn.checkpoint import MANIFEST, atomic_directory, load_model, read_manifest, save_model
 from uncertank.nn.inference import score_probabilities
-from uncertank.nn.inputs import EncodedPairs, encode_queries
+from uncertank.nn.inputs import EncodedPairs, encode_pairs
 from uncertank.nn.model import CrossEncoderModel, build_backbone, check_pooling
+from uncertank.nn.pretrained import PairFormat, default_max_length, encode_text_pairs, read_classifier
 from uncertank.nn.runtime import get_accelerator, is_main_process, resolve_device, seed_everything
 from uncertank.nn.training import TrainingConfig, TrainingHistory, cross_entropy_loss, train_cross_encoder
+from uncertank.protocols import NotFittedError
 
-__all__ = ["NeuralRanker", "load_ranker"]
+__all__ = ["NeuralRanker", "from_pretrained", "load_ranker"]
 
 _TRAIN_PARAMS = (
     "max_length", "epochs", "batch_size", "lr", "head_lr", "seed", "warmup_ratio", "weight_decay",
@@ -77,8 +79,10 @@ class NeuralRanker:
         ``"cls"`` (the papers' setting, default) or the mean over the pair's
         tokens, which suits a mean-pooled sentence encoder such as
         all-MiniLM-L6-v2 (docs/experiments.md measures both).
-    max_length : int
-        Tokens per (context, response) pair.
+    max_length : int, optional
+        Tokens per (context, response) pair: 128 by default; for
+        ``pretrained``, the length the model was saved with (its tokenizer's
+        ``model_max_length``, within its position embeddings).
     epochs, batch_size, lr, seed
         Training length, pairs per step, peak AdamW rate, random seed.
     head_lr : float, optional
@@ -88,6 +92,29 @@ class NeuralRanker:
         ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda:0"``, ...
     warmup_ratio, weight_decay, max_grad_norm, eval_batch_size, show_progress, freeze_embeddings
         See :class:`~uncertank.nn.TrainingConfig`.
+    pretrained : str or path, optional
+        A local folder holding a trained ``AutoModelForSequenceClassification``
+        (BERT, RoBERTa/XLM-R, ELECTRA, DistilBERT, ...; a sentence-transformers
+        ``CrossEncoder`` folder too), used instead of ``backbone``, with its
+        own tokenizer (no separator tokens added). A class that keeps the
+        default network (``bert``, ``mc_dropout``) keeps the model's own
+        classification head and is fitted as it is, so it predicts without
+        training; a class with its own head (``sngp``, ``gpf_bert``,
+        ``pgdrr``) puts it on the model's encoder and :meth:`fit` trains that
+        head only (a post-hoc head, ``freeze_encoder``). See
+        docs/own-ranker.md.
+    pair_format : PairFormat or dict, optional
+        How a pretrained model reads a pair (:class:`uncertank.nn.PairFormat`:
+        which text first, how turns are joined, truncation); ignored without
+        ``pretrained``.
+    activation : {"auto", "sigmoid", "softmax"}
+        How a pretrained classifier's logits become P(relevant)
+        (:func:`uncertank.nn.classifier_activation`): ``"auto"`` reads a
+        sentence-transformers folder's recorded activation, else one logit ->
+        sigmoid, two -> softmax.
+    freeze_encoder : bool, optional
+        Train the head only (:class:`~uncertank.nn.TrainingConfig`); by
+        default True for a new head on a ``pretrained`` model, else False.
     name : str, optional
         Report name; the class's ``name`` by default.
 
@@ -108,7 +135,7 @@ class NeuralRanker:
         tokenizer: Any = None,
         num_hidden_layers: int | None = None,
         pooling: str = "cls",
-        max_length: int = 128,
+        max_length: int | None = None,
         epochs: int = 1,
         batch_size: int = 16,
         lr: float = 2e-5,
@@ -121,12 +148,37 @@ class NeuralRanker:
         eval_batch_size: int = 64,
         show_progress: bool = True,
         freeze_embeddings: bool = False,
+        pretrained: str | os.PathLike[str] | None = None,
+        pair_format: Any = None,
+        activation: str = "auto",
+        freeze_encoder: bool | None = None,
         name: str | None = None,
     ) -> None:
+        if pretrained is not None:
+            if not isinstance(pretrained, (str, os.PathLike)):
+                raise TypeError(f"pretrained must be a local model folder (a path); got {type(pretrained).__name__}")
+            if not (Path(pretrained) / "config.json").is_file():
+                raise ValueError(
+                    f"pretrained must be a local model folder holding config.json (models are never "
+                    f"downloaded); got {str(pretrained)!r}"
+                )
+            for other, value in (("backbone", backbone), ("num_hidden_layers", num_hidden_layers)):
+                if value is not None:
+                    raise ValueError(f"give pretrained or {other}, not both (got {other}={value!r})")
+        if activation not in ("auto", "sigmoid", "softmax"):
+            raise ValueError(f"activation must be 'auto', 'sigmoid' or 'softmax'; got {activation!r}")
+        self.pretrained = None if pretrained is None else str(pretrained)
+        self.pair_format = PairFormat.coerce(pair_format)
+        self.activation = activation
+        self._max_length_given = max_length is not None
+        if freeze_encoder is None:
+            freeze_encoder = self.pretrained is not None and not self.keeps_pretrained_head
         self.training_config = TrainingConfig(
-            max_length=max_length, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr, seed=seed,
+            max_length=128 if max_length is None else max_length, epochs=epochs, batch_size=batch_size, lr=lr,
+            head_lr=head_lr, seed=seed,
             warmup_ratio=warmup_ratio, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
             eval_batch_size=eval_batch_size, show_progress=show_progress, freeze_embeddings=freeze_embeddings,
+            freeze_encoder=freeze_encoder,
         )
         self.device = device
         resolve_device(device)  # fail early on a bad device string
@@ -138,6 +190,19 @@ class NeuralRanker:
             self.name = name
         self.model: torch.nn.Module | None = None
         self.history_: TrainingHistory | None = None
+        #: Where the weights came from: "fit", "load", "warm_start", "pretrained" or None (a random head).
+        self.weights_source_: str | None = "pretrained" if self.keeps_pretrained_head and pretrained else None
+
+    @property
+    def keeps_pretrained_head(self) -> bool:
+        """Whether a ``pretrained`` model keeps its own classification head in this class.
+
+        True when the class keeps the default network (does not override
+        :meth:`create_model`): ``bert``, ``mc_dropout``; False for a class
+        with its own head, which becomes a post-hoc head on the pretrained
+        encoder.
+        """
+        return type(self).create_model is NeuralRanker.create_model
 
     # -- the network -----------------------------------------------------------
 
@@ -175,6 +240,8 @@ class NeuralRanker:
         ValueError
             When ``max_length`` exceeds the backbone's ``max_position_embeddings``.
         """
+        if self.model is None and self.pretrained is not None:
+            self.model = self._pretrained_network(self.pretrained, weights=True)
         if self.model is None:
             seed_everything(self.training_config.seed)
             encoder, tok = build_backbone(self.backbone, self.tokenizer, num_hidden_layers=self.num_hidden_layers)
@@ -187,6 +254,24 @@ class NeuralRanker:
             self.tokenizer = tok
             self.model = self.create_model(encoder)
         return self.model
+
+    def _pretrained_network(self, folder: str | os.PathLike[str], *, weights: bool) -> torch.nn.Module:
+        """The network on the classifier in ``folder``: the classifier itself, or a new head on its encoder."""
+        classifier, tok = read_classifier(folder, weights=weights, tokenizer=self.tokenizer, activation=self.activation)
+        self.activation = classifier.activation
+        if not self._max_length_given:
+            self.training_config.max_length = default_max_length(classifier, tok)
+        limit = getattr(classifier.classifier.config, "max_position_embeddings", None)
+        if limit is not None and self.training_config.max_length > limit:
+            raise ValueError(
+                f"max_length must be <= the model's max_position_embeddings ({limit}); "
+                f"got {self.training_config.max_length}"
+            )
+        self.tokenizer = tok
+        if self.keeps_pretrained_head:
+            return classifier
+        seed_everything(self.training_config.seed)
+        return self.create_model(classifier.encoder)
 
     def loss(self, output: Any, labels: torch.Tensor) -> torch.Tensor:
         """The training loss of one batch; override for another head or objective.
@@ -202,8 +287,11 @@ class NeuralRanker:
         -------
         Tensor
             A scalar, the mean over the batch. Cross-entropy of two logits
-            (:func:`uncertank.nn.cross_entropy_loss`) by default.
+            (:func:`uncertank.nn.cross_entropy_loss`) by default; binary
+            cross-entropy of one (a ``pretrained`` classifier with one logit).
         """
+        if isinstance(output, torch.Tensor) and output.ndim == 2 and output.shape[-1] == 1:
+            return torch.nn.functional.binary_cross_entropy_with_logits(output[:, 0].float(), labels.float())
         return cross_entropy_loss(output, labels)
 
     def on_train_end(
@@ -232,6 +320,11 @@ class NeuralRanker:
         params["device"] = self.device
         params["pooling"] = self.pooling
         params["name"] = self.name
+        params["freeze_encoder"] = self.training_config.freeze_encoder
+        if self.pretrained is not None:
+            params["pretrained"] = self.pretrained
+            params["pair_format"] = self.pair_format.to_dict()
+            params["activation"] = self.activation
         return params
 
     def extra_params(self) -> dict[str, Any]:
@@ -262,8 +355,9 @@ class NeuralRanker:
         self.history_ = train_cross_encoder(
             model, self.tokenizer, train, valid,
             config=self.training_config, accelerator=get_accelerator(self.device),
-            loss_fn=self.loss, on_train_end=self.on_train_end,
+            loss_fn=self.loss, on_train_end=self.on_train_end, encode=self.encode_texts,
         )
+        self.weights_source_ = "fit"
         return self
 
     def warm_start(self, other: NeuralRanker) -> Self:
@@ -312,7 +406,12 @@ class NeuralRanker:
                     parametrize.remove_parametrizations(module, name, leave_parametrized=True)
         seed_everything(self.training_config.seed)
         self.tokenizer = other.tokenizer
+        # a pretrained model's encoder reads pairs in its own format
+        self.pretrained, self.pair_format, self.activation = other.pretrained, other.pair_format, other.activation
+        if other.pretrained is not None and not self._max_length_given:
+            self.training_config.max_length = other.training_config.max_length
         self.model = self.create_model(encoder)
+        self.weights_source_ = "warm_start"
         return self
 
     @classmethod
@@ -334,8 +433,24 @@ class NeuralRanker:
 
     @property
     def is_fitted(self) -> bool:
-        """True once :meth:`fit` ran (or a fitted checkpoint was loaded); a study skips ``fit`` then."""
-        return self.history_ is not None
+        """True once :meth:`fit` ran, a fitted checkpoint was loaded, or a ``pretrained`` head is kept.
+
+        A study skips ``fit`` then.
+        """
+        return self.history_ is not None or (self.pretrained is not None and self.keeps_pretrained_head)
+
+    def check_fitted(self) -> None:
+        """Raise :class:`uncertank.NotFittedError` unless the weights were fitted, loaded, warm-started or pretrained.
+
+        A network that is none of these has a randomly initialised head, whose
+        scores mean nothing; every prediction method calls this first.
+        """
+        if not self.is_fitted and self.weights_source_ is None:
+            raise NotFittedError(
+                f"ranker {self.name!r} ({type(self).__name__}) is not fitted: its head is randomly initialised. "
+                "Call fit(train), load a checkpoint with load(path), start from a trained ranker with "
+                "warm_start/from_ranker, or use a trained model as it is with pretrained=<folder>"
+            )
 
     def check_queries(self, queries: Any) -> QuerySet:
         """Return ``queries`` when it is a :class:`~uncertank.QuerySet`; raise TypeError otherwise."""
@@ -345,8 +460,33 @@ class NeuralRanker:
 
     def encode(self, queries: QuerySet) -> EncodedPairs:
         """Every pair of ``queries`` as token sequences (the model's tokenizer, ``max_length``)."""
+        queries = self.check_queries(queries)
+        return self.encode_texts(queries.contexts, queries.candidates, queries.query_index)
+
+    def encode_texts(
+        self, contexts: Any, candidates: Any, query_index: Any, *, max_length: int | None = None
+    ) -> EncodedPairs:
+        """(context, candidate) pairs as token sequences, the way this ranker's model reads them.
+
+        :func:`uncertank.nn.encode_pairs` (``[U]``/``[T]`` separators) for a
+        backbone; :func:`uncertank.nn.encode_text_pairs` with
+        ``pair_format`` for a ``pretrained`` model.
+
+        Parameters
+        ----------
+        contexts : sequence of n_queries sequences of str
+        candidates : sequence of n_pairs str
+        query_index : ndarray of shape (n_pairs,)
+        max_length : int, optional
+            ``max_length`` of the ranker by default.
+        """
         self.build_model()
-        return encode_queries(self.tokenizer, self.check_queries(queries), max_length=self.training_config.max_length)
+        length = self.training_config.max_length if max_length is None else max_length
+        if self.pretrained is not None:
+            return encode_text_pairs(
+                self.tokenizer, contexts, candidates, query_index, max_length=length, pair_format=self.pair_format
+            )
+        return encode_pairs(self.tokenizer, contexts, candidates, query_index, max_length=length)
 
     def score(
         self, queries: QuerySet, *, n_passes: int = 1, mc: bool = False, seed: int | None = None
@@ -368,6 +508,7 @@ class NeuralRanker:
         ndarray of shape (n_passes, n_pairs)
             Row ``t`` is pass ``t``: a joint draw over all pairs.
         """
+        self.check_fitted()
         model = self.build_model()
         enc = self.encode(queries)
         return score_probabilities(
@@ -379,7 +520,10 @@ class NeuralRanker:
     def predict(self, queries: QuerySet) -> Predictions:
         """P(relevant) of every pair, shape (n_pairs,), with dropout off.
 
-        Before :meth:`fit` the head is randomly initialised.
+        Raises
+        ------
+        uncertank.NotFittedError
+            Before :meth:`fit`, :meth:`load`, :meth:`warm_start` or ``pretrained``.
         """
         queries = self.check_queries(queries)
         probs = self.score(queries)[0]
@@ -432,14 +576,25 @@ class NeuralRanker:
         manifest = read_manifest(path)
         params = {k: v for k, v in manifest["params"].items() if k not in ("name", "negatives")}
         extra = {k: v for k, v in manifest.get("extra", {}).items() if _accepts(cls, k)}
+        if params.get("pretrained") is not None:  # rebuilt from the checkpoint's own config and tokenizer
+            params["pretrained"] = str(Path(path) / "backbone")
+            params["tokenizer"] = str(Path(path) / "tokenizer")
         ranker = cls(**{**params, **extra, **overrides})
-        ranker.model, ranker.tokenizer = load_model(path, make_model=ranker.create_model)
+        if ranker.pretrained is not None:
+            from safetensors.torch import load_file
+
+            model = ranker._pretrained_network(ranker.pretrained, weights=False)
+            model.load_state_dict(load_file(str(Path(path) / "model.safetensors")), strict=True)
+            ranker.model = model.eval()
+        else:
+            ranker.model, ranker.tokenizer = load_model(path, make_model=ranker.create_model)
         if manifest.get("history") is not None:
             ranker.history_ = TrainingHistory(**manifest["history"])
+        ranker.weights_source_ = "load"
         return ranker
 
     def __repr__(self) -> str:
-        state = "fitted" if self.history_ is not None else "unfitted"
+        state = "fitted" if self.is_fitted else "unfitted"
         return f"{type(self).__name__}(name={self.name!r}, {state})"
 
 
@@ -451,8 +606,43 @@ def _accepts(cls: type, name: str) -> bool:
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
+def from_pretrained(path: Any, ranker: str = "bert", **params: Any) -> Any:
+    """A user's trained cross-encoder folder as the registered ranker ``ranker``, without training.
+
+    ``make_ranker(ranker, pretrained=path, **params)``: with ``"bert"`` (the
+    default) the model scores as it is; ``"mc_dropout"`` adds T passes with
+    dropout on at every site; ``"ensemble"`` takes a list of folders (the
+    user's own seeds or fine-tunes); ``"sngp"``, ``"gpf_bert"`` and
+    ``"pgdrr"`` put a post-hoc GP head on the frozen encoder, which
+    :meth:`~NeuralRanker.fit` trains on a labelled set.
+
+    Parameters
+    ----------
+    path : str, path, or list of them
+        A local folder holding ``AutoModelForSequenceClassification`` weights
+        and its tokenizer (``save_pretrained``, or sentence-transformers'
+        ``CrossEncoder.save``); a list for ``"ensemble"``.
+    ranker : str
+        A registered neural ranker (``uncertank plugins``).
+    **params
+        The ranker's parameters: ``pair_format`` (:class:`~uncertank.nn.PairFormat`),
+        ``max_length``, ``activation``, ``device``, ``n_passes``, ...
+
+    Examples
+    --------
+    >>> scorer = from_pretrained("my-cross-encoder")  # doctest: +SKIP
+    >>> scorer.predict(test).scores  # doctest: +SKIP
+    """
+    from uncertank.plugins import make_ranker
+
+    return make_ranker(ranker, pretrained=path, **params)
+
+
 def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:
     """Load any checkpoint through the ranker registry.
+
+    A folder without a manifest but with a Hugging Face ``config.json`` (a
+    user's own classifier) loads with :func:`from_pretrained` as ``bert``.
 
     The manifest's ``ranker`` entry names a registered ranker
     (``uncertank plugins``); its factory gives the class, whose ``load``
@@ -474,6 +664,8 @@ def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:
     """
     from uncertank.plugins import registry
 
+    if not (Path(path) / MANIFEST).is_file() and (Path(path) / "config.json").is_file():
+        return from_pretrained(path, **overrides)
     manifest = read_manifest(path)
     name = manifest.get("ranker")
     if not isinstance(name, str) or not name:

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from uncertank._types import QuerySet
 from uncertank._validation import check_positive_int
 from uncertank.nn.inference import score_probabilities
-from uncertank.nn.inputs import EncodedPairs, encode_pairs, encode_queries
+from uncertank.nn.inputs import EncodedPairs, encode_pairs
 from uncertank.nn.runtime import progress
 
 __all__ = [
@@ -82,6 +82,11 @@ class TrainingConfig:
         11.7M word-embedding weights costs about a third of a training step
         of a 2-layer encoder (docs/experiments.md); the layers above still
         learn.
+    freeze_encoder : bool
+        Train the head only: every encoder parameter keeps its value and the
+        encoder runs in eval mode (no dropout), so the head learns on the
+        encoder's deterministic features. What a post-hoc head on a user's
+        trained model (``pretrained=``) does.
     """
 
     max_length: int = 128
@@ -96,10 +101,12 @@ class TrainingConfig:
     eval_batch_size: int = 64
     show_progress: bool = True
     freeze_embeddings: bool = False
+    freeze_encoder: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.freeze_embeddings, bool):
-            raise TypeError(f"freeze_embeddings must be a bool; got {type(self.freeze_embeddings).__name__}")
+        for flag in ("freeze_embeddings", "freeze_encoder"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"{flag} must be a bool; got {type(getattr(self, flag)).__name__}")
         for name in ("max_length", "epochs", "batch_size", "eval_batch_size"):
             check_positive_int(getattr(self, name), name)
         check_positive_int(self.seed, "seed", minimum=0)
@@ -264,6 +271,7 @@ def train_cross_encoder(
     accelerator: Any = None,
     loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] | None = None,
     on_train_end: Callable[[torch.nn.Module, EncodedPairs, NDArray[np.int64], Any], None] | None = None,
+    encode: Callable[..., EncodedPairs] | None = None,
 ) -> TrainingHistory:
     """Fine-tune ``model`` in place on ``train``; keep the best validation epoch.
 
@@ -299,6 +307,12 @@ def train_cross_encoder(
         model in eval mode, the last epoch's training pairs (``EncodedPairs``)
         and their labels of shape (n_train_pairs,): the place to compute state
         that needs the final weights (a head's covariance, a memory bank).
+    encode : callable, optional
+        ``encode(contexts, candidates, query_index, max_length=...) ->
+        EncodedPairs``, how pairs become token sequences:
+        ``encode_pairs(tokenizer, ...)`` (``[U]``/``[T]`` separators) by
+        default; a pretrained model's own format otherwise
+        (:meth:`uncertank.nn.NeuralRanker.encode_texts`).
 
     Returns
     -------
@@ -326,12 +340,17 @@ def train_cross_encoder(
     acc = accelerator or get_accelerator("cpu")
     set_seed(cfg.seed)
     main = acc.is_main_process
+    if encode is None:
+        def encode(contexts: Any, candidates: Any, query_index: Any, *, max_length: int) -> EncodedPairs:
+            return encode_pairs(tokenizer, contexts, candidates, query_index, max_length=max_length)
     epochs_pairs: list[tuple[EncodedPairs, NDArray[np.int64]]] = []
     for epoch in range(cfg.epochs):
         ctx, cands, qidx, labels = balanced_pairs(train, seed=cfg.seed + epoch)
-        enc = encode_pairs(tokenizer, ctx, cands, qidx, max_length=cfg.max_length)
-        epochs_pairs.append((enc, labels))
-    valid_enc = encode_queries(tokenizer, valid, max_length=cfg.max_length) if valid is not None else None
+        epochs_pairs.append((encode(ctx, cands, qidx, max_length=cfg.max_length), labels))
+    valid_enc = (
+        encode(valid.contexts, valid.candidates, valid.query_index, max_length=cfg.max_length)
+        if valid is not None else None
+    )
 
     steps_per_epoch = -(-epochs_pairs[0][0].n_pairs // (cfg.batch_size * acc.num_processes))
     total = steps_per_epoch * cfg.epochs
@@ -341,6 +360,14 @@ def train_cross_encoder(
             raise ValueError("freeze_embeddings needs a model with encoder.embeddings (a BERT-like backbone)")
         for p in embeddings.parameters():
             p.requires_grad_(False)
+    frozen = getattr(model, "encoder", None) if cfg.freeze_encoder else None
+    if cfg.freeze_encoder:
+        if not isinstance(frozen, torch.nn.Module):
+            raise ValueError("freeze_encoder needs a model with an encoder module (model.encoder)")
+        for p in frozen.parameters():
+            p.requires_grad_(False)
+        if not any(p.requires_grad for p in model.parameters()):
+            raise ValueError("freeze_encoder leaves nothing to train: the model has no parameter outside its encoder")
     optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay, cfg.lr, cfg.head_lr), lr=cfg.lr)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
     wrapped, optimizer, scheduler = acc.prepare(model, optimizer, scheduler)
@@ -350,6 +377,8 @@ def train_cross_encoder(
     gen = torch.Generator().manual_seed(cfg.seed)
     for epoch, (enc, labels) in enumerate(epochs_pairs):
         wrapped.train()
+        if frozen is not None:
+            frozen.eval()  # the head learns on the encoder's deterministic features
         perm = torch.randperm(enc.n_pairs, generator=gen).numpy()
         # Every process walks its own slice of the same permutation (DDP averages gradients).
         shard = -(-enc.n_pairs // acc.num_processes)

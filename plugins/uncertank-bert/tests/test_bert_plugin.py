@@ -66,7 +66,7 @@ def test_load_ranker_finds_bert_through_the_registry(tmp_path):
     from uncertank.nn import load_ranker
 
     queries = toy_queries()
-    ranker = BertRanker(tiny_config(), max_length=32, show_progress=False)
+    ranker = BertRanker(tiny_config(), max_length=32, show_progress=False).fit(queries)
     ranker.save(tmp_path / "ck")
     assert json.loads((tmp_path / "ck" / "uncertank.json").read_text())["ranker"] == "bert"
     again = load_ranker(tmp_path / "ck", device="cpu")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from typing_extensions import Self
 
 from uncertank import Predictions, PredictiveSamples, QuerySet
@@ -44,12 +45,20 @@ class DeepEnsembleRanker:
     ----------
     backbone : None, str, path or transformers.PretrainedConfig
         As in :class:`uncertank.nn.NeuralRanker`; shared by all members.
-    n_members : int
-        M (5 by default, as in the paper); at least 2.
+    n_members : int, optional
+        M (5 by default, as in the paper; the number of folders with
+        ``pretrained``); at least 2.
     stacked : bool or None
         Evaluate the members with ``vmap`` over stacked weights. ``None``
         (the default) does so on CUDA and runs members one by one elsewhere,
         which measured faster on CPU (see the benchmark in the user guide).
+    pretrained : sequence of str or path, optional
+        The user's own trained cross-encoders (Hugging Face or
+        sentence-transformers folders, see
+        :func:`uncertank.nn.from_pretrained`), one member each, used as they
+        are: e.g. fine-tunes from different seeds. Members may differ in
+        architecture and tokenizer; each then reads the pairs in its own
+        format.
     **params
         Every other parameter of :class:`uncertank.nn.NeuralRanker`.
     """
@@ -57,9 +66,20 @@ class DeepEnsembleRanker:
     name = "ensemble"
 
     def __init__(
-        self, backbone: Any = None, *, n_members: int = 5, stacked: bool | None = None, **params: Any
+        self,
+        backbone: Any = None,
+        *,
+        n_members: int | None = None,
+        stacked: bool | None = None,
+        pretrained: Sequence[str | os.PathLike[str]] | None = None,
+        **params: Any,
     ) -> None:
-        self.n_members = check_positive_int(n_members, "n_members", minimum=2)
+        folders = _check_folders(pretrained, n_members)
+        if folders is not None and backbone is not None:
+            raise ValueError(f"give pretrained or backbone, not both (got backbone={backbone!r})")
+        self.n_members = check_positive_int(
+            len(folders) if folders is not None else 5 if n_members is None else n_members, "n_members", minimum=2
+        )
         if stacked is not None and not isinstance(stacked, bool):
             raise TypeError(f"stacked must be True, False or None; got {type(stacked).__name__}")
         self.stacked = stacked
@@ -71,7 +91,10 @@ class DeepEnsembleRanker:
         self.backbone = backbone
         self.params = params
         self.members: list[NeuralRanker] = [
-            NeuralRanker(backbone, seed=self.seed + m, name=f"{self.name}[{m}]", **params)
+            NeuralRanker(
+                backbone, seed=self.seed + m, name=f"{self.name}[{m}]",
+                **({"pretrained": folders[m]} if folders is not None else {}), **params,
+            )
             for m in range(self.n_members)
         ]
 
@@ -166,8 +189,13 @@ class DeepEnsembleRanker:
             if n_samples > len(members):
                 raise ValueError(f"n_samples must be <= n_members ({len(members)}); got {n_samples}")
             members = members[:n_samples]
-        models = [m.build_model() for m in members]
+        for m in members:
+            m.check_fitted()
         first = members[0]
+        if any(m.pretrained is not None for m in members):  # each member reads pairs in its own format
+            rows = [m.score(queries)[0] for m in members]
+            return PredictiveSamples(np.vstack(rows), queries.offsets, ranker=self.name)
+        models = [m.build_model() for m in members]
         enc = first.encode(queries)
         probs = score_probabilities(
             models, enc, batch_size=first.training_config.eval_batch_size,
@@ -208,5 +236,25 @@ class DeepEnsembleRanker:
 
     def __repr__(self) -> str:
         return f"DeepEnsembleRanker(n_members={self.n_members}, name={self.name!r})"
+
+
+def _check_folders(pretrained: Any, n_members: int | None) -> list[str] | None:
+    """``pretrained`` as a list of at least two folder paths (or None), consistent with ``n_members``."""
+    if pretrained is None:
+        return None
+    if isinstance(pretrained, (str, os.PathLike)) or not isinstance(pretrained, Sequence):
+        raise TypeError(
+            "pretrained must be a list of at least 2 model folders, one per member; "
+            f"got {type(pretrained).__name__}"
+        )
+    folders = list(pretrained)
+    if len(folders) < 2:
+        raise ValueError(f"pretrained must list at least 2 model folders, one per member; got {len(folders)}")
+    if n_members is not None and n_members != len(folders):
+        raise ValueError(f"n_members must equal the number of pretrained folders ({len(folders)}); got {n_members}")
+    for i, f in enumerate(folders):
+        if not isinstance(f, (str, os.PathLike)):
+            raise TypeError(f"pretrained[{i}] must be a folder path; got {type(f).__name__}")
+    return [str(f) for f in folders]
 
 

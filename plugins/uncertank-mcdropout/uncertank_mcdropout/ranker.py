@@ -110,6 +110,7 @@ class MCDropoutRanker(NeuralRanker):
         """
         queries = self.check_queries(queries)
         t = self.n_passes if n_samples is None else check_positive_int(n_samples, "n_samples")
+        self.check_fitted()
         if self.mc_layers is None:
             probs = self.score(queries, n_passes=t, mc=True, seed=self.training_config.seed)
         else:

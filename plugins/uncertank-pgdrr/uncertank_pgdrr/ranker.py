@@ -17,7 +17,6 @@ from uncertank.nn import (
     NeuralRanker,
     balanced_pairs,
     check_pooling,
-    encode_pairs,
     get_accelerator,
     pool_encoder,
     score_batches,
@@ -224,7 +223,7 @@ class PGDRRRanker(NeuralRanker):
         head = _as_pgdrr(model).head
         if head.projection is not None and self.history_ is None:
             ctx, cands, qidx, _ = balanced_pairs(train, seed=self.training_config.seed)
-            enc = encode_pairs(self.tokenizer, ctx, cands, qidx, max_length=self.training_config.max_length)
+            enc = self.encode_texts(ctx, cands, qidx)
             idx = np.random.default_rng(self.training_config.seed).permutation(enc.n_pairs)[:256]
             z = self._features(model, _subset_pairs(enc, np.sort(idx)), get_accelerator(self.device))
             dist = torch.pdist(z)
@@ -256,6 +255,7 @@ class PGDRRRanker(NeuralRanker):
 
     def features(self, queries: QuerySet) -> Tensor:
         """The kernel's input of every pair, shape (n_pairs, dim), float64, on the model's device."""
+        self.check_fitted()
         model = self.build_model()
         return self._features(model, self.encode(queries), get_accelerator(self.device))
 

@@ -101,6 +101,11 @@ class SNGPRanker(NeuralRanker):
         **params: Any,
     ) -> None:
         super().__init__(backbone, **params)
+        if spec_norm_encoder and self.pretrained is not None:
+            raise ValueError(
+                "spec_norm_encoder must be False with pretrained: a post-hoc head keeps the encoder's weights "
+                "as trained"
+            )
         self.head_params: dict[str, Any] = {
             "n_features": check_positive_int(n_features, "n_features"),
             "lengthscale": lengthscale,
@@ -170,6 +175,7 @@ class SNGPRanker(NeuralRanker):
     # -- predictions -------------------------------------------------------------------
 
     def _gp_batches(self, queries: QuerySet, fn: Any, desc: str) -> NDArray[np.float64]:
+        self.check_fitted()
         model = self.build_model()
         acc = get_accelerator(self.device)
         model.to(acc.device)
@@ -225,6 +231,7 @@ class SNGPRanker(NeuralRanker):
         """
         queries = self.check_queries(queries)
         s = self.n_samples if n_samples is None else check_positive_int(n_samples, "n_samples")
+        self.check_fitted()
         model: Any = self.build_model()
         gen = torch.Generator().manual_seed(self.training_config.seed)
         weights = model.gp.sample_weights(s, generator=gen)  # (D, s)

@@ -1,0 +1,402 @@
+"""A user's own trained cross-encoder, as it is: a Hugging Face or sentence-transformers folder.
+
+A local folder holding ``AutoModelForSequenceClassification`` weights (BERT,
+RoBERTa/XLM-R, ELECTRA, DistilBERT, ... classifiers, or a folder saved by
+sentence-transformers' ``CrossEncoder``) becomes the network of a
+:class:`~uncertank.nn.NeuralRanker` with its own classification head:
+
+- :func:`read_classifier` loads the model and its tokenizer offline and
+  decides how its logits become P(relevant) (:func:`classifier_activation`);
+- :class:`PretrainedCrossEncoder` is the network (the classifier, its
+  ``encoder`` the classifier's base model, which a post-hoc head reuses);
+- :class:`PairFormat` and :func:`encode_text_pairs` turn (context, response)
+  pairs into the token sequences the model was trained on, with its own
+  tokenizer (no ``[U]``/``[T]`` tokens are added to a user's vocabulary).
+
+Nothing is downloaded: every folder is read with ``local_files_only=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from torch import nn
+
+from uncertank._validation import check_positive_int
+from uncertank.nn.inputs import EncodedPairs
+
+__all__ = [
+    "ACTIVATIONS",
+    "PairFormat",
+    "PretrainedCrossEncoder",
+    "classifier_activation",
+    "encode_text_pairs",
+    "read_classifier",
+]
+
+#: How a classifier's logits become P(relevant): ``"sigmoid"`` of one logit, ``"softmax"`` of two (column 1).
+ACTIVATIONS = ("sigmoid", "softmax")
+
+_TRUNCATION_SIDES = ("left", "right")
+_TRUNCATIONS = ("longest_first", "only_first", "only_second")
+# sentence-transformers' recorded activation (a dotted class path) -> ours
+_ST_ACTIVATIONS = {"Sigmoid": "sigmoid", "Identity": "sigmoid", "Softmax": "softmax"}
+
+
+@dataclass(frozen=True)
+class PairFormat:
+    r"""How a (context, response) pair becomes the two texts a pretrained cross-encoder reads.
+
+    The default is what sentence-transformers' ``CrossEncoder`` and
+    Hugging Face's text-pair classifiers do: the query (here the context)
+    first, the response second, one call of the model's tokenizer on the two
+    texts with its special tokens (``[CLS] a [SEP] b [SEP]`` for BERT,
+    ``<s> a </s></s> b </s>`` for RoBERTa), truncated ``longest_first`` on the
+    side the tokenizer was saved with. Change it to match how *your* model
+    was trained.
+
+    Parameters
+    ----------
+    context_first : bool
+        The context is the first text (True) or the second.
+    turn_separator : str
+        Joins the context's turns (and the utterances inside a turn) into one
+        text; a space by default. Use e.g. ``" [SEP] "`` if the model was
+        trained so.
+    max_turns : int, optional
+        Keep only the newest ``max_turns`` turns; all by default.
+    truncation : {"longest_first", "only_first", "only_second"}
+        The tokenizer's truncation strategy when a pair exceeds ``max_length``.
+    truncation_side : {"left", "right"}, optional
+        Which end of a text is cut; the tokenizer's own (as saved) by default.
+        ``"left"`` keeps the newest part of a long context.
+
+    Examples
+    --------
+    >>> PairFormat().texts([["hi there", "my wifi\nis down"]], ["reboot"], np.array([0]))
+    (['hi there my wifi is down'], ['reboot'])
+    """
+
+    context_first: bool = True
+    turn_separator: str = " "
+    max_turns: int | None = None
+    truncation: str = "longest_first"
+    truncation_side: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.context_first, bool):
+            raise TypeError(f"context_first must be a bool; got {type(self.context_first).__name__}")
+        if not isinstance(self.turn_separator, str):
+            raise TypeError(f"turn_separator must be a str; got {type(self.turn_separator).__name__}")
+        if self.max_turns is not None:
+            check_positive_int(self.max_turns, "max_turns")
+        if self.truncation not in _TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {', '.join(map(repr, _TRUNCATIONS))}; got {self.truncation!r}")
+        if self.truncation_side is not None and self.truncation_side not in _TRUNCATION_SIDES:
+            raise ValueError(f"truncation_side must be None, 'left' or 'right'; got {self.truncation_side!r}")
+
+    @classmethod
+    def coerce(cls, value: Any) -> PairFormat:
+        """``value`` as a PairFormat: one already, None (the default) or a dict of its fields."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - set(cls.__dataclass_fields__))
+            if unknown:
+                raise ValueError(
+                    f"pair_format has unknown key(s) {', '.join(map(repr, unknown))}; "
+                    f"known: {', '.join(cls.__dataclass_fields__)}"
+                )
+            return cls(**value)
+        raise TypeError(f"pair_format must be None, a PairFormat or a dict; got {type(value).__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON values (what a checkpoint stores)."""
+        return asdict(self)
+
+    def context_text(self, turns: Sequence[str]) -> str:
+        """One context (its turns, oldest first) as one text."""
+        kept = list(turns)[-self.max_turns :] if self.max_turns is not None else list(turns)
+        parts = [u.strip() for t in kept for u in str(t).split("\n") if u.strip()]
+        return self.turn_separator.join(parts)
+
+    def texts(
+        self, contexts: Sequence[Sequence[str]], candidates: Sequence[str], query_index: NDArray[np.int64]
+    ) -> tuple[list[str], list[str]]:
+        """The first and second texts of every pair (each context is joined once)."""
+        joined = [self.context_text(c) for c in contexts]
+        ctx = [joined[i] for i in np.asarray(query_index, dtype=np.int64).tolist()]
+        resp = [str(c) for c in candidates]
+        return (ctx, resp) if self.context_first else (resp, ctx)
+
+
+def encode_text_pairs(
+    tokenizer: Any,
+    contexts: Sequence[Sequence[str]],
+    candidates: Sequence[str],
+    query_index: NDArray[np.int64],
+    *,
+    max_length: int,
+    pair_format: PairFormat | None = None,
+) -> EncodedPairs:
+    """Encode (context, candidate) pairs with the model's own tokenizer and pair format.
+
+    One batched call of the (fast) tokenizer on all pairs; the sequences are
+    stored ragged (:class:`~uncertank.nn.EncodedPairs`), so scoring pads each
+    length-sorted batch once.
+
+    Parameters
+    ----------
+    tokenizer : transformers tokenizer
+        The model's own; it is not modified (its truncation side is set for
+        the call only).
+    contexts : sequence of n_queries sequences of str
+    candidates : sequence of n_pairs str
+    query_index : ndarray of shape (n_pairs,)
+    max_length : int
+        The longest sequence, special tokens included.
+    pair_format : PairFormat, optional
+        The default :class:`PairFormat` when omitted.
+
+    Returns
+    -------
+    EncodedPairs
+    """
+    import itertools
+
+    fmt = pair_format or PairFormat()
+    max_length = check_positive_int(max_length, "max_length", minimum=4)
+    qidx = np.asarray(query_index, dtype=np.int64)
+    if qidx.shape != (len(candidates),):
+        raise ValueError(f"query_index must have shape ({len(candidates)},), one per candidate; got {qidx.shape}")
+    if qidx.size and (qidx.min() < 0 or qidx.max() >= len(contexts)):
+        raise ValueError(f"query_index must lie in [0, {len(contexts)}); got {qidx.min()}..{qidx.max()}")
+    first, second = fmt.texts(contexts, candidates, qidx)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    offsets = np.zeros(len(first) + 1, dtype=np.int64)
+    if not first:
+        empty = np.zeros(0, dtype=np.int64)
+        return EncodedPairs(empty, empty, offsets, int(pad))
+    side = tokenizer.truncation_side
+    if fmt.truncation_side is not None:
+        tokenizer.truncation_side = fmt.truncation_side
+    try:
+        enc = tokenizer(
+            first, second, truncation=fmt.truncation, max_length=max_length, padding=False,
+            return_attention_mask=False, return_token_type_ids=True, verbose=False,
+        )
+    finally:
+        tokenizer.truncation_side = side
+    ids = enc["input_ids"]
+    np.cumsum([len(s) for s in ids], out=offsets[1:])
+    total = int(offsets[-1])
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=total)
+    types_in = enc.get("token_type_ids")
+    if types_in is None:
+        types = np.zeros(total, dtype=np.int64)
+    else:
+        types = np.fromiter(itertools.chain.from_iterable(types_in), dtype=np.int64, count=total)
+    return EncodedPairs(flat, types, offsets, int(pad))
+
+
+def _sentence_transformers_activation(folder: Path, config: Any) -> str | None:
+    """The activation a sentence-transformers ``CrossEncoder`` folder records, as a dotted path, or None."""
+    st_file = folder / "config_sentence_transformers.json"
+    if st_file.is_file():  # sentence-transformers >= 5
+        with open(st_file, encoding="utf-8") as fh:
+            value = json.load(fh).get("activation_fn")
+        if value:
+            return str(value)
+    st = getattr(config, "sentence_transformers", None)  # 4.x: inside config.json
+    if isinstance(st, dict) and st.get("activation_fn"):
+        return str(st["activation_fn"])
+    old = getattr(config, "sbert_ce_default_activation_function", None)  # < 4
+    return str(old) if old else None
+
+
+def classifier_activation(folder: str | os.PathLike[str], config: Any, activation: str = "auto") -> str:
+    """How the classifier in ``folder`` turns logits into P(relevant).
+
+    ``"auto"`` reads it from the folder: the activation a sentence-transformers
+    ``CrossEncoder`` recorded (``Sigmoid``, or ``Identity`` on one logit,
+    whose sigmoid is then taken: P(relevant) must lie in [0, 1]; ``Softmax``),
+    else the number of labels: one logit -> sigmoid, two -> softmax, column 1.
+
+    Parameters
+    ----------
+    folder : str or path
+    config : transformers.PretrainedConfig
+        The classifier's config (``num_labels``).
+    activation : {"auto", "sigmoid", "softmax"}
+
+    Returns
+    -------
+    {"sigmoid", "softmax"}
+
+    Raises
+    ------
+    ValueError
+        When the classifier has more than two labels, or ``activation`` does
+        not fit its number of logits.
+    """
+    if activation not in ("auto", *ACTIVATIONS):
+        raise ValueError(f"activation must be 'auto', 'sigmoid' or 'softmax'; got {activation!r}")
+    n = int(getattr(config, "num_labels", 2))
+    if n not in (1, 2):
+        raise ValueError(
+            f"pretrained must be a classifier with one logit (P = sigmoid) or two (P = softmax[:, 1]); "
+            f"{str(folder)!r} has num_labels={n}"
+        )
+    if activation == "auto":
+        recorded = _sentence_transformers_activation(Path(folder), config)
+        if recorded is not None:
+            short = recorded.rsplit(".", 1)[-1]
+            if short not in _ST_ACTIVATIONS:
+                raise ValueError(
+                    f"pretrained folder {str(folder)!r} records the activation {recorded!r}; uncertank knows "
+                    f"{', '.join(_ST_ACTIVATIONS)}: pass activation='sigmoid' or 'softmax'"
+                )
+            activation = _ST_ACTIVATIONS[short]
+            if activation == "sigmoid" and n == 2:
+                activation = "softmax"
+        else:
+            activation = "sigmoid" if n == 1 else "softmax"
+    if activation == "softmax" and n != 2:
+        raise ValueError(f"activation='softmax' needs two logits; {str(folder)!r} has num_labels={n}")
+    return activation
+
+
+class PretrainedCrossEncoder(nn.Module):
+    """A Hugging Face sequence classifier as an uncertank network, its own head kept.
+
+    ``forward`` returns the classifier's logits, shape (batch, 1) or
+    (batch, 2), which :func:`uncertank.nn.output_probabilities` turns into
+    P(relevant) (the sigmoid of one logit, the softmax of two). A classifier
+    whose recorded activation is a softmax over one logit cannot be, and is
+    refused by :func:`classifier_activation`.
+
+    Parameters
+    ----------
+    classifier : transformers.PreTrainedModel
+        An ``AutoModelForSequenceClassification`` model.
+    activation : {"sigmoid", "softmax"}
+
+    Attributes
+    ----------
+    encoder : transformers.PreTrainedModel
+        The classifier's base model (``classifier.base_model``): what
+        :func:`uncertank.nn.dropout_owners`, ``mc_layers`` and a post-hoc head
+        see.
+    """
+
+    def __init__(self, classifier: nn.Module, activation: str) -> None:
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be 'sigmoid' or 'softmax'; got {activation!r}")
+        self.classifier = classifier
+        self.activation = activation
+        self._types = int(getattr(classifier.config, "type_vocab_size", 0) or 0) > 1
+
+    @property
+    def encoder(self) -> nn.Module:
+        """The classifier's base model."""
+        return self.classifier.base_model  # type: ignore[return-value]
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Logits of shape (batch, 1) (sigmoid) or (batch, 2) (softmax, column 1 is relevant)."""
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None and self._types:
+            kwargs["token_type_ids"] = token_type_ids
+        logits: torch.Tensor = self.classifier(**kwargs).logits
+        if self.activation == "sigmoid" and logits.shape[-1] == 2:
+            raise ValueError("activation 'sigmoid' needs one logit; the classifier returns two")
+        return logits
+
+
+def read_classifier(
+    folder: str | os.PathLike[str], *, weights: bool = True, tokenizer: Any = None, activation: str = "auto"
+) -> tuple[PretrainedCrossEncoder, Any]:
+    """Load a local sequence-classification folder as a :class:`PretrainedCrossEncoder` and its tokenizer.
+
+    Parameters
+    ----------
+    folder : str or path
+        Holds ``config.json`` (an ``AutoModelForSequenceClassification``
+        architecture), the weights and the tokenizer, as ``save_pretrained``
+        or sentence-transformers' ``CrossEncoder.save`` write them.
+    weights : bool
+        Load the weights (True), or build the architecture from the config
+        only (False: a checkpoint loads its own weights afterwards).
+    tokenizer : None, str, path or tokenizer
+        The folder's own tokenizer by default.
+    activation : {"auto", "sigmoid", "softmax"}
+        See :func:`classifier_activation`.
+
+    Returns
+    -------
+    model : PretrainedCrossEncoder
+        In eval mode.
+    tokenizer : transformers tokenizer
+
+    Raises
+    ------
+    ValueError
+        When ``folder`` holds no ``config.json``, its architecture is not a
+        sequence classifier, or it has more than two labels.
+    """
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    from uncertank.nn.model import _quiet_transformers
+
+    path = Path(folder)
+    if not (path / "config.json").is_file():
+        raise ValueError(
+            f"pretrained must be a local model folder holding config.json (models are never downloaded); "
+            f"got {str(folder)!r}"
+        )
+    config = AutoConfig.from_pretrained(str(path), local_files_only=True)
+    act = classifier_activation(path, config, activation)
+    try:
+        with _quiet_transformers():
+            if weights:
+                classifier = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
+            else:
+                classifier = AutoModelForSequenceClassification.from_config(config)
+    except ValueError as err:  # an architecture without a sequence-classification model
+        raise ValueError(
+            f"pretrained folder {str(folder)!r} ({config.model_type}) cannot be loaded as "
+            f"AutoModelForSequenceClassification: {err}"
+        ) from err
+    if tokenizer is None or isinstance(tokenizer, (str, os.PathLike)):
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer or path), local_files_only=True)
+    classifier.eval()
+    return PretrainedCrossEncoder(classifier, act), tokenizer
+
+
+def default_max_length(model: PretrainedCrossEncoder, tokenizer: Any, fallback: int = 512) -> int:
+    """The longest pair the model reads: the tokenizer's ``model_max_length`` within the position embeddings.
+
+    sentence-transformers records a ``CrossEncoder``'s ``max_length`` as the
+    tokenizer's ``model_max_length``; a tokenizer without one (a huge
+    sentinel) gets ``fallback``, and the model's ``max_position_embeddings``
+    (less RoBERTa's two reserved positions) bounds both.
+    """
+    cfg: Any = model.classifier.config
+    limit = getattr(cfg, "max_position_embeddings", None)
+    if limit is not None and getattr(cfg, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        limit -= 2
+    tok = getattr(tokenizer, "model_max_length", None)
+    value = int(tok) if isinstance(tok, int) and 0 < tok < 100_000 else fallback
+    return int(min(value, limit)) if limit is not None else value
