@@ -238,7 +238,7 @@ def test_hook_returning_the_wrong_type_is_reported_and_good_entries_kept():
             assert "constant" in reg and "broken" not in reg
             errors = {f.plugin: f.error for f in host.plugin_failures()}
     assert errors["bad"] == "must return a mapping of names to factories; got list"
-    assert errors["half"].startswith("must map non-empty str names to callables; got 'broken' -> int")
+    assert errors["half"] == "entry 'broken' must be a class or a function (a factory); got int 3 (entry skipped)"
 
 
 def test_a_clash_disables_that_name_only_and_names_both_distributions():
@@ -248,12 +248,16 @@ def test_a_clash_disables_that_name_only_and_names_both_distributions():
                            FakeEntryPoint("second", second, distribution="dist-b", version="2.0")):
         with pytest.warns(RuntimeWarning, match="ranker name 'constant' is registered by both"):
             reg = host.registry("rankers")
-        assert {"only_first", "only_second", "bm25"} <= set(reg)
-        assert "constant" not in reg
+        assert {"only_first", "only_second", "bm25", "constant"} <= set(reg)
+        assert "constant" not in reg.usable()
         msg = (r"ranker name 'constant' is registered by both plugin 'first' \(distribution dist-a 1.0\) "
                r"and plugin 'second' \(distribution dist-b 2.0\)")
         with pytest.raises(host.DuplicateNameError, match=msg):
             host.get_factory("rankers", "constant")
+        with pytest.raises(host.DuplicateNameError, match=msg):
+            reg["constant"]
+        with pytest.raises(host.DuplicateNameError, match=msg):
+            reg.get("constant")
         with pytest.raises(host.DuplicateNameError, match=msg):
             uncertank.make_ranker("constant")
         assert isinstance(uncertank.make_ranker("only_second"), _ConstantRanker)
@@ -273,7 +277,7 @@ def test_a_third_party_clashing_with_a_builtin_disables_that_name_only():
         warnings.simplefilter("ignore", RuntimeWarning)
         with fake_entry_points(FakeEntryPoint("shadow", mod, distribution="shadow-dist")):
             reg = host.registry("recalibrators")
-            assert "platt" not in reg and "temperature" in reg
+            assert "platt" in reg and "platt" not in reg.usable() and "temperature" in reg.usable()
             with pytest.raises(host.DuplicateNameError, match=r"'uncertank\.recalibration' .*'shadow'"):
                 host.get_factory("recalibrators", "platt")
 

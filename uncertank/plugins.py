@@ -13,9 +13,14 @@ What a misbehaving plugin costs is that plugin only:
 - A hook that raises when called, or returns something other than a mapping
   of names to callables, is reported the same way; the plugin's other hooks
   and every other plugin keep working.
-- Two plugins registering the same name for the same kind disable that name
-  only (a :class:`NameClash` in :func:`name_clashes`); looking it up raises
-  :class:`DuplicateNameError` naming both plugins and their distributions.
+- Two plugins registering the same name for the same kind (a third party's
+  and a built-in included) disable that name only (a :class:`NameClash` in
+  :func:`name_clashes`): the name stays in :func:`registry`, and looking it
+  up there or with :func:`get_factory` raises :class:`DuplicateNameError`
+  naming both plugins and their distributions, never "unknown".
+- An entry that is neither a class nor a function (a metric: a
+  :class:`~uncertank.metrics.Metric` or a function) is refused with an error
+  naming the plugin and the entry; see :func:`check_entry`.
 
 The environment variable ``UNCERTANK_PLUGINS`` (a comma-separated list of
 entry-point names) restricts which third-party plugins load; the built-ins
@@ -25,15 +30,21 @@ warned about.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
 import importlib.metadata
+import inspect
+import json
 import os
+import sys
 import textwrap
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from types import ModuleType
+from pathlib import Path
+from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any, Literal
 
 import pluggy
@@ -48,7 +59,9 @@ __all__ = [
     "NameClash",
     "PluginFailure",
     "PluginInfo",
+    "Registry",
     "UnknownNameError",
+    "check_entry",
     "get_factory",
     "get_plugin_manager",
     "lazy_exports",
@@ -57,6 +70,7 @@ __all__ = [
     "name_clashes",
     "plugin_failures",
     "plugin_report",
+    "plugin_source_digest",
     "register",
     "registry",
     "render_plugin_report",
@@ -81,12 +95,16 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
 )
 
 
-class UnknownNameError(ValueError):
+class UnknownNameError(ValueError, KeyError):
     """A name that no registered plugin provides; the message lists those that exist.
 
     Raised by :func:`get_factory` (and so by :func:`make_ranker`,
-    :func:`uncertank.datasets.load`, ...). A subclass of :class:`ValueError`.
+    :func:`uncertank.datasets.load`, ...) and by ``registry(kind)[name]``.
+    A subclass of :class:`ValueError` and of :class:`KeyError` (so that
+    ``registry(kind).get(name)`` gives None).
     """
+
+    __str__ = ValueError.__str__  # KeyError's would quote the message
 
 
 class DuplicateNameError(ValueError):
@@ -372,6 +390,12 @@ def register(
     pluggy.PluginValidationError
         When the plugin implements a hook that does not exist (it is then
         not registered).
+    TypeError
+        When one of its hooks returns something other than a mapping, or an
+        entry that breaks the rule of :func:`check_entry`; the message names
+        the plugin and the entry, and the plugin is not registered. (The
+        plugin's hooks are called once here, so that a mistake is named at
+        once; an exception a hook raises is passed on the same way.)
 
     Examples
     --------
@@ -403,12 +427,32 @@ def register(
             raise ValueError(f"plugin name {name!r} is blocked in this plugin manager")
         try:
             pm.check_pending()
-        except pluggy.PluginValidationError:
+            _check_hooks_now(pm, plugin, registered)
+        except BaseException:
             pm.unregister(plugin)
             raise
         _state["dists"][id(plugin)] = (distribution, version)
         _runtime.append((plugin, registered, distribution, version))
         return registered
+
+
+def _check_hooks_now(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+    """Call ``plugin``'s hooks and check every entry (:func:`check_entry`); raise TypeError naming it."""
+    for caller in pm.get_hookcallers(plugin) or []:
+        kind = caller.name.removeprefix("uncertank_")
+        if kind not in KINDS:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.plugin is not plugin:
+                continue
+            result = impl.function()
+            if result is None:
+                continue
+            if not isinstance(result, Mapping):
+                raise TypeError(f"plugin {name!r}: {caller.name}() must return a mapping of names to entries; "
+                                f"got {type(result).__name__}")
+            for key, entry in result.items():
+                check_entry(kind, key, entry, plugin=name)  # type: ignore[arg-type]
 
 
 def unregister(plugin: object | None = None, *, name: str | None = None) -> None:
@@ -449,8 +493,129 @@ def _check_kind(kind: str) -> Kind:
     return kind  # type: ignore[return-value]
 
 
+_FUNCTION_TYPES = (FunctionType, BuiltinFunctionType, MethodType, functools.partial)
+
+
+def _entry_problem(kind: str, entry: Any) -> str | None:
+    """What is wrong with ``entry`` as a registry entry of ``kind``, or None; see :func:`check_entry`."""
+    if kind == "metrics":
+        from uncertank.metrics.metric import Metric
+
+        if isinstance(entry, Metric) or isinstance(entry, _FUNCTION_TYPES):
+            return None
+        want = "a uncertank.metrics.Metric or a function"
+    else:
+        if isinstance(entry, type) or isinstance(entry, _FUNCTION_TYPES):
+            return None
+        if kind == "datasets" and callable(entry) and callable(getattr(entry, "cache_token", None)):
+            return None  # a cacheable loader object, like the built-in "tsv:"
+        want = "a class or a function (a factory)"
+        if kind == "datasets":
+            want += ", or a callable loader object with a cache_token method"
+    if isinstance(entry, type):
+        got = f"the class {entry.__qualname__}"
+    elif callable(entry):
+        got = f"an instance of {type(entry).__qualname__} (a callable object); register its class or a function"
+    else:
+        got = f"{type(entry).__name__} {entry!r}"[:200]
+    return f"must be {want}; got {got}"
+
+
+def check_entry(kind: Kind, name: Any, entry: Any, *, plugin: str = "?") -> None:
+    """Check one entry of a hook's mapping against the rule for hook entries.
+
+    The rule (docs/plugins.md, "What a hook returns"): a name is a non-empty
+    str; an entry of ``uncertank_rankers``, ``uncertank_datasets``,
+    ``uncertank_negative_samplers`` or ``uncertank_recalibrators`` is a
+    class or a function (a plain function, a bound method, a builtin or a
+    ``functools.partial``) that the host calls when it needs an object; a
+    dataset may also be a callable loader object with a ``cache_token``
+    method (so that :func:`uncertank.datasets.load` can cache it); an entry
+    of ``uncertank_metrics`` is a :class:`uncertank.metrics.Metric` or a
+    function (wrapped by :func:`uncertank.metrics.as_metric`). Anything else,
+    a callable instance of some other class say, is refused.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    name : str
+        The entry's name.
+    entry : object
+        What the hook maps the name to.
+    plugin : str
+        The plugin's name, for the message.
+
+    Raises
+    ------
+    TypeError
+        Naming the plugin, the hook, the entry and what was wrong.
+
+    Examples
+    --------
+    >>> check_entry("rankers", "bm25", object(), plugin="mine")
+    Traceback (most recent call last):
+    TypeError: plugin 'mine': uncertank_rankers() entry 'bm25' must be a class or a function (a factory); got object <object object at ...>
+    """  # noqa: E501
+    _check_kind(kind)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"plugin {plugin!r}: uncertank_{kind}() must map non-empty str names to entries; "
+                        f"got the name {name!r}")
+    problem = _entry_problem(kind, entry)
+    if problem is not None:
+        raise TypeError(f"plugin {plugin!r}: uncertank_{kind}() entry {name!r} {problem}")
+
+
+class Registry(Mapping[str, PluginInfo]):
+    """The registered names of one kind: what :func:`registry` returns.
+
+    A read-only mapping from name to :class:`PluginInfo`. A name that
+    several plugins register is in it (``name in reg`` is True) but
+    disabled: ``reg[name]`` and ``reg.get(name)`` raise
+    :class:`DuplicateNameError` naming every provider. An unknown name gives
+    :class:`UnknownNameError` (a KeyError, so ``reg.get(name)`` is None).
+    Iterating ``items()`` or ``values()`` therefore raises on a clash;
+    :meth:`usable` gives the names that resolve.
+    """
+
+    def __init__(self, kind: str, usable: Mapping[str, PluginInfo], clashes: Mapping[str, NameClash],
+                 order: list[str]) -> None:
+        self.kind = kind
+        self._usable = dict(usable)
+        self._clashes = dict(clashes)
+        self._order = list(order)
+
+    def __getitem__(self, name: str) -> PluginInfo:
+        if name in self._usable:
+            return self._usable[name]
+        if name in self._clashes:
+            raise DuplicateNameError(self._clashes[name].describe())
+        known = ", ".join(sorted(self._order)) or "(none)"
+        raise UnknownNameError(
+            f"unknown {_singular(self.kind)} {name!r}; known: {known}. "
+            f"Install a plugin that provides it, or check `uncertank plugins`."
+        )
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._usable or name in self._clashes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def usable(self) -> dict[str, PluginInfo]:
+        """The names that resolve (every name but the clashing ones), as a fresh dict."""
+        return dict(self._usable)
+
+    def __repr__(self) -> str:
+        clashing = f", clashing={sorted(self._clashes)}" if self._clashes else ""
+        return f"Registry({self.kind!r}, names={sorted(self._usable)}{clashing})"
+
+
 def _build_registry(kind: Kind, pm: pluggy.PluginManager) -> tuple[
-    dict[str, PluginInfo], list[PluginFailure], list[NameClash]
+    Registry, list[PluginFailure], list[NameClash]
 ]:
     hook = f"uncertank_{kind}"
     caller = getattr(pm.hook, hook)
@@ -476,9 +641,13 @@ def _build_registry(kind: Kind, pm: pluggy.PluginManager) -> tuple[
             fail(plugin_name, dist, f"must return a mapping of names to factories; got {type(result).__name__}")
             continue
         for name, factory in result.items():
-            if not isinstance(name, str) or not name or not callable(factory):
-                fail(plugin_name, dist, f"must map non-empty str names to callables; got {name!r} -> "
-                                        f"{type(factory).__name__} (entry skipped)")
+            if not isinstance(name, str) or not name:
+                fail(plugin_name, dist, f"must map non-empty str names to entries; got the name {name!r} "
+                                        "(entry skipped)")
+                continue
+            problem = _entry_problem(kind, factory)
+            if problem is not None:
+                fail(plugin_name, dist, f"entry {name!r} {problem} (entry skipped)")
                 continue
             found.setdefault(name, []).append(PluginInfo(name, kind, plugin_name, dist, version, factory))
     out: dict[str, PluginInfo] = {}
@@ -490,13 +659,13 @@ def _build_registry(kind: Kind, pm: pluggy.PluginManager) -> tuple[
             clash = NameClash(kind, name, tuple(infos))
             clashes.append(clash)
             _warn(clash.describe())
-    return out, failures, clashes
+    return Registry(kind, out, {c.name: c for c in clashes}, list(found)), failures, clashes
 
 
-def _entry(kind: Kind) -> tuple[dict[str, PluginInfo], list[PluginFailure], list[NameClash]]:
+def _entry(kind: Kind) -> tuple[Registry, list[PluginFailure], list[NameClash]]:
     pm = get_plugin_manager()
     with _lock:
-        cache: dict[str, dict[str, PluginInfo]] = _state["registries"]
+        cache: dict[str, Registry] = _state["registries"]
         if kind not in cache:
             reg, failures, clashes = _build_registry(kind, pm)
             cache[kind] = reg
@@ -505,13 +674,16 @@ def _entry(kind: Kind) -> tuple[dict[str, PluginInfo], list[PluginFailure], list
         return cache[kind], _state["hook_failures"][kind], _state["clashes"][kind]
 
 
-def registry(kind: Kind) -> dict[str, PluginInfo]:
-    """All usable factories of one kind, by name.
+def registry(kind: Kind) -> Registry:
+    """Every registered name of one kind.
 
-    Names registered by more than one plugin are left out (see
-    :func:`name_clashes`); hooks that raise or return something malformed are
-    skipped and reported (see :func:`plugin_failures`). The result is cached
-    until a plugin is registered or unregistered.
+    A name registered by more than one plugin is listed but disabled:
+    looking it up raises :class:`DuplicateNameError` naming them all (see
+    :class:`Registry` and :func:`name_clashes`); it is never reported as
+    unknown. Hooks that raise or return something malformed, and entries
+    that break the rule of :func:`check_entry`, are skipped and reported
+    (see :func:`plugin_failures`). The result is cached until a plugin is
+    registered or unregistered.
 
     Parameters
     ----------
@@ -520,8 +692,8 @@ def registry(kind: Kind) -> dict[str, PluginInfo]:
 
     Returns
     -------
-    dict of str to PluginInfo
-        A fresh copy.
+    Registry
+        A read-only mapping of name to :class:`PluginInfo`, a fresh copy.
 
     Raises
     ------
@@ -529,7 +701,8 @@ def registry(kind: Kind) -> dict[str, PluginInfo]:
         For an unknown ``kind``.
     """
     _check_kind(kind)
-    return dict(_entry(kind)[0])
+    reg = _entry(kind)[0]
+    return Registry(kind, reg._usable, reg._clashes, reg._order)
 
 
 def plugin_failures() -> list[PluginFailure]:
@@ -582,17 +755,7 @@ def get_factory(kind: Kind, name: str) -> Callable[..., Any]:
     'PlattScaling'
     """
     _check_kind(kind)
-    reg, _, clashes = _entry(kind)
-    if name in reg:
-        return reg[name].factory
-    for clash in clashes:
-        if clash.name == name:
-            raise DuplicateNameError(clash.describe())
-    known = ", ".join(sorted(reg)) or "(none)"
-    raise UnknownNameError(
-        f"unknown {_singular(kind)} {name!r}; known: {known}. "
-        f"Install a plugin that provides it, or check `uncertank plugins`."
-    )
+    return _entry(kind)[0][name].factory
 
 
 def make_ranker(name: str, **params: Any) -> Any:
@@ -641,6 +804,128 @@ def make_ranker(name: str, **params: Any) -> Any:
             f"{type(ranker).__name__}, which does not satisfy uncertank.Ranker: it lacks {' and '.join(problems)}"
         )
     return ranker
+
+
+def _defining_module(obj: Any) -> str | None:
+    """The module that defines a registry entry: its own for a class or function, else its class's."""
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    fn = getattr(obj, "fn", None)  # a Metric: the function it wraps
+    if fn is not None and not isinstance(obj, (type, FunctionType)) and callable(fn):
+        obj = fn
+    if isinstance(obj, MethodType):
+        obj = obj.__func__
+    if isinstance(obj, (type, FunctionType, BuiltinFunctionType)):
+        return getattr(obj, "__module__", None)
+    return type(obj).__module__
+
+
+def _package_files(module_name: str) -> dict[str, Path]:
+    """The .py files of ``module_name``'s top-level package (or the module's own file), by relative name."""
+    top = sys.modules.get(module_name.split(".")[0])
+    own = sys.modules.get(module_name)
+    out: dict[str, Path] = {}
+    top_file = getattr(top, "__file__", None)
+    if top is not None and top_file and getattr(top, "__path__", None) is not None:
+        root = Path(top_file).resolve().parent
+        for f in root.rglob("*.py"):
+            if "__pycache__" not in f.parts:
+                out[f"{root.name}/{f.relative_to(root).as_posix()}"] = f
+    own_file = getattr(own, "__file__", None)
+    if own_file and Path(own_file).suffix == ".py" and Path(own_file).is_file():
+        path = Path(own_file).resolve()
+        if path not in out.values():
+            out[f"{module_name.replace('.', '/')}{'/__init__' if path.name == '__init__.py' else ''}.py"] = path
+    return out
+
+
+def _distribution_files(dist_name: str) -> dict[str, Path]:
+    """The .py files a distribution's RECORD lists (none for an editable install, whose code is elsewhere)."""
+    try:
+        dist = importlib.metadata.distribution(dist_name)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return {}
+    out: dict[str, Path] = {}
+    for f in dist.files or []:
+        if f.suffix == ".py" and not f.name.startswith("__editable__") and ".." not in f.parts:
+            path = Path(str(dist.locate_file(f)))
+            if path.is_file():
+                out[f.as_posix()] = path
+    return out
+
+
+def plugin_source_digest(kind: Kind, name: str) -> str:
+    """Hex SHA-256 of the source of the plugin that provides ``name``: changes whenever its code does.
+
+    The files digested, each by its path relative to its package's parent
+    folder and the SHA-256 of its bytes:
+
+    - every ``.py`` file of the top-level package that defines the factory
+      (for a :class:`~uncertank.metrics.Metric`, of its function; for a
+      callable object, of its class), and of the package of the plugin
+      module that registers it (for a module outside any package: that
+      file);
+    - every ``.py`` file the distribution providing the plugin lists in its
+      metadata (a normal install). An editable install lists none of its
+      code; its files are the package folders above, found from the
+      modules' ``__file__``, in the source tree.
+
+    A study's cache key includes it, so that editing a plugin's code, not
+    only bumping its version, makes its cached steps stale. A factory with
+    no source file anywhere (defined at an interactive prompt) is digested
+    by its ``inspect.getsource`` text where there is one, and otherwise by
+    its qualified name only, with a RuntimeWarning: such a step cannot be
+    told stale.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    name : str
+        A registered name.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+
+    Raises
+    ------
+    UnknownNameError, DuplicateNameError
+        As :func:`get_factory`.
+
+    Examples
+    --------
+    >>> len(plugin_source_digest("rankers", "bm25"))
+    64
+    """
+    _check_kind(kind)
+    info = _entry(kind)[0][name]
+    plugin = get_plugin_manager().get_plugin(info.plugin)
+    modules = [_defining_module(info.factory)]
+    if plugin is not None:
+        modules.append(plugin.__name__ if isinstance(plugin, ModuleType) else _defining_module(plugin))
+    files: dict[str, Path] = {}
+    for module in modules:
+        if module:
+            files.update(_package_files(module))
+    files.update(_distribution_files(info.distribution))
+    h = hashlib.sha256()
+    if files:
+        by_path: dict[Path, str] = {}
+        for rel, path in sorted(files.items()):
+            by_path.setdefault(path.resolve(), rel)
+        for path, rel in sorted(by_path.items(), key=lambda item: item[1]):
+            h.update(f"{rel}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+        return h.hexdigest()
+    try:
+        source = inspect.getsource(info.factory)
+    except (OSError, TypeError):
+        _warn(f"no source found for {_singular(kind)} {name!r} of plugin {info.plugin!r}: its digest is that "
+              "of its qualified name only, so an edit to it cannot be detected")
+        source = f"{modules[0]}.{getattr(info.factory, '__qualname__', type(info.factory).__qualname__)}"
+    h.update(json.dumps(["source", source]).encode())
+    return h.hexdigest()
 
 
 def lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
@@ -693,7 +978,7 @@ def list_plugins(kind: Kind | None = None) -> list[PluginInfo]:
         Restrict to one of :data:`KINDS`.
     """
     kinds = KINDS if kind is None else (_check_kind(kind),)
-    return [info for k in kinds for _, info in sorted(registry(k).items())]
+    return [info for k in kinds for _, info in sorted(registry(k).usable().items())]
 
 
 def plugin_report(kind: Kind | None = None) -> dict[str, Any]:
