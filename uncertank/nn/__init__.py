@@ -10,9 +10,14 @@
 - :mod:`~uncertank.nn.inference`: batched scoring for one model, T MC-dropout
   passes (every dropout site, attention included) or M ensemble members, and
   the length-sorted, sharded batch loop under them (:func:`score_batches`).
+- :mod:`~uncertank.nn.dropout`: MC dropout's masks drawn and applied at about
+  the cost of an evaluation pass (:func:`fast_mc_dropout`), the default of
+  ``score_probabilities(mc=True)`` on the CPU.
 - :mod:`~uncertank.nn.pretrained`: a user's trained Hugging Face or
   sentence-transformers classifier folder, its head kept, read in its own
   pair format (:func:`from_pretrained`).
+- :mod:`~uncertank.nn.adapter`: any scoring function over a torch module as
+  a stochastic ranker by MC dropout (:class:`TorchDropoutRanker`).
 - :mod:`~uncertank.nn.checkpoint`: safetensors + JSON, written atomically.
 - :mod:`~uncertank.nn.runtime`: seeding, ``device="auto"``, bf16 on CUDA, progress.
 - :class:`NeuralRanker`: the base ranker the plugins build on (its public
@@ -28,6 +33,7 @@ from uncertank.nn._deps import require_torch
 
 require_torch()
 
+from uncertank.nn.adapter import TorchDropoutRanker  # noqa: E402
 from uncertank.nn.checkpoint import (  # noqa: E402
     atomic_directory,
     load_model,
@@ -35,9 +41,11 @@ from uncertank.nn.checkpoint import (  # noqa: E402
     save_model,
     write_manifest,
 )
+from uncertank.nn.dropout import DropoutMasks, fast_mc_dropout, fast_path_problem  # noqa: E402
 from uncertank.nn.inference import (  # noqa: E402
     dropout_owners,
     mc_dropout,
+    mc_implementation,
     output_probabilities,
     score_batches,
     score_probabilities,
@@ -92,10 +100,12 @@ __all__ = [
     "TURN_TOKEN",
     "UTTERANCE_TOKEN",
     "CrossEncoderModel",
+    "DropoutMasks",
     "EncodedPairs",
     "NeuralRanker",
     "PairFormat",
     "PretrainedCrossEncoder",
+    "TorchDropoutRanker",
     "TrainingConfig",
     "TrainingHistory",
     "add_separator_tokens",
@@ -111,6 +121,8 @@ __all__ = [
     "dropout_owners",
     "encode_pairs",
     "encode_queries",
+    "fast_mc_dropout",
+    "fast_path_problem",
     "encode_text_pairs",
     "from_pretrained",
     "head_dimensions",
@@ -119,6 +131,7 @@ __all__ = [
     "load_model",
     "load_ranker",
     "mc_dropout",
+    "mc_implementation",
     "output_probabilities",
     "pool_encoder",
     "progress",
