@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -68,10 +69,10 @@ def _atomic_writer(path: PathLike) -> Iterator[IO[str]]:
 
 
 def _parse_label(raw: str, where: str) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ValueError(f"{where}: the label must be an integer >= 0; got {raw!r}") from None
+    # ASCII digits only: int() would also read "1_0" as 10 and other scripts' digits
+    if re.fullmatch(r"[+-]?[0-9]+", raw.strip()) is None:
+        raise ValueError(f"{where}: the label must be an integer >= 0; got {raw!r}")
+    value = int(raw.strip())
     if value < 0:
         raise ValueError(f"{where}: the label must be an integer >= 0; got {value}")
     return value

@@ -12,9 +12,12 @@ arrays, a RankedLists or a Predictions.
 
 Binning
 -------
-``strategy="uniform"`` splits [0, 1] into ``n_bins`` equal-width bins; pair
-``i`` falls in bin ``floor(n_bins * p_i)``, so bin ``b`` holds
-``b / n_bins <= p < (b + 1) / n_bins`` and 1.0 falls in the last bin.
+``strategy="uniform"`` splits [0, 1] into ``n_bins`` equal-width bins: bin
+``b`` holds ``b / n_bins <= p < (b + 1) / n_bins`` (the edges are the
+float64 quotients, and the rule holds exactly at each of them: not
+``floor(n_bins * p)``, whose rounding puts 0.8999999999999999 in bin 9 of
+10), and 1.0 falls in the last bin. :mod:`uncertank.metrics.binning` holds
+the binning, shared with the streaming evaluators.
 ``strategy="quantile"`` uses equal-mass bins: the edges are the quantiles
 of ``probs`` at ``0, 1/n_bins, ..., 1`` (linear interpolation, as
 ``numpy.quantile``), a value equal to an inner edge goes to the upper bin,
@@ -45,7 +48,6 @@ All sums are accumulated in float64.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -56,6 +58,7 @@ from numpy.typing import ArrayLike, NDArray
 from uncertank._types import RankedLists
 from uncertank._validation import check_choice, check_positive_int
 from uncertank.metrics._inputs import _Lists, as_lists
+from uncertank.metrics.binning import bin_index, bin_stats, ece_from_stats
 from uncertank.metrics.ranking import _pair_ranks
 
 __all__ = [
@@ -119,71 +122,6 @@ def _options(
 
 
 # --------------------------------------------------------------------------- binning
-
-
-@dataclass(frozen=True, eq=False)
-class _BinStats:
-    counts: NDArray[np.int64]      # (n_bins,)
-    sum_conf: NDArray[np.float64]  # (n_bins,)
-    sum_pos: NDArray[np.float64]   # (n_bins,)
-    edges: NDArray[np.float64]     # (n_bins + 1,)
-    n: int                         # pairs counted in the denominator
-
-
-def _bin_index(
-    p: NDArray[np.float64], n_bins: int, strategy: str, convention: str,
-    edges: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[np.intp], NDArray[np.float64], int]:
-    """Bin of every pair (``n_bins`` for none), the edges, and the bincount length.
-
-    ``edges`` gives the quantile edges computed elsewhere (the streaming
-    evaluators compute them exactly over all chunks first).
-    """
-    minlength = n_bins
-    if strategy == "uniform":
-        edges = np.linspace(0.0, 1.0, n_bins + 1)
-        if convention == "penha-hauff":
-            # Their edges: 1/M added up M times in float64, bins [e_b, e_b+1); a value at
-            # or past the last edge falls in no bin (overflow slot n_bins, dropped).
-            edges = np.concatenate([[0.0], np.cumsum(np.full(n_bins, 1.0 / n_bins))])
-            idx = np.searchsorted(edges, p, side="right") - 1
-            minlength = n_bins + 1
-        else:
-            idx = np.empty(p.size, dtype=np.intp)
-            np.multiply(p, n_bins, out=idx, casting="unsafe")  # floor(c * p), one pass
-            np.minimum(idx, n_bins - 1, out=idx)
-    else:
-        if edges is None:
-            edges = np.quantile(p, np.linspace(0.0, 1.0, n_bins + 1))
-        idx = np.searchsorted(edges[1:-1], p, side="right")
-    return idx, edges, minlength
-
-
-def _bin_stats(
-    p: NDArray[np.float64], y: NDArray[np.bool_], n_bins: int, strategy: str, convention: str = "naeini"
-) -> _BinStats:
-    """Per-bin count, sum of confidences and number relevant (float64 accumulation)."""
-    idx, edges, minlength = _bin_index(p, n_bins, strategy, convention)
-    counts = np.bincount(idx, minlength=minlength)[:n_bins]
-    # bincount with weights sums in float64 (typed as intp by the numpy stubs)
-    sum_conf = np.bincount(idx, weights=p, minlength=minlength)[:n_bins].astype(np.float64, copy=False)
-    sum_pos = np.bincount(idx, weights=y, minlength=minlength)[:n_bins].astype(np.float64, copy=False)
-    return _BinStats(counts.astype(np.int64, copy=False), sum_conf, sum_pos, edges, int(p.size))
-
-
-def _ece_from_stats(st: _BinStats, norm: str, convention: str) -> float:
-    gap = st.sum_conf - st.sum_pos  # |B| * (conf - acc) per bin
-    if norm == "l1":
-        ece = float(np.abs(gap).sum()) / st.n
-        if convention == "penha-hauff":
-            ece /= st.counts.size
-        return ece
-    full = st.counts > 0
-    if not full.any():
-        return 0.0
-    if norm == "l2":
-        return math.sqrt(float((gap[full] ** 2 / st.counts[full]).sum()) / st.n)
-    return float((np.abs(gap[full]) / st.counts[full]).max())
 
 
 def _balanced_subset(
@@ -307,11 +245,11 @@ def _ece(
 ) -> float:
     if norm == "l1":
         # The l1 ECE needs only the per-bin sums of p - y: one weighted bincount.
-        idx, _, minlength = _bin_index(p, c, strategy, convention)
+        idx, _, minlength = bin_index(p, c, strategy, convention)
         gap = np.bincount(idx, weights=p - y, minlength=minlength)[:c]
         ece = float(np.abs(gap).sum()) / p.size
         return ece / c if convention == "penha-hauff" else ece
-    return _ece_from_stats(_bin_stats(p, y, c, strategy, convention), norm, convention)
+    return ece_from_stats(bin_stats(p, y, c, strategy, convention), norm, convention)
 
 
 @dataclass(frozen=True, eq=False)
@@ -406,7 +344,7 @@ def reliability_curve(
     p, y = _as_pairs(probs, labels)
     if balanced:
         p, y = _balanced_subset(p, y, seed)
-    st = _bin_stats(p, y, c, strategy)
+    st = bin_stats(p, y, c, strategy)
     with np.errstate(invalid="ignore", divide="ignore"):
         conf = st.sum_conf / st.counts
         frac = st.sum_pos / st.counts
@@ -572,8 +510,8 @@ def calibration_by_rank(
     for r in range(n_pos):  # one pass per rank position, over that position's pairs
         sel = order[bounds[r]:bounds[r + 1]]
         if sel.size:
-            st = _bin_stats(p[sel], y[sel], c, strategy, convention)
-            out[r] = _ece_from_stats(st, norm, convention)
+            st = bin_stats(p[sel], y[sel], c, strategy, convention)
+            out[r] = ece_from_stats(st, norm, convention)
     return out
 
 
@@ -678,7 +616,7 @@ def imbalance_sweep(
     sizes = np.empty(steps.size, dtype=np.int64)
     for i, m in enumerate(steps):  # one pass per step
         keep = y | (neg_rank < m)
-        st = _bin_stats(p[keep], y[keep], c, strategy, convention)
-        eces[i] = _ece_from_stats(st, norm, convention)
+        st = bin_stats(p[keep], y[keep], c, strategy, convention)
+        eces[i] = ece_from_stats(st, norm, convention)
         sizes[i] = st.n
     return ImbalanceSweep(steps, eces, sizes)

@@ -57,6 +57,7 @@ True
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -66,6 +67,7 @@ from numpy.typing import NDArray
 from uncertank._io import require
 from uncertank._types import RankedLists
 from uncertank._validation import check_choice, check_positive_int
+from uncertank.metrics.binning import BinStats, bin_index, ece_from_stats
 from uncertank.metrics.calibration import (
     Convention,
     Norm,
@@ -73,9 +75,6 @@ from uncertank.metrics.calibration import (
     Strategy,
     _as_pairs,
     _as_structured,
-    _bin_index,
-    _BinStats,
-    _ece_from_stats,
     _options,
 )
 from uncertank.metrics.ranking import _pair_ranks
@@ -275,7 +274,7 @@ class _Binned(_Base):
                 "before the first update: pass edges=quantile_edges(chunks, n_bins=...), or use evaluate_stream "
                 "or evaluate_dask on a source that can be read twice"
             )
-        idx, edges, minlength = _bin_index(p, self.n_bins, self.strategy, self.convention, self.quantile_edges)
+        idx, edges, minlength = bin_index(p, self.n_bins, self.strategy, self.convention, self.quantile_edges)
         c = self.n_bins
         self.counts += np.bincount(idx, minlength=minlength)[:c]
         if self._gap_only:  # the l1 ECE needs the per-bin sums of p - y only, as in memory
@@ -299,11 +298,11 @@ class _Binned(_Base):
         self._add(*_as_pairs(chunk, labels))
         return self
 
-    def _stats(self) -> _BinStats:
+    def _stats(self) -> BinStats:
         if self.n == 0:
             raise self._empty()
         assert self.edges is not None  # set with the first pairs
-        return _BinStats(self.counts.copy(), self.sum_conf.copy(), self.sum_pos.copy(), self.edges, self.n)
+        return BinStats(self.counts.copy(), self.sum_conf.copy(), self.sum_pos.copy(), self.edges, self.n)
 
 
 class ECEAccumulator(_Binned):
@@ -362,7 +361,7 @@ class ECEAccumulator(_Binned):
         if self.norm == "l1":
             ece = float(np.abs(self.sum_gap).sum()) / st.n
             return ece / self.n_bins if self.convention == "penha-hauff" else ece
-        return _ece_from_stats(st, self.norm, self.convention)
+        return ece_from_stats(st, self.norm, self.convention)
 
 
 class ReliabilityAccumulator(_Binned):
@@ -525,7 +524,7 @@ class CalibrationByRankAccumulator(_Base):
         else:
             keep = rank < self.max_rank
             rank, p, y = rank[keep], p[keep], y[keep]
-        idx, edges, _ = _bin_index(p, self.n_bins, self.strategy, self.convention)
+        idx, edges, _ = bin_index(p, self.n_bins, self.strategy, self.convention)
         inside = idx < self.n_bins  # the penha-hauff overflow slot counts in no bin
         cell = rank[inside] * self.n_bins + idx[inside]
         size = self.n_positions * self.n_bins
@@ -552,8 +551,8 @@ class CalibrationByRankAccumulator(_Base):
         for r in range(self.n_positions):
             n = int(self.n_at[r])
             if n:
-                st = _BinStats(self.counts[r], self.sum_conf[r], self.sum_pos[r], self.edges, n)
-                out[r] = _ece_from_stats(st, self.norm, self.convention)
+                st = BinStats(self.counts[r], self.sum_conf[r], self.sum_pos[r], self.edges, n)
+                out[r] = ece_from_stats(st, self.norm, self.convention)
         return out
 
 
@@ -797,10 +796,11 @@ def read_scored_pairs(
     the last query of a batch are carried into the next one, so that every
     chunk yielded holds whole queries and memory stays at about one batch.
     The rows of a query must be contiguous (a file sorted or grouped by
-    query id, as a TREC run is); within a chunk a query id that appears in
-    two separate runs of rows is an error, across chunks it cannot be
-    detected in constant memory. Candidates keep their file order (the tie
-    rule ranks the earlier row first on equal scores).
+    query id, as a TREC run is): a query id that comes back after another
+    query is an error wherever it comes back, in the same batch or a later
+    one (the reader keeps the set of query ids seen, so its memory grows
+    with the number of queries, not of rows). Candidates keep their file
+    order (the tie rule ranks the earlier row first on equal scores).
 
     Parameters
     ----------
@@ -822,8 +822,9 @@ def read_scored_pairs(
     Raises
     ------
     ValueError
-        A missing column, a non-contiguous query, an unknown format, or
-        scores or labels that fail the checks of :class:`~uncertank.RankedLists`.
+        A missing column, a query whose rows are not contiguous (the message
+        names the query and the file), an unknown format, or scores or
+        labels that fail the checks of :class:`~uncertank.RankedLists`.
     ImportError
         Without pyarrow (``pip install "uncertank[scale]"``).
     """
@@ -834,6 +835,7 @@ def read_scored_pairs(
     pc = require("pyarrow.compute", "scale", what="streaming scored pairs")
     columns = [query, score, label]
     carry: tuple[Any, NDArray[np.float64], NDArray[Any]] | None = None
+    seen: set[Any] = set()  # the ids of the queries yielded so far
     for batch in _batches(path_s, fmt, columns, chunk_size):
         names = batch.schema.names
         missing = [c for c in columns if c not in names]
@@ -856,24 +858,34 @@ def read_scored_pairs(
         last = int(starts[-1])
         carry = (q.slice(last), s[last:], y[last:])
         if last > 0:
-            yield _chunk(path_s, pc, q.slice(0, last), s[:last], y[:last], starts[:-1])
+            yield _chunk(path_s, pc, q.slice(0, last), s[:last], y[:last], starts[:-1], seen)
     if carry is not None and len(carry[0]):
-        yield _chunk(path_s, pc, carry[0], carry[1], carry[2], np.zeros(1, dtype=np.int64))
+        yield _chunk(path_s, pc, carry[0], carry[1], carry[2], np.zeros(1, dtype=np.int64), seen)
 
 
 def _chunk(
-    path: str, pc: Any, q: Any, s: NDArray[np.float64], y: NDArray[Any], starts: NDArray[np.int64]
+    path: str, pc: Any, q: Any, s: NDArray[np.float64], y: NDArray[Any], starts: NDArray[np.int64],
+    seen: set[Any],
 ) -> RankedLists:
-    """RankedLists of whole queries; checks that no query id comes back after another."""
-    if starts.size > 1:
-        ids = q.take(starts)
-        if pc.count_distinct(ids).as_py() != starts.size:
-            counts = pc.value_counts(ids)
-            again = next(v["values"] for v in counts.to_pylist() if v["counts"] > 1)
-            raise ValueError(
-                f"{path}: the rows of query {again!r} are not contiguous; sort or group the file by query id"
-            )
+    """RankedLists of whole queries; refuses a query id that comes back after another, and adds the ids to ``seen``."""
+    ids = q.take(starts)
+    again = None
+    if starts.size > 1 and pc.count_distinct(ids).as_py() != starts.size:
+        counts = pc.value_counts(ids)
+        again = next(v["values"] for v in counts.to_pylist() if v["counts"] > 1)
+    new = ids.to_pylist()  # one id per query, not per row
+    if again is None and not seen.isdisjoint(new):
+        again = next(v for v in new if v in seen)
+    if again is not None:
+        raise ValueError(
+            f"{path}: the rows of query {again!r} are not contiguous (it comes back after another query); "
+            "sort or group the file by query id"
+        )
+    seen.update(new)
     offsets = np.append(starts, s.size).astype(np.int64)
+    if y.dtype.kind not in "biuf":  # text: numpy's int() would read "1_0" as 10
+        example = next((v for v in y if not re.fullmatch(r"[+-]?[0-9]+", str(v))), y[0])
+        raise ValueError(f"{path}: the label column must hold integers >= 0; got text such as {example!r}")
     if y.dtype.kind == "f":
         yy = y
     else:
