@@ -13,18 +13,31 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from uncertank._validation import check_positive_int
+from uncertank._validation import check_choice, check_positive_int
+from uncertank.nn.dropout import fast_mc_dropout, fast_path_problem
 from uncertank.nn.inputs import EncodedPairs
 from uncertank.nn.runtime import autocast, progress
 
-__all__ = ["dropout_owners", "mc_dropout", "output_probabilities", "score_batches", "score_probabilities"]
+__all__ = [
+    "MC_IMPLEMENTATIONS",
+    "dropout_owners",
+    "mc_dropout",
+    "mc_implementation",
+    "output_probabilities",
+    "score_batches",
+    "score_probabilities",
+]
+
+#: How :func:`score_probabilities` runs MC dropout: ``"fast"`` (:func:`uncertank.nn.fast_mc_dropout`
+#: where the model and device allow it, the reference otherwise) or ``"reference"`` (:func:`mc_dropout`).
+MC_IMPLEMENTATIONS = ("fast", "reference")
 
 _DROPOUT_TYPES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 _MODE_SENSITIVE = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
@@ -224,6 +237,7 @@ def score_probabilities(
     accelerator: Any = None,
     seed: int | None = None,
     stacked: bool = False,
+    mc_impl: Literal["fast", "reference"] = "fast",
     show_progress: bool = False,
     desc: str = "scoring",
 ) -> NDArray[np.float64]:
@@ -253,6 +267,13 @@ def score_probabilities(
     stacked : bool
         Evaluate all models in one ``torch.func.vmap`` call per batch
         (needs identical architectures) instead of one call per model.
+    mc_impl : {"fast", "reference"}
+        With ``mc=True``: ``"fast"`` draws the same masks' distribution
+        faster (:func:`uncertank.nn.fast_mc_dropout`) where
+        :func:`mc_implementation` allows it (a supported encoder on the CPU,
+        not ``stacked``) and falls back to the reference otherwise;
+        ``"reference"`` always switches the dropout modules to training mode
+        (:func:`mc_dropout`). The two give different draws for one seed.
     device, accelerator, show_progress, desc
         As in :func:`score_batches`.
 
@@ -266,21 +287,28 @@ def score_probabilities(
     if not models:
         raise ValueError("models must hold at least one model; got none")
     n_passes = check_positive_int(n_passes, "n_passes")
+    mc_impl = check_choice(mc_impl, "mc_impl", MC_IMPLEMENTATIONS)
     if accelerator is not None:
         device = accelerator.device
     device = device or torch.device("cpu")
     rank = int(accelerator.process_index) if accelerator is not None else 0
     for m in models:
         m.to(device)
-    modes = [mc_dropout(m) if mc else _eval_mode(m) for m in models]
+    fast = mc and mc_implementation(models, device, mc_impl=mc_impl, stacked=stacked) == "fast"
     rng = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
     with contextlib.ExitStack() as stack:
-        for ctx in modes:
-            stack.enter_context(ctx)
         stack.enter_context(rng)
-        stack.enter_context(torch.inference_mode())
         if seed is not None:
             torch.manual_seed(int(seed) + rank)
+        if fast:
+            # Unseeded, the masks' seed comes from torch's generator, so torch.manual_seed still governs them.
+            base = int(seed) + rank if seed is not None else int(torch.randint(0, 2**62, ()).item())
+            for i, m in enumerate(models):
+                stack.enter_context(fast_mc_dropout(m, seed=base if i == 0 else _member_seed(base, i)))
+        else:
+            for m in models:
+                stack.enter_context(mc_dropout(m) if mc else _eval_mode(m))
+        stack.enter_context(torch.inference_mode())
         call = _stacked_call(models) if stacked and len(models) > 1 else None
 
         def fn(batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -296,6 +324,32 @@ def score_probabilities(
             show_progress=show_progress, desc=desc,
         )
     return np.ascontiguousarray(out.T)
+
+
+def mc_implementation(
+    models: Sequence[nn.Module],
+    device: torch.device,
+    *,
+    mc_impl: Literal["fast", "reference"] = "fast",
+    stacked: bool = False,
+) -> Literal["fast", "reference"]:
+    """Which MC-dropout implementation :func:`score_probabilities` runs for ``models`` on ``device``.
+
+    ``"fast"`` when it was asked for, the device is the CPU, the models are
+    not evaluated ``stacked`` (several at once) and
+    :func:`uncertank.nn.fast_path_problem` accepts every model; otherwise
+    ``"reference"``: correctness first, an unsupported architecture always
+    gets the reference path.
+    """
+    mc_impl = check_choice(mc_impl, "mc_impl", MC_IMPLEMENTATIONS)
+    if mc_impl == "reference" or device.type != "cpu" or (stacked and len(models) > 1):
+        return "reference"
+    return "fast" if all(fast_path_problem(m) is None for m in models) else "reference"
+
+
+def _member_seed(base: int, index: int) -> int:
+    """A seed for model ``index`` of several, independent of ``base``'s stream."""
+    return int(np.random.SeedSequence([base, index]).generate_state(1, np.uint64)[0] >> 1)
 
 
 @contextlib.contextmanager

@@ -16,8 +16,10 @@ from uncertank import Predictions, PredictiveSamples, QuerySet
 from uncertank.nn import (
     EncodedPairs,
     NeuralRanker,
+    fast_mc_dropout,
     get_accelerator,
     mc_dropout,
+    mc_implementation,
     output_probabilities,
     score_batches,
 )
@@ -126,7 +128,9 @@ class MCDropoutRanker(NeuralRanker):
         the last lower layer; the other passes replay it and run only the top
         layers and the head (only the head when ``mc_layers`` is 0: every
         layer is replayed). The lower layers (and the embeddings) are in
-        eval mode. Seeded by ``seed`` like :meth:`score`, in the same order of
+        eval mode. The passes run on the same implementation as :meth:`score`
+        (:func:`uncertank.nn.mc_implementation`: the fast masks on the CPU
+        for supported encoders), seeded by ``seed`` in the same order of
         draws, so ``mc_layers`` equal to the number of layers gives exactly
         the passes of ``score(queries, n_passes=..., mc=True, seed=seed)``.
 
@@ -169,12 +173,19 @@ class MCDropoutRanker(NeuralRanker):
 
         rank = int(acc.process_index)
         device = acc.device
+        seed = int(self.training_config.seed) + rank
         rng = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
-        with mc_dropout(model), rng, torch.inference_mode():
-            for module in lower:
-                for sub in module.modules():
-                    sub.training = False
-            torch.manual_seed(int(self.training_config.seed) + rank)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(rng)
+            torch.manual_seed(seed)
+            if mc_implementation([model], device) == "fast":
+                stack.enter_context(fast_mc_dropout(model, seed=seed, exclude=lower))
+            else:
+                stack.enter_context(mc_dropout(model))
+                for module in lower:
+                    for sub in module.modules():
+                        sub.training = False
+            stack.enter_context(torch.inference_mode())
             out = score_batches(
                 enc, fn, batch_size=self.training_config.eval_batch_size, accelerator=acc,
                 show_progress=self.training_config.show_progress, desc=f"{self.name} (top {mc_layers} layers)",
