@@ -129,6 +129,24 @@ def test_a_query_that_comes_back_is_refused_in_any_position(tmp_path, fmt):
         assert sum(c.n_queries for c in read_scored_pairs(tmp_path / "ok.csv", chunk_size=chunk_size)) == 2
 
 
+def test_a_query_that_comes_back_in_a_later_dask_partition_is_refused():
+    dd = pytest.importorskip("dask.dataframe")
+    from uncertank.metrics import evaluate_dask, mean_average_precision
+
+    frame = pd.DataFrame({"query_id": [0, 0, 1, 1, 0, 0], "score": [0.9, 0.1, 0.8, 0.2, 0.7, 0.3],
+                          "label": [1, 0, 0, 1, 1, 0]})
+    ddf = dd.from_pandas(frame, npartitions=3, sort=False)  # [0 0] [1 1] [0 0]: each partition contiguous
+    assert ddf.npartitions == 3
+    with pytest.raises(ValueError, match="the rows of query 0 are not contiguous"):
+        evaluate_dask(ddf, ["map"], scheduler="synchronous")
+    # a query straddling adjacent partitions is still one query
+    ok = pd.DataFrame({"query_id": [0, 0, 0, 1, 1, 1], "score": [0.9, 0.1, 0.8, 0.2, 0.7, 0.3],
+                       "label": [1, 0, 0, 1, 1, 0]})
+    out = evaluate_dask(dd.from_pandas(ok, npartitions=3, sort=False), ["map"], scheduler="synchronous")
+    ref = mean_average_precision(ok["score"].to_numpy().reshape(2, 3), ok["label"].to_numpy().reshape(2, 3))
+    assert out["MAP"] == pytest.approx(ref)
+
+
 # --------------------------------------------------------------------------- numbers as trec_eval reads them
 
 

@@ -18,8 +18,9 @@ The result is therefore the same as on all pairs in memory whatever the
 partitioning. Equal-mass bins (``strategy="quantile"``) first find their
 edges exactly with a few more passes over the score column (see
 :func:`~uncertank.metrics.streaming.quantile_edges`). A query id that comes back after other queries (not
-contiguous) is an error within a partition and cannot be detected across
-partitions; ``frame.shuffle(query)`` followed by sorting within partitions
+contiguous) is an error, within a partition or across partitions (each
+partial result carries the set of its query ids, so memory grows with the
+number of queries, not of rows); ``frame.shuffle(query)`` followed by sorting within partitions
 (``map_partitions(lambda df: df.sort_values(query, kind="stable"))``)
 makes any frame contiguous, at the cost of a shuffle and of the input
 order of candidates that straddled partitions (the tie rule uses it).
@@ -62,6 +63,7 @@ class _Partial:
     head: _Fragment | None = None
     tail: _Fragment | None = None  # None when the partition holds a single query
     extra: list[_Fragment] = field(default_factory=list)
+    ids: set[Any] = field(default_factory=set)  # every query id seen, to refuse one that comes back
 
     def update(self, frag: _Fragment) -> None:
         lists = RankedLists.from_flat(frag.scores, frag.labels, np.array([0, frag.scores.size]))
@@ -85,6 +87,7 @@ def _partial(df: Any, templates: list[Any], query: str, score: str, label: str) 
     if len(set(ids)) != len(ids):
         again = next(v for i, v in enumerate(ids) if v in ids[:i])
         raise ValueError(f"the rows of query {again!r} are not contiguous; sort or group the frame by query id")
+    out.ids = set(ids)
     bounds = np.append(starts, n)
     out.head = _Fragment(q[0], s[: bounds[1]], y[: bounds[1]])
     if starts.size > 1:
@@ -103,10 +106,16 @@ def _merge(a: _Partial, b: _Partial) -> _Partial:
         return b
     if b.head is None:
         return a
+    a_last = a.tail if a.tail is not None else a.head
+    again = (a.ids & b.ids) - ({b.head.qid} if a_last.qid == b.head.qid else set())
+    if again:
+        raise ValueError(
+            f"the rows of query {next(iter(again))!r} are not contiguous (it comes back in a later partition); "
+            "sort or group the frame by query id"
+        )
     for x, y in zip(a.accs, b.accs, strict=True):
         x.merge(y)
-    a_last = a.tail if a.tail is not None else a.head
-    out = _Partial(a.accs)
+    out = _Partial(a.accs, ids=a.ids | b.ids)
     if a_last.qid == b.head.qid:
         joined = a_last.join(b.head)
         out.head = joined if a.tail is None else a.head
@@ -188,7 +197,7 @@ def evaluate_dask(
     Raises
     ------
     ValueError
-        A missing column, a non-contiguous query within a partition, an
+        A missing column, a non-contiguous query (within or across partitions), an
         unknown metric, or two metrics with the same label.
     TypeError
         ``frame`` is not a Dask DataFrame, or ``metrics`` a single string.
