@@ -46,7 +46,7 @@ def test_an_unknown_parameter_of_a_torch_ranker_fails_without_importing_torch(tm
     got = json.loads(proc.stdout.splitlines()[-1])
     lines = [ln for ln in got["output"].splitlines() if ln.strip()]
     assert got["exit_code"] == 2
-    assert len(lines) == 1 and f"ranker {ranker!r}: unknown parameter(s) colour for {ranker!r}; known:" in lines[0]
+    assert len(lines) == 1 and f"rankers[0].params.colour: unknown parameter of {ranker!r}; known:" in lines[0]
     assert "max_length" in lines[0]  # the known names reach NeuralRanker's, through **params
     assert not got["torch"]
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["study.toml"]

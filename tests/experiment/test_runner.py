@@ -231,9 +231,9 @@ def test_a_bad_checkpoint_is_named_before_any_data_is_loaded(tmp_path, monkeypat
     empty.mkdir()
     cases = [
         (RankerConfig("trained", checkpoint=str(tmp_path / "missing")),
-         "checkpoint must be a non-empty folder.*no such"),
-        (RankerConfig("trained", checkpoint=str(empty)), "checkpoint must be a non-empty folder.*empty"),
-        (RankerConfig("overlap", checkpoint=str(empty)), "checkpoint needs 'overlap' to offer load"),
+         "checkpoint: must be a non-empty folder.*no such"),
+        (RankerConfig("trained", checkpoint=str(empty)), "checkpoint: must be a non-empty folder.*empty"),
+        (RankerConfig("overlap", checkpoint=str(empty)), "checkpoint: 'overlap' offers no load"),
     ]
     for rc, match in cases:
         with pytest.raises(ValueError, match=match):
@@ -255,12 +255,12 @@ def test_a_relative_checkpoint_in_a_study_file_is_taken_from_the_files_folder(tm
     config = load_config(study)
     assert config.rankers[0].checkpoint == str((tmp_path / "models" / "m").resolve())
     study.write_text(study.read_text().replace('"../models/m"', "3"))
-    with pytest.raises(ValueError, match="checkpoint must be a folder path"):
+    with pytest.raises(ValueError, match="checkpoint: must be a folder path"):
         load_config(study)
 
 
 def test_init_from_must_name_an_earlier_ranker():
-    with pytest.raises(ValueError, match="init_from must name an earlier ranker"):
+    with pytest.raises(ValueError, match="init_from: must name an earlier ranker"):
         _config(rankers=(RankerConfig("overlap", init_from="bert"), RankerConfig("bm25")))
 
 

@@ -1,78 +1,186 @@
-"""A study, described in TOML and validated into dataclasses.
+"""A study, described in TOML and validated as a whole by one schema.
 
 A study trains rankers on one dataset and evaluates them under several
 conditions (in-domain, cross-negative-sampling, cross-domain), then reports
 effectiveness, calibration, risk-aware reranking, NOTA prediction and,
-optionally, a Bayesian comparison of systems. See ``docs/experiments.md``
-for the file format; :func:`demo_config` is the bundled default.
+optionally, a Bayesian comparison of systems.
+
+The classes below are pydantic dataclasses: building one checks every type,
+range and cross-reference (``init_from`` names an earlier ranker, labels are
+distinct, ...), and :func:`study_schema` is their JSON schema, which
+documents the file format (docs/experiments.md shows it). :func:`load_config`
+reads a file and reports every error on one line with its path in the file
+(``rankers[2].params: must be a table ...; got the string 'n_passes=3'``) as
+a :class:`StudyConfigError`. What needs the installed plugins (names,
+parameters, checkpoints) is checked by
+:func:`uncertank.experiment.validation.validate_config`, before any work.
+
+The demo's studies are files of this package (:data:`DEMO_STUDIES`,
+:func:`demo_study_path`), so the same command runs the same study
+everywhere.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import fields
+from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.dataclasses import dataclass
 
 __all__ = [
+    "DEMO_STUDIES",
     "BayesConfig",
     "ConditionConfig",
     "RankerConfig",
     "StudyConfig",
+    "StudyConfigError",
     "demo_config",
+    "demo_study_path",
     "load_config",
+    "study_schema",
 ]
 
-Size = Literal["quick", "default", "full"]
+#: The studies ``uncertank demo`` runs, files in ``uncertank/experiment/studies/``.
+DEMO_STUDIES: tuple[str, ...] = ("quick", "default", "full", "gp")
+DemoStudy = Literal["quick", "default", "full", "gp"]
+
+_CONFIG = ConfigDict(extra="forbid")
+_Name = Annotated[StrictStr, Field(min_length=1)]
+_Count = Annotated[int, Strict(), Field(ge=1)]
+_Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 
 
-@dataclass(frozen=True)
-class ConditionConfig:
-    """One evaluation condition: a dataset's test split under one negative sampler."""
-
-    name: str
-    dataset: str
-    negatives: str = "bm25"
-
-
-@dataclass(frozen=True)
-class RankerConfig:
-    """One ranker: a registered name, its parameters, and a report label.
+class StudyConfigError(ValueError):
+    """A study that cannot run: one line per error, each starting with its path in the study file.
 
     Attributes
     ----------
-    name : str
-        A registered ranker (``uncertank plugins --kind rankers``).
-    params : dict
-        Keyword arguments of the ranker's factory.
-    label : str
-        Report name; ``name`` by default.
-    init_from : str, optional
-        The label of an earlier ranker of the study whose trained weights this
-        one starts from: its factory's ``from_ranker(trained, **params)``
-        builds it (``mc_dropout`` from ``bert`` is Penha & Hauff's S-BERT^D;
-        an ``ensemble`` from ``bert`` keeps it as member 0 and trains the
-        others; any :class:`uncertank.nn.NeuralRanker`, e.g. ``sngp``, gets a
-        new head on a copy of the trained encoder and is then trained). The
-        runner calls ``fit`` on the result only when its ``is_fitted`` is
-        False.
-    checkpoint : str, optional
-        A folder written by the ranker's ``save`` (e.g. a model fine-tuned
-        elsewhere): the study loads it with the class's ``load(folder,
-        **params)`` instead of training, so ``params`` are load-time
-        overrides (``n_passes``, ``eval_batch_size``...). Its cache key is a
-        digest of the folder's files, so a changed checkpoint recomputes
-        every step that depends on it. A relative path in a study file is
-        taken relative to that file. Not together with ``init_from``.
+    errors : tuple of (str, str)
+        ``(path, message)`` pairs such as
+        ``("rankers[2].params.mc_layers", "must be <= the encoder's 6 layers; got 100")``.
     """
 
-    name: str
-    params: dict[str, Any] = field(default_factory=dict)
-    label: str = ""
-    init_from: str | None = None
-    checkpoint: str | None = None
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = tuple(errors)
+        super().__init__("\n".join(f"{path}: {msg}" if path else msg for path, msg in self.errors))
+
+
+class _At(ValueError):
+    """A cross-reference error raised inside a validator, with the path it belongs to."""
+
+    def __init__(self, where: tuple[str | int, ...], message: str) -> None:
+        self.where, self.message = where, message
+        super().__init__(f"{_path(where, top='')}: {message}")
+
+
+def _path(loc: tuple[str | int, ...], *, top: str = "study") -> str:
+    """``("rankers", 2, "params")`` -> ``rankers[2].params``; a scalar of the study -> ``study.<key>``."""
+    if loc and loc[0] not in ("conditions", "rankers", "bayes") and top:
+        loc = (top, *loc)
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _check_pretrained(value: Any) -> Any:
+    if value is None or (isinstance(value, str) and value):
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) and v for v in value):
+        return list(value)
+    raise ValueError(
+        "must be a model folder (a string), or a list of folders for a ranker of several models; "
+        f"got {_got(value)}"
+    )
+
+
+def _check_metrics(value: Any) -> Any:
+    if value is None or not isinstance(value, (list, tuple)):
+        return value  # None, or a type error reported by the schema
+    for i, entry in enumerate(value):
+        if isinstance(entry, Mapping) and not isinstance(entry.get("name"), str):
+            raise _At((i, "name"), f"a metric table needs a name (a string); got keys {sorted(entry)}")
+        if not isinstance(entry, (str, Mapping)) and not callable(entry):
+            raise _At((i,), f"must be a metric name or a table {{name = ..., options}}; got {_got(entry)}")
+    return tuple(value)
+
+
+_METRIC_ENTRIES_SCHEMA = {
+    "anyOf": [
+        {"type": "array", "items": {"anyOf": [
+            {"type": "string"},
+            {"type": "object", "properties": {"name": {"type": "string"}, "label": {"type": "string"}},
+             "required": ["name"], "additionalProperties": True},
+        ]}},
+        {"type": "null"},
+    ],
+    "default": None,
+}
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class ConditionConfig:
+    """One evaluation condition: a dataset's test split under one negative sampler."""
+
+    name: Annotated[_Name, Field(description="The condition's name in the report; distinct within a study.")]
+    dataset: Annotated[_Name, Field(description="A registered dataset (`uncertank plugins --kind datasets`).")]
+    negatives: _Name = Field(
+        default="bm25", description="A registered negative sampler (`uncertank plugins --kind negative_samplers`)."
+    )
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class RankerConfig:
+    """One ranker: a registered name, its factory's parameters, and where its weights come from.
+
+    At most one of ``init_from`` (an earlier ranker's trained weights),
+    ``checkpoint`` (a folder written by the ranker's ``save``) and
+    ``pretrained`` (the user's own Hugging Face or sentence-transformers
+    model folder) is given; without any, the ranker is built from
+    ``params`` and trained when it can be. Relative folders in a study file
+    are taken relative to that file. :attr:`key` is its name in reports.
+    """
+
+    name: Annotated[_Name, Field(description="A registered ranker (`uncertank plugins --kind rankers`).")]
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Keyword arguments of the ranker's factory, a table: params = { n_passes = 10 }. "
+        "With checkpoint, load-time overrides (n_passes, eval_batch_size, ...).",
+    )
+    label: StrictStr = Field(default="", description="The ranker's name in reports and caches; name by default.")
+    init_from: StrictStr | None = Field(
+        default=None,
+        description="The label of an earlier, trained ranker of the study (a neural one, such as bert) whose "
+        "weights this one starts from, through its factory's from_ranker(trained, **params): mc_dropout from "
+        "bert is Penha & Hauff's S-BERT^D; an ensemble keeps bert as member 0.",
+    )
+    checkpoint: StrictStr | None = Field(
+        default=None,
+        description="A folder written by this ranker's save (its manifest names the same ranker), loaded "
+        "instead of trained; keyed by the digest of its files.",
+    )
+    pretrained: Annotated[str | list[str] | None, BeforeValidator(_check_pretrained)] = Field(
+        default=None,
+        description="The user's own Hugging Face / sentence-transformers model folder (holding config.json); "
+        "a list of folders for a ranker of several models (an ensemble).",
+    )
 
     @property
     def key(self) -> str:
@@ -80,212 +188,131 @@ class RankerConfig:
         return self.label or self.name
 
 
-@dataclass(frozen=True)
+_FAMILY = Literal["gaussian", "zoib", "zoib_rank"]
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class BayesConfig:
-    """The Bayesian comparison of the bundled TREC-COVID round 1 systems."""
+    """The Bayesian comparison of the bundled TREC-COVID round 1 systems (the ``[bayes]`` table)."""
 
-    enabled: bool = True
-    families: tuple[str, ...] = ("gaussian", "zoib")
-    draws: int = 500
-    tune: int = 500
-    chains: int = 2
-    sampler: str = "pymc"
-    drop_bottom: float = 0.0
-    baseline: str | None = None
-
-
-@dataclass(frozen=True)
-class StudyConfig:
-    """Everything a study needs.
-
-    Attributes
-    ----------
-    name : str
-        Report title.
-    train_dataset, train_negatives : str
-        Where the rankers are trained (its ``train`` and ``valid`` splits).
-    conditions : tuple of ConditionConfig
-        Test conditions; the first is taken as in-domain.
-    rankers : tuple of RankerConfig
-        Rankers to train and evaluate.
-    n_candidates : int
-        Candidates per query (1 relevant + negatives).
-    max_train_queries, max_valid_queries, max_test_queries : int or None
-        Seeded random subsets keep a study's cost bounded; None keeps all.
-    max_context_turns : int or None
-        Keep only the most recent utterances of each context.
-    n_bins : int
-        Bins of the ECE and reliability diagrams.
-    risk_grid : tuple of float
-        Values of the risk aversion ``b`` tried on validation data.
-    nota : bool
-        Run NOTA prediction on the in-domain condition.
-    metrics : tuple
-        Metric entries resolved through the metrics registry
-        (:func:`uncertank.metrics.resolve_metrics`): a name (``"map"``) or a
-        table with its options (``{name = "recall_at_k", k = 1}``); by
-        default :data:`uncertank.metrics.DEFAULT_STUDY_METRICS`. A plugin's
-        metric named here appears in every table of the report.
-    recalibrators : tuple of str
-        Registered recalibrators fitted on each probabilistic ranker's
-        validation predictions and reported beside the raw scores; by default
-        every registered one.
-    bayes : BayesConfig
-        The TREC-COVID comparison.
-    seed : int
-        Seeds data subsets, training and sampling.
-    """
-
-    name: str
-    train_dataset: str
-    conditions: tuple[ConditionConfig, ...]
-    rankers: tuple[RankerConfig, ...]
-    train_negatives: str = "bm25"
-    n_candidates: int = 10
-    max_train_queries: int | None = None
-    max_valid_queries: int | None = None
-    max_test_queries: int | None = None
-    max_context_turns: int | None = None
-    n_bins: int = 10
-    risk_grid: tuple[float, ...] = (-0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5)
-    nota: bool = True
-    metrics: tuple[Any, ...] | None = None
-    recalibrators: tuple[str, ...] | None = None
-    bayes: BayesConfig = field(default_factory=BayesConfig)
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.conditions:
-            raise ValueError("conditions must hold at least one condition; got none")
-        if not self.rankers:
-            raise ValueError("rankers must hold at least one ranker; got none")
-        keys = [r.key for r in self.rankers]
-        dup = sorted({k for k in keys if keys.count(k) > 1})
-        if dup:
-            raise ValueError(f"rankers must have distinct labels; {', '.join(dup)} appear twice (set label=)")
-        names = [c.name for c in self.conditions]
-        dup = sorted({k for k in names if names.count(k) > 1})
-        if dup:
-            raise ValueError(f"conditions must have distinct names; {', '.join(dup)} appear twice")
-        if self.n_candidates < 2:
-            raise ValueError(f"n_candidates must be >= 2; got {self.n_candidates}")
-        if self.n_bins < 1:
-            raise ValueError(f"n_bins must be >= 1; got {self.n_bins}")
-        seen: set[str] = set()
-        for r in self.rankers:
-            if r.init_from is not None and r.init_from not in seen:
-                raise ValueError(
-                    f"ranker {r.key!r}: init_from must name an earlier ranker's label; got {r.init_from!r} "
-                    f"(earlier: {', '.join(sorted(seen)) or 'none'})"
-                )
-            if r.init_from is not None and r.checkpoint is not None:
-                raise ValueError(
-                    f"ranker {r.key!r}: give init_from or checkpoint, not both "
-                    f"(got init_from={r.init_from!r}, checkpoint={r.checkpoint!r})"
-                )
-            seen.add(r.key)
-
-
-_SIZES: dict[str, dict[str, Any]] = {
-    # MiniLM layers kept, pooling, input tokens, pairs per step, peak learning rate, epochs,
-    # ensemble members, MC passes, query caps (train / valid / test per condition), MCMC draws
-    # (= tuning steps) and chains. docs/experiments.md records the measurements that chose the default.
-    "quick": {"layers": 1, "pooling": "mean", "max_length": 48, "batch_size": 16, "lr": 2e-4, "epochs": 1,
-              "members": 2, "passes": 5, "train": 300, "valid": 40, "test": 40, "draws": 300, "chains": 2,
-              "freeze": True},
-    "default": {"layers": 3, "pooling": "mean", "max_length": 64, "batch_size": 16, "lr": 2e-4, "epochs": 1,
-                "members": 3, "passes": 10, "train": 3000, "valid": 50, "test": 100, "draws": 1000,
-                "chains": 4, "freeze": True},
-    # Penha & Hauff's network: [CLS] pooling, the whole encoder
-    "full": {"layers": None, "pooling": "cls", "max_length": 64, "batch_size": 16, "lr": 1e-4, "epochs": 1,
-             "members": 5, "passes": 10, "train": None, "valid": 200, "test": 600, "draws": 2000, "chains": 4,
-             "freeze": False},
-}
-
-# GP rankers join the study when their plugins are installed: a GP head on a copy of bert's
-# fine-tuned encoder, then trained like bert (the packaged MiniLM's own pooled vector carries no
-# relevance signal at the start, and a GP head on it does not learn in one short epoch).
-_GP_RANKERS = ("sngp", "gpf_bert", "pgdrr")
-
-
-def demo_config(size: Size = "default") -> StudyConfig:
-    """The bundled study on real data.
-
-    Ubuntu (sample) with BM25 negatives for training; test conditions:
-    in-domain (BM25 negatives), cross-negative-sampling (random, and
-    embedding when the packaged MiniLM is installed), cross-domain (chitchat,
-    BM25 negatives, when the ``chitchat-dataset`` package is installed).
-    Rankers: the BM25 baseline and, when the neural plugins and the packaged
-    MiniLM are installed, ``bert`` fine-tuned from MiniLM, ``mc_dropout``
-    with ``bert``'s weights (Penha & Hauff's S-BERT^D), ``ensemble`` with
-    ``bert`` as member 0, and ``sngp``, ``gpf_bert``, ``pgdrr`` when their
-    plugins are installed.
-
-    Parameters
-    ----------
-    size : {"quick", "default", "full"}
-        ``quick``: a smoke run (one MiniLM layer, a few hundred queries; it
-        checks that everything runs, its numbers are not evidence).
-        ``default``: three MiniLM layers, mean-pooled, fine-tuned on 3,000
-        queries, under 15 minutes on two CPU cores with every neural ranker
-        clearly trained. ``full``: Penha & Hauff's setting on the whole
-        sample (all six layers, M = 5, T = 10); hours on a CPU.
-    """
-    from uncertank._validation import check_choice
-    from uncertank.plugins import registry
-
-    s = _SIZES[check_choice(size, "size", tuple(_SIZES))]
-    rankers: list[RankerConfig] = [RankerConfig("bm25")]
-    available = registry("rankers")
-    from uncertank.datasets import packaged_model_path
-
-    backbone = packaged_model_path()
-    if backbone is not None and "bert" in available:
-        neural: dict[str, Any] = {
-            "backbone": backbone,
-            "max_length": s["max_length"],
-            "epochs": s["epochs"],
-            "lr": s["lr"],
-            "batch_size": s["batch_size"],
-            "pooling": s["pooling"],
-            "seed": 0,
-            "show_progress": False,
-            "freeze_embeddings": s["freeze"],
-        }
-        if s["layers"] is not None:
-            neural["num_hidden_layers"] = s["layers"]
-        rankers.append(RankerConfig("bert", neural))
-        if "mc_dropout" in available:
-            rankers.append(RankerConfig("mc_dropout", {"n_passes": s["passes"]}, init_from="bert"))
-        if "ensemble" in available:
-            rankers.append(RankerConfig("ensemble", {"n_members": s["members"]}, init_from="bert"))
-        for name in _GP_RANKERS:
-            if name in available:
-                rankers.append(RankerConfig(name, dict(neural), init_from="bert"))
-    conditions = [
-        ConditionConfig("in-domain", "ubuntu-sample", "bm25"),
-        ConditionConfig("cross-NS random", "ubuntu-sample", "random"),
-    ]
-    if backbone is not None:
-        conditions.append(ConditionConfig("cross-NS embedding", "ubuntu-sample", "embedding"))
-    if "chitchat" in registry("datasets") and importlib.util.find_spec("chitchat_dataset") is not None:
-        conditions.append(ConditionConfig("cross-domain chitchat", "chitchat", "bm25"))
-    return StudyConfig(
-        name=f"uncertank demo ({size})",
-        train_dataset="ubuntu-sample",
-        train_negatives="bm25",
-        conditions=tuple(conditions),
-        rankers=tuple(rankers),
-        max_train_queries=s["train"],
-        max_valid_queries=s["valid"],
-        max_test_queries=s["test"],
-        risk_grid=(-0.5, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.5),
-        bayes=BayesConfig(
-            draws=s["draws"], tune=s["draws"], chains=s["chains"],
-            # nutpie samples these models 2-3x faster than PyMC's NUTS (benchmarks/RESULTS.md)
-            sampler="nutpie" if importlib.util.find_spec("nutpie") is not None else "pymc",
-        ),
+    enabled: StrictBool = Field(default=True, description="Run the comparison.")
+    families: Annotated[tuple[_FAMILY, ...], Field(min_length=1)] = Field(
+        default=("gaussian", "zoib"), description="Models fitted, each once; distinct."
     )
+    draws: _Count = Field(default=500, description="Posterior draws per chain.")
+    tune: Annotated[int, Strict(), Field(ge=0)] = Field(default=500, description="Tuning steps per chain.")
+    chains: _Count = Field(default=2, description="Markov chains.")
+    sampler: Literal["auto", "pymc", "nutpie", "numpyro"] = Field(
+        default="pymc", description="The MCMC sampler; nutpie and numpyro are packages of their own."
+    )
+    drop_bottom: Annotated[_Number, Field(ge=0.0, lt=1.0)] = Field(
+        default=0.0, description="Share of the worst systems left out, in [0, 1)."
+    )
+    baseline: StrictStr | None = Field(
+        default=None, description="The system URisk compares against; bm25_baseline when it is among the systems."
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> BayesConfig:
+        seen: set[str] = set()
+        for i, fam in enumerate(self.families):
+            if fam in seen:
+                raise _At(("families", i), f"{fam!r} is listed twice; give each family once")
+            seen.add(fam)
+        return self
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class StudyConfig:
+    """Everything a study needs: the ``[study]`` table's keys, ``[[conditions]]``, ``[[rankers]]`` and ``[bayes]``.
+
+    Every field is described in the JSON schema (:func:`study_schema`,
+    shown in docs/experiments.md). ``reference`` is filled in with the first
+    ranker's label when not given.
+    """
+
+    name: Annotated[StrictStr, Field(description="Report title; the file's name without .toml by default.")]
+    train_dataset: Annotated[
+        _Name, Field(description="Where the rankers are trained: the dataset's train and valid splits.")
+    ]
+    conditions: Annotated[tuple[ConditionConfig, ...], Field(
+        min_length=1, description="Test conditions ([[conditions]] tables); the first is taken as in-domain."
+    )]
+    rankers: Annotated[tuple[RankerConfig, ...], Field(
+        min_length=1, description="Rankers to train (or load) and evaluate ([[rankers]] tables), in report order."
+    )]
+    train_negatives: _Name = Field(default="bm25", description="The negative sampler of the train and valid splits.")
+    n_candidates: Annotated[int, Strict(), Field(ge=2)] = Field(
+        default=10, description="Candidates per query: one relevant and n_candidates - 1 negatives."
+    )
+    max_train_queries: _Count | None = Field(
+        default=None, description="A seeded random subset of the train split; all queries when absent."
+    )
+    max_valid_queries: _Count | None = Field(default=None, description="A seeded subset of the valid split.")
+    max_test_queries: _Count | None = Field(default=None, description="A seeded subset of each condition's test split.")
+    max_context_turns: _Count | None = Field(
+        default=None, description="Keep only the most recent utterances of a context."
+    )
+    n_bins: _Count = Field(default=10, description="Bins of the ECE and the reliability diagrams.")
+    risk_grid: Annotated[tuple[_Number, ...], Field(min_length=1)] = Field(
+        default=(-0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5),
+        description="Values of the risk aversion b tried on validation data (risk-aware reranking).",
+    )
+    nota: StrictBool = Field(default=True, description="Run NOTA prediction on the first condition.")
+    metrics: Annotated[
+        tuple[Any, ...] | None, BeforeValidator(_check_metrics), WithJsonSchema(_METRIC_ENTRIES_SCHEMA)
+    ] = Field(
+        default=None,
+        description="Metric entries of the metrics registry: a name (\"map\") or a table with options "
+        "({name = \"recall_at_k\", k = 1}); uncertank.metrics.DEFAULT_STUDY_METRICS when absent.",
+    )
+    recalibrators: tuple[_Name, ...] | None = Field(
+        default=None, description="Registered recalibrators fitted on validation predictions; every one when absent."
+    )
+    bayes: Annotated[BayesConfig, Field(description="The [bayes] table.")] = BayesConfig()
+    seed: Annotated[int, Strict(), Field(ge=0)] = Field(
+        default=0, description="Seeds data subsets, negative sampling, training and sampling."
+    )
+    reference: StrictStr | None = Field(
+        default=None,
+        description="The label of the ranker every comparison (relative changes, significance tests) is "
+        "made against; the first ranker when absent.",
+    )
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> StudyConfig:
+        labels: dict[str, int] = {}
+        for i, r in enumerate(self.rankers):
+            if r.key in labels:
+                raise _At(("rankers", i, "label"), f"{r.key!r} is already the label of rankers[{labels[r.key]}]; "
+                          "labels must be distinct (set label = ...)")
+            given = [k for k in ("init_from", "checkpoint", "pretrained") if getattr(r, k) is not None]
+            if len(given) > 1:
+                got = " and ".join(f"{k} = {getattr(r, k)!r}" for k in given)
+                raise _At(("rankers", i), f"give {' or '.join(given)}, not both (got {got})")
+            if r.init_from is not None and r.init_from not in labels:
+                earlier = ", ".join(repr(k) for k in labels) or "none"
+                raise _At(("rankers", i, "init_from"),
+                          f"must name an earlier ranker's label; got {r.init_from!r} (earlier: {earlier})")
+            labels[r.key] = i
+        names: dict[str, int] = {}
+        for i, c in enumerate(self.conditions):
+            if c.name in names:
+                raise _At(("conditions", i, "name"),
+                          f"{c.name!r} is already the name of conditions[{names[c.name]}]; names must be distinct")
+            names[c.name] = i
+        if self.reference is None:
+            object.__setattr__(self, "reference", self.rankers[0].key)
+        elif self.reference not in labels:
+            raise _At(("reference",), f"must be the label of a ranker of the study ({', '.join(map(repr, labels))}); "
+                      f"got {self.reference!r}")
+        return self
+
+
+_TABLES = {"conditions": ConditionConfig, "rankers": RankerConfig, "bayes": BayesConfig}
+
+
+# -- reading a study file --------------------------------------------------------------------------------------------
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
@@ -299,61 +326,241 @@ def _load_toml(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise FileNotFoundError(f"config file {path} does not exist") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
+        raise StudyConfigError([("", f"not valid TOML: {exc}")]) from None
 
 
-def _only_known(section: str, data: dict[str, Any], cls: type) -> dict[str, Any]:
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ValueError(
-            f"[{section}] has unknown keys {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
+def _got(value: Any) -> str:
+    """A value as a study file's author wrote it: ``the string 'no'``, ``a table``, ``3``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, Mapping):
+        return f"a table with keys {', '.join(map(str, value)) or 'none'}"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)}" if value else "an empty list"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return f"{type(value).__name__} {value!r}"
+
+
+def _known_keys(loc: tuple[str | int, ...]) -> list[str]:
+    """The keys allowed in the table holding ``loc``."""
+    parent = [p for p in loc[:-1] if isinstance(p, str)]
+    cls: Any = _TABLES.get(parent[0], StudyConfig) if parent else StudyConfig
+    names = [f.name for f in fields(cls)]
+    return [n for n in names if n not in _TABLES] if cls is StudyConfig else names
+
+
+def _describe(err: Any) -> tuple[tuple[str | int, ...], str]:
+    """One pydantic error as (location, the message a study file's author reads)."""
+    loc: tuple[str | int, ...] = tuple(err["loc"])
+    kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    got = _got(value)
+    if kind == "value_error" and isinstance(ctx.get("error"), _At):
+        return (*loc, *ctx["error"].where), ctx["error"].message
+    if kind == "value_error":
+        return loc, str(ctx.get("error", err["msg"]))
+    if kind == "missing" or kind == "missing_argument":
+        return loc, "missing: this key is required"
+    if kind in ("unexpected_keyword_argument", "extra_forbidden"):
+        return loc, f"unknown key; known: {', '.join(_known_keys(loc))}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return loc, f"must be an integer; got {got}"
+    if kind in ("float_type", "float_parsing"):
+        return loc, f"must be a number; got {got}"
+    if kind == "finite_number":
+        return loc, f"must be a finite number; got {got}"
+    if kind in ("bool_type", "bool_parsing"):
+        return loc, f"must be true or false; got {got}"
+    if kind == "string_type":
+        what = "a folder path (a string)" if loc and loc[-1] in ("checkpoint", "pretrained") else "a string"
+        return loc, f"must be {what}; got {got}"
+    if kind == "string_too_short":
+        return loc, "must not be empty"
+    if kind == "dict_type" and loc and loc[-1] == "params":
+        return loc, f"must be a table of the factory's keyword arguments, e.g. params = {{ n_passes = 3 }}; got {got}"
+    if kind in ("dict_type", "dataclass_type", "dataclass_args_type", "model_type"):
+        return loc, f"must be a table; got {got}"
+    if kind in ("tuple_type", "list_type", "iterable_type"):
+        if loc and loc[-1] in _TABLES and loc[-1] != "bayes":
+            return loc, f"must be a list of [[{loc[-1]}]] tables; got {got}"
+        hint = f' (write ["{value}"])' if isinstance(value, str) else ""
+        return loc, f"must be a list{hint}; got {got}"
+    if kind == "too_short":
+        need = ctx.get("min_length", 1)
+        return loc, f"must hold at least {need} value{'s' if need != 1 else ''}; got {got}"
+    bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+    if kind in bounds:
+        bound = next(v for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
+        return loc, f"must be {bounds[kind]} {bound}; got {got}"
+    if kind == "literal_error":
+        return loc, f"must be one of {ctx.get('expected')}; got {got}"
+    return loc, f"{err['msg'][:1].lower()}{err['msg'][1:]}; got {got}"
+
+
+def _errors(exc: ValidationError) -> list[tuple[str, str]]:
+    """One ``(path, message)`` per error, leaving out those implied by an error inside them."""
+    described = [_describe(e) for e in exc.errors()]
+    out: list[tuple[str, str]] = []
+    for loc, msg in described:
+        inner = any(other != loc and other[: len(loc)] == loc for other, _ in described)
+        if inner and msg.startswith("must hold at least"):
+            continue
+        line = (_path(loc), msg)
+        if line not in out:
+            out.append(line)
+    return out
+
+
+def _resolve(value: Any, base: Path) -> Any:
+    """A folder path of a study file, taken relative to the file's folder (other values as they are)."""
+    if isinstance(value, str) and value:
+        return str((base / Path(value).expanduser()).resolve())
+    if isinstance(value, list):
+        return [_resolve(v, base) for v in value]
+    return value
+
+
+def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The file's tables as the keyword arguments of :class:`StudyConfig` (folders resolved)."""
+    errors: list[tuple[str, str]] = []
+    unknown = [k for k in raw if k not in ("study", *_TABLES)]
+    for key in unknown:
+        errors.append((key, f"unknown table; known: study, {', '.join(_TABLES)}"))
+    study = raw.get("study", {})
+    if not isinstance(study, dict):
+        errors.append(("study", f"must be a table ([study]); got {_got(study)}"))
+        study = {}
+    for key in _TABLES:
+        if key in study:
+            form = "[bayes] table" if key == "bayes" else f"[[{key}]] tables"
+            errors.append((f"study.{key}", f"give {key} as {form}, not inside [study]"))
+    if errors:
+        raise StudyConfigError(errors)
+    data: dict[str, Any] = {"name": path.stem, **study}
+    for key in _TABLES:
+        if key in raw:
+            data[key] = raw[key]
+    if isinstance(data.get("rankers"), list):
+        data["rankers"] = [
+            {**r, **{k: _resolve(r[k], path.parent) for k in ("checkpoint", "pretrained") if k in r}}
+            if isinstance(r, dict) else r
+            for r in data["rankers"]
+        ]
     return data
 
 
-def _with_checkpoint_path(entry: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Resolve a relative ``checkpoint`` against the study file's folder."""
-    ckpt = entry.get("checkpoint")
-    if ckpt is not None:
-        if not isinstance(ckpt, str) or not ckpt:
-            raise ValueError(f"[[rankers]] checkpoint must be a folder path (a string); got {ckpt!r}")
-        entry["checkpoint"] = str((base / Path(ckpt).expanduser()).resolve())
-    return entry
-
-
 def load_config(path: str | PathLike[str]) -> StudyConfig:
-    """Read a study from a TOML file.
+    """Read and validate a study file.
 
     The file has a ``[study]`` table with the scalar fields of
     :class:`StudyConfig`, ``[[conditions]]`` and ``[[rankers]]`` arrays of
-    tables, and an optional ``[bayes]`` table. Unknown keys are errors.
+    tables, and an optional ``[bayes]`` table (the JSON schema of
+    :func:`study_schema`). Every key is checked: its type (``"4"`` is not an
+    integer, ``"no"`` not a boolean), its range, and the cross-references
+    between rankers. A ranker's ``checkpoint`` and ``pretrained`` folders
+    are taken relative to the file's folder. What needs the installed
+    plugins is checked by
+    :func:`~uncertank.experiment.validation.validate_config` when the study
+    runs, before any work.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    StudyConfigError
+        One line per error, each starting with its path in the file
+        (``study.n_candidates: must be an integer; got the string '4'``).
     """
     p = Path(path)
-    raw = _load_toml(p)
-    study = dict(raw.get("study", {}))
-    if "name" not in study:
-        study["name"] = p.stem
-    conditions = tuple(
-        ConditionConfig(**_only_known("conditions", dict(c), ConditionConfig)) for c in raw.get("conditions", [])
-    )
-    rankers = tuple(
-        RankerConfig(**_with_checkpoint_path(_only_known("rankers", dict(r), RankerConfig), p.parent))
-        for r in raw.get("rankers", [])
-    )
-    bayes_raw = _only_known("bayes", dict(raw.get("bayes", {})), BayesConfig)
-    if "families" in bayes_raw:
-        bayes_raw["families"] = tuple(bayes_raw["families"])
-    unknown_tables = sorted(set(raw) - {"study", "conditions", "rankers", "bayes"})
-    if unknown_tables:
-        raise ValueError(f"config file {p} has unknown tables {', '.join(unknown_tables)}")
-    study = _only_known("study", study, StudyConfig)
-    if "risk_grid" in study:
-        study["risk_grid"] = tuple(float(b) for b in study["risk_grid"])
-    for key in ("metrics", "recalibrators"):
-        if key in study:
-            study[key] = tuple(study[key])
-    for key in ("conditions", "rankers", "bayes"):
-        if key in study:
-            raise ValueError(f"[study] must not hold {key!r}; use the [{key}] table(s)")
-    return StudyConfig(conditions=conditions, rankers=rankers, bayes=BayesConfig(**bayes_raw), **study)
+    data = _from_file(_load_toml(p), p)
+    try:
+        return TypeAdapter(StudyConfig).validate_python(data)
+    except ValidationError as exc:
+        raise StudyConfigError(_errors(exc)) from None
+
+
+def study_schema() -> dict[str, Any]:
+    """The JSON schema of a study file (its ``[study]``, ``[[conditions]]``, ``[[rankers]]`` and ``[bayes]``).
+
+    Generated from :class:`StudyConfig`; docs/experiments.md shows it and a
+    test keeps the two equal.
+
+    Examples
+    --------
+    >>> sorted(study_schema()["properties"])
+    ['bayes', 'conditions', 'rankers', 'study']
+    """
+    full = TypeAdapter(StudyConfig).json_schema()
+    defs = full.pop("$defs", {})
+    props = dict(full["properties"])
+    tables = {k: props.pop(k) for k in _TABLES}
+    study = {
+        "description": "The [study] table.",
+        "type": "object",
+        "properties": props,
+        "required": [k for k in full.get("required", []) if k not in _TABLES and k != "name"],
+        "additionalProperties": False,
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "uncertank study file",
+        "description": "A study for `uncertank run`: a [study] table, [[conditions]] and [[rankers]] tables, "
+        "and an optional [bayes] table. TOML has no null: a key whose value may be null is left out.",
+        "type": "object",
+        "properties": {"study": study, **tables},
+        "required": ["study", "conditions", "rankers"],
+        "additionalProperties": False,
+        "$defs": defs,
+    }
+
+
+# -- the demo's studies ------------------------------------------------------------------------------------------------
+
+
+def demo_study_path(name: DemoStudy = "default") -> Path:
+    """The study file ``uncertank demo`` runs (``uncertank demo --show`` prints it).
+
+    Parameters
+    ----------
+    name : {"quick", "default", "full", "gp"}
+        ``quick``: a smoke run (one MiniLM layer, a few hundred queries; it
+        checks that everything runs, its numbers are not evidence).
+        ``default``: three MiniLM layers, mean-pooled, fine-tuned on 3,000
+        queries, under 15 minutes on two CPU cores with every neural ranker
+        clearly trained. ``full``: Penha & Hauff's setting on the whole
+        sample (all six layers, M = 5, T = 10); hours on a CPU. ``gp``: the
+        default study with the GP rankers (``sngp``, ``gpf_bert``, ``pgdrr``)
+        added, each a GP head on a copy of bert's fine-tuned encoder.
+
+    Raises
+    ------
+    ValueError
+        When ``name`` is not one of :data:`DEMO_STUDIES`.
+
+    Examples
+    --------
+    >>> demo_study_path("quick").name
+    'quick.toml'
+    """
+    from uncertank._validation import check_choice
+
+    check_choice(name, "name", DEMO_STUDIES)
+    return Path(str(resources.files("uncertank.experiment").joinpath("studies", f"{name}.toml")))
+
+
+def demo_config(name: DemoStudy = "default") -> StudyConfig:
+    """The demo's study ``name`` (:func:`demo_study_path`), read from its file in the package.
+
+    Ubuntu (sample) with BM25 negatives for training; test conditions:
+    in-domain (BM25 negatives), cross-negative-sampling (random and
+    embedding negatives), cross-domain (chitchat, BM25 negatives). Rankers:
+    the BM25 baseline, ``bert`` fine-tuned from the packaged MiniLM,
+    ``mc_dropout`` with ``bert``'s weights (Penha & Hauff's S-BERT^D),
+    ``ensemble`` with ``bert`` as member 0 (and the GP rankers in ``gp``);
+    ``bert`` is the reference. The same study on every machine: a missing
+    plugin or package stops the run before any work, naming the ``pip``
+    command that installs it.
+    """
+    return load_config(demo_study_path(name))

@@ -42,7 +42,6 @@ import numpy as np
 
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
-from uncertank._signature import accepted_keywords
 from uncertank.experiment.config import RankerConfig, StudyConfig
 from uncertank.experiment.result import (
     BayesOutcome,
@@ -54,6 +53,7 @@ from uncertank.experiment.result import (
     StepInfo,
     StudyResult,
 )
+from uncertank.experiment.validation import validate_config
 
 __all__ = [
     "Prediction",
@@ -79,86 +79,7 @@ def digest(obj: Any) -> str:
     return json_digest(obj)[:16]
 
 
-# -- stage 0: check the study against the registries ------------------------------------------------------------
-
-
-def validate_config(config: StudyConfig) -> None:
-    """Check every name and parameter of ``config`` against the registries, before any data is loaded.
-
-    Rankers (and their parameters, by building each one: construction is
-    cheap, nothing is trained or loaded), datasets, negative samplers,
-    metrics and recalibrators must be registered.
-
-    Raises
-    ------
-    ValueError
-        One line naming the bad entry and listing what exists.
-    """
-    from uncertank.plugins import get_factory, registry
-
-    datasets = registry("datasets")
-    samplers = registry("negative_samplers")
-
-    def check_dataset(name: str, where: str) -> None:
-        known = sorted(datasets)
-        prefix = name.split(":", 1)[0] + ":" if ":" in name else None
-        if name not in datasets and (prefix is None or prefix not in datasets):
-            raise ValueError(f"{where}: unknown dataset {name!r}; known: {', '.join(known)}")
-
-    def check_negatives(name: str, where: str) -> None:
-        if name not in samplers and name not in ("file", "given"):
-            known = sorted([*samplers, "file"])
-            raise ValueError(f"{where}: unknown negative sampler {name!r}; known: {', '.join(known)}")
-
-    check_dataset(config.train_dataset, "study.train_dataset")
-    check_negatives(config.train_negatives, "study.train_negatives")
-    for c in config.conditions:
-        check_dataset(c.dataset, f"condition {c.name!r}")
-        check_negatives(c.negatives, f"condition {c.name!r}")
-    rankers = registry("rankers")
-    for rc in config.rankers:
-        if rc.name not in rankers:
-            raise ValueError(f"ranker {rc.key!r}: unknown ranker {rc.name!r}; known: {', '.join(sorted(rankers))}")
-        factory = get_factory("rankers", rc.name)
-        built = _check_params(factory, rc)
-        if rc.init_from is not None and not callable(getattr(type(built), "from_ranker", None)):
-            raise ValueError(
-                f"ranker {rc.key!r}: init_from needs {rc.name!r} to offer from_ranker(trained, **params); it does not"
-            )
-        if rc.checkpoint is not None:
-            if not callable(getattr(type(built), "load", None)):
-                raise ValueError(f"ranker {rc.key!r}: checkpoint needs {rc.name!r} to offer load(folder); it does not")
-            folder = Path(rc.checkpoint)
-            if not folder.is_dir() or not any(folder.iterdir()):
-                raise ValueError(
-                    f"ranker {rc.key!r}: checkpoint must be a non-empty folder written by the ranker's save; "
-                    f"got {rc.checkpoint!r} ({'empty' if folder.is_dir() else 'no such folder'})"
-                )
-    from uncertank.metrics import resolve_metrics
-
-    resolve_metrics(_metric_entries(config))
-    recal = registry("recalibrators")
-    for name in config.recalibrators or ():
-        if name not in recal:
-            raise ValueError(f"unknown recalibrator {name!r}; known: {', '.join(sorted(recal))}")
-
-
-def _check_params(factory: Callable[..., Any], rc: RankerConfig) -> Any:
-    """Unknown parameters of a ranker, read from its factory's source or found by building it; the ranker built."""
-    named = accepted_keywords(factory)
-    if named is not None:
-        unknown = sorted(set(rc.params) - set(named))
-        if unknown:
-            raise ValueError(
-                f"ranker {rc.key!r}: unknown parameter(s) {', '.join(unknown)} for {rc.name!r}; "
-                f"known: {', '.join(named)}"
-            )
-    try:
-        return factory(**rc.params)
-    except TypeError as exc:
-        raise ValueError(f"ranker {rc.key!r}: bad parameters for {rc.name!r}: {exc}") from None
-    except ValueError as exc:
-        raise ValueError(f"ranker {rc.key!r}: {exc}") from None
+# -- stage 0 (validate_config) is uncertank.experiment.validation ------------------------------------------------
 
 
 def _metric_entries(config: StudyConfig) -> list[Any]:

