@@ -111,7 +111,8 @@ def make_result(*, seed: int = 0, n_queries: int = 60, smoke: bool = False, rank
                                   effects, {"credibly riskier than run0 (r=1)": 4}, figures)
     steps = {"data": StepInfo("a1b2c3", 1.5), "fit bert": StepInfo("d4e5f6", 612.25, resumed=True),
              "bayes gaussian": StepInfo("0719ab", 30.0)}
-    return StudyResult(config={"name": "synthetic study"},
+    config = {"name": "synthetic study", **({"reference": "bert"} if "bert" in rankers else {})}
+    return StudyResult(config=config,
                        sizes={"train": 500, "valid": 100, "test": dict.fromkeys(CONDITIONS, n_queries)},
                        metric_info=METRIC_INFO, evaluations=evaluations, bayes=bayes, steps=steps, smoke=smoke)
 
@@ -149,13 +150,17 @@ def test_markdown_table_keeps_integers_and_order():
 # --------------------------------------------------------------------------- analysis
 
 
-def test_reference_is_bert_else_first_probabilistic_else_none():
-    assert reference_ranker(make_result()) == "bert"
+def test_reference_is_the_studys_else_the_first_ranker():
+    assert reference_ranker(make_result()) == "bert"  # the config's reference
     no_bert = {k: v for k, v in RANKERS.items() if k != "bert"}
-    assert reference_ranker(make_result(rankers=no_bert)) == "mc_dropout"
+    assert reference_ranker(make_result(rankers=no_bert)) == "bm25"  # none recorded: the first ranker
     only_bm25 = make_result(rankers={"bm25": RANKERS["bm25"]})
-    assert reference_ranker(only_bm25) is None
+    assert reference_ranker(only_bm25) == "bm25"
     assert compare_to_reference(only_bm25, CONDITIONS, ["R@1"]) == []
+    stale = make_result()
+    stale.config["reference"] = "gone"
+    with pytest.raises(ValueError, match="reference must be one of its rankers"):
+        reference_ranker(stale)
 
 
 def test_metric_labels_and_best_follow_metric_info():

@@ -4,7 +4,7 @@ Everything here reads a :class:`~uncertank.experiment.result.StudyResult`
 and returns plain values; :mod:`uncertank.experiment.report` formats them.
 
 - :func:`reference_ranker`: the ranker relative changes are measured
-  against (``bert`` when present, else the first probabilistic ranker).
+  against (the study's ``reference``: the first ranker by default).
 - :func:`metric_labels`: the study's metric labels of one kind, in the
   order of ``result.metric_info`` (so a plugin's metric appears too).
 - :func:`best_rankers`: who has the best value of a metric under a condition.
@@ -39,23 +39,32 @@ __all__ = [
 def reference_ranker(result: StudyResult) -> str | None:
     """The ranker that relative changes and significance tests compare against.
 
-    ``bert`` when the study has it, else the first ranker (in config order)
-    whose scores are probabilities, else None.
+    The study's ``reference`` (``result.config["reference"]``, a field of
+    :class:`~uncertank.experiment.StudyConfig`: the first ranker when the
+    study file names none); the first ranker of a result whose config
+    records no reference; None when there are no rankers.
+
+    Raises
+    ------
+    ValueError
+        When the recorded reference is not a ranker of the result.
 
     Examples
     --------
     >>> from uncertank.experiment.result import Evaluation, StudyResult
     >>> evs = [Evaluation("bm25", "in", False, False, {}), Evaluation("sngp", "in", True, False, {})]
-    >>> reference_ranker(StudyResult({}, {}, {}, evs))
+    >>> reference_ranker(StudyResult({"reference": "sngp"}, {}, {}, evs))
     'sngp'
+    >>> reference_ranker(StudyResult({}, {}, {}, evs))
+    'bm25'
     """
     rankers = result.rankers
-    if "bert" in rankers:
-        return "bert"
-    for name in rankers:
-        if any(e.probabilistic for e in result.evaluations if e.ranker == name):
-            return name
-    return None
+    reference = result.config.get("reference") if isinstance(result.config, dict) else None
+    if reference is None:
+        return rankers[0] if rankers else None
+    if reference not in rankers:
+        raise ValueError(f"the study's reference must be one of its rankers {rankers}; got {reference!r}")
+    return str(reference)
 
 
 def metric_labels(result: StudyResult, kind: MetricKind | None = None) -> list[str]:
