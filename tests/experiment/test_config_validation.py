@@ -232,3 +232,19 @@ def test_run_prints_one_line_per_error_and_exits_2_writing_nothing(tmp_path):
     assert result.exit_code == 2 and not out.exists()
     assert result.output.splitlines() == [
         f"Error: {study}: rankers[0].params.k9: unknown parameter of 'bm25'; known: k1, b, method, stopwords"]
+
+
+@pytest.mark.parametrize("page", ["getting-started.md", "experiments.md"])
+def test_the_docs_study_files_are_valid_studies(tmp_path, page):
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / page).read_text()
+    blocks = [b for b in re.findall(r"```toml\n(.*?)```", text, flags=re.S) if "[study]" in b]
+    assert blocks
+    for i, block in enumerate(blocks):
+        p = tmp_path / f"study{i}.toml"
+        p.write_text(block)
+        config = load_config(p)
+        if all(r.name in ("bm25",) or importlib.util.find_spec(f"uncertank_{r.name.replace('_', '')}")
+               for r in config.rankers):
+            validate_config(config)
