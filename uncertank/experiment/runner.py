@@ -29,6 +29,7 @@ written atomically (a temporary file, then a rename).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -145,14 +146,37 @@ def _plugin_version(name: str) -> str:
     return "" if info is None else f"{getattr(info, 'distribution', '')} {getattr(info, 'version', '')}"
 
 
-def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
-    if rc.checkpoint is not None:  # what was loaded, not what it was trained on
-        from uncertank._io import folder_digest
+def _ranker_code(name: str) -> str:
+    """The code a ranker's outputs depend on: its plugin's version and source, and uncertank.nn's source.
 
+    Editing a plugin's files (an editable install included) or the shared
+    neural machinery changes the digest, so a study recomputes that ranker's
+    steps instead of reusing stale ones.
+    """
+    from uncertank.plugins import plugin_source_digest
+
+    nn_dir = Path(__file__).resolve().parents[1] / "nn"
+    nn_src = [f"{f.name}:{hashlib.sha256(f.read_bytes()).hexdigest()}" for f in sorted(nn_dir.glob("*.py"))]
+    return digest([_plugin_version(name), plugin_source_digest("rankers", name), nn_src])
+
+
+def _pretrained_kwargs(rc: RankerConfig) -> dict[str, Any]:
+    pretrained = getattr(rc, "pretrained", None)
+    return {} if pretrained is None else {"pretrained": pretrained}
+
+
+def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
+    from uncertank._io import folder_digest
+
+    if rc.checkpoint is not None:  # what was loaded, not what it was trained on
         return digest([rc.name, rc.params, "checkpoint", folder_digest(rc.checkpoint), __version__,
-                       _plugin_version(rc.name)])
+                       _ranker_code(rc.name)])
+    pretrained = _pretrained_kwargs(rc).get("pretrained")
+    weights = None if pretrained is None else [
+        folder_digest(f) for f in ([pretrained] if isinstance(pretrained, str) else pretrained)
+    ]
     return digest([rc.name, rc.params, data.digests["train"], data.digests["valid"], upstream,
-                   __version__, _plugin_version(rc.name)])
+                   __version__, _ranker_code(rc.name), *(["pretrained", weights] if weights else [])])
 
 
 def _read_seconds(folder: Path) -> float:
@@ -182,7 +206,7 @@ def fit_rankers(
     steps: dict[str, StepInfo] = {}
     for rc in config.rankers:
         # Building a ranker is cheap (models load lazily); its class gives fit, load and from_ranker.
-        ranker = make_ranker(rc.name, **rc.params)
+        ranker = make_ranker(rc.name, **rc.params, **_pretrained_kwargs(rc))
         cls = type(ranker)
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = _model_key(rc, data, upstream)
@@ -247,15 +271,26 @@ class Prediction:
     probabilistic: bool
 
 
-def _predict_one(ranker: Any) -> Callable[[QuerySet], Prediction]:
-    def run(qs: QuerySet) -> Prediction:
+def _predict_one(ranker: Any, label: str) -> Callable[[QuerySet, str], Prediction]:
+    """Score a query set and check the output at once (before anything is cached), naming ranker and split."""
+    from uncertank.validation import InvalidPredictionError, check_prediction
+
+    def call(method: str, qs: QuerySet, split: str) -> Any:
+        try:
+            return getattr(ranker, method)(qs)
+        except ValueError as err:  # e.g. the output types refusing NaN or a score outside [0, 1]
+            said = " ".join(str(err).split())
+            raise InvalidPredictionError(label, split, f"{method} raised {type(err).__name__}: {said}") from err
+
+    def run(qs: QuerySet, split: str) -> Prediction:
         if callable(getattr(ranker, "predict_samples", None)):
-            ps = ranker.predict_samples(qs)
-            mean = ps.mean()
             flag = getattr(ranker, "probabilistic", None)
+            ps = check_prediction(call("predict_samples", qs, split), qs, ranker=label, condition=split,
+                                  samples=True, probabilistic=None if flag is None else bool(flag))
+            mean = ps.mean()
             prob = bool(((mean >= 0) & (mean <= 1)).all()) if flag is None else bool(flag)
             return Prediction(mean, ps, prob)
-        pred: Predictions = ranker.predict(qs)
+        pred: Predictions = check_prediction(call("predict", qs, split), qs, ranker=label, condition=split)
         return Prediction(pred.scores, None, bool(pred.probabilistic))
 
     return run
@@ -287,8 +322,8 @@ def predict_all(
     for rc in config.rankers:
         step = fit_steps.get(f"fit {rc.key}") or fit_steps.get(f"load {rc.key}")
         upstream = step.key if step is not None else digest([rc.name, rc.params, __version__,
-                                                              _plugin_version(rc.name)])
-        run = _predict_one(rankers[rc.key])
+                                                              _ranker_code(rc.name)])
+        run = _predict_one(rankers[rc.key], rc.key)
         for split, qs in sets.items():
             key = digest([upstream, data.digests[split]])
             path = out / "predictions" / f"{_safe(rc.key)}-{_safe(split)}-{key}.npz"
@@ -302,7 +337,7 @@ def predict_all(
                 steps[f"predict {rc.key} {split}"] = StepInfo(key, seconds, resumed=True)
                 continue
             t0 = time.perf_counter()
-            pred = run(qs)
+            pred = run(qs, split)
             seconds = time.perf_counter() - t0
             log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s")
             arrays: dict[str, Any] = {"mean": pred.mean, "stochastic": pred.samples is not None,

@@ -1,0 +1,65 @@
+"""docs/own-ranker.md works as written: its script and its study file run on a user's CrossEncoder folder."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = (ROOT / "docs" / "own-ranker.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def cross_encoder_folder(tmp_path_factory):
+    """A small random classifier saved the way sentence-transformers saves a CrossEncoder."""
+    transformers = pytest.importorskip("transformers")
+    st = pytest.importorskip("sentence_transformers")
+    pytest.importorskip("uncertank_sngp")
+    pytest.importorskip("uncertank_mcdropout")
+    import torch
+
+    from uncertank.datasets import packaged_model_path
+
+    if packaged_model_path() is None:
+        pytest.skip("the packaged MiniLM tokenizer is not installed")
+    tok = transformers.AutoTokenizer.from_pretrained(packaged_model_path(), local_files_only=True)
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=tok.vocab_size, num_hidden_layers=1, hidden_size=16,
+                                  num_attention_heads=2, intermediate_size=20, max_position_embeddings=64,
+                                  num_labels=1)
+    base = tmp_path_factory.mktemp("own") / "hf"
+    transformers.AutoModelForSequenceClassification.from_config(cfg).save_pretrained(base)
+    tok.save_pretrained(base)
+    folder = base.parent / "my-cross-encoder"
+    st.CrossEncoder(str(base), max_length=48, device="cpu").save(str(folder))
+    return folder
+
+
+@pytest.mark.slow
+def test_the_script_runs(cross_encoder_folder, capsys):
+    code = re.findall(r"```python\n(.*?)```", PAGE, flags=re.S)[0]
+    assert 'MODEL = "my-cross-encoder"' in code
+    code = code.replace('MODEL = "my-cross-encoder"', f"MODEL = {str(cross_encoder_folder)!r}")
+    exec(compile(code, "docs/own-ranker.md", "exec"), {"__name__": "own_ranker_docs"})
+    printed = capsys.readouterr().out
+    for label in ("R_10@1", "ECE after Platt", "MC dropout ECE", "post-hoc SNGP ECE", "risk-aware b =", "NOTA F1"):
+        assert label in printed
+
+
+@pytest.mark.slow
+def test_the_study_file_runs(cross_encoder_folder, tmp_path):
+    from uncertank.experiment import run_study
+    from uncertank.experiment.config import load_config
+
+    toml = re.findall(r"```toml\n(.*?)```", PAGE, flags=re.S)[0]
+    study = cross_encoder_folder.parent / "my-model.toml"
+    study.write_text(toml)
+    result = run_study(load_config(study), tmp_path / "report")
+    assert result.rankers == ["bert", "mc_dropout", "sngp"]
+    for ranker in result.rankers:
+        ev = result.evaluation(ranker, "in-domain")
+        assert ev is not None and ev.probabilistic and "ECE" in ev.metrics
+    assert result.evaluation("mc_dropout", "in-domain").stochastic
+    assert "fit bert" in result.steps
