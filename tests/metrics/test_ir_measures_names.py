@@ -318,3 +318,25 @@ def test_rel_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="rel must be"):
         precision_at_k([[0.5]], [[1]], k=1, rel=0)
     assert math.isclose(precision_at_k([[0.5, 0.4]], [[2, 1]], k=2, rel=2), 0.5)
+
+
+def test_a_name_whose_metric_is_not_registered_says_so(monkeypatch):
+    import uncertank.plugins
+
+    real = uncertank.plugins.registry
+
+    def without_precision(kind):
+        reg = dict(real(kind))
+        reg.pop("precision", None)
+        return reg
+
+    monkeypatch.setattr(uncertank.plugins, "registry", without_precision)
+    with pytest.raises(ValueError, match=r"metric 'P@5' \(entry 0\) is ir_measures' name of 'precision', which is not"):
+        resolve_metrics(["P@5"])
+
+
+def test_complete_must_be_a_bool(tmp_path):
+    qrels, run = _generate(0)
+    qp, rp = _write(tmp_path, qrels, run, "sys")
+    with pytest.raises(TypeError, match="complete must be a bool; got str"):
+        evaluate_runs([rp], qp, complete="yes")  # type: ignore[arg-type]

@@ -386,3 +386,12 @@ def test_cli_empty_or_unparsable_files_give_one_line_and_exit_2(tmp_path, which,
 def test_cli_a_folder_is_one_line_too(tmp_path):
     _one_line_exit_2(_cli("--run", str(tmp_path), "--qrels", str(EDGE_QRELS)), str(tmp_path), "is a folder")
     _one_line_exit_2(_cli("--run", str(EDGE_RUNS[0]), "--qrels", str(tmp_path)), str(tmp_path), "is a folder")
+
+
+def test_a_query_the_run_misses_has_residual_one_with_complete():
+    run = {"1": {"a": 0.9}}
+    report = evaluate_runs([run], QRELS, metrics=["rbp", "rbp_residual", "map"], complete=True)
+    scores = report.runs[0]
+    assert scores.query_ids == ["1", "2"]
+    assert scores.per_query["RBP residual(0.8)"][1] == 1.0  # nothing retrieved: all of RBP is open
+    assert scores.per_query["RBP(0.8)"][1] == 0.0 and scores.per_query["MAP"][1] == 0.0
