@@ -287,10 +287,12 @@ def _predict_one(ranker: Any, label: str) -> Callable[[QuerySet, str], Predictio
             flag = getattr(ranker, "probabilistic", None)
             ps = check_prediction(call("predict_samples", qs, split), qs, ranker=label, condition=split,
                                   samples=True, probabilistic=None if flag is None else bool(flag))
+            assert isinstance(ps, PredictiveSamples)
             mean = ps.mean()
             prob = bool(((mean >= 0) & (mean <= 1)).all()) if flag is None else bool(flag)
             return Prediction(mean, ps, prob)
-        pred: Predictions = check_prediction(call("predict", qs, split), qs, ranker=label, condition=split)
+        pred = check_prediction(call("predict", qs, split), qs, ranker=label, condition=split)
+        assert isinstance(pred, Predictions)
         return Prediction(pred.scores, None, bool(pred.probabilistic))
 
     return run
