@@ -16,6 +16,7 @@ from uncertank.nn import (
     fast_mc_dropout,
     fast_path_problem,
     mc_implementation,
+    mc_passes,
     score_probabilities,
     seed_everything,
 )
@@ -50,6 +51,7 @@ def test_masks_keep_at_rate_one_minus_p_and_scale_exactly(p):
     assert _within(int(on.sum()), x.numel(), p)
     assert torch.equal(y[on], x[on] * (1 / (1 - p)))  # the scale of inverted dropout, to the last bit
     assert masks.apply(x, 0.0) is x and torch.equal(masks.apply(x, 1.0), torch.zeros_like(x))
+    assert not masks.keep((3, 4), 1.0).any() and masks.keep((3, 4), 0.0).all()
     masks.close()
 
 
@@ -75,14 +77,14 @@ def test_every_site_draws_a_mask_of_its_shape():
     shapes: list[tuple[int, ...]] = []
     rates: list[float] = []
     with fast_mc_dropout(model, seed=0) as masks, torch.inference_mode():
-        keep = masks.keep
+        draw = masks._mask
 
-        def spy(shape, p):
+        def spy(shape, p, scale):
             shapes.append(tuple(shape))
             rates.append(p)
-            return keep(shape, p)
+            return draw(shape, p, scale)
 
-        masks.keep = spy  # type: ignore[method-assign]
+        masks._mask = spy  # type: ignore[method-assign]
         model(**batch)
     hidden = (b, length, 32)
     layer = [(b * 2, length, length), hidden, hidden]  # 2 heads
@@ -282,11 +284,26 @@ def test_other_supported_encoders_run_with_every_site_on(kind):
     mask[:3, 8:] = 0
     calls: list[tuple[int, ...]] = []
     with fast_mc_dropout(model, seed=0) as masks, torch.inference_mode():
-        keep = masks.keep
-        masks.keep = lambda shape, p: calls.append(tuple(shape)) or keep(shape, p)  # type: ignore[method-assign]
+        draw = masks._mask
+        masks._mask = lambda shape, p, scale: calls.append(tuple(shape)) or draw(shape, p, scale)  # type: ignore
         a, b = model(ids, mask), model(ids, mask)
     assert not torch.equal(a, b)
     # attention probabilities, (batch * heads, q, k), in both layers of both passes
     assert calls.count((12, 12, 12)) == 2 * 2
     hidden = {"roberta": 5, "electra": 5, "distilbert": 3}[kind]  # embeddings, then 2 (distilbert: 1) per layer
     assert calls.count((6, 12, 32)) == 2 * hidden, calls
+
+
+def test_stacked_passes_are_independent_draws_like_passes_one_by_one():
+    model, tok = tiny_model()
+    enc = encode_queries(tok, toy_queries(2, 10), max_length=32)
+    batch = enc.batch(np.arange(enc.n_pairs))
+    with fast_mc_dropout(model, seed=0), torch.inference_mode():
+        one_call = mc_passes(model, batch, 4)
+    with fast_mc_dropout(model, seed=0), torch.inference_mode():
+        two_calls = mc_passes(model, batch, 4, passes_per_call=2)
+    assert one_call.shape == two_calls.shape == (20, 4)
+    assert np.abs((one_call - two_calls).numpy()).max() > 1e-6  # other calls, other draws
+    assert len({tuple(c.tolist()) for c in one_call.T}) == 4  # every pass differs
+    with pytest.raises(ValueError, match="passes_per_call must be"):
+        mc_passes(model, batch, 2, passes_per_call=0)

@@ -6,14 +6,14 @@ Gal & Ghahramani 2016 as Penha & Hauff 2021 use it, attention-probability
 dropout included), but produces the masks and applies them differently:
 
 - **Masks.** Two seeded NumPy SFC64 streams (one thread each) fill a
-  reused float32 buffer with uniforms ``u`` on the grid of ``2**-24``; the
-  keep mask is ``floor(u + (1 - p))``, which is 1 exactly when
-  ``u >= 1 - (1 - p)``, so every element is kept with probability ``1 - p``
-  (``1 - p`` rounded to float32, as torch's own ``bernoulli_`` compares a
-  24-bit uniform with ``p``) independently of every other, and the kept
-  values are scaled by ``1 / (1 - p)``. That is two vectorised float
-  operations on top of the bits, against ``aten::bernoulli_``'s serial draw
-  per element.
+  reused float32 buffer, in chunks that stay in cache. An element is dropped
+  when a uniform 32-bit word is below ``round(p * 2**32)``; the word's top
+  byte decides alone except for one element in 256, which draws the other 24
+  bits, so an element costs one random byte and is kept, independently of
+  every other, with probability ``1 - p`` to within ``2**-33`` (torch's own
+  ``bernoulli_`` compares a 24-bit uniform with ``p``). Kept values are
+  scaled by ``1 / (1 - p)``. This replaces ``aten::bernoulli_``'s serial
+  draw of a float per element.
 - **Hidden-state sites** (every ``nn.Dropout``: embeddings, attention and
   feed-forward outputs, the ranker's head) stay in evaluation mode, where
   they return their input, and a forward hook multiplies the output by the
@@ -65,6 +65,8 @@ SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "electra
 _ATTENTION_KEY = "uncertank_mc_dropout"
 #: Draws of at least this many elements are split over two threads.
 _PARALLEL_FILL = 1 << 16
+#: Elements drawn and converted at a time (256 KiB of float32, in the core's cache).
+_CHUNK = 1 << 16
 _OTHER_DROPOUTS = (nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 
 
@@ -104,18 +106,47 @@ class DropoutMasks:
             self._pool.shutdown()
             self._pool = None
 
-    def _fill(self, u: NDArray[np.float32]) -> None:
-        half = u.size // 2
+    def _draw(self, rng: np.random.Generator, u: NDArray[np.float32], p: float, scale: float) -> None:
+        """Fill ``u`` with the mask (0 or ``scale``), chunk by chunk in cache.
+
+        An element is dropped when a uniform 32-bit word ``W`` is below
+        ``t = round(p * 2**32)``. ``W``'s top byte decides alone unless it
+        equals ``t``'s (one element in 256): only those draw the other 24 bits.
+        So each element costs one random byte, and the keep probability is
+        ``1 - t / 2**32``, within ``2**-33`` of ``1 - p``.
+        """
+        bits = rng.bit_generator
+        t = round(p * 2**32)
+        high, low = t >> 24, t & 0xFFFFFF
+        keep = np.empty(min(u.size, _CHUNK), dtype=bool)
+        for lo in range(0, u.size, _CHUNK):
+            part = u[lo : lo + _CHUNK]
+            word = bits.random_raw(-(-part.size // 8)).view(np.uint8)[: part.size]
+            kept = np.greater(word, high, out=keep[: part.size])
+            tie = np.flatnonzero(word == high)
+            if tie.size:
+                kept[tie] = (bits.random_raw(tie.size) & 0xFFFFFF) >= low
+            part[...] = kept
+            if scale != 1.0:
+                part *= np.float32(scale)
+
+    def _mask(self, shape: tuple[int, ...] | torch.Size, p: float, scale: float) -> torch.Tensor:
+        n = math.prod(shape)
+        if self._buffer.size < n:
+            self._buffer = np.empty(n, dtype=np.float32)
+        u = self._buffer[:n]
+        half = n // 2
         first, second = u[:half], u[half:]
-        if torch.get_num_threads() > 1 and u.size >= _PARALLEL_FILL:
+        if torch.get_num_threads() > 1 and n >= _PARALLEL_FILL:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="uncertank-masks")
-            job = self._pool.submit(self._rngs[1].random, dtype=np.float32, out=second)
-            self._rngs[0].random(dtype=np.float32, out=first)
+            job = self._pool.submit(self._draw, self._rngs[1], second, p, scale)
+            self._draw(self._rngs[0], first, p, scale)
             job.result()
         else:
-            self._rngs[0].random(dtype=np.float32, out=first)
-            self._rngs[1].random(dtype=np.float32, out=second)
+            self._draw(self._rngs[0], first, p, scale)
+            self._draw(self._rngs[1], second, p, scale)
+        return torch.from_numpy(u).view(tuple(shape))
 
     def keep(self, shape: tuple[int, ...] | torch.Size, p: float) -> torch.Tensor:
         """A float32 mask of ``shape`` holding 1 (kept, probability ``1 - p``) or 0.
@@ -123,19 +154,13 @@ class DropoutMasks:
         The tensor is a view of a buffer that the next draw overwrites: use it
         before asking for another.
         """
-        n = math.prod(shape)
-        if self._buffer.size < n:
-            self._buffer = np.empty(n, dtype=np.float32)
-        u = self._buffer[:n]
-        self._fill(u)
-        mask = torch.from_numpy(u).view(tuple(shape))
-        # u lies on the grid of 2**-24 and so does float32(1 - p) (in [0.5, 1)): the sum is exact
-        # below 1, so the floor is 1 exactly when u >= 1 - float32(1 - p).
-        return mask.add_(1.0 - p).floor_()
+        if p >= 1.0:
+            return torch.zeros(tuple(shape))
+        return self._mask(shape, p, 1.0)
 
     def scaled(self, shape: tuple[int, ...] | torch.Size, p: float) -> torch.Tensor:
-        """:meth:`keep` times ``1 / (1 - p)``: the multiplier of inverted dropout."""
-        return self.keep(shape, p).mul_(1.0 / (1.0 - p))
+        """:meth:`keep` times ``1 / (1 - p)`` (in float32): the multiplier of inverted dropout."""
+        return self._mask(shape, p, 1.0 / (1.0 - p))
 
     def apply(self, x: torch.Tensor, p: float) -> torch.Tensor:
         """Dropout of ``x`` with rate ``p`` (a new tensor; ``x`` is left as it is)."""

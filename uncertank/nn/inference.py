@@ -27,9 +27,11 @@ from uncertank.nn.runtime import autocast, progress
 
 __all__ = [
     "MC_IMPLEMENTATIONS",
+    "PASS_TOKENS",
     "dropout_owners",
     "mc_dropout",
     "mc_implementation",
+    "mc_passes",
     "output_probabilities",
     "score_batches",
     "score_probabilities",
@@ -269,9 +271,10 @@ def score_probabilities(
         (needs identical architectures) instead of one call per model.
     mc_impl : {"fast", "reference"}
         With ``mc=True``: ``"fast"`` draws the same masks' distribution
-        faster (:func:`uncertank.nn.fast_mc_dropout`) where
-        :func:`mc_implementation` allows it (a supported encoder on the CPU,
-        not ``stacked``) and falls back to the reference otherwise;
+        faster (:func:`uncertank.nn.fast_mc_dropout`), several passes of a
+        batch per call (:func:`mc_passes`), where :func:`mc_implementation`
+        allows it (a supported encoder on the CPU, not ``stacked``) and
+        falls back to the reference otherwise;
         ``"reference"`` always switches the dropout modules to training mode
         (:func:`mc_dropout`). The two give different draws for one seed.
     device, accelerator, show_progress, desc
@@ -316,6 +319,8 @@ def score_probabilities(
                 # (M, B, ...) per pass -> columns ordered m * n_passes + t
                 passes = [output_probabilities(call(batch)) for _ in range(n_passes)]
                 return torch.stack(passes, dim=1).reshape(-1, passes[0].shape[-1]).T
+            if fast:
+                return torch.cat([mc_passes(model, batch, n_passes) for model in models], dim=1)
             cols = [output_probabilities(model(**batch)) for model in models for _ in range(n_passes)]
             return torch.stack(cols, dim=1)
 
@@ -324,6 +329,50 @@ def score_probabilities(
             show_progress=show_progress, desc=desc,
         )
     return np.ascontiguousarray(out.T)
+
+
+#: Tokens (pairs x padded length) in one call of :func:`mc_passes`: several passes of a batch are
+#: stacked into one call up to this size (larger matrix products, one call's overhead for several passes).
+PASS_TOKENS = 1 << 15
+
+
+def mc_passes(
+    model: nn.Module, batch: dict[str, torch.Tensor], n_passes: int, *, passes_per_call: int | None = None
+) -> torch.Tensor:
+    """P(relevant) of ``n_passes`` stochastic passes over one batch, several passes per call.
+
+    The batch is repeated ``passes_per_call`` times along its first axis and
+    scored in one call, so each copy draws its own masks: the passes are
+    independent, as when run one by one, and cost less on the CPU (the
+    benchmark in ``benchmarks/bench_inference.py`` measures both). Run it
+    with the dropout sites on (:func:`uncertank.nn.fast_mc_dropout`).
+
+    Parameters
+    ----------
+    model : nn.Module
+        ``model(**batch)`` returns logits (see :func:`output_probabilities`).
+    batch : dict of Tensor of shape (b, length)
+    n_passes : int
+    passes_per_call : int, optional
+        Copies per call; by default as many as fit in :data:`PASS_TOKENS`
+        tokens (at least 1). 1 runs the passes one by one.
+
+    Returns
+    -------
+    Tensor of shape (b, n_passes)
+        Column ``t`` is pass ``t``.
+    """
+    n_passes = check_positive_int(n_passes, "n_passes")
+    rows, length = batch["input_ids"].shape
+    if passes_per_call is None:
+        passes_per_call = max(1, PASS_TOKENS // max(1, rows * length))
+    per_call = min(n_passes, check_positive_int(passes_per_call, "passes_per_call"))
+    cols: list[torch.Tensor] = []
+    for done in range(0, n_passes, per_call):
+        k = min(per_call, n_passes - done)
+        stacked = batch if k == 1 else {key: v.repeat(k, *([1] * (v.ndim - 1))) for key, v in batch.items()}
+        cols.append(output_probabilities(model(**stacked)).view(k, rows).T)
+    return torch.cat(cols, dim=1)
 
 
 def mc_implementation(

@@ -109,10 +109,13 @@ def test_passes_are_batched_not_one_example_at_a_time():
     calls = []
     handle = model.register_forward_hook(lambda mod, args, kwargs_out: calls.append(1))
     try:
+        score_probabilities([model], enc, n_passes=3, mc=True, batch_size=64, seed=0, mc_impl="reference")
+        assert len(calls) == 3 * 2  # 100 pairs -> 2 batches, 3 passes each
+        calls.clear()
         score_probabilities([model], enc, n_passes=3, mc=True, batch_size=64, seed=0)
+        assert len(calls) == 2  # the fast path stacks a batch's 3 passes into one call
     finally:
         handle.remove()
-    assert len(calls) == 3 * 2  # 100 pairs -> 2 batches, 3 passes each
 
 
 @pytest.mark.slow

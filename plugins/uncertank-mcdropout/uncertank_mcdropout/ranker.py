@@ -20,6 +20,7 @@ from uncertank.nn import (
     get_accelerator,
     mc_dropout,
     mc_implementation,
+    mc_passes,
     output_probabilities,
     score_batches,
 )
@@ -158,8 +159,12 @@ class MCDropoutRanker(NeuralRanker):
         model.to(acc.device)
         lower: list[nn.Module] = [model.encoder.embeddings, *layers[:n_lower]] if n_lower else []
 
+        fast = mc_implementation([model], acc.device) == "fast"
+
         def fn(batch: dict[str, torch.Tensor]) -> torch.Tensor:
             if not n_lower:
+                if fast:  # as score() does, so that mc_layers = all gives its passes
+                    return mc_passes(model, batch, n_passes)
                 return torch.stack([output_probabilities(model(**batch)) for _ in range(n_passes)], dim=1)
             kept: list[torch.Tensor] = []
             hook = layers[n_lower - 1].register_forward_hook(lambda mod, args, out: kept.append(out))
@@ -178,7 +183,7 @@ class MCDropoutRanker(NeuralRanker):
         with contextlib.ExitStack() as stack:
             stack.enter_context(rng)
             torch.manual_seed(seed)
-            if mc_implementation([model], device) == "fast":
+            if fast:
                 stack.enter_context(fast_mc_dropout(model, seed=seed, exclude=lower))
             else:
                 stack.enter_context(mc_dropout(model))
