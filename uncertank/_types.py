@@ -30,6 +30,8 @@ from uncertank._validation import (
 __all__ = ["PredictiveSamples", "Predictions", "QuerySet", "RankedLists"]
 
 _A = TypeVar("_A", bound=np.ndarray)
+#: Draws (n_samples x queries x length) centred at a time by PredictiveSamples.covariance_stacks.
+_COV_CHUNK = 1 << 20
 
 
 def _owned(arr: _A, source: object) -> _A:
@@ -556,21 +558,73 @@ class PredictiveSamples:
         Returns
         -------
         list of n_queries ndarrays of shape (n_q, n_q)
-            Computed vectorised: queries of equal length are stacked and
-            their blocks formed by one ``einsum``.
+            In query order: views into a writable copy of
+            :meth:`covariance_stacks`, which vectorised code should use
+            instead (no Python object per query).
         """
-        centred = self.samples - self.mean()
-        lengths = np.diff(self.offsets)
-        blocks: list[NDArray[np.float64]] = [np.empty((0, 0))] * lengths.size
-        denom = self.n_samples - self.ddof
-        for length in np.unique(lengths):
-            qs = np.flatnonzero(lengths == length)
-            cols = self.offsets[qs][:, None] + np.arange(length)[None, :]
-            x = centred[:, cols]  # (S, n_q, L)
-            cov = np.einsum("sqi,sqj->qij", x, x) / denom
-            for k, q in enumerate(qs):
+        blocks: list[NDArray[np.float64]] = [np.empty((0, 0))] * (self.offsets.size - 1)
+        for queries, stack in self.covariance_stacks():
+            cov = stack.copy()
+            for k, q in enumerate(queries.tolist()):
                 blocks[q] = cov[k]
         return blocks
+
+    def covariance_stacks(self) -> list[tuple[NDArray[np.int64], NDArray[np.float64]]]:
+        """The covariance blocks stacked by list length, as the vectorised consumers use them.
+
+        For every distinct list length ``L`` (ascending), the queries of that
+        length and their blocks in one array; nothing is built per query, so
+        100,000 queries cost a few array operations. Computed once and kept
+        (read-only) with this object.
+
+        Returns
+        -------
+        list of (queries, blocks)
+            ``queries`` : ndarray of shape (n_L,), the indices of the queries
+            of length ``L``, ascending; ``blocks`` : ndarray of shape
+            (n_L, L, L), ``blocks[k]`` the covariance of query ``queries[k]``'s
+            candidates (divided by ``n_samples - ddof``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> ps = PredictiveSamples(np.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]), np.array([0, 2, 3]))
+        >>> [(q.tolist(), c.tolist()) for q, c in ps.covariance_stacks()]
+        [([1], [[[1.0]]]), ([0], [[[1.0, 0.0], [0.0, 0.0]]])]
+        """
+        if "cov_stacks" not in self._cache:
+            mean = self.mean()
+            lengths = np.diff(self.offsets)
+            denom = self.n_samples - self.ddof
+            stacks = []
+            for length in np.unique(lengths).tolist():
+                queries = np.flatnonzero(lengths == length)
+                starts = self.offsets[queries]
+                first, n = int(starts[0]), queries.size
+                consecutive = int(starts[-1]) - first == length * (n - 1) and bool(np.all(np.diff(starts) == length))
+                cov = np.empty((n, length, length))
+                # Chunks of queries keep the centred draws in cache (and allocated once).
+                chunk = max(1, _COV_CHUNK // (self.n_samples * length))
+                buf = np.empty((self.n_samples, min(chunk, n), length))
+                for lo in range(0, n, chunk):
+                    hi = min(n, lo + chunk)
+                    x = buf[:, : hi - lo]
+                    if consecutive:  # a view of the draws, no gather
+                        span = slice(first + lo * length, first + hi * length)
+                        np.subtract(
+                            self.samples[:, span].reshape(self.n_samples, hi - lo, length),
+                            mean[span].reshape(hi - lo, length), out=x,
+                        )
+                    else:
+                        cols = starts[lo:hi, None] + np.arange(length)[None, :]
+                        np.subtract(self.samples[:, cols], mean[cols], out=x)
+                    cov[lo:hi] = np.einsum("sqi,sqj->qij", x, x, optimize=True)
+                cov /= denom
+                cov.setflags(write=False)
+                queries.setflags(write=False)
+                stacks.append((queries, cov))
+            self._cache["cov_stacks"] = stacks
+        return list(self._cache["cov_stacks"])
 
     def to_predictions(self) -> Predictions:
         """The predictive mean as :class:`Predictions`."""

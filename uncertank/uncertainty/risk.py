@@ -52,18 +52,18 @@ def _greedy(mean: NDArray[np.float64], cov: NDArray[np.float64], b: float, w: ND
     """
     n_q, length = mean.shape
     var = np.einsum("qii->qi", cov)
-    base = mean - b * var
+    base = mean - b * var  # placed candidates get -inf here, so argmax never picks them again
     acc = np.zeros_like(mean)  # sum over placed candidates of w_i cov[r, r_i]
-    placed = np.zeros((n_q, length), dtype=bool)
+    ra = np.empty_like(mean)
     order = np.empty((n_q, length), dtype=np.int64)
     rows = np.arange(n_q)
     for rank in range(length):
-        ra = base - 2.0 * b * acc
-        ra[placed] = -np.inf
+        np.multiply(acc, -2.0 * b, out=ra)
+        ra += base
         # argmax returns the first maximum: ties go to the earlier input position.
         pick = np.argmax(ra, axis=1)
         order[:, rank] = pick
-        placed[rows, pick] = True
+        base[rows, pick] = -np.inf
         acc += w[rank] * cov[rows, :, pick]
     return order
 
@@ -109,16 +109,14 @@ def risk_aware_rerank(
     mean = samples.mean()
     offsets = samples.offsets
     lengths = np.diff(offsets)
-    blocks = samples.covariance_blocks()
     out = np.empty(samples.n_pairs, dtype=np.float64)
     w_all = _rank_weights(weights, int(lengths.max()))
-    for length in np.unique(lengths):
-        qs = np.flatnonzero(lengths == length)
-        cols = offsets[qs][:, None] + np.arange(length)[None, :]
-        cov = np.stack([blocks[q] for q in qs])
+    for queries, cov in samples.covariance_stacks():  # one stack per list length
+        length = cov.shape[-1]
+        cols = offsets[queries][:, None] + np.arange(length)[None, :]
         order = _greedy(mean[cols], cov, b, w_all[:length])
         new = np.empty_like(order, dtype=np.float64)
-        np.put_along_axis(new, order, np.arange(length, 0, -1, dtype=np.float64)[None, :].repeat(qs.size, 0), axis=1)
+        np.put_along_axis(new, order, np.arange(length, 0, -1, dtype=np.float64)[None, :], axis=1)
         out[cols] = new
     return out
 
