@@ -51,4 +51,5 @@ def test_run_command_reports_a_bad_config(tmp_path):
     bad.write_text("[study]\nnope = 1\n")
     result = CliRunner().invoke(cli, ["run", str(bad)])
     assert result.exit_code == 2
-    assert "unknown keys nope" in result.output
+    assert "study.nope: unknown key; known: name, train_dataset" in result.output
+    assert "study.train_dataset: missing: this key is required" in result.output

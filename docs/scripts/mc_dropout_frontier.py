@@ -484,7 +484,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     bad = [k for k in ks if k is not None and k > n_layers]
     if bad:
         raise SystemExit(f"--ks: the model has {n_layers} encoder layers; got {', '.join(map(str, bad))}")
-    grid = StudyConfig.__dataclass_fields__["risk_grid"].default
+    grid = StudyConfig.__pydantic_fields__["risk_grid"].default
 
     # bert's own row: dropout off, means only.
     bert_file = cache / f"test_q{test.n_queries}_bert.npy"

@@ -33,7 +33,8 @@ def test_demo_quick_writes_a_complete_report(tmp_path):
     assert "smoke run" in run.output
     result = StudyResult.from_dict(json.loads((out / "results.json").read_text()))
     assert result.smoke
-    assert {"bm25", "bert", "mc_dropout", "ensemble"} <= set(result.rankers)
+    # the same study on every machine: installed GP plugins do not join (they have `uncertank demo --gp`)
+    assert result.rankers == ["bm25", "bert", "mc_dropout", "ensemble"]
     assert result.conditions[0] == "in-domain" and len(result.conditions) >= 2
     mc = result.evaluation("mc_dropout", "in-domain")
     assert mc is not None and mc.stochastic and mc.risk is not None and mc.nota is not None
@@ -41,12 +42,6 @@ def test_demo_quick_writes_a_complete_report(tmp_path):
     assert set(result.bayes) == {"gaussian", "zoib"}
     # mc_dropout starts from bert's weights and the ensemble keeps bert as member 0: trained once
     assert "fit bert" in result.steps and result.steps["fit mc_dropout"].seconds < result.steps["fit bert"].seconds
-    from uncertank.plugins import registry
-
-    for gp in ("sngp", "gpf_bert", "pgdrr"):  # installed GP rankers join, started from bert's encoder
-        if gp in registry("rankers"):
-            assert gp in result.rankers and f"fit {gp}" in result.steps
-            assert result.evaluation(gp, "in-domain") is not None
     figures = sorted((out / "figures").glob("*.png"))
     assert figures, "no figures written"
     for fig in figures:
