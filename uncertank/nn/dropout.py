@@ -46,7 +46,7 @@ import contextlib
 import math
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -349,9 +349,8 @@ def fast_mc_dropout(
     off = {id(m) for e in exclude for m in e.modules()}
     before = {m: m.training for m in model.modules()}
     configs = {
-        id(m.config): (m.config, m.config._attn_implementation)
-        for m in model.modules()
-        if _is_transformers_model(m)
+        id(cfg): (cfg, cfg._attn_implementation)
+        for cfg in (cast(Any, m).config for m in model.modules() if _is_transformers_model(m))
     }
     hooks: list[Any] = []
     attention = [m for m in _attention_modules(model) if id(m) not in off]

@@ -39,7 +39,7 @@ __all__ = [
 
 #: How :func:`score_probabilities` runs MC dropout: ``"fast"`` (:func:`uncertank.nn.fast_mc_dropout`
 #: where the model and device allow it, the reference otherwise) or ``"reference"`` (:func:`mc_dropout`).
-MC_IMPLEMENTATIONS = ("fast", "reference")
+MC_IMPLEMENTATIONS: tuple[Literal["fast", "reference"], ...] = ("fast", "reference")
 
 _DROPOUT_TYPES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 _MODE_SENSITIVE = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
