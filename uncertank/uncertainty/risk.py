@@ -52,19 +52,19 @@ def _greedy(mean: NDArray[np.float64], cov: NDArray[np.float64], b: float, w: ND
     """
     n_q, length = mean.shape
     var = np.einsum("qii->qi", cov)
-    base = mean - b * var  # placed candidates get -inf here, so argmax never picks them again
-    acc = np.zeros_like(mean)  # sum over placed candidates of w_i cov[r, r_i]
-    ra = np.empty_like(mean)
+    # ra = E - b var - 2b sum_i w_i cov[., r_i], updated column by column; placed candidates get -inf.
+    ra = mean - b * var
     order = np.empty((n_q, length), dtype=np.int64)
     rows = np.arange(n_q)
     for rank in range(length):
-        np.multiply(acc, -2.0 * b, out=ra)
-        ra += base
         # argmax returns the first maximum: ties go to the earlier input position.
         pick = np.argmax(ra, axis=1)
         order[:, rank] = pick
-        base[rows, pick] = -np.inf
-        acc += w[rank] * cov[rows, :, pick]
+        if rank + 1 < length:
+            column = cov[rows, :, pick]
+            column *= -2.0 * b * w[rank]
+            ra += column
+            ra[rows, pick] = -np.inf
     return order
 
 
