@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank._validation import as_float_array, check_positive_int
+from uncertank.adapters import CallableRanker
 from uncertank.nn.inference import dropout_owners, mc_dropout
 
 __all__ = ["TorchDropoutRanker"]
@@ -95,17 +96,10 @@ class TorchDropoutRanker:
                     f"{self.name} must return one score per pair ({queries.n_pairs},); got shape {out.shape}"
                 )
             return out
-        out = np.empty(queries.n_pairs, dtype=np.float64)
-        for q in range(queries.n_queries):
-            context, candidates, _ = queries.query(q)
-            scores = _as_array(self.fn(context, candidates), f"scores returned by {self.name}")
-            if scores.shape != (len(candidates),):
-                raise ValueError(
-                    f"{self.name} must return one score per candidate ({len(candidates)}) for query {q}; "
-                    f"got shape {scores.shape}"
-                )
-            out[queries.offsets[q] : queries.offsets[q + 1]] = scores
-        return out
+        def per_query(context: list[str], candidates: list[str]) -> NDArray[np.float64]:
+            return _as_array(self.fn(context, candidates), f"scores returned by {self.name}")
+
+        return CallableRanker(per_query, name=self.name).predict(queries).scores
 
     def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
         """T passes with dropout on, shape (n_samples, n_pairs); row ``t`` is one joint draw.
