@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import numpy as np
 import pytest
@@ -171,20 +170,15 @@ def test_describe_counts_duplicates():
 def test_cache_second_load_is_identical_and_not_rebuilt(monkeypatch):
     from uncertank.datasets import conversation
 
-    t0 = time.perf_counter()
     a = load("ubuntu-sample", split="train", negatives="random")
-    first = time.perf_counter() - t0
     files = list(cache_dir().glob("*.json"))
     assert len(files) == 1
 
     def no_rebuild(*args, **kwargs):
         raise AssertionError("a cached set must not be rebuilt")
 
-    monkeypatch.setattr(conversation, "assemble_query_set", no_rebuild)
-    t0 = time.perf_counter()
+    monkeypatch.setattr(conversation, "assemble_query_set", no_rebuild)  # a rebuild fails the test
     b = load("ubuntu-sample", split="train", negatives="random")
-    second = time.perf_counter() - t0
-    assert second < first
     assert list(a.candidates) == list(b.candidates)
     assert [list(c) for c in a.contexts] == [list(c) for c in b.contexts]
     assert np.array_equal(a.labels, b.labels) and np.array_equal(a.offsets, b.offsets)
