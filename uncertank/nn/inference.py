@@ -331,9 +331,11 @@ def score_probabilities(
     return np.ascontiguousarray(out.T)
 
 
-#: Tokens (pairs x padded length) in one call of :func:`mc_passes`: several passes of a batch are
-#: stacked into one call up to this size (larger matrix products, one call's overhead for several passes).
-PASS_TOKENS = 1 << 15
+#: Tokens (pairs x padded length) in one call of :func:`mc_passes`: the passes of a short batch are
+#: stacked into one call up to this size (one call's overhead for several passes). Larger stacks are
+#: slower on a quiet 2-core CPU (64 pairs x 74 tokens, T = 10: 14.5x bert stacked 6 per call against
+#: 12.2x one per call, benchmarks/RESULTS.md), so a batch of the default size runs one pass per call.
+PASS_TOKENS = 1 << 12
 
 
 def mc_passes(
