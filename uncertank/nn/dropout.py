@@ -18,10 +18,11 @@ dropout included), but produces the masks and applies them differently:
   feed-forward outputs, the ranker's head) stay in evaluation mode, where
   they return their input, and a forward hook multiplies the output by the
   scaled mask.
-- **Attention-probability dropout.** With dropout on, PyTorch's CPU
-  scaled-dot-product attention leaves its fused flash kernel (which has no
-  dropout on the CPU: it accepts ``dropout_p`` only as 0) for the unfused
-  math path, which also draws with ``bernoulli_``. Here the attention
+- **Attention-probability dropout.** With ``dropout_p > 0``, PyTorch's CPU
+  scaled-dot-product attention does not dispatch to its fused flash kernel
+  but to the unfused math path (a profile shows ``bmm``, ``_softmax``,
+  ``where`` and ``bernoulli_`` in its place), and calling the flash kernel
+  directly takes no boolean or dropout mask. Here the attention
   modules call a function registered in transformers' ``AttentionInterface``
   that computes ``softmax(q k^T / sqrt(d) + mask)`` into one reused buffer,
   multiplies it in place by the keep mask and multiplies by ``v``, scaling the
@@ -36,8 +37,8 @@ Supported encoders are the transformers BERT family whose attention modules
 hand their dropout to the attention interface (:data:`SUPPORTED_MODEL_TYPES`),
 under any head built of ``nn.Dropout`` modules. :func:`fast_path_problem`
 names what rules a model out; the caller then uses the reference path
-(:func:`uncertank.nn.mc_dropout`), which is also what runs on a GPU, where
-``bernoulli_`` and attention with dropout are fused already.
+(:func:`uncertank.nn.mc_dropout`), which is also what runs on devices other
+than the CPU (the fast path draws its masks on the host).
 """
 
 from __future__ import annotations
