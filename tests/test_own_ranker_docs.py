@@ -14,24 +14,16 @@ PAGE = (ROOT / "docs" / "own-ranker.md").read_text()
 @pytest.fixture(scope="module")
 def cross_encoder_folder(tmp_path_factory):
     """A small random classifier saved the way sentence-transformers saves a CrossEncoder."""
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers")
     st = pytest.importorskip("sentence_transformers")
     pytest.importorskip("uncertank_sngp")
     pytest.importorskip("uncertank_mcdropout")
-    import torch
-
     from uncertank.datasets import packaged_model_path
+    from uncertank.nn.testing import tiny_classifier_folder
 
     if packaged_model_path() is None:
         pytest.skip("the packaged MiniLM tokenizer is not installed")
-    tok = transformers.AutoTokenizer.from_pretrained(packaged_model_path(), local_files_only=True)
-    torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=tok.vocab_size, num_hidden_layers=1, hidden_size=16,
-                                  num_attention_heads=2, intermediate_size=20, max_position_embeddings=64,
-                                  num_labels=1)
-    base = tmp_path_factory.mktemp("own") / "hf"
-    transformers.AutoModelForSequenceClassification.from_config(cfg).save_pretrained(base)
-    tok.save_pretrained(base)
+    base = tiny_classifier_folder(tmp_path_factory.mktemp("own") / "hf")
     folder = base.parent / "my-cross-encoder"
     st.CrossEncoder(str(base), max_length=48, device="cpu").save(str(folder))
     return folder

