@@ -499,9 +499,12 @@ _FUNCTION_TYPES = (FunctionType, BuiltinFunctionType, MethodType, functools.part
 def _entry_problem(kind: str, entry: Any) -> str | None:
     """What is wrong with ``entry`` as a registry entry of ``kind``, or None; see :func:`check_entry`."""
     if kind == "metrics":
-        from uncertank.metrics.metric import Metric
-
-        if isinstance(entry, Metric) or isinstance(entry, _FUNCTION_TYPES):
+        # The host sits below the metrics package and does not import it: a Metric
+        # can exist only once its module is loaded, so the module is looked up there.
+        metric_module = sys.modules.get("uncertank.metrics.metric")
+        if isinstance(entry, _FUNCTION_TYPES) or (
+            metric_module is not None and isinstance(entry, metric_module.Metric)
+        ):
             return None
         want = "a uncertank.metrics.Metric or a function"
     else:

@@ -18,7 +18,7 @@ from uncertank.metrics import (
     rank_biased_precision,
     recall_at_k,
 )
-from uncertank.metrics import ranking as R
+from uncertank.metrics import ranks as R
 
 # --------------------------------------------------------------------------- data
 
@@ -140,7 +140,7 @@ def test_dense_input_matches_plain_loops(ties):
 def test_rank_methods_agree(method, ties):
     scores, labels, offsets = ragged(11, n_queries=60, ties=ties, p_rel=0.5)
     lists = I.as_lists(RankedLists.from_flat(scores, labels, offsets), None).as_block()
-    got = R._relevant_ranks(lists, ideal=True, method=method)
+    got = R.relevant_ranks(lists, ideal=True, method=method)
     ref_rank, ref_above, ref_ideal = [], [], []
     for s, y in per_query_lists(scores, labels, offsets):
         order = ref_order(list(s))
@@ -161,8 +161,8 @@ def test_compare_path_chunks(monkeypatch):
     monkeypatch.setattr(R, "_CHUNK_CELLS", 16)  # several chunks of two rows
     scores, labels, offsets = ragged(3, n_queries=25, ties=True, p_rel=0.4)
     lists = I.as_lists(RankedLists.from_flat(scores, labels, offsets), None).as_block()
-    a = R._relevant_ranks(lists, ideal=True, method="compare")
-    b = R._relevant_ranks(lists, ideal=True, method="lexsort")
+    a = R.relevant_ranks(lists, ideal=True, method="compare")
+    b = R.relevant_ranks(lists, ideal=True, method="lexsort")
     np.testing.assert_array_equal(a.rank, b.rank)
     np.testing.assert_array_equal(a.above, b.above)
     np.testing.assert_array_equal(a.ideal, b.ideal)

@@ -16,7 +16,7 @@ from uncertank.metrics import (
     reliability_curve,
     resolve_metrics,
 )
-from uncertank.metrics import streaming as S
+from uncertank.metrics import quantiles as Q
 from uncertank.metrics.streaming import (
     BrierAccumulator,
     CalibrationByRankAccumulator,
@@ -154,12 +154,12 @@ def test_a_large_stream_keeps_float64_accuracy():
 def test_quantile_edges_equal_numpy_bit_for_bit(rl, n_bins, size, collect):
     p = rl.scores
     chunks = [(p[i:i + size], rl.labels[i:i + size]) for i in range(0, p.size, size)]
-    old = S._COLLECT
-    S._COLLECT = collect  # 0: resolve all 64 bits by histograms; 5: gather small groups; default: gather early
+    old = Q._COLLECT
+    Q._COLLECT = collect  # 0: resolve all 64 bits by histograms; 5: gather small groups; default: gather early
     try:
         edges = quantile_edges(chunks, n_bins=n_bins)
     finally:
-        S._COLLECT = old
+        Q._COLLECT = old
     np.testing.assert_array_equal(edges, np.quantile(p, np.linspace(0, 1, n_bins + 1)))
 
 

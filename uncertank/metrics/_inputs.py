@@ -12,8 +12,9 @@
 
 checks them once (finite scores, integer labels ``>= 0``, probabilities in
 [0, 1] where asked, matching shapes, valid offsets) and returns a
-:class:`_Lists`. Every error names the argument, what was expected and what
-arrived.
+:class:`Lists`. Every error names the argument, what was expected and what
+arrived. :func:`as_pairs` and :func:`as_structured` are the two views the
+calibration metrics and their accumulators take of the same input.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from numpy.typing import ArrayLike, NDArray
 from uncertank._types import RankedLists
 from uncertank._validation import as_float_array, as_label_array, check_offsets, check_probabilities
 
+__all__ = ["Lists", "as_lists", "as_pairs", "as_structured"]
+
 #: Pad ragged lists to a dense block when it costs at most this many cells per pair.
 _PAD_FACTOR = 4
 
 
 @dataclass(frozen=True, eq=False)
-class _Lists:
+class Lists:
     """Validated ranked lists, as a dense (or padded) block or as flat CSR arrays.
 
     In block form ``s2`` and ``y2`` have shape (n_queries, width); padding
@@ -86,7 +89,7 @@ class _Lists:
         np.cumsum(self.lengths[:-1], out=starts[1:])
         return starts
 
-    def as_block(self) -> _Lists:
+    def as_block(self) -> Lists:
         """The block form when it is dense or cheap to pad, else this flat form."""
         if self.s2 is not None:
             return self
@@ -95,7 +98,7 @@ class _Lists:
         n_q = lengths.size
         width = int(lengths.max())
         if bool((lengths == width).all()):
-            return _Lists(lengths, self.scores.reshape(n_q, width), self.labels.reshape(n_q, width),
+            return Lists(lengths, self.scores.reshape(n_q, width), self.labels.reshape(n_q, width),
                           structured=self.structured)
         if n_q * width <= _PAD_FACTOR * self.scores.size:
             valid = np.arange(width) < lengths[:, None]
@@ -103,20 +106,20 @@ class _Lists:
             s2[valid] = self.scores
             y2 = np.zeros((n_q, width), dtype=self.labels.dtype)
             y2[valid] = self.labels
-            return _Lists(lengths, s2, y2, valid, structured=self.structured)
+            return Lists(lengths, s2, y2, valid, structured=self.structured)
         return self
 
-    def as_flat(self) -> _Lists:
+    def as_flat(self) -> Lists:
         """The flat (CSR) form."""
         if self.s2 is None:
             return self
         s, y = self.flat()
         offsets = np.zeros(self.n_queries + 1, dtype=np.int64)
         np.cumsum(self.lengths, out=offsets[1:])
-        return _Lists(self.lengths, scores=np.ascontiguousarray(s), labels=np.ascontiguousarray(y),
+        return Lists(self.lengths, scores=np.ascontiguousarray(s), labels=np.ascontiguousarray(y),
                       offsets=offsets, structured=self.structured)
 
-    def at_least(self, rel: int) -> _Lists:
+    def at_least(self, rel: int) -> Lists:
         """The same lists with every label below ``rel`` set to 0 (relevant means ``label >= rel``).
 
         ``rel`` is ir_measures' ``rel`` (trec_eval's ``-l``): the lowest grade
@@ -127,25 +130,25 @@ class _Lists:
         if self.s2 is not None:
             assert self.y2 is not None  # block form by construction
             y2 = np.where(self.y2 >= rel, self.y2, 0).astype(np.int64, copy=False)
-            return _Lists(self.lengths, self.s2, y2, self.valid, structured=self.structured)
+            return Lists(self.lengths, self.s2, y2, self.valid, structured=self.structured)
         assert self.labels is not None  # flat form by construction
         y = np.where(self.labels >= rel, self.labels, 0).astype(np.int64, copy=False)
-        return _Lists(self.lengths, scores=self.scores, labels=y, offsets=self.offsets, structured=self.structured)
+        return Lists(self.lengths, scores=self.scores, labels=y, offsets=self.offsets, structured=self.structured)
 
-    def truncate(self, n: int) -> _Lists:
+    def truncate(self, n: int) -> Lists:
         """Keep the first ``n`` candidates (in input order) of every list."""
         lengths = np.minimum(self.lengths, n)
         if self.s2 is not None:
             assert self.y2 is not None  # block form by construction
             valid = None if self.valid is None else self.valid[:, :n]
-            return _Lists(lengths, self.s2[:, :n], self.y2[:, :n], valid, structured=self.structured)
+            return Lists(lengths, self.s2[:, :n], self.y2[:, :n], valid, structured=self.structured)
         flat = self.as_flat()
         assert flat.scores is not None and flat.labels is not None and flat.offsets is not None
         pos = np.arange(self.n_pairs) - np.repeat(flat.offsets[:-1], self.lengths)
         keep = pos < n
         offsets = np.zeros(lengths.size + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        return _Lists(lengths, scores=flat.scores[keep], labels=flat.labels[keep], offsets=offsets,
+        return Lists(lengths, scores=flat.scores[keep], labels=flat.labels[keep], offsets=offsets,
                       structured=self.structured)
 
 
@@ -204,8 +207,8 @@ def as_lists(
     name: str = "scores",
     queries: bool = True,
     probabilities: bool = False,
-) -> _Lists:
-    """Validate any accepted input (see the module notes) into :class:`_Lists`.
+) -> Lists:
+    """Validate any accepted input (see the module notes) into :class:`Lists`.
 
     Parameters
     ----------
@@ -223,9 +226,9 @@ def as_lists(
 
     Returns
     -------
-    _Lists
+    Lists
         In block form for dense arrays, in flat form otherwise (see
-        :meth:`_Lists.as_block`).
+        :meth:`Lists.as_block`).
     """
     if isinstance(scores, RankedLists):
         if labels is not None:
@@ -238,7 +241,7 @@ def as_lists(
             lo, hi = s.min(), s.max()
             if not (lo >= 0.0 and hi <= 1.0):
                 check_probabilities(s, f"{name} (the RankedLists scores)")
-        return _Lists(scores.lengths, scores=scores.scores, labels=scores.labels, offsets=scores.offsets)
+        return Lists(scores.lengths, scores=scores.scores, labels=scores.labels, offsets=scores.offsets)
     if _is_predictions_like(scores):
         return _from_predictions(scores, labels, name, probabilities)
     if labels is None:
@@ -268,12 +271,12 @@ def as_lists(
     s = _check_scores(s_arr, name, ndim, probabilities)
     y = _check_labels(y_arr, "labels", ndim)
     if s.ndim == 1:
-        return _Lists(np.array([s.size], dtype=np.int64), s[None, :], y[None, :], structured=False)
+        return Lists(np.array([s.size], dtype=np.int64), s[None, :], y[None, :], structured=False)
     n_q, width = s.shape
-    return _Lists(np.full(n_q, width, dtype=np.int64), s, y)
+    return Lists(np.full(n_q, width, dtype=np.int64), s, y)
 
 
-def _from_predictions(pred: Any, labels: Any, name: str, probabilities: bool) -> _Lists:
+def _from_predictions(pred: Any, labels: Any, name: str, probabilities: bool) -> Lists:
     """Flat scores and offsets of a Predictions-like object, with labels (array or QuerySet)."""
     if labels is None:
         raise ValueError(
@@ -289,4 +292,18 @@ def _from_predictions(pred: Any, labels: Any, name: str, probabilities: bool) ->
     if y.shape != s.shape:
         raise ValueError(f"{name}.scores and labels must have the same shape; got {s.shape} and {y.shape}")
     offsets = check_offsets(pred.offsets, s.size, f"{name}.offsets")
-    return _Lists(np.diff(offsets), scores=s, labels=y, offsets=offsets)
+    return Lists(np.diff(offsets), scores=s, labels=y, offsets=offsets)
+
+
+def as_pairs(probs: Any, labels: Any, name: str = "probs") -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Flat probabilities and relevance, each of shape (n_pairs,), from any input of a calibration metric."""
+    return as_lists(probs, labels, name=name, queries=False, probabilities=True).relevance()
+
+
+def as_structured(
+    probs: Any, labels: Any, name: str = "probs"
+) -> tuple[Lists, NDArray[np.float64], NDArray[np.bool_]]:
+    """The query structure plus flat probabilities and relevance, each of shape (n_pairs,)."""
+    lists = as_lists(probs, labels, name=name, queries=True, probabilities=True)
+    p, y = lists.relevance()
+    return lists, p, y

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank.hookspecs import hookimpl
+from uncertank.metrics.accumulators import BrierAccumulator, ECEAccumulator, NLLAccumulator
 from uncertank.metrics.calibration import (
     Convention,
     Norm,
@@ -113,8 +114,6 @@ def _rbp_label(base: str) -> Any:
 
 
 def _make_ece_accumulator(fixed_norm: Norm | None, **options: Any) -> Any:
-    from uncertank.metrics.streaming import ECEAccumulator
-
     if fixed_norm is not None:
         options["norm"] = fixed_norm
     return ECEAccumulator(**options)
@@ -125,8 +124,6 @@ def _calibration_accumulator(norm: Norm | None) -> Any:
 
 
 def _make_pairs_accumulator(which: str, **options: Any) -> Any:
-    from uncertank.metrics.streaming import BrierAccumulator, NLLAccumulator
-
     return BrierAccumulator(**options) if which == "brier" else NLLAccumulator(**options)
 
 

@@ -25,11 +25,69 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BinStats", "bin_index", "bin_stats", "ece_from_stats", "uniform_bin_index", "uniform_edges"]
+from uncertank._validation import check_choice, check_positive_int
+
+__all__ = [
+    "CONVENTIONS",
+    "DEFAULT_BINS",
+    "NORMS",
+    "STRATEGIES",
+    "BinStats",
+    "Convention",
+    "Norm",
+    "Strategy",
+    "bin_index",
+    "bin_stats",
+    "check_binning",
+    "ece_from_stats",
+    "uniform_bin_index",
+    "uniform_edges",
+]
+
+Strategy = Literal["uniform", "quantile"]
+Norm = Literal["l1", "l2", "max"]
+Convention = Literal["naeini", "penha-hauff"]
+
+STRATEGIES: tuple[Strategy, ...] = ("uniform", "quantile")
+NORMS: tuple[Norm, ...] = ("l1", "l2", "max")
+CONVENTIONS: tuple[Convention, ...] = ("naeini", "penha-hauff")
+
+#: Default number of bins under each convention.
+DEFAULT_BINS: dict[str, int] = {"naeini": 10, "penha-hauff": 50}
+
+
+def check_binning(
+    n_bins: Any, strategy: Any, norm: Any, convention: Any
+) -> tuple[int, Strategy, Norm, Convention]:
+    """The checked binning options of an ECE: bins (the convention's default for None), strategy, norm, convention.
+
+    Raises
+    ------
+    ValueError
+        An unknown strategy, norm or convention (the message lists the
+        allowed ones), ``n_bins < 1``, or ``convention="penha-hauff"`` with
+        equal-mass bins or a norm other than ``"l1"``.
+    """
+    convention = check_choice(convention, "convention", CONVENTIONS)
+    strategy = check_choice(strategy, "strategy", STRATEGIES)
+    norm = check_choice(norm, "norm", NORMS)
+    bins = DEFAULT_BINS[convention] if n_bins is None else check_positive_int(n_bins, "n_bins")
+    if convention == "penha-hauff":
+        if strategy != "uniform":
+            raise ValueError(
+                f"convention='penha-hauff' bins by equal width only; got strategy={strategy!r} "
+                "(use strategy='uniform')"
+            )
+        if norm != "l1":
+            raise ValueError(
+                f"convention='penha-hauff' defines the l1 ECE only; got norm={norm!r} (use norm='l1')"
+            )
+    return bins, strategy, norm, convention
 
 
 @dataclass(frozen=True, eq=False)

@@ -50,16 +50,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
-from uncertank._validation import check_choice, check_positive_int
-from uncertank.metrics._inputs import _Lists, as_lists
-from uncertank.metrics.binning import bin_index, bin_stats, ece_from_stats
-from uncertank.metrics.ranking import _pair_ranks
+from uncertank._validation import check_positive_int
+from uncertank.metrics._inputs import Lists, as_pairs, as_structured
+from uncertank.metrics.binning import (
+    CONVENTIONS,
+    DEFAULT_BINS,
+    NORMS,
+    STRATEGIES,
+    Convention,
+    Norm,
+    Strategy,
+    bin_index,
+    bin_stats,
+    check_binning,
+    ece_from_stats,
+)
+from uncertank.metrics.ranks import pair_ranks
 
 __all__ = [
     "ImbalanceSweep",
@@ -72,56 +84,11 @@ __all__ = [
     "reliability_curve",
 ]
 
-Strategy = Literal["uniform", "quantile"]
-Norm = Literal["l1", "l2", "max"]
-Convention = Literal["naeini", "penha-hauff"]
-
-STRATEGIES: tuple[Strategy, ...] = ("uniform", "quantile")
-NORMS: tuple[Norm, ...] = ("l1", "l2", "max")
-CONVENTIONS: tuple[Convention, ...] = ("naeini", "penha-hauff")
-
-#: Default number of bins under each convention.
-DEFAULT_BINS: dict[str, int] = {"naeini": 10, "penha-hauff": 50}
+# The binning options live in uncertank.metrics.binning; still importable from here.
+_BINNING_OPTIONS = (CONVENTIONS, DEFAULT_BINS, NORMS, STRATEGIES)
 
 
-# --------------------------------------------------------------------------- input
-
-
-def _as_pairs(probs: Any, labels: Any, name: str = "probs") -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """Flat probabilities and relevance, shape (n_pairs,), through the one input layer."""
-    return as_lists(probs, labels, name=name, queries=False, probabilities=True).relevance()
-
-
-def _as_structured(
-    probs: Any, labels: Any, name: str = "probs"
-) -> tuple[_Lists, NDArray[np.float64], NDArray[np.bool_]]:
-    """Query structure plus flat probabilities and relevance."""
-    lists = as_lists(probs, labels, name=name, queries=True, probabilities=True)
-    p, y = lists.relevance()
-    return lists, p, y
-
-
-def _options(
-    n_bins: Any, strategy: Any, norm: Any, convention: Any
-) -> tuple[int, Strategy, Norm, Convention]:
-    convention = check_choice(convention, "convention", CONVENTIONS)
-    strategy = check_choice(strategy, "strategy", STRATEGIES)
-    norm = check_choice(norm, "norm", NORMS)
-    bins = DEFAULT_BINS[convention] if n_bins is None else check_positive_int(n_bins, "n_bins")
-    if convention == "penha-hauff":
-        if strategy != "uniform":
-            raise ValueError(
-                f"convention='penha-hauff' bins by equal width only; got strategy={strategy!r} "
-                "(use strategy='uniform')"
-            )
-        if norm != "l1":
-            raise ValueError(
-                f"convention='penha-hauff' defines the l1 ECE only; got norm={norm!r} (use norm='l1')"
-            )
-    return bins, strategy, norm, convention
-
-
-# --------------------------------------------------------------------------- binning
+# --------------------------------------------------------------------------- balanced subsample
 
 
 def _balanced_subset(
@@ -225,11 +192,11 @@ def expected_calibration_error(
     >>> round(expected_calibration_error(probs, labels, n_bins=2, norm="max"), 6)  # MCE
     0.35
     """
-    c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
+    c, strategy, norm, convention = check_binning(n_bins, strategy, norm, convention)
     n_sub = check_positive_int(n_subsamples, "n_subsamples")
     if n_sub != 1 and not balanced:
         raise ValueError(f"n_subsamples applies only with balanced=True; got n_subsamples={n_sub} with balanced=False")
-    p, y = _as_pairs(probs, labels)
+    p, y = as_pairs(probs, labels)
     if balanced and n_sub > 1:
         rng = np.random.default_rng(seed)
         return float(np.mean([
@@ -340,8 +307,8 @@ def reliability_curve(
     >>> conf.round(2).tolist(), frac.tolist(), count.tolist()
     ([0.15, 0.85], [0.5, 1.0], [2, 2])
     """
-    c, strategy, _, _ = _options(n_bins, strategy, "l1", "naeini")
-    p, y = _as_pairs(probs, labels)
+    c, strategy, _, _ = check_binning(n_bins, strategy, "l1", "naeini")
+    p, y = as_pairs(probs, labels)
     if balanced:
         p, y = _balanced_subset(p, y, seed)
     st = bin_stats(p, y, c, strategy)
@@ -386,15 +353,15 @@ def brier_score(
     0.175
     """
     if per_query:
-        lists, p, y = _as_structured(probs, labels)
+        lists, p, y = as_structured(probs, labels)
         d = p - y
         return _per_query_mean(lists, d * d)
-    p, y = _as_pairs(probs, labels)
+    p, y = as_pairs(probs, labels)
     d = p - y
     return float(np.einsum("i,i->", d, d)) / p.size  # no BLAS: its threads cost more than they save here
 
 
-def _per_query_mean(lists: _Lists, values: NDArray[np.float64]) -> NDArray[np.float64]:
+def _per_query_mean(lists: Lists, values: NDArray[np.float64]) -> NDArray[np.float64]:
     """Mean of ``values`` (one per pair, input order) within each query, shape (n_queries,)."""
     sums = np.bincount(lists.query_index(), weights=values, minlength=lists.n_queries)
     return np.asarray(sums / lists.lengths, dtype=np.float64)
@@ -440,9 +407,9 @@ def negative_log_likelihood(
     if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
         raise ValueError(f"eps must be a float in (0, 0.5); got {eps!r}")
     if per_query:
-        lists, p, y = _as_structured(probs, labels)
+        lists, p, y = as_structured(probs, labels)
     else:
-        p, y = _as_pairs(probs, labels)
+        p, y = as_pairs(probs, labels)
     pc = np.clip(p, e, 1.0 - e)
     ll = np.where(y, np.log(pc), np.log1p(-pc))
     if per_query:
@@ -498,10 +465,10 @@ def calibration_by_rank(
     >>> calibration_by_rank([[0.9, 0.3], [0.1, 0.8]], [[1, 0], [0, 1]], n_bins=1).round(2)
     array([0.15, 0.2 ])
     """
-    c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
+    c, strategy, norm, convention = check_binning(n_bins, strategy, norm, convention)
     mr = None if max_rank is None else check_positive_int(max_rank, "max_rank")
-    lists, p, y = _as_structured(probs, labels)
-    rank = _pair_ranks(lists)
+    lists, p, y = as_structured(probs, labels)
+    rank = pair_ranks(lists)
     n_pos = int(lists.lengths.max()) if mr is None else mr
     order = np.argsort(rank, kind="stable")
     bounds = np.zeros(n_pos + 1, dtype=np.int64)
@@ -582,8 +549,8 @@ def imbalance_sweep(
     >>> sweep.n_negatives.tolist(), sweep.ece.round(3).tolist()
     ([1, 2], [0.05, 0.233])
     """
-    c, strategy, norm, convention = _options(n_bins, strategy, norm, convention)
-    lists, p, y = _as_structured(probs, labels)
+    c, strategy, norm, convention = check_binning(n_bins, strategy, norm, convention)
+    lists, p, y = as_structured(probs, labels)
     neg = ~y
     qidx = lists.query_index()
     starts = np.zeros(lists.n_queries, dtype=np.int64)

@@ -27,15 +27,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from uncertank import plugins
 from uncertank._validation import check_choice
-
-if TYPE_CHECKING:
-    from uncertank.metrics.streaming import Accumulator
+from uncertank.metrics.accumulators import Accumulator, PerQueryMean
+from uncertank.metrics.names import IR_MEASURES, parse_ir_measure
 
 __all__ = [
     "DEFAULT_STUDY_METRICS",
@@ -290,8 +290,6 @@ class Metric:
         if self._accumulator is not None:
             return self._accumulator(**opts)
         if self.per_query:
-            from uncertank.metrics.streaming import PerQueryMean
-
             return PerQueryMean(self.bind(**opts))
         raise ValueError(
             f"metric {self.name!r} has no streaming accumulator: it has no per-query value and "
@@ -369,13 +367,11 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
     >>> [(m.name, m.display_label) for m in resolve_metrics(["Success@5", "R@100", "AP"])]
     [('recall_at_k', 'Success@5'), ('trec_recall_at_k', 'R@100'), ('map', 'AP')]
     """
-    from uncertank.plugins import registry
-
     if isinstance(entries, (str, Mapping)):
         raise TypeError(
             f"entries must be a list of metric names or mappings; got a single {type(entries).__name__}"
         )
-    reg = registry("metrics")
+    reg = plugins.registry("metrics")  # looked up on the module, so a patched registry is seen
     out: list[Metric] = []
     for i, entry in enumerate(entries):
         if isinstance(entry, Metric):
@@ -404,8 +400,6 @@ def _from_ir_measures(
     name: Any, options: dict[str, Any], label: Any, i: int, reg: Mapping[str, Any]
 ) -> tuple[str, dict[str, Any], Any]:
     """The registered name, options and label of an ir_measures name (``"nDCG@10"``)."""
-    from uncertank.metrics.names import IR_MEASURES, parse_ir_measure
-
     parsed = parse_ir_measure(name)
     if parsed is None:
         known = ", ".join(sorted(reg)) or "(none)"

@@ -29,18 +29,14 @@ beforehand (``RankedLists.subset``) to average over the other queries only.
 
 Implementation
 --------------
-No Python loop runs over queries. For dense (or slightly ragged, padded)
-lists, the rank of each relevant candidate is the number of candidates that
-beat it, counted with vectorised comparisons when relevant candidates are
-few, or read off one ``argsort`` along the candidate axis otherwise; very
-ragged lists use one ``lexsort`` over the flat arrays. Each metric is then a
+No Python loop runs over queries: the ranks of the relevant candidates come
+from :mod:`uncertank.metrics.ranks` (vectorised comparisons, one ``argsort``
+or one ``lexsort``, whichever is cheaper), and each metric is then a
 handful of ``bincount`` reductions over the relevant candidates.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,7 +44,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
 from uncertank._validation import check_positive_int
-from uncertank.metrics._inputs import _Lists, as_lists
+from uncertank.metrics._inputs import Lists, as_lists
+from uncertank.metrics.ranks import pair_ranks, relevant_ranks
 
 __all__ = [
     "mean_average_precision",
@@ -59,172 +56,6 @@ __all__ = [
     "recall_at_k",
     "trec_recall_at_k",
 ]
-
-#: Work arrays of the comparison path hold at most this many cells per chunk.
-_CHUNK_CELLS = 1 << 22
-
-
-# --------------------------------------------------------------------------- ranks
-
-
-@dataclass(frozen=True, eq=False)
-class _RelevantRanks:
-    """Where the relevant candidates land; one entry per relevant candidate.
-
-    Entries are ordered by query, then by input position.
-
-    Attributes
-    ----------
-    query : (n_relevant,) query index.
-    rank : (n_relevant,) 0-based rank under the tie rule.
-    above : (n_relevant,) number of relevant candidates ranked above it.
-    gain : (n_relevant,) its label.
-    ideal : (n_relevant,) its 0-based rank in the ideal ordering (labels
-        descending, ties by input position), or None when not asked for.
-    n_relevant : (n_queries,) relevant candidates per query.
-    lengths : (n_queries,) candidates per query.
-    """
-
-    query: NDArray[np.int64]
-    rank: NDArray[np.int64]
-    above: NDArray[np.int64]
-    gain: NDArray[Any]
-    ideal: NDArray[np.int64] | None
-    n_relevant: NDArray[np.int64]
-    lengths: NDArray[np.int64]
-
-    @property
-    def n_queries(self) -> int:
-        return int(self.lengths.size)
-
-    def per_query(self, weights: NDArray[Any], mask: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
-        """Sum ``weights`` (one per relevant candidate) within each query."""
-        q = self.query if mask is None else self.query[mask]
-        w = weights if mask is None else weights[mask]
-        return np.bincount(q, weights=w, minlength=self.n_queries).astype(np.float64, copy=False)
-
-
-def _choose_method(lists: _Lists, n_relevant: int) -> str:
-    if lists.s2 is None:
-        return "lexsort"
-    width = lists.s2.shape[1]
-    # Comparisons cost ~n_relevant * width cells, the sort ~(3 + log2(width) / 2) passes
-    # over the block (measured on 1e7-cell blocks, widths 10 to 5000).
-    budget = lists.s2.size * (3.0 + 0.5 * math.log2(max(width, 2)))
-    return "compare" if n_relevant * width <= budget else "sort"
-
-
-def _relevant_ranks(lists: _Lists, *, ideal: bool = False, method: str | None = None) -> _RelevantRanks:
-    """Rank, relevant-above count and (optionally) ideal rank of each relevant candidate."""
-    if method != "lexsort":
-        lists = lists.as_block()
-    if lists.s2 is not None:
-        assert lists.y2 is not None
-        rel2 = lists.y2 > 0
-        q, j = np.nonzero(rel2)
-        method = method or _choose_method(lists, q.size)
-        if method == "compare":
-            rank, above, irank = _ranks_compare(lists.s2, lists.y2, rel2, q, j, ideal)
-        elif method == "sort":
-            rank, above, irank = _ranks_sort(lists.s2, lists.y2, rel2, q, j, ideal)
-        else:
-            return _relevant_ranks(lists.as_flat(), ideal=ideal, method="lexsort")
-        gain = lists.y2[q, j]
-    else:
-        rank, above, irank, q, gain = _ranks_lexsort(lists, ideal)
-    q = q.astype(np.int64, copy=False)
-    n_rel = np.bincount(q, minlength=lists.n_queries)
-    return _RelevantRanks(q, rank, above, gain, irank, n_rel, lists.lengths)
-
-
-def _ranks_compare(
-    s2: NDArray[np.float64], y2: NDArray[Any], rel2: NDArray[np.bool_],
-    q: NDArray[np.intp], j: NDArray[np.intp], ideal: bool,
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
-    """Count, for each relevant candidate, the candidates that beat it.
-
-    Candidate i beats j when s_i > s_j, or s_i == s_j and i comes first.
-    """
-    n_rel, width = q.size, s2.shape[1]
-    rank = np.empty(n_rel, dtype=np.int64)
-    above = np.empty(n_rel, dtype=np.int64)
-    irank = np.empty(n_rel, dtype=np.int64) if ideal else None
-    col = np.arange(width)
-    step = max(1, _CHUNK_CELLS // width)
-    for a in range(0, n_rel, step):  # chunks of relevant candidates, bounded memory
-        qq, jj = q[a:a + step], j[a:a + step]
-        earlier = col < jj[:, None]
-        rows = s2[qq]
-        sj = s2[qq, jj][:, None]
-        beat = rows > sj
-        beat |= (rows == sj) & earlier
-        rank[a:a + step] = np.count_nonzero(beat, axis=1)
-        beat &= rel2[qq]
-        above[a:a + step] = np.count_nonzero(beat, axis=1)
-        if irank is not None:
-            g = y2[qq]
-            gj = y2[qq, jj][:, None]
-            better = g > gj
-            better |= (g == gj) & earlier
-            irank[a:a + step] = np.count_nonzero(better, axis=1)
-    return rank, above, irank
-
-
-def _inverse_rows(order: NDArray[np.intp]) -> NDArray[np.intp]:
-    """Row-wise inverse permutation: ``inv[r, order[r, i]] = i``."""
-    inv = np.empty_like(order)
-    np.put_along_axis(inv, order, np.broadcast_to(np.arange(order.shape[1]), order.shape), axis=1)
-    return inv
-
-
-def _ranks_sort(
-    s2: NDArray[np.float64], y2: NDArray[Any], rel2: NDArray[np.bool_],
-    q: NDArray[np.intp], j: NDArray[np.intp], ideal: bool,
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
-    """Ranks from one stable argsort along the candidate axis."""
-    order = np.argsort(-s2, axis=1, kind="stable")
-    rank = _inverse_rows(order)[q, j].astype(np.int64, copy=False)
-    cum = np.cumsum(np.take_along_axis(rel2, order, axis=1), axis=1)
-    above = (cum[q, rank] - 1).astype(np.int64, copy=False)
-    irank = None
-    if ideal:
-        iorder = np.argsort(-y2.astype(np.int64, copy=False), axis=1, kind="stable")
-        irank = _inverse_rows(iorder)[q, j].astype(np.int64, copy=False)
-    return rank, above, irank
-
-
-def _flat_rank(
-    key: NDArray[Any], qidx: NDArray[np.int64], starts: NDArray[np.int64]
-) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
-    """Rank of each flat item within its query by descending ``key``, ties by position."""
-    order = np.lexsort((-key, qidx))
-    rank = np.empty(key.size, dtype=np.int64)
-    rank[order] = np.arange(key.size) - starts[qidx]
-    return rank, order
-
-
-def _ranks_lexsort(
-    lists: _Lists, ideal: bool
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None, NDArray[np.int64], NDArray[Any]]:
-    """Ranks from one lexsort by (query, -score, position) over the flat arrays."""
-    s, y = lists.flat()
-    assert lists.offsets is not None
-    qidx = lists.query_index()
-    starts = lists.offsets[:-1]
-    rank, order = _flat_rank(s, qidx, starts)
-    rel = y > 0
-    rel_sorted = rel[order]
-    cum = np.cumsum(rel_sorted)
-    base: NDArray[np.int64] = cum[starts] - rel_sorted[starts]
-    above_sorted = cum - 1 - base[qidx]
-    above = np.empty(s.size, dtype=np.int64)
-    above[order] = above_sorted
-    idx = np.flatnonzero(rel)
-    irank = None
-    if ideal:
-        irank = _flat_rank(y.astype(np.int64, copy=False), qidx, starts)[0][idx]
-    return rank[idx], above[idx], irank, qidx[idx], y[idx]
-
 
 # --------------------------------------------------------------------------- options
 
@@ -237,7 +68,7 @@ def _check_optional_k(k: Any, name: str = "k") -> int | None:
     return None if k is None else check_positive_int(k, name)
 
 
-def _lists(scores: Any, labels: Any, rel: Any) -> _Lists:
+def _lists(scores: Any, labels: Any, rel: Any) -> Lists:
     """The validated lists, with labels below ``rel`` (checked, ``>= 1``) set to 0."""
     return as_lists(scores, labels).at_least(check_positive_int(rel, "rel"))
 
@@ -317,11 +148,11 @@ def recall_at_k(
     return _finish(_recall_core(_lists(scores, labels, rel), kk, nn), per_query)
 
 
-def _recall_core(lists: _Lists, k: int, n: int | None) -> NDArray[np.float64]:
+def _recall_core(lists: Lists, k: int, n: int | None) -> NDArray[np.float64]:
     """Per-query R_n@k, shape (n_queries,)."""
     if n is not None:
         lists = lists.truncate(n)
-    rr = _relevant_ranks(lists)
+    rr = relevant_ranks(lists)
     top = rr.above == 0  # the highest-ranked relevant candidate of each query
     return rr.per_query((rr.rank < k).astype(np.float64), top)
 
@@ -375,9 +206,9 @@ def precision_at_k(
     return _finish(_precision_core(_lists(scores, labels, rel), kk), per_query)
 
 
-def _precision_core(lists: _Lists, k: int) -> NDArray[np.float64]:
+def _precision_core(lists: Lists, k: int) -> NDArray[np.float64]:
     """Per-query P@k (denominator k), shape (n_queries,)."""
-    rr = _relevant_ranks(lists)
+    rr = relevant_ranks(lists)
     return rr.per_query(np.ones(rr.rank.size), rr.rank < k) / k
 
 
@@ -433,9 +264,9 @@ def trec_recall_at_k(
     return _finish(_trec_recall_core(_lists(scores, labels, rel), kk), per_query)
 
 
-def _trec_recall_core(lists: _Lists, k: int) -> NDArray[np.float64]:
+def _trec_recall_core(lists: Lists, k: int) -> NDArray[np.float64]:
     """Per-query relevant-in-top-k over relevant, shape (n_queries,)."""
-    rr = _relevant_ranks(lists)
+    rr = relevant_ranks(lists)
     hits = rr.per_query(np.ones(rr.rank.size), rr.rank < k)
     return np.divide(hits, rr.n_relevant, out=np.zeros_like(hits), where=rr.n_relevant > 0)
 
@@ -489,9 +320,9 @@ def mean_reciprocal_rank(
     return _finish(_rr_core(_lists(scores, labels, rel), kk), per_query)
 
 
-def _rr_core(lists: _Lists, k: int | None) -> NDArray[np.float64]:
+def _rr_core(lists: Lists, k: int | None) -> NDArray[np.float64]:
     """Per-query reciprocal rank, shape (n_queries,)."""
-    rr = _relevant_ranks(lists)
+    rr = relevant_ranks(lists)
     top = rr.above == 0
     rec = 1.0 / (rr.rank + 1.0)
     if k is not None:
@@ -548,9 +379,9 @@ def mean_average_precision(
     return _finish(_ap_core(_lists(scores, labels, rel), kk), per_query)
 
 
-def _ap_core(lists: _Lists, k: int | None) -> NDArray[np.float64]:
+def _ap_core(lists: Lists, k: int | None) -> NDArray[np.float64]:
     """Per-query average precision, shape (n_queries,)."""
-    rr = _relevant_ranks(lists)
+    rr = relevant_ranks(lists)
     prec = (rr.above + 1.0) / (rr.rank + 1.0)
     mask = None if k is None else rr.rank < k
     total = rr.per_query(prec, mask)
@@ -611,9 +442,9 @@ def ndcg_at_k(
     return _finish(_ndcg_core(_lists(scores, labels, rel), kk), per_query)
 
 
-def _ndcg_core(lists: _Lists, k: int | None) -> NDArray[np.float64]:
+def _ndcg_core(lists: Lists, k: int | None) -> NDArray[np.float64]:
     """Per-query nDCG@k with linear gains, shape (n_queries,)."""
-    rr = _relevant_ranks(lists, ideal=True)
+    rr = relevant_ranks(lists, ideal=True)
     assert rr.ideal is not None  # asked for with ideal=True
     width = int(lists.lengths.max())
     discount = 1.0 / np.log2(np.arange(width, dtype=np.float64) + 2.0)
@@ -704,7 +535,7 @@ def rank_biased_precision(
     return float(value.mean()), float(residual.mean())
 
 
-def _judged_mask(judged: Any, lists: _Lists) -> NDArray[np.bool_]:
+def _judged_mask(judged: Any, lists: Lists) -> NDArray[np.bool_]:
     """``judged`` as a flat bool mask in input order, shape (n_pairs,), checked against the labels."""
     try:
         arr = np.asarray(judged)
@@ -730,11 +561,11 @@ def _judged_mask(judged: Any, lists: _Lists) -> NDArray[np.bool_]:
 
 
 def _rbp_core(
-    lists: _Lists, p: float, depth: int | None, max_grade: int | None,
+    lists: Lists, p: float, depth: int | None, max_grade: int | None,
     judged: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-query RBP(p) and its residual, each of shape (n_queries,)."""
-    rr = _relevant_ranks(lists)
+    rr = relevant_ranks(lists)
     width = int(lists.lengths.max())
     weights = (1.0 - p) * p ** np.arange(width, dtype=np.float64)
     if max_grade is None:
@@ -746,22 +577,10 @@ def _rbp_core(
     evaluated = lists.lengths if depth is None else np.minimum(lists.lengths, depth)
     residual = p ** evaluated.astype(np.float64)
     if judged is not None and not judged.all():
-        rank = _pair_ranks(lists)
+        rank = pair_ranks(lists)
         qidx = lists.query_index()
         open_ = ~judged & (rank < evaluated[qidx])  # unjudged within the evaluated depth
         residual = residual + np.bincount(
             qidx[open_], weights=(1.0 - p) * p ** rank[open_].astype(np.float64), minlength=lists.n_queries
         )
     return value, residual
-
-
-def _pair_ranks(lists: _Lists) -> NDArray[np.int64]:
-    """0-based rank of every pair under the tie rule, shape (n_pairs,), in input order."""
-    lists = lists.as_block()
-    if lists.s2 is not None:
-        inv = _inverse_rows(np.argsort(-lists.s2, axis=1, kind="stable")).astype(np.int64, copy=False)
-        return inv.reshape(-1) if lists.valid is None else inv[lists.valid]
-    flat = lists.as_flat()
-    assert flat.offsets is not None
-    s, _ = flat.flat()
-    return _flat_rank(s, flat.query_index(), flat.offsets[:-1])[0]

@@ -17,7 +17,7 @@ which joins the pieces of a query split at a boundary before evaluating it.
 The result is therefore the same as on all pairs in memory whatever the
 partitioning. Equal-mass bins (``strategy="quantile"``) first find their
 edges exactly with a few more passes over the score column (see
-:func:`~uncertank.metrics.streaming.quantile_edges`). A query id that comes back after other queries (not
+:func:`~uncertank.metrics.quantiles.quantile_edges`). A query id that comes back after other queries (not
 contiguous) is an error, within a partition or across partitions (each
 partial result carries the set of its query ids, so memory grows with the
 number of queries, not of rows); ``frame.shuffle(query)`` followed by sorting within partitions
@@ -37,7 +37,9 @@ from numpy.typing import NDArray
 
 from uncertank._io import require
 from uncertank._types import RankedLists
-from uncertank.metrics.streaming import _accumulators, _as_pairs, _bits, _combine_pass, _exact_quantiles, _select_pass
+from uncertank.metrics._inputs import as_pairs
+from uncertank.metrics.quantiles import combine_pass, exact_quantiles, float_bits, select_pass
+from uncertank.metrics.streaming import accumulators_for
 
 __all__ = ["evaluate_dask"]
 
@@ -158,8 +160,8 @@ def _tree(items: list[Any], merge: Any) -> Any:
 def _select_partition(scores: Any, level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
     p = np.asarray(scores.to_numpy(), dtype=np.float64)
     if p.size == 0:
-        return _select_pass(np.zeros(0, dtype=np.uint64), level, prefixes, collect)
-    return _select_pass(_bits(_as_pairs(p, np.zeros(p.size, dtype=np.int64), "scores")[0]), level, prefixes, collect)
+        return select_pass(np.zeros(0, dtype=np.uint64), level, prefixes, collect)
+    return select_pass(float_bits(as_pairs(p, np.zeros(p.size, dtype=np.int64), "scores")[0]), level, prefixes, collect)
 
 
 def evaluate_dask(
@@ -207,7 +209,7 @@ def evaluate_dask(
     dask = require("dask", "scale", what="sharded evaluation")
     if not hasattr(frame, "to_delayed") or not hasattr(frame, "npartitions"):
         raise TypeError(f"frame must be a dask.dataframe.DataFrame; got {type(frame).__name__}")
-    keys, templates = _accumulators(metrics)
+    keys, templates = accumulators_for(metrics)
     missing = [c for c in (query, score, label) if c not in frame.columns]
     if missing:
         raise ValueError(f"frame has no column {missing[0]!r}; its columns are {list(frame.columns)}")
@@ -218,12 +220,12 @@ def evaluate_dask(
 
         def run_pass(level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
             tasks = [delayed(_select_partition)(part, level, prefixes, collect) for part in scores]
-            (out,) = dask.compute(_tree(tasks, lambda a, b: delayed(_combine_pass)(a, b, collect)),
+            (out,) = dask.compute(_tree(tasks, lambda a, b: delayed(combine_pass)(a, b, collect)),
                                   scheduler=scheduler)
             return out  # type: ignore[no-any-return]
 
         for b in wanted:
-            edges = _exact_quantiles(run_pass, b)
+            edges = exact_quantiles(run_pass, b)
             for t in templates:
                 if getattr(t, "needs_quantile_edges", None) == b:
                     t.set_edges(edges)
