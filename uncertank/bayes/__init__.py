@@ -20,10 +20,9 @@ Typical use::
 
 from __future__ import annotations
 
-from uncertank.bayes.comparison import SystemComparison
 from uncertank.bayes.data import check_frame, drop_bottom_systems, frame_from_runs, frame_from_trec_covid
 from uncertank.bayes.diagnostics import ConvergenceError, ConvergenceWarning, Diagnostics, SamplingError
-from uncertank.bayes.fit import SAMPLERS, Gate, compare
+from uncertank.bayes.fit import SAMPLERS, compare
 from uncertank.bayes.likelihood import zoib_logp_graph, zoib_logpdf, zoib_rvs
 from uncertank.bayes.models import (
     FAMILIES,
@@ -35,7 +34,8 @@ from uncertank.bayes.models import (
     zoib,
     zoib_rank,
 )
-from uncertank.bayes.risk import CONVENTIONS, georisk, loss_weight, urisk, zrisk
+from uncertank.bayes.result import Gate, SystemComparison
+from uncertank.bayes.risk_measures import CONVENTIONS, georisk, loss_weight, urisk, zrisk
 
 __all__ = [
     "CONVENTIONS",

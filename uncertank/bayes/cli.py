@@ -27,7 +27,7 @@ from uncertank._io import atomic_write_text, to_jsonable
 if TYPE_CHECKING:
     import pandas as pd
 
-    from uncertank.bayes.comparison import SystemComparison
+    from uncertank.bayes.result import SystemComparison
 
 __all__ = ["BUNDLED", "compare_command"]
 

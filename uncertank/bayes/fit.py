@@ -35,7 +35,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -53,12 +53,11 @@ from uncertank.bayes.diagnostics import (
     validate_trace,
 )
 from uncertank.bayes.models import FAMILIES, check_model_options, model_for
+from uncertank.bayes.result import Gate, SystemComparison
 
 if TYPE_CHECKING:
     import pandas as pd
     import pymc as pm
-
-    from uncertank.bayes.comparison import SystemComparison
 
 __all__ = ["SAMPLERS", "Gate", "compare", "default_sampler"]
 
@@ -79,48 +78,6 @@ _NUTPIE_CACHE_SIZE = 8
 def default_sampler() -> str:
     """``"nutpie"`` when nutpie is installed, ``"pymc"`` otherwise."""
     return "nutpie" if importlib.util.find_spec("nutpie") is not None else "pymc"
-
-
-@dataclass(frozen=True)
-class Gate:
-    """How an ESS-gated fit ended (``SystemComparison.gate``).
-
-    Attributes
-    ----------
-    target_ess : float
-        The bulk ESS asked for (every reported parameter), with R-hat <= 1.01.
-    time_budget : float or None
-        Seconds allowed for sampling (None: no limit).
-    met : bool
-        Whether the target was reached.
-    budget_exhausted : bool
-        Whether sampling stopped because the time budget ran out.
-    reason : str
-        Why sampling stopped, in words.
-    draws : int
-        Draws per chain kept.
-    rounds : int
-        Checks (nutpie) or sampling rounds (other samplers).
-    min_ess_bulk, max_rhat : float
-        The gate's two numbers on the draws kept.
-    elapsed_s : float
-        Seconds from the start of sampling to its end.
-    """
-
-    target_ess: float
-    time_budget: float | None
-    met: bool
-    budget_exhausted: bool
-    reason: str
-    draws: int
-    rounds: int
-    min_ess_bulk: float
-    max_rhat: float
-    elapsed_s: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -497,8 +454,6 @@ def compare(
     >>> cmp = compare(frame_from_trec_covid("zoib"), family="zoib", target_ess=10_000)  # doctest: +SKIP
     >>> cmp.gate.met, cmp.system_effects().head(3)  # doctest: +SKIP
     """
-    from uncertank.bayes.comparison import SystemComparison
-
     check_choice(family, "family", FAMILIES)
     check_choice(sampler, "sampler", ("auto", *SAMPLERS))
     draws = check_positive_int(draws, "draws")

@@ -18,7 +18,7 @@ from uncertank._validation import check_positive_int
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from uncertank.bayes.comparison import SystemComparison
+    from uncertank.bayes._fitted import Fitted
 
 __all__ = ["plot_effects", "plot_ppc", "write_effects_figure", "write_ppc_figure"]
 
@@ -32,7 +32,7 @@ def _pyplot() -> Any:
 
 
 def plot_effects(
-    cmp: SystemComparison, *, top: int | None = None, bottom: int | None = None, prob: float = 0.95,
+    cmp: Fitted, *, top: int | None = None, bottom: int | None = None, prob: float = 0.95,
     ax: Axes | None = None,
 ) -> Axes:
     """Forest plot of the system effects with their credible intervals (the paper's Figure 2).
@@ -74,7 +74,7 @@ def plot_effects(
     return ax
 
 
-def plot_ppc(cmp: SystemComparison, n_replicates: int = 100, *, seed: int | None = None,
+def plot_ppc(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = None,
              ax: Axes | None = None) -> Axes:
     """Densities of replicated scores over the observed one (the tops of the paper's Figure 1).
 
@@ -149,7 +149,7 @@ def _write(ax: Axes, path: str | os.PathLike[str], dpi: int) -> Path:
     return p
 
 
-def write_effects_figure(cmp: SystemComparison, path: str | os.PathLike[str], *, dpi: int = 120,
+def write_effects_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int = 120,
                          **options: Any) -> Path:
     """Draw :func:`plot_effects` into ``path`` (format from its suffix, PNG by default), atomically.
 
@@ -172,7 +172,7 @@ def write_effects_figure(cmp: SystemComparison, path: str | os.PathLike[str], *,
     return _write(plot_effects(cmp, **options), path, dpi)
 
 
-def write_ppc_figure(cmp: SystemComparison, path: str | os.PathLike[str], *, dpi: int = 120,
+def write_ppc_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int = 120,
                      **options: Any) -> Path:
     """Draw :func:`plot_ppc` into ``path`` (format from its suffix, PNG by default), atomically.
 

@@ -18,7 +18,7 @@ from uncertank._validation import check_positive_int
 from uncertank.bayes import models
 
 if TYPE_CHECKING:
-    from uncertank.bayes.comparison import SystemComparison
+    from uncertank.bayes._fitted import Fitted
 
 __all__ = ["cell_sums", "draw_index", "replicates"]
 
@@ -35,7 +35,7 @@ def draw_index(total: int, n_draws: int | None) -> NDArray[np.int64]:
     return np.unique(np.linspace(0, total - 1, n).round().astype(np.int64))
 
 
-def replicates(cmp: SystemComparison, idx: NDArray[np.int64], *, seed: int) -> NDArray[np.float64]:
+def replicates(cmp: Fitted, idx: NDArray[np.int64], *, seed: int) -> NDArray[np.float64]:
     """Replicated scores at the posterior samples ``idx``: shape (idx.size, n_obs).
 
     Column ``i`` replicates row ``i`` of ``cmp.data``.

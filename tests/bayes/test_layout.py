@@ -1,0 +1,109 @@
+"""The modules of uncertank.bayes import one way, and the renamed ``risk`` module still works, with a warning."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import uncertank.bayes
+
+BAYES = Path(uncertank.bayes.__file__).parent
+
+
+def _graph() -> dict[str, set[str]]:
+    """Every import between modules of uncertank.bayes, function-level and TYPE_CHECKING ones included."""
+    mods = {f.stem for f in BAYES.glob("*.py") if f.stem != "__init__"}
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m in mods:
+        for node in ast.walk(ast.parse((BAYES / f"{m}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for n in names:
+                head, _, tail = n.rpartition(".")
+                if head == "uncertank.bayes" and tail in mods and tail != m:
+                    edges[m].add(tail)
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    seen: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(u: str) -> None:
+        seen[u] = 1
+        stack.append(u)
+        for v in sorted(edges[u]):
+            if seen.get(v) == 1:
+                found.append([*stack[stack.index(v):], v])
+            elif v not in seen:
+                visit(v)
+        stack.pop()
+        seen[u] = 2
+
+    for m in sorted(edges):
+        if m not in seen:
+            visit(m)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c", "a"]]
+
+
+def test_no_import_cycle_in_bayes():
+    assert _cycles(_graph()) == []
+
+
+def test_the_result_sits_between_its_readers_and_its_makers():
+    edges = _graph()
+    # the readers of a fit take its interface, never the class
+    for reader in ("plots", "predictive", "risk_measures"):
+        assert "result" not in edges[reader] and "comparison" not in edges[reader], reader
+    assert "result" in edges["fit"] and "result" in edges["io"]
+    # nothing but the facade's own importers reach the facade
+    assert not [m for m, e in edges.items() if "comparison" in e]
+    assert {"fit", "result"} <= edges["comparison"]
+
+
+def test_the_facade_and_the_package_name_the_same_objects():
+    from uncertank.bayes import comparison, fit, io, result
+
+    assert comparison.SystemComparison is result.SystemComparison is uncertank.bayes.SystemComparison
+    assert comparison.Gate is fit.Gate is result.Gate is uncertank.bayes.Gate
+    assert comparison.compare is fit.compare is uncertank.bayes.compare
+    assert io.from_netcdf.__module__ == "uncertank.bayes.io"
+
+
+def test_bayes_risk_is_a_deprecated_alias_of_risk_measures(monkeypatch):
+    from uncertank.bayes import risk_measures
+
+    monkeypatch.delitem(sys.modules, "uncertank.bayes.risk", raising=False)
+    with pytest.warns(DeprecationWarning, match=r"uncertank.bayes.risk is deprecated and will be removed in "
+                                                r"0.3.0; import from uncertank.bayes.risk_measures"):
+        risk = importlib.import_module("uncertank.bayes.risk")
+    for name in risk_measures.__all__:
+        assert getattr(risk, name) is getattr(risk_measures, name), name
+
+
+def test_importing_the_package_does_not_import_the_deprecated_module(monkeypatch):
+    for name in [m for m in sys.modules if m.startswith("uncertank.bayes")]:
+        monkeypatch.delitem(sys.modules, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        importlib.import_module("uncertank.bayes")
+    assert "uncertank.bayes.risk" not in sys.modules
+
+
+def test_no_module_of_bayes_shares_its_name_with_an_export():
+    mods = {f.stem for f in BAYES.glob("*.py")}
+    assert sorted(mods & set(uncertank.bayes.__all__)) == []
