@@ -139,7 +139,7 @@ def test_ece_bin_edges_are_left_closed_and_one_in_last_bin():
 @pytest.mark.slow  # importing torch and torchmetrics takes several seconds
 def test_ece_matches_torchmetrics_float64():
     torch = pytest.importorskip("torch")
-    from torchmetrics.functional.classification import binary_calibration_error
+    binary_calibration_error = pytest.importorskip("torchmetrics.functional.classification").binary_calibration_error
 
     p, y = miscalibrated_data(2, 5000)
     y = (y > 0).astype(np.int64)
@@ -260,7 +260,7 @@ def test_n_subsamples_errors_name_the_argument():
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
 def test_reliability_matches_sklearn(strategy):
-    from sklearn.calibration import calibration_curve
+    calibration_curve = pytest.importorskip("sklearn.calibration").calibration_curve
 
     p, y = miscalibrated_data(7, 1000)  # n - 1 = 999: no quantile edge lands on a data point
     frac_ref, conf_ref = calibration_curve(y > 0, p, n_bins=10, strategy=strategy)
@@ -286,7 +286,8 @@ def test_reliability_empty_bins_and_unpacking():
 
 
 def test_brier_and_nll_match_sklearn():
-    from sklearn.metrics import brier_score_loss, log_loss
+    sk = pytest.importorskip("sklearn.metrics")
+    brier_score_loss, log_loss = sk.brier_score_loss, sk.log_loss
 
     p, y = miscalibrated_data(8, 5000)
     assert brier_score(p, y) == pytest.approx(brier_score_loss(y > 0, p), rel=1e-12)

@@ -228,7 +228,7 @@ def test_tie_rule_same_in_every_layout(monkeypatch):
 
 @pytest.mark.parametrize("seed", [0, 7])
 def test_matches_pytrec_eval(seed, layout):
-    import pytrec_eval
+    pytrec_eval = pytest.importorskip("pytrec_eval")
 
     scores, labels, offsets = ragged(seed, n_queries=50, max_len=20)  # continuous: no ties
     qrel, run = {}, {}
@@ -250,7 +250,8 @@ def test_matches_pytrec_eval(seed, layout):
 
 @pytest.mark.slow  # ranx compiles its numba kernels on first use (~25 s here)
 def test_matches_ranx():
-    from ranx import Qrels, Run, evaluate
+    ranx = pytest.importorskip("ranx")
+    Qrels, Run, evaluate = ranx.Qrels, ranx.Run, ranx.evaluate
 
     rng = np.random.default_rng(3)
     n_q, n_c = 40, 10

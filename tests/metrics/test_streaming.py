@@ -12,6 +12,7 @@ from uncertank.metrics import (
     brier_score,
     calibration_by_rank,
     expected_calibration_error,
+    mean_average_precision,
     negative_log_likelihood,
     reliability_curve,
     resolve_metrics,
@@ -228,6 +229,33 @@ def test_evaluate_stream_takes_accumulators_and_names():
                           {"curve": ReliabilityAccumulator(n_bins=4), "AP": "map"})
     assert list(out) == ["curve", "AP"]
     np.testing.assert_array_equal(out["curve"].counts, reliability_curve(p, y, n_bins=4).counts)
+
+
+
+def test_evaluate_stream_takes_a_function_returning_the_chunks():
+    rng = np.random.default_rng(3)
+    p, y = rng.random((40, 6)), rng.integers(0, 2, (40, 6))
+    calls = []
+
+    def chunks():
+        calls.append(1)
+        return iter([(p[:15], y[:15]), (p[15:], y[15:])])
+
+    # one pass (uniform bins, ranking): called once; equal-mass bins: called for every pass
+    out = evaluate_stream(chunks, ["map", "ece"])
+    assert len(calls) == 1
+    assert out["MAP"] == pytest.approx(mean_average_precision(p, y), rel=1e-12)
+    assert out["ECE"] == pytest.approx(expected_calibration_error(p, y), rel=1e-12)
+    q = evaluate_stream(chunks, [{"name": "ece", "strategy": "quantile"}])
+    assert len(calls) > 2
+    assert q["ECE quantile"] == pytest.approx(expected_calibration_error(p, y, strategy="quantile"), rel=1e-12)
+
+
+def test_evaluate_stream_names_chunks_when_it_is_not_iterable():
+    with pytest.raises(TypeError, match=r"chunks must be an iterable of chunks .* a function returning one; got int"):
+        evaluate_stream(3, ["map"])
+    with pytest.raises(TypeError, match=r"chunks must be an iterable .*; got NoneType"):
+        evaluate_stream(lambda: None, ["map"])
 
 
 # --------------------------------------------------------------------------- reader

@@ -62,7 +62,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from uncertank.metrics.accumulators import (
@@ -121,17 +121,18 @@ def accumulators_for(metrics: Any) -> tuple[list[str], list[Any]]:
     return keys, accs
 
 
-def evaluate_stream(chunks: Iterable[Any], metrics: Any) -> dict[str, Any]:
+def evaluate_stream(chunks: Iterable[Any] | Callable[[], Iterable[Any]], metrics: Any) -> dict[str, Any]:
     """Evaluate ``metrics`` over an iterable of chunks (each of whole queries) in one pass.
 
     Parameters
     ----------
     chunks : iterable, or callable returning one
         Chunks of whole queries: RankedLists (from :func:`read_scored_pairs`)
-        or ``(scores, labels)`` tuples of arrays. Equal-mass bins
-        (``strategy="quantile"``) read the chunks more than once: pass a
-        function returning a new iterable (``lambda:
-        read_scored_pairs(path)``) or a list.
+        or ``(scores, labels)`` tuples of arrays; or a function of no
+        arguments returning a new iterable of them on each call (``lambda:
+        read_scored_pairs(path)``), called once per pass. Equal-mass bins
+        (``strategy="quantile"``) read the chunks more than once: pass such a
+        function or a list.
     metrics : list or mapping
         Metric entries (names, mappings or :class:`~uncertank.metrics.Metric`,
         resolved by :func:`~uncertank.metrics.resolve_metrics`) or empty
@@ -148,6 +149,9 @@ def evaluate_stream(chunks: Iterable[Any], metrics: Any) -> dict[str, Any]:
     ValueError
         A chunk tuple that is not ``(scores, labels)``, or two metrics with
         the same label.
+    TypeError
+        ``chunks`` that is neither iterable nor a function returning an
+        iterable (the message names ``chunks`` and what arrived).
 
     Examples
     --------
@@ -167,7 +171,9 @@ def evaluate_stream(chunks: Iterable[Any], metrics: Any) -> dict[str, Any]:
                 if getattr(acc, "needs_quantile_edges", None) == b:
                     acc.set_edges(edges)
         chunks = source()
-    for chunk in chunks:
+    elif callable(chunks):
+        chunks = chunks()
+    for chunk in _iterate(chunks):
         for acc in accs:
             if isinstance(chunk, tuple):
                 if len(chunk) != 2:
@@ -176,3 +182,14 @@ def evaluate_stream(chunks: Iterable[Any], metrics: Any) -> dict[str, Any]:
             else:
                 acc.update(chunk)
     return {key: acc.compute() for key, acc in zip(keys, accs, strict=True)}
+
+
+def _iterate(chunks: Any) -> Iterator[Any]:
+    """An iterator over ``chunks``, or TypeError naming the argument."""
+    try:
+        return iter(chunks)
+    except TypeError:
+        raise TypeError(
+            "chunks must be an iterable of chunks (RankedLists or (scores, labels) tuples) or a function "
+            f"returning one; got {type(chunks).__name__}"
+        ) from None
