@@ -168,7 +168,7 @@ def test_describe_counts_duplicates():
 
 
 def test_cache_second_load_is_identical_and_not_rebuilt(monkeypatch):
-    from uncertank.datasets import conversation
+    from uncertank.datasets import assembly
 
     a = load("ubuntu-sample", split="train", negatives="random")
     files = list(cache_dir().glob("*.json"))
@@ -177,7 +177,7 @@ def test_cache_second_load_is_identical_and_not_rebuilt(monkeypatch):
     def no_rebuild(*args, **kwargs):
         raise AssertionError("a cached set must not be rebuilt")
 
-    monkeypatch.setattr(conversation, "assemble_query_set", no_rebuild)  # a rebuild fails the test
+    monkeypatch.setattr(assembly, "assemble_query_set", no_rebuild)  # a rebuild fails the test
     b = load("ubuntu-sample", split="train", negatives="random")
     assert list(a.candidates) == list(b.candidates)
     assert [list(c) for c in a.contexts] == [list(c) for c in b.contexts]

@@ -49,6 +49,8 @@ from uncertank._io import atomic_path
 from uncertank._types import QuerySet
 from uncertank._validation import check_choice, check_positive_int
 from uncertank.datasets._lines import read_lines
+from uncertank.datasets.assembly import candidate_ids_or_positions, redraw_negatives
+from uncertank.datasets.sampling import NegativeSampling
 
 __all__ = [
     "FileLoader",
@@ -417,8 +419,9 @@ class FileLoader:
                 qs.contexts, qs.candidates, qs.offsets, qs.labels,
                 query_ids=qs.query_ids, candidate_ids=qs.candidate_ids, name=f"{path.name}/{split}/file",
             )
-        n_sampled = 10 if n_candidates is None else n_candidates
-        return self._resample(qs, pool, path, split, negatives, n_sampled, seed, sampler_options, relevant_first)
+        sampling = NegativeSampling.of(negatives=negatives, n_candidates=n_candidates, seed=seed,
+                                       sampler_options=sampler_options, relevant_first=relevant_first)
+        return self._resample(qs, pool, path, split, sampling)
 
     def _resample(
         self,
@@ -426,15 +429,8 @@ class FileLoader:
         pool: QuerySet,
         path: Path,
         split: str,
-        negatives: str,
-        n_candidates: int,
-        seed: int,
-        sampler_options: Mapping[str, Any] | None,
-        relevant_first: bool,
+        sampling: NegativeSampling,
     ) -> QuerySet:
-        from uncertank.datasets.conversation import _ids_or_positions, redraw_negatives
-
-        n_candidates = check_positive_int(n_candidates, "n_candidates", minimum=2)
         assert qs.labels is not None
         n_dropped = qs.n_queries - int(np.unique(qs.query_index[qs.labels > 0]).size)
         if n_dropped == qs.n_queries:
@@ -448,10 +444,9 @@ class FileLoader:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # said above, naming the file
             return redraw_negatives(
-                qs, negatives=negatives, n_candidates=n_candidates, seed=seed,
-                pool=list(pool.candidates), pool_ids=_ids_or_positions(pool), groups=None, pool_groups=None,
-                sampler_options=sampler_options, relevant_first=relevant_first,
-                name=f"{path.name}/{split}/{negatives}",
+                qs, sampling=sampling,
+                pool=list(pool.candidates), pool_ids=candidate_ids_or_positions(pool), groups=None, pool_groups=None,
+                name=f"{path.name}/{split}/{sampling.negatives}",
             )
 
     def __repr__(self) -> str:
