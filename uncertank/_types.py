@@ -24,6 +24,7 @@ from uncertank._validation import (
     as_float_array,
     as_label_array,
     check_offsets,
+    check_probabilities,
     check_same_length,
 )
 
@@ -410,19 +411,6 @@ class RankedLists(_Offsets):
         )
 
 
-def as_ranked_lists(
-    scores: ArrayLike | RankedLists, labels: ArrayLike | None = None, *, name: str = "scores"
-) -> RankedLists:
-    """Accept a :class:`RankedLists` or a dense 2-D pair ``(scores, labels)``."""
-    if isinstance(scores, RankedLists):
-        if labels is not None:
-            raise ValueError(f"labels must be None when {name} is a RankedLists (it carries its labels)")
-        return scores
-    if labels is None:
-        raise ValueError(f"labels are required when {name} is an array")
-    return RankedLists.from_dense(scores, labels)
-
-
 def _first_difference(a: NDArray[np.int64], b: NDArray[np.int64]) -> int:
     n = min(a.size, b.size)
     diff = np.flatnonzero(a[:n] != b[:n])
@@ -459,8 +447,6 @@ class Predictions:
         if not isinstance(self.probabilistic, (bool, np.bool_)):
             raise TypeError(f"probabilistic must be a bool; got {type(self.probabilistic).__name__}")
         if self.probabilistic:
-            from uncertank._validation import check_probabilities
-
             check_probabilities(scores, "scores")
 
     def ranked(self, labels: ArrayLike | QuerySet) -> RankedLists:
