@@ -34,14 +34,16 @@ def _frame(seed: int = 0) -> pd.DataFrame:
     return df
 
 
-def _trace(n_chains: int, lengths: list[int], width: int, seed: int = 0) -> az.InferenceData:
-    """iid draws (ESS about the number of draws), chain c finite for its first lengths[c] draws, NaN after."""
+def _trace(n_chains: int, lengths: list[int], width: int, seed: int = 0, repeat: int = 1) -> az.InferenceData:
+    """iid draws, each repeated ``repeat`` times (ESS about draws / repeat), chain c finite for its first lengths[c]."""
     rng = np.random.default_rng(seed)
-    shape = (n_chains, width)
+    shape = (n_chains, -(-width // repeat))
     post = {"Intercept": rng.normal(0, 1, shape), "sd_system": np.abs(rng.normal(1, 0.1, shape)),
             "sd_topic": np.abs(rng.normal(1, 0.1, shape)), "r_system": rng.normal(0, 1, (*shape, len(SYSTEMS))),
             "r_topic": rng.normal(0, 1, (*shape, len(TOPICS))), "phi": np.abs(rng.normal(5, 0.5, shape)),
             "zoi": rng.uniform(0.01, 0.1, shape), "coi": rng.uniform(0.3, 0.5, shape)}
+    post = {k: np.repeat(v, repeat, axis=1)[:, :width] for k, v in post.items()}
+    shape = (n_chains, width)
     for c, n in enumerate(lengths):
         for v in post.values():
             v[c, n:] = np.nan
@@ -55,8 +57,9 @@ def _trace(n_chains: int, lengths: list[int], width: int, seed: int = 0) -> az.I
 class FakeRun:
     """A background nutpie run whose chains gain ``step`` draws at every look (chain c lags by c * lag)."""
 
-    def __init__(self, chains: int, draws: int, step: int = 10, lag: int = 0, interrupt_on_wait: bool = False) -> None:
-        self.chains, self.draws, self.step, self.lag = chains, draws, step, lag
+    def __init__(self, chains: int, draws: int, step: int = 10, lag: int = 0, interrupt_on_wait: bool = False,
+                 repeat: int = 1) -> None:
+        self.chains, self.draws, self.step, self.lag, self.repeat = chains, draws, step, lag, repeat
         self.looks = 0
         self.cancelled = False
         self.interrupt_on_wait = interrupt_on_wait
@@ -70,12 +73,12 @@ class FakeRun:
 
     def inspect(self) -> az.InferenceData:
         self.looks += 1
-        return _trace(self.chains, self._lengths(), max(1, max(self._lengths())), seed=self.looks)
+        return _trace(self.chains, self._lengths(), max(1, max(self._lengths())), seed=self.looks, repeat=self.repeat)
 
     def wait(self) -> az.InferenceData:
         if self.interrupt_on_wait:
             raise KeyboardInterrupt
-        return _trace(self.chains, [self.draws] * self.chains, self.draws)
+        return _trace(self.chains, [self.draws] * self.chains, self.draws, repeat=self.repeat)
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -84,11 +87,12 @@ class FakeRun:
 @pytest.fixture
 def fake_nutpie(monkeypatch):
     """Replace nutpie by a scripted one; ``holder.run_kwargs`` sets how the next run behaves."""
-    holder = types.SimpleNamespace(runs=[], run_kwargs={}, sample_kwargs=None)
+    holder = types.SimpleNamespace(runs=[], run_kwargs={}, sample_kwargs=None, per_run=None)
 
     def sample(compiled, **kwargs):
         holder.sample_kwargs = kwargs
-        run = FakeRun(kwargs["chains"], kwargs["draws"], **holder.run_kwargs)
+        options = holder.run_kwargs if holder.per_run is None else holder.per_run[len(holder.runs)]
+        run = FakeRun(kwargs["chains"], kwargs["draws"], **options)
         holder.runs.append(run)
         return run
 
@@ -116,8 +120,10 @@ def test_gate_stops_once_every_parameter_reaches_the_target(fake_nutpie):
     # all chains cut to the draws the slowest one finished, and nothing after
     assert cmp.n_draws == gate.draws and cmp.n_chains == 2
     assert gate.draws == run._lengths()[1] and gate.draws < run._lengths()[0]
-    # an open-ended run gets one core per chain (nutpie would otherwise never start the later chains)
-    assert fake_nutpie.sample_kwargs["cores"] == 2 and fake_nutpie.sample_kwargs["draws"] >= 50 * 1500 // 2
+    # an open-ended run gets one core per chain (nutpie would otherwise never start the later chains);
+    # its first round asks for the draws the target needs at half an effective draw per draw, no more
+    assert fake_nutpie.sample_kwargs["cores"] == 2 and fake_nutpie.sample_kwargs["draws"] == 2 * 1500 // 2
+    assert len(fake_nutpie.runs) == 1
     assert cmp.diagnostics().ok
 
 
@@ -160,6 +166,54 @@ def test_gate_draw_cap(fake_nutpie):
         cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2, target_ess=1e6,
                       max_draws=150)
     assert cmp.n_draws == 150 and not cmp.gate.met
+
+
+def test_gate_grows_in_rounds_until_the_target(fake_nutpie):
+    """A round that finishes short of the target is followed by a longer one, extrapolated from its ESS."""
+    fake_nutpie.run_kwargs = {"step": 400, "repeat": 4}  # ESS about a quarter of the draws
+    cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2, target_ess=400)
+    first, second = (run.draws for run in fake_nutpie.runs)
+    assert first == 400 and second > first and not fake_nutpie.runs[0].cancelled
+    assert cmp.gate.met and cmp.gate.reason == "target reached" and cmp.n_draws <= second
+
+
+def test_gate_never_asks_nutpie_for_more_than_a_round_holds(fake_nutpie):
+    """target_ess=1e9 once preallocated 50 * 1e9 / chains draws per chain (200 GB): now a round is capped."""
+    fake_nutpie.run_kwargs = {"step": 20}
+    with pytest.warns(ConvergenceWarning, match=r"missed target_ess=1e\+09: time budget of 0.3 s ran out"):
+        cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2,
+                      target_ess=1e9, time_budget=0.3)
+    model = fit_mod.model_for("zoib", fit_mod.check_frame(_frame(), "zoib"))
+    width = fit_mod._values_per_draw(model)
+    cap = fit_mod._NUTPIE_ROUND_VALUES // (2 * width)
+    assert 0 < width < 200 and [run.draws for run in fake_nutpie.runs] == [cap]
+    assert cmp.gate.budget_exhausted and cmp.n_draws == cmp.gate.draws > 0
+
+
+def test_gate_memory_cap_ends_the_rounds(fake_nutpie, monkeypatch):
+    fake_nutpie.run_kwargs = {"step": 50}
+    monkeypatch.setattr(fit_mod, "_NUTPIE_ROUND_VALUES", 2 * 120 * 100)
+    monkeypatch.setattr(fit_mod, "_values_per_draw", lambda model: 100)
+    with pytest.warns(ConvergenceWarning, match=r"draw cap reached \(120 per chain\)"):
+        cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2, target_ess=1e6)
+    assert [run.draws for run in fake_nutpie.runs] == [120] and cmp.n_draws == 120
+
+
+def test_gate_keeps_the_last_round_when_the_budget_ends_in_tuning(fake_nutpie):
+    fake_nutpie.per_run = [{"step": 400, "repeat": 4}, {"step": 0}]  # the second round never leaves tuning
+    with pytest.warns(ConvergenceWarning, match=r"time budget of 0.5 s ran out"):
+        cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2, target_ess=400,
+                      time_budget=0.5)
+    assert len(fake_nutpie.runs) == 2 and fake_nutpie.runs[1].cancelled
+    assert cmp.n_draws == cmp.gate.draws == 400 and cmp.gate.budget_exhausted and not cmp.gate.met
+
+
+def test_round_cap():
+    spec = fit_mod._GateSpec(target_ess=1e9, time_budget=None, max_draws=10**12)
+    assert fit_mod._round_cap(spec, draws=10, chains=4, width=100) == fit_mod._NUTPIE_ROUND_VALUES // 400
+    assert fit_mod._round_cap(spec, draws=10**9, chains=4, width=100) == 10**9  # never below draws
+    small = fit_mod._GateSpec(target_ess=100, time_budget=None, max_draws=300)
+    assert fit_mod._round_cap(small, draws=10, chains=4, width=100) == 300
 
 
 def test_interrupted_nutpie_raises_and_discards_the_trace(fake_nutpie):

@@ -11,7 +11,15 @@ distinguishability counts, URisk), ``effects.csv`` (system effects),
 ``posterior.nc`` (the fit, readable with
 :meth:`uncertank.bayes.SystemComparison.from_netcdf`) and, when matplotlib
 is installed, ``effects.png`` and ``ppc.png``. Every file is written
-atomically. PyMC is imported only when the command runs.
+atomically. Those five names belong to the command: once a fit has
+succeeded, the ones already in the folder (a previous run's) are removed
+before the new files are written, so a previous run's figures never sit
+beside new results; any other file in the folder is left alone.
+
+A bad input (an unreadable or malformed file, a missing column, an unknown
+system) prints one line naming it and exits with code 2; a fit that fails
+``--strict`` or a sampler that fails exits with code 1. PyMC is imported
+only when the command runs.
 """
 
 from __future__ import annotations
@@ -29,12 +37,25 @@ if TYPE_CHECKING:
 
     from uncertank.bayes.result import SystemComparison
 
-__all__ = ["BUNDLED", "compare_command"]
+__all__ = ["BUNDLED", "OUTPUTS", "compare_command"]
 
 #: The name that selects the bundled TREC-COVID round 1 data.
 BUNDLED = "trec-covid-round1"
+#: The files ``uncertank compare`` writes into its output folder (and removes there before writing anew).
+OUTPUTS = ("results.json", "effects.csv", "posterior.nc", "effects.png", "ppc.png")
 _FAMILIES = ("gaussian", "zoib", "zoib_rank")
 _SAMPLERS = ("auto", "pymc", "nutpie", "numpyro")
+
+
+class InputError(click.ClickException):
+    """A bad input file or name: one line (``Error: ...``) and exit code 2, as for ``evaluate`` and ``run``."""
+
+    exit_code = 2
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message on one line, without the ``df`` that the Python API's messages name their argument by."""
+    return " ".join(str(exc).split()).removeprefix("df ")
 
 
 def _load_source(
@@ -42,7 +63,7 @@ def _load_source(
 ) -> tuple[pd.DataFrame, str]:
     import pandas as pd
 
-    from uncertank.bayes.data import frame_from_runs, frame_from_trec_covid
+    from uncertank.bayes.data import check_frame, frame_from_runs, frame_from_trec_covid
 
     path = Path(source)
     if source == BUNDLED and not path.exists():
@@ -50,23 +71,29 @@ def _load_source(
             raise click.UsageError(f"{BUNDLED} takes no QRELS argument")
         return frame_from_trec_covid(family, pooled_only=not all_systems), BUNDLED
     if not path.exists():
-        raise click.BadParameter(f"{source!r} is neither an existing file or folder nor {BUNDLED!r}",
-                                 param_hint="SOURCE")
+        raise InputError(f"SOURCE {source!r} is neither an existing file or folder nor {BUNDLED!r}")
     if all_systems:
         raise click.UsageError(f"--all-systems applies to {BUNDLED} only")
     if qrels is None:
         if path.is_dir():
             raise click.UsageError("a folder of runs needs a QRELS argument")
         try:
-            return pd.read_csv(path), str(path)
-        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-            raise click.BadParameter(f"cannot read {source!r} as CSV: {exc}", param_hint="SOURCE") from None
+            df = pd.read_csv(path)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+            raise InputError(f"{source}: cannot read it as CSV: {_one_line(exc)}") from None
+        try:
+            return check_frame(df, family), str(path)  # type: ignore[arg-type]
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"{source}: {_one_line(exc)}") from None
     if not Path(qrels).is_file():
-        raise click.BadParameter(f"{qrels!r} is not a file", param_hint="QRELS")
+        raise InputError(f"QRELS {qrels!r} is not a file")
     per_rank = family == "zoib_rank"
     if per_rank and depth is None:
         raise click.UsageError("--family zoib_rank on runs needs --depth (the pool depth)")
-    df = frame_from_runs(path, qrels, phi=phi, per_rank=per_rank, depth=depth, gain=gain)  # type: ignore[arg-type]
+    try:
+        df = frame_from_runs(path, qrels, phi=phi, per_rank=per_rank, depth=depth, gain=gain)  # type: ignore[arg-type]
+    except (ValueError, TypeError, OSError) as exc:  # the message names the file (and the line) at fault
+        raise InputError(_one_line(exc)) from None
     return df, f"{path} + {qrels}"
 
 
@@ -172,7 +199,7 @@ def compare_command(
     if baseline is None and label == BUNDLED:
         baseline = TREC_COVID_ROUND1_BM25_BASELINE
     if baseline is not None and baseline not in set(df["system"].astype(str)):
-        raise click.BadParameter(f"{baseline!r} is not a system of {label}", param_hint="--baseline")
+        raise InputError(f"--baseline: {baseline!r} is not a system of {label}")
     if time_budget is not None and target_ess is None:
         raise click.UsageError("--time-budget applies with --target-ess only")
     chosen = default_sampler() if sampler == "auto" else sampler
@@ -184,14 +211,16 @@ def compare_command(
         cmp = compare(df, family=family, draws=draws, tune=tune, chains=chains, seed=seed,  # type: ignore[arg-type]
                       sampler=chosen, drop_bottom=drop_bottom, strict=strict,  # type: ignore[arg-type]
                       progressbar=progress, target_ess=target_ess, time_budget=time_budget)
-    except (ConvergenceError, SamplingError) as exc:
-        raise click.ClickException(str(exc)) from None
+    except (ConvergenceError, SamplingError) as exc:  # the input was fine; the fit was not
+        raise click.ClickException(_one_line(exc)) from None
     except (ValueError, TypeError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(f"{label}: {_one_line(exc)}") from None
     if baseline is not None and baseline not in [str(s) for s in cmp.systems]:
         click.echo(f"baseline {baseline!r} was dropped by --drop-bottom; no URisk", err=True)
         baseline = None
-    output.mkdir(parents=True, exist_ok=True)
+    removed = _clear_outputs(output)
+    if removed:
+        click.echo(f"removed {', '.join(removed)} of a previous run from {output}", err=True)
     results = summarise(cmp, baseline=baseline, risk_r=tuple(risk_r), convention=convention)
     results["source"] = label
     results["settings"] = {"tune": tune, "seed": seed, "drop_bottom": drop_bottom, "phi": phi, "depth": depth,
@@ -212,6 +241,20 @@ def compare_command(
     if cmp.gate is not None:
         click.echo(f"ESS gate: {cmp.gate.reason} after {cmp.gate.draws} draws per chain")
     click.echo(f"{cmp.diagnostics().summary()}; wrote {', '.join(written)} to {output}")
+
+
+def _clear_outputs(output: Path) -> list[str]:
+    """Create ``output`` and remove the files of :data:`OUTPUTS` a previous run left there; return their names."""
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        removed = []
+        for name in OUTPUTS:
+            if (output / name).is_file():
+                (output / name).unlink()
+                removed.append(name)
+    except OSError as exc:
+        raise InputError(f"--output {output}: {_one_line(exc)}") from None
+    return removed
 
 
 def _write_plots(cmp: SystemComparison, output: Path) -> list[str]:

@@ -70,6 +70,10 @@ Sampler = Literal["auto", "pymc", "nutpie", "numpyro"]
 #: come when the target is predicted, at most a fifth of the time so far after the last).
 _CHECK_EVERY_S = 5.0
 
+#: Most float64 values one gated nutpie round may hold (400 MB): nutpie preallocates the draws it is asked for, so
+#: a round asks for at most this many (``50 * target_ess / chains`` draws per chain would need 200 GB at 1e9).
+_NUTPIE_ROUND_VALUES = 50_000_000
+
 # Compiled nutpie models, keyed by family, options and a digest of the data.
 _NUTPIE_CACHE: OrderedDict[str, Any] = OrderedDict()
 _NUTPIE_CACHE_SIZE = 8
@@ -208,24 +212,99 @@ def _nutpie(
     else:
         _NUTPIE_CACHE.move_to_end(cache_key)
     t1 = time.perf_counter()
-    # nutpie starts a chain only when a core frees up: an open-ended (gated) run needs them all at once
-    run = nutpie.sample(
-        compiled, draws=draws if gate is None else max(gate.max_draws, draws), tune=tune, chains=chains,
-        cores=cores if gate is None else chains, seed=seed, progress_bar=progressbar, target_accept=target_accept,
-        low_rank_modified_mass_matrix=True, save_warmup=False, blocking=False,
-    )
+
+    def start(n: int) -> Any:
+        # nutpie starts a chain only when a core frees up: an open-ended (gated) run needs them all at once
+        return nutpie.sample(
+            compiled, draws=n, tune=tune, chains=chains, cores=cores if gate is None else chains, seed=seed,
+            progress_bar=progressbar, target_accept=target_accept, low_rank_modified_mass_matrix=True,
+            save_warmup=False, blocking=False,
+        )
+
     result: Gate | None = None
-    try:
-        if gate is None:
+    if gate is None:
+        run = start(draws)
+        try:
             idata = run.wait()
-        else:
-            idata, result = _nutpie_gate(run, draws=draws, gate=gate, started=t1)
-    except BaseException:
-        with contextlib.suppress(Exception):  # the run may be over already; keep the first error
-            run.cancel()  # Ctrl-C included: discard the partial trace nutpie would hand back
-        raise
+        except BaseException:
+            with contextlib.suppress(Exception):  # the run may be over already; keep the first error
+                run.cancel()  # Ctrl-C included: discard the partial trace nutpie would hand back
+            raise
+    else:
+        idata, result = _nutpie_rounds(start, draws=draws, tune=tune, chains=chains, gate=gate, started=t1,
+                                       width=_values_per_draw(model))
     t2 = time.perf_counter()
     return idata, {"compile_s": t1 - t0, "sample_s": t2 - t1}, result
+
+
+def _values_per_draw(model: pm.Model) -> int:
+    """About how many values nutpie stores per draw and chain: every variable, constrained and not, and its stats."""
+    sizes = [int(np.prod(shape)) for shape in model.eval_rv_shapes().values()]
+    return 2 * sum(sizes) + 16
+
+
+def _round_cap(gate: _GateSpec, *, draws: int, chains: int, width: int) -> int:
+    """Most draws per chain of one gated nutpie round: ``max_draws``, and what fits in :data:`_NUTPIE_ROUND_VALUES`."""
+    return min(gate.max_draws, max(draws, _NUTPIE_ROUND_VALUES // max(1, chains * width)))
+
+
+def _nutpie_rounds(
+    start: Callable[[int], Any], *, draws: int, tune: int, chains: int, gate: _GateSpec, started: float, width: int,
+) -> tuple[Any, Gate]:
+    """Gated nutpie: rounds of at most :func:`_round_cap` draws per chain, each watched until the gate decides.
+
+    The first round asks for enough draws to reach the target at an ESS of
+    half a draw per draw; a round that finishes short of the target is
+    followed by a longer one (same seed and tuning, so its first draws repeat
+    the last round's), extrapolated from the ESS per draw so far, while the
+    time budget affords it. The budget counts from the first round.
+    """
+    cap = _round_cap(gate, draws=draws, chains=chains, width=width)
+    n = min(cap, max(draws, math.ceil(2 * gate.target_ess / chains)))
+    last: _Look | None = None
+    checks = 0
+    while True:
+        t_round = time.perf_counter()
+        run = start(n)
+        try:
+            look = _nutpie_gate(run, draws=draws, gate=gate, started=started)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the run may be over already; keep the first error
+                run.cancel()  # Ctrl-C included: discard the partial trace nutpie would hand back
+            raise
+        checks += look.checks
+        reason = ""
+        if look.n == 0:
+            if look.finished or last is None:
+                raise SamplingError(
+                    "the sampler finished without a whole draw after tuning" if look.finished else
+                    f"the time budget of {gate.time_budget} s ran out before the first draw after tuning; "
+                    "raise time_budget or lower tune"
+                )
+            look, reason = last, f"time budget of {gate.time_budget:g} s ran out"  # keep the last round's draws
+        elif look.met:
+            reason = "target reached"
+        elif look.out_of_time:
+            reason = f"time budget of {gate.time_budget:g} s ran out"
+        elif n >= cap:
+            reason = f"draw cap reached ({cap} per chain)"
+        else:
+            ratio = gate.target_ess / look.ess if look.ess > 0 and np.isfinite(look.ess) else 2.0
+            nxt = min(cap, max(n + 1, math.ceil(n * min(max(ratio, 1.0), 10.0) * 1.15)))
+            if gate.time_budget is not None:
+                per_draw = max(time.perf_counter() - t_round, 1e-9) / (n + tune)  # tuning included
+                affordable = int((gate.time_budget - (time.perf_counter() - started)) / per_draw) - tune
+                if affordable <= n:
+                    reason = f"time budget of {gate.time_budget:g} s ran out"
+                nxt = min(nxt, affordable)
+            last, n = look, nxt
+        if reason:
+            assert look.idata is not None  # n > 0
+            return look.idata, Gate(
+                target_ess=gate.target_ess, time_budget=gate.time_budget, met=look.met,
+                budget_exhausted=reason.startswith("time budget"), reason=reason, draws=look.n, rounds=checks,
+                min_ess_bulk=look.ess, max_rhat=look.rhat, elapsed_s=time.perf_counter() - started,
+            )
 
 
 def _finished(run: Any) -> bool:
@@ -245,10 +324,25 @@ def _next_wait(elapsed: float, n: int, ess: float, rate: float, *, draws: int, t
     return min(longest, max(_CHECK_EVERY_S, 1.02 * needed / rate))
 
 
-def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> tuple[Any, Gate]:
+@dataclass(frozen=True)
+class _Look:
+    """The last look at a gated nutpie round: its draws (cut to whole ones) and the gate's numbers on them."""
+
+    idata: Any
+    n: int
+    ess: float
+    rhat: float
+    met: bool
+    finished: bool
+    out_of_time: bool
+    checks: int
+
+
+def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> _Look:
+    """Watch a background nutpie run until the target is met, the run finishes or the time budget runs out."""
     checks = 0
-    last_check, wait = started, _CHECK_EVERY_S
-    prev_n, prev_t = 0, started
+    last_check, wait = time.perf_counter(), _CHECK_EVERY_S
+    prev_n, prev_t = 0, last_check
     while True:
         now = time.perf_counter()
         elapsed = now - started
@@ -273,20 +367,8 @@ def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> tu
             if met or finished or out_of_time:
                 if not finished:
                     run.cancel()
-                if n == 0:
-                    raise SamplingError(
-                        "the sampler finished without a whole draw after tuning" if finished else
-                        f"the time budget of {gate.time_budget} s ran out before the first draw after tuning; "
-                        "raise time_budget or lower tune"
-                    )
-                reason = ("target reached" if met else
-                          f"draw cap reached ({gate.max_draws} per chain)" if finished else
-                          f"time budget of {gate.time_budget:g} s ran out")
-                return _truncate(idata, n), Gate(
-                    target_ess=gate.target_ess, time_budget=gate.time_budget, met=bool(met),
-                    budget_exhausted=bool(out_of_time and not met), reason=reason, draws=n, rounds=checks,
-                    min_ess_bulk=float(ess), max_rhat=float(rhat), elapsed_s=time.perf_counter() - started,
-                )
+                return _Look(_truncate(idata, n) if n > 0 else None, n, float(ess), float(rhat), bool(met),
+                             bool(finished), bool(out_of_time and not met), checks)
         time.sleep(min(0.05, _CHECK_EVERY_S))
 
 
