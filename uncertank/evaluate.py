@@ -477,7 +477,7 @@ def evaluate_runs(
     """
     import pandas as pd
 
-    from uncertank.datasets.trec import _qrels_frame, _query_order, _run_frame, ranked_lists_from_run, read_trec_run
+    from uncertank.datasets.trec import qrels_frame, query_order, ranked_lists_from_run, read_trec_run, run_frame
     from uncertank.metrics import resolve_metrics
     from uncertank.stats import holm, paired_ttest
 
@@ -508,7 +508,7 @@ def evaluate_runs(
     _refuse_repeated_files(runs)
     if not isinstance(complete, bool):
         raise TypeError(f"complete must be a bool; got {type(complete).__name__}")
-    qrels_df = _qrels_frame(qrels, "qrels")
+    qrels_df = qrels_frame(qrels, "qrels")
     all_queries = set(qrels_df["query_id"].astype(str))
     results: list[RunScores] = []
     taken: set[str] = set()
@@ -519,7 +519,7 @@ def evaluate_runs(
         if isinstance(path, (str, os.PathLike)):
             frame = read_trec_run(path, system=name)  # one run per file: duplicates are named by line
         else:
-            frame = _run_frame(path, where)
+            frame = run_frame(path, where)
             if "system" in frame.columns and frame["system"].nunique() > 1:
                 raise ValueError(f"{where} holds {frame['system'].nunique()} systems; give one run per frame")
             frame["system"] = name
@@ -532,7 +532,7 @@ def evaluate_runs(
         query_ids = list(lists.query_ids)
         position = None
         if complete:  # trec_eval -c: every query of the qrels, a missing one at its empty-ranking value
-            query_ids = [str(q) for q in _query_order(np.asarray(list(all_queries | set(query_ids)), dtype=object))]
+            query_ids = [str(q) for q in query_order(np.asarray(list(all_queries | set(query_ids)), dtype=object))]
             position = pd.Index(query_ids).get_indexer(pd.Index(list(lists.query_ids)))
         per_query: dict[str, NDArray[np.float64]] = {}
         summary: dict[str, float] = {}

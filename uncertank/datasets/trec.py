@@ -355,8 +355,11 @@ def _check_ids(df: pd.DataFrame, name: str) -> None:
             raise ValueError(f"{name}: {col} is missing at row {int(np.flatnonzero(missing)[0])}")
 
 
-def _run_frame(obj: object, name: str) -> pd.DataFrame:
+def run_frame(obj: object, name: str) -> pd.DataFrame:
     """A run as :func:`read_trec_run` returns it, from a path, a DataFrame or ``{query_id: {doc_id: score}}``.
+
+    Public inside the package (``uncertank evaluate`` reads its runs
+    through it), not exported.
 
     A frame or mapping is checked as the file reader checks a file: finite
     numeric scores, no missing ids, no document twice for one query (of one
@@ -398,7 +401,7 @@ def _run_frame(obj: object, name: str) -> pd.DataFrame:
     return out
 
 
-def _qrels_frame(obj: object, name: str) -> pd.DataFrame:
+def qrels_frame(obj: object, name: str) -> pd.DataFrame:
     """Qrels as :func:`read_qrels` returns them, from a path, a DataFrame or ``{query_id: {doc_id: grade}}``.
 
     A frame or mapping is checked as the file reader checks a file: integer
@@ -440,7 +443,7 @@ def _qrels_frame(obj: object, name: str) -> pd.DataFrame:
     return out
 
 
-def _query_order(ids: np.ndarray) -> np.ndarray:
+def query_order(ids: np.ndarray) -> np.ndarray:
     """Sort query ids numerically when all are integers, else as strings."""
     uniq = np.unique(ids.astype(str))
     try:
@@ -497,8 +500,8 @@ def ranked_lists_from_run(
     """
     import pandas as pd
 
-    run_df = _run_frame(run, "run")
-    qrels_df = _qrels_frame(qrels, "qrels")
+    run_df = run_frame(run, "run")
+    qrels_df = qrels_frame(qrels, "qrels")
     if "system" in run_df.columns:
         systems = pd.unique(run_df["system"].astype(str))
         if system is None:
@@ -533,7 +536,7 @@ def ranked_lists_from_run(
     qid = frame["query_id"].to_numpy()
     doc = frame["doc_id"].to_numpy()
     score = frame["score"].to_numpy()
-    order_q = _query_order(qid)
+    order_q = query_order(qid)
     q_code = pd.Index(order_q).get_indexer(qid).astype(np.int64)
     # trec_eval: descending score, ties by descending docno. lexsort's last key is primary;
     # negating the rank of each doc id in string order gives the descending tie-break.

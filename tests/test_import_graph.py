@@ -1,0 +1,327 @@
+"""The import graph of uncertank: no circles, no upward imports, every module importable on its own.
+
+The graph is read from the source with ``ast``: every ``import`` and
+``from ... import`` statement of every module, including those inside
+functions and under ``if TYPE_CHECKING:`` (a late import hides a circle from
+the interpreter, not from a reader), with relative imports resolved. An edge
+goes to the module named, or to ``package.name`` where that is a module
+(``from uncertank import plugins`` is an edge to ``uncertank.plugins``
+only); a package's ``__init__`` that runs because one of its submodules is
+imported is not an edge.
+
+The layers are those of docs/architecture.md: the data model at the bottom,
+the plugin host above it, then the roles from left to right (data, rankers,
+predictions, evaluators, decisions, report); a module imports only from its
+own layer or those below, with the exceptions the document names.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+import uncertank
+
+PACKAGE = Path(uncertank.__file__).resolve().parent
+ROOT = PACKAGE.name
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (packages by their own name)."""
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def _is_package(name: str) -> bool:
+    return modules()[name].name == "__init__.py"
+
+
+def imported_names(name: str, source: str) -> list[tuple[str, int]]:
+    """Every (absolute dotted name, line) that ``source``, the module ``name``, imports, at any depth."""
+    package = name if _is_package(name) else name.rpartition(".")[0]
+    out: list[tuple[str, int]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [f"{target}.{alias.name}" for alias in node.names if alias.name != "*"]
+            submodules = [n for n in names if n in modules()]
+            if len(submodules) < len(node.names):  # a name defined in ``target`` itself (or ``*``)
+                out.append((target, node.lineno))
+            out.extend((n, node.lineno) for n in submodules)
+    return out
+
+
+@cache
+def graph() -> dict[str, dict[str, int]]:
+    """Module -> {internal module it imports: first line}."""
+    mods = modules()
+    edges: dict[str, dict[str, int]] = {}
+    for name, path in mods.items():
+        found: dict[str, int] = {}
+        for target, line in imported_names(name, path.read_text(encoding="utf-8")):
+            if target in mods and target != name:
+                found.setdefault(target, line)
+        edges[name] = found
+    return edges
+
+
+def find_cycles(edges: dict[str, Iterable[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (or a self-loop), each as a cycle path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    counter = [0]
+    sys.setrecursionlimit(max(10_000, sys.getrecursionlimit()))
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in edges.get(v, ()):
+                components.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return [_cycle_path(comp, edges) for comp in components]
+
+
+def _cycle_path(comp: list[str], edges: dict[str, Iterable[str]]) -> list[str]:
+    """One cycle through the first module of a strongly connected component, for the message."""
+    members = set(comp)
+    start = comp[0]
+    path, seen = [start], {start}
+    while True:
+        nxt = sorted(w for w in edges.get(path[-1], ()) if w in members)
+        back = [w for w in nxt if w == start]
+        if back:
+            return [*path, start]
+        fresh = [w for w in nxt if w not in seen]
+        if not fresh:  # pragma: no cover - a component always closes
+            return [*path, "..."]
+        path.append(fresh[0])
+        seen.add(fresh[0])
+
+
+# --------------------------------------------------------------------------- the checker itself
+
+
+def test_the_parser_sees_late_relative_and_type_checking_imports():
+    source = textwrap.dedent("""
+        from typing import TYPE_CHECKING
+        from . import streaming
+        from .ranking import recall_at_k
+        from .. import plugins
+        if TYPE_CHECKING:
+            from uncertank.metrics.metric import Metric
+        def late():
+            import uncertank.stats
+    """)
+    names = {n for n, _ in imported_names("uncertank.metrics.calibration", source)}
+    assert {"uncertank.metrics.streaming", "uncertank.metrics.ranking", "uncertank.plugins",
+            "uncertank.metrics.metric", "uncertank.stats"} <= names
+
+
+def test_the_cycle_finder_finds_a_circle_and_only_that():
+    edges = {"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"], "e": ["e"], "f": []}
+    cycles = find_cycles(edges)
+    assert sorted(c[0] for c in cycles) == ["a", "e"]
+    assert ["a", "b", "c", "a"] in cycles
+    assert find_cycles({"a": ["b"], "b": []}) == []
+
+
+# --------------------------------------------------------------------------- the package
+
+
+def test_no_import_circles():
+    cycles = find_cycles({m: list(t) for m, t in graph().items()})
+    assert cycles == [], "import circles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+#: The layers of docs/architecture.md, bottom up. A module's layer is that of
+#: the longest prefix listed; ``uncertank`` itself (the public API) is not checked.
+LAYERS: dict[str, int] = {
+    # the data model
+    "uncertank._types": 0, "uncertank._validation": 0, "uncertank.validation": 0, "uncertank._io": 0,
+    # the plugin host
+    "uncertank.hookspecs": 1, "uncertank.plugins": 1, "uncertank._host": 1, "uncertank._plugin_entries": 1,
+    "uncertank._plugin_digest": 1, "uncertank._listing": 1, "uncertank._lazy": 1,
+    # data
+    "uncertank.datasets": 2,
+    # rankers
+    "uncertank.protocols": 3, "uncertank.adapters": 3, "uncertank.baselines": 3, "uncertank.nn": 3,
+    "uncertank._signature": 3,
+    # predictions
+    "uncertank.recalibration": 4,
+    # evaluators
+    "uncertank.metrics": 5, "uncertank.stats": 5, "uncertank.evaluate": 5, "uncertank.bayes": 5,
+    # decisions
+    "uncertank.uncertainty": 6,
+    # report, and the kit that exercises a plugin end to end
+    "uncertank.experiment": 7, "uncertank.display": 7, "uncertank.cli": 7, "uncertank.testing": 7,
+}
+LAYER_NAMES = ("data model", "plugin host", "data", "rankers", "predictions", "evaluators", "decisions", "report")
+
+#: Imports the architecture allows across the rule, each with the reason docs/architecture.md gives.
+ALLOWED: dict[tuple[str, str], str] = {
+    # "neural training in nn/ picks the best epoch by validation MAP through uncertank.metrics"
+    ("uncertank.nn", "uncertank.metrics"): "documented exception",
+}
+
+#: Stricter rules of docs/architecture.md than "imports point left".
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    # "metrics/ never imports a ranker or a dataset"
+    "uncertank.metrics": ("uncertank.datasets", "uncertank.protocols", "uncertank.adapters", "uncertank.baselines",
+                          "uncertank.nn"),
+    # "datasets/ never imports a ranker"
+    "uncertank.datasets": ("uncertank.protocols", "uncertank.adapters", "uncertank.baselines", "uncertank.nn"),
+    # "uncertainty/ reads arrays and the data model only"
+    "uncertank.uncertainty": ("uncertank.datasets", "uncertank.protocols", "uncertank.adapters",
+                              "uncertank.baselines", "uncertank.nn", "uncertank.recalibration", "uncertank.metrics",
+                              "uncertank.stats", "uncertank.evaluate", "uncertank.bayes", "uncertank.experiment",
+                              "uncertank.display", "uncertank.cli", "uncertank.testing", "uncertank.plugins"),
+}
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def layer_of(name: str) -> int | None:
+    best = max((p for p in LAYERS if _under(name, p)), key=len, default=None)
+    return None if best is None else LAYERS[best]
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(m for m in modules() if m != ROOT and layer_of(m) is None)
+    assert unplaced == [], f"modules in no layer of docs/architecture.md (add them to LAYERS): {unplaced}"
+
+
+def _allowed(src: str, dst: str) -> bool:
+    return any(_under(src, a) and _under(dst, b) for a, b in ALLOWED)
+
+
+def upward_imports() -> list[str]:
+    out = []
+    for src, targets in graph().items():
+        ls = layer_of(src)
+        if ls is None:
+            continue
+        for dst, line in targets.items():
+            ld = layer_of(dst)
+            if ld is None or ld <= ls or _allowed(src, dst):
+                continue
+            out.append(f"{src} ({LAYER_NAMES[ls]}) imports {dst} ({LAYER_NAMES[ld]}), line {line}")
+    return sorted(out)
+
+
+def test_no_upward_imports():
+    found = upward_imports()
+    assert found == [], "imports pointing up the layers of docs/architecture.md:\n" + "\n".join(found)
+
+
+def test_the_stricter_rules_of_the_architecture():
+    found = []
+    for src, targets in graph().items():
+        for role, banned in FORBIDDEN.items():
+            if not _under(src, role):
+                continue
+            for dst, line in targets.items():
+                if any(_under(dst, b) for b in banned):
+                    found.append(f"{src} imports {dst}, line {line}")
+    assert found == [], "\n".join(found)
+
+
+def test_the_layer_check_catches_an_upward_import(monkeypatch):
+    fake = {"uncertank._types": {"uncertank.metrics.ranking": 3}, "uncertank.metrics.ranking": {}}
+    monkeypatch.setattr(sys.modules[__name__], "graph", lambda: fake)
+    assert upward_imports() == [
+        "uncertank._types (data model) imports uncertank.metrics.ranking (evaluators), line 3"
+    ]
+
+
+# --------------------------------------------------------------------------- private names
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """``from uncertank.x import _name`` across modules; a private submodule (``_inputs``) is fine."""
+    mods = modules()
+    found = []
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(ROOT)):
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{node.module}.{alias.name}" not in mods:
+                    found.append(f"{name} imports {node.module}.{alias.name}, line {node.lineno}")
+    assert found == [], "\n".join(found)
+
+
+# --------------------------------------------------------------------------- each module on its own
+
+_ISOLATED = textwrap.dedent("""
+    import importlib, sys, traceback
+    failed = []
+    for name in sys.argv[1:]:
+        for key in [k for k in sys.modules if k == "uncertank" or k.startswith("uncertank.")]:
+            del sys.modules[key]
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            if exc.name and not exc.name.startswith("uncertank"):  # an optional dependency not installed
+                continue
+            failed.append(name + ": " + traceback.format_exc(limit=-3))
+        except Exception:
+            failed.append(name + ": " + traceback.format_exc(limit=-3))
+    print("\\n".join(failed))
+""")
+
+
+def test_every_module_imports_on_its_own():
+    """A fresh interpreter imports each module first, with nothing of uncertank loaded before it.
+
+    A module that needs an optional dependency which is not installed is
+    skipped there (its ImportError names that package); any other error,
+    an ImportError from a circle included, fails.
+    """
+    names = sorted(m for m in modules() if not m.endswith("__main__"))
+    out = subprocess.run([sys.executable, "-c", _ISOLATED, *names], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "", out.stdout[-5000:]
