@@ -168,6 +168,27 @@ def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False
     click.echo(f"Report: {out_dir}/report.html (and results.json, report.md, figures/)")
 
 
+@cli.command("report")
+@click.argument("out_dir", type=click.Path(file_okay=False))
+def report_command(out_dir: str) -> None:
+    """Draw report.md, report.html and figures/ of a study's folder OUT_DIR again, from its results.json alone.
+
+    The same bytes as the study wrote (``uncertank run`` or ``demo``); the
+    report computes nothing, so a changed results.json shows in the report.
+    A folder without a readable results.json prints one line, exit status 2.
+    """
+    import sys
+
+    from uncertank.experiment.report import render_report
+
+    try:
+        render_report(out_dir)
+    except (FileNotFoundError, ValueError) as exc:
+        click.echo(f"uncertank report: {' '.join(str(exc).split())}", err=True)
+        sys.exit(2)
+    click.echo(f"Report: {out_dir}/report.html (and report.md, figures/)")
+
+
 @cli.command("evaluate")
 @click.option("--run", "runs", multiple=True, required=True, type=click.Path(),
               help="A TREC run file (repeat for several; the first is the baseline of the significance tests).")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from uncertank.experiment.analysis import (
     metric_labels,
     reference_ranker,
     relative_change,
+    significance,
 )
 from uncertank.experiment.report import format_number, format_pvalue, markdown_table, write_report
 from uncertank.experiment.result import (
@@ -112,9 +114,10 @@ def make_result(*, seed: int = 0, n_queries: int = 60, smoke: bool = False, rank
     steps = {"data": StepInfo("a1b2c3", 1.5), "fit bert": StepInfo("d4e5f6", 612.25, resumed=True),
              "bayes gaussian": StepInfo("0719ab", 30.0)}
     config = {"name": "synthetic study", **({"reference": "bert"} if "bert" in rankers else {})}
-    return StudyResult(config=config,
-                       sizes={"train": 500, "valid": 100, "test": dict.fromkeys(CONDITIONS, n_queries)},
-                       metric_info=METRIC_INFO, evaluations=evaluations, bayes=bayes, steps=steps, smoke=smoke)
+    result = StudyResult(config=config,
+                         sizes={"train": 500, "valid": 100, "test": dict.fromkeys(CONDITIONS, n_queries)},
+                         metric_info=METRIC_INFO, evaluations=evaluations, bayes=bayes, steps=steps, smoke=smoke)
+    return replace(result, significance=significance(result))  # the study's last stage, as run_study runs it
 
 
 def _table(md: str, header_start: str) -> list[list[str]]:
@@ -346,7 +349,7 @@ def test_timings_bayes_and_risk_tables_hold_the_result(written):
     assert steps[1:] == [[f"`{n}`", f"{s.seconds:.1f}", "yes" if s.resumed else "no", f"`{s.key}`"]
                          for n, s in result.steps.items()]
     bayes = _table(md, "| family | systems")
-    assert bayes[0][5:] == ["max_rhat", "min_ess_bulk", "divergences"]
+    assert bayes[0][5:] == ["largest R-hat", "smallest bulk ESS", "divergent transitions"]  # labels, not field names
     assert "`zoib`, problems: r-hat above 1.01." in md and "`gaussian`, problems" not in md
     assert bayes[1][1:6] == ["12", "7", "6", "yes", "1.004"] and bayes[2][4] == "**no**" and bayes[2][7] == "3"
     assert "the sampler did **not** converge" in md
@@ -354,6 +357,8 @@ def test_timings_bayes_and_risk_tables_hold_the_result(written):
     risk = _table(md, "| condition | ranker | b |")
     mc = [r for r in risk[1:] if r[1] == "`mc_dropout`"]
     assert len(mc) == len(CONDITIONS) and all(r[5] == "+0.0200†" and r[6] == "0.003" for r in mc)
+    holm = {(t.ranker, t.condition): t for t in result.significance.risk}
+    assert all(r[7] == f"{holm[('mc_dropout', r[0].strip('`'))].p_adjusted:.3f}" == "0.009" for r in mc)
 
 
 def test_write_report_rejects_a_dict(tmp_path):

@@ -1,7 +1,10 @@
 """The numbers behind a study's report: reference ranker, comparisons, significance, best values.
 
 Everything here reads a :class:`~uncertank.experiment.result.StudyResult`
-and returns plain values; :mod:`uncertank.experiment.report` formats them.
+and returns plain values. :func:`significance` is the study's last stage:
+the runner stores what it returns in the result (``results.json``), and
+:mod:`uncertank.experiment.report` marks the cells it says are significant,
+computing no test itself.
 
 - :func:`reference_ranker`: the ranker relative changes are measured
   against (the study's ``reference``: the first ranker by default).
@@ -12,18 +15,19 @@ and returns plain values; :mod:`uncertank.experiment.report` formats them.
   over queries against the reference, Holm-corrected over one table's
   comparisons (Penha & Hauff 2021 mark significance the same way, with a
   paired t-test over queries and a correction for multiple comparisons).
+- :func:`significance`: every family of tests the report marks (the
+  in-domain table, the shifted conditions' tables, risk-aware reranking).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from uncertank.experiment.result import Evaluation, StudyResult
+from uncertank.experiment.result import Comparison, Evaluation, RiskTest, Significance, StudyResult
 from uncertank.metrics.metric import KINDS, MetricKind
 
 __all__ = [
@@ -31,10 +35,17 @@ __all__ = [
     "best_rankers",
     "compare_to_reference",
     "higher_is_better",
+    "measured_labels",
     "metric_labels",
     "reference_ranker",
     "relative_change",
+    "significance",
 ]
+
+#: The significance level of every test a study marks.
+ALPHA = 0.05
+#: The test behind the comparisons, in words (stored with them).
+TEST = "two-sided paired t-test over queries"
 
 def reference_ranker(result: StudyResult) -> str | None:
     """The ranker that relative changes and significance tests compare against.
@@ -78,6 +89,12 @@ def metric_labels(result: StudyResult, kind: MetricKind | None = None) -> list[s
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {list(KINDS)} or None; got {kind!r}")
     return [label for label, info in result.metric_info.items() if kind is None or info.get("kind") == kind]
+
+
+def measured_labels(result: StudyResult, conditions: Sequence[str], kind: MetricKind | None = None) -> list[str]:
+    """The metric labels of ``kind`` (all when None) that some ranker has a value of under one of ``conditions``."""
+    return [m for m in metric_labels(result, kind)
+            if any(m in e.metrics for e in result.evaluations if e.condition in conditions)]
 
 
 def higher_is_better(result: StudyResult, label: str) -> bool:
@@ -125,45 +142,6 @@ def best_rankers(result: StudyResult, condition: str, label: str, *, rel_tol: fl
         return []
     best = max(values.values()) if better_high else min(values.values())
     return [r for r, v in values.items() if math.isclose(v, best, rel_tol=rel_tol, abs_tol=1e-15)]
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One ranker against the reference on one metric under one condition.
-
-    Attributes
-    ----------
-    ranker, reference, condition, metric : str
-        What is compared.
-    value, reference_value : float
-        The two values of the metric.
-    change : float or None
-        Relative change in percent (:func:`relative_change`).
-    better : bool or None
-        Whether ``ranker`` is better than the reference (by ``higher_is_better``);
-        None when they are equal.
-    p_value : float or None
-        Two-sided paired t-test over the per-query values; None when the
-        study holds no per-query values of this metric for both rankers (or
-        they differ in length or hold NaN).
-        Identical per-query values give 1.0 (no difference at all).
-    p_adjusted : float or None
-        Holm-adjusted over the comparisons tested together.
-    significant : bool
-        ``p_adjusted < alpha``.
-    """
-
-    ranker: str
-    reference: str
-    condition: str
-    metric: str
-    value: float
-    reference_value: float
-    change: float | None
-    better: bool | None
-    p_value: float | None
-    p_adjusted: float | None
-    significant: bool
 
 
 def _paired_p(a: Evaluation, b: Evaluation, label: str) -> float | None:
@@ -260,3 +238,58 @@ def compare_to_reference(
         out.append(Comparison(ranker, reference, cond, label, value, ref_value, relative_change(value, ref_value),
                               better, p, p_adj, p_adj is not None and p_adj < alpha))
     return out
+
+
+def significance(
+    result: StudyResult, *, alpha: float = ALPHA, correction: Literal["holm", "bonferroni", "none"] = "holm"
+) -> Significance:
+    """Every family of significance tests of a study, as the report marks them.
+
+    - ``"in-domain"``: every ranker against the reference on every metric
+      measured under the first condition (:func:`compare_to_reference`).
+    - ``"shifted"``: the same over the other conditions, one family.
+    - risk-aware reranking against ranking by the mean: the paired t-tests
+      of :attr:`~uncertank.experiment.result.RiskOutcome.p_value`, adjusted
+      together over the study.
+
+    Parameters
+    ----------
+    result : StudyResult
+        The study's evaluations (their per-query values and risk outcomes).
+    alpha : float
+        Significance level in (0, 1).
+    correction : {"holm", "bonferroni", "none"}
+        Multiple-comparison correction within each family.
+
+    Returns
+    -------
+    Significance
+        What the runner stores in ``StudyResult.significance``.
+
+    Raises
+    ------
+    ValueError
+        When ``alpha`` is not in (0, 1), or the recorded reference is not a ranker of the study.
+    """
+    from uncertank.stats import adjust_pvalues
+
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    ref = reference_ranker(result)
+    tables: dict[str, list[Comparison]] = {}
+    conds = result.conditions
+    if ref is not None and conds:
+        for name, family in (("in-domain", conds[:1]), ("shifted", conds[1:])):
+            if family:
+                tables[name] = compare_to_reference(result, family, measured_labels(result, family), reference=ref,
+                                                    alpha=alpha, correction=correction)
+    tested = [e for e in result.evaluations if e.risk is not None]
+    raw = [e.risk.p_value for e in tested if e.risk is not None and e.risk.p_value is not None]
+    adjusted = iter(adjust_pvalues(raw, correction).tolist() if raw else [])
+    risk = []
+    for e in tested:
+        assert e.risk is not None
+        p = e.risk.p_value
+        p_adj = float(next(adjusted)) if p is not None else None
+        risk.append(RiskTest(e.ranker, e.condition, p, p_adj, p_adj is not None and p_adj < alpha))
+    return Significance(reference=ref, alpha=alpha, correction=correction, test=TEST, tables=tables, risk=risk)

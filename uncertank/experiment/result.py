@@ -2,11 +2,14 @@
 
 A :class:`StudyResult` holds one :class:`Evaluation` per ranker and test
 condition (every metric, per-query values for significance tests,
-recalibrated calibration, the reliability curve, ECE against the imbalance
-ratio, risk-aware reranking, selective prediction, NOTA), the Bayesian
-comparison per model family, and one :class:`StepInfo` per cached step (its
-key and the cost of the run that computed it). ``to_dict`` /
-``from_dict`` give the JSON form written to ``results.json``.
+recalibrated calibration, the reliability curve with its
+:class:`CalibrationDetail`, ECE against the imbalance ratio, risk-aware
+reranking, selective prediction, NOTA), the :class:`Significance` of the
+comparisons the report marks, the Bayesian comparison per model family, and
+one :class:`StepInfo` per cached step (its key, the cost of the run that
+computed it, and whether this run reused it). ``to_dict`` / ``from_dict``
+give the JSON form written to ``results.json``: the report is drawn from
+that file alone (``uncertank report DIR``).
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ from typing import Any
 
 __all__ = [
     "BayesOutcome",
+    "CalibrationDetail",
+    "Comparison",
     "Curve",
     "Evaluation",
     "NotaOutcome",
     "RiskOutcome",
+    "RiskTest",
     "SelectiveOutcome",
+    "Significance",
     "StepInfo",
     "StudyResult",
 ]
@@ -54,6 +61,42 @@ class Curve:
     mean_confidence: list[float]
     fraction_relevant: list[float]
     count: list[int]
+
+
+@dataclass
+class CalibrationDetail:
+    """What lies under one ranker's ECE under one condition, from its reliability curve (uniform bins).
+
+    Attributes
+    ----------
+    bias : float
+        Signed bias over all pairs: mean score minus the fraction of relevant
+        pairs (> 0: the scores over-estimate relevance). When every bin
+        over-estimates, the ECE equals this bias whatever the binning.
+    over_bins, filled_bins : int
+        Bins whose mean score exceeds their fraction relevant, of the bins
+        that hold pairs.
+    mce_all : float
+        The largest gap between mean score and fraction relevant over every
+        filled bin (a bin of one pair included).
+    mce_min_count : int
+        The fewest pairs a bin needs to count in ``mce``.
+    mce : float or None
+        The largest gap over the bins holding at least ``mce_min_count``
+        pairs; None when no bin holds that many.
+    """
+
+    bias: float
+    over_bins: int
+    filled_bins: int
+    mce_all: float
+    mce_min_count: int
+    mce: float | None
+
+    @property
+    def every_bin_over(self) -> bool:
+        """Whether every filled bin over-estimates (then ECE equals ``bias``)."""
+        return self.filled_bins > 0 and self.over_bins == self.filled_bins
 
 
 @dataclass
@@ -147,6 +190,7 @@ class Evaluation:
     selective: SelectiveOutcome | None = None
     nota: NotaOutcome | None = None
     mean_std: float | None = None
+    calibration: CalibrationDetail | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Evaluation:
@@ -165,7 +209,107 @@ class Evaluation:
             d["selective"] = SelectiveOutcome(**d["selective"])
         if d.get("nota") is not None:
             d["nota"] = NotaOutcome(**d["nota"])
+        if d.get("calibration") is not None:
+            d["calibration"] = CalibrationDetail(**d["calibration"])
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One ranker against the reference on one metric under one condition.
+
+    Attributes
+    ----------
+    ranker, reference, condition, metric : str
+        What is compared.
+    value, reference_value : float
+        The two values of the metric.
+    change : float or None
+        Relative change in percent (:func:`~uncertank.experiment.analysis.relative_change`).
+    better : bool or None
+        Whether ``ranker`` is better than the reference (by ``higher_is_better``);
+        None when they are equal.
+    p_value : float or None
+        Two-sided paired t-test over the per-query values; None when the
+        study holds no per-query values of this metric for both rankers (or
+        they differ in length or hold NaN).
+        Identical per-query values give 1.0 (no difference at all).
+    p_adjusted : float or None
+        Holm-adjusted over the comparisons tested together.
+    significant : bool
+        ``p_adjusted < alpha``.
+    """
+
+    ranker: str
+    reference: str
+    condition: str
+    metric: str
+    value: float
+    reference_value: float
+    change: float | None
+    better: bool | None
+    p_value: float | None
+    p_adjusted: float | None
+    significant: bool
+
+
+@dataclass(frozen=True)
+class RiskTest:
+    """Risk-aware reranking against ranking by the mean, for one ranker under one condition.
+
+    ``p_value`` is :attr:`RiskOutcome.p_value` (None when the two rankings
+    never differ), ``p_adjusted`` its Holm adjustment over every such test
+    of the study, ``significant`` whether ``p_adjusted < alpha``.
+    """
+
+    ranker: str
+    condition: str
+    p_value: float | None
+    p_adjusted: float | None
+    significant: bool
+
+
+@dataclass
+class Significance:
+    """Every significance test the report marks, computed by the study (not by the report).
+
+    Attributes
+    ----------
+    reference : str or None
+        The ranker every comparison is made against.
+    alpha : float
+        Significance level.
+    correction : str
+        Multiple-comparison correction applied within each family of tests.
+    test : str
+        The test, in words.
+    tables : dict
+        Family -> comparisons tested together (one result table each):
+        ``"in-domain"`` (the first condition) and ``"shifted"`` (the others).
+    risk : list of RiskTest
+        Risk-aware against mean ranking, one family over the study.
+    """
+
+    reference: str | None
+    alpha: float
+    correction: str
+    test: str
+    tables: dict[str, list[Comparison]] = field(default_factory=dict)
+    risk: list[RiskTest] = field(default_factory=list)
+
+    def risk_test(self, ranker: str, condition: str) -> RiskTest | None:
+        """The risk test of ``ranker`` under ``condition``, or None."""
+        return next((t for t in self.risk if t.ranker == ranker and t.condition == condition), None)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Significance:
+        """Rebuild from :func:`dataclasses.asdict` output."""
+        return cls(
+            reference=d.get("reference"), alpha=float(d["alpha"]), correction=str(d["correction"]),
+            test=str(d["test"]),
+            tables={k: [Comparison(**c) for c in v] for k, v in d.get("tables", {}).items()},
+            risk=[RiskTest(**t) for t in d.get("risk", [])],
+        )
 
 
 @dataclass
@@ -189,7 +333,12 @@ class BayesOutcome:
     risk : dict
         URisk counts against the baseline, when it is among the systems.
     figures : list of str
-        Figure files (relative to the report folder): effects and PPC.
+        Figure files made elsewhere (relative to the report folder), embedded
+        as they are; a study leaves it empty, the report draws its figures.
+    ppc : str or None
+        The posterior predictive check's curves (an NPZ file relative to the
+        report folder: ``grid``, ``observed``, ``replicates``, ``outside``),
+        from which the report draws the check.
     """
 
     family: str
@@ -201,6 +350,7 @@ class BayesOutcome:
     effects: list[dict[str, Any]] = field(default_factory=list)
     risk: dict[str, int] = field(default_factory=dict)
     figures: list[str] = field(default_factory=list)
+    ppc: str | None = None
 
 
 @dataclass
@@ -223,6 +373,8 @@ class StudyResult:
         Step name -> :class:`StepInfo`.
     smoke : bool
         True for ``uncertank demo --quick``: the numbers are not evidence.
+    significance : Significance or None
+        The significance tests the report marks (None: none were run).
     """
 
     config: dict[str, Any]
@@ -232,6 +384,7 @@ class StudyResult:
     bayes: dict[str, BayesOutcome] = field(default_factory=dict)
     steps: dict[str, StepInfo] = field(default_factory=dict)
     smoke: bool = False
+    significance: Significance | None = None
 
     @property
     def rankers(self) -> list[str]:
@@ -265,6 +418,7 @@ class StudyResult:
             bayes={k: BayesOutcome(**v) for k, v in d.get("bayes", {}).items()},
             steps={k: StepInfo(**v) for k, v in d.get("steps", {}).items()},
             smoke=bool(d.get("smoke", False)),
+            significance=None if d.get("significance") is None else Significance.from_dict(d["significance"]),
         )
 
 

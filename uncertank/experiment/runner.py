@@ -1,6 +1,8 @@
-"""Run a study in stages: load, fit or load, predict, evaluate, decide, report.
+"""Run a study in stages: load, fit or load, predict, evaluate, decide, test, report.
 
-Each stage is a function of this module, and :func:`run_study` chains them:
+Each stage is a function of this module (or of the module named) returning a
+typed result of its own; no stage edits what an earlier one returned, and
+:func:`run_study` chains them:
 
 1. :func:`load_data`: the training, validation and test query sets (built and
    cached by :mod:`uncertank.datasets`), each with a digest of its content.
@@ -11,12 +13,15 @@ Each stage is a function of this module, and :func:`run_study` chains them:
    samples) on validation and every test condition (or loaded from
    ``predictions/``).
 4. :func:`evaluate`: every metric named by the study (through the metrics
-   registry), calibration after every recalibrator, reliability curves, ECE
-   against the imbalance ratio.
+   registry), calibration after every recalibrator, reliability curves with
+   the signed bias and a minimum-count MCE, ECE against the imbalance ratio.
 5. :func:`decide`: what the uncertainty is worth: risk-aware reranking, NOTA,
-   selective prediction.
-6. :func:`~uncertank.experiment.report.write_report`: ``results.json``,
-   ``report.md``, ``report.html`` and the figures.
+   selective prediction (:class:`Decision` per ranker and condition).
+6. :func:`~uncertank.experiment.analysis.significance`: the paired t-tests
+   and their Holm correction, for every cell the report marks.
+7. :func:`~uncertank.experiment.report.write_report`: ``results.json``, then
+   ``report.md``, ``report.html`` and the figures drawn from that file (and
+   the curve data stored beside it) alone, as ``uncertank report DIR`` does.
 
 Every cached step (a trained model, the predictions of one ranker on one
 split, a Bayesian fit) is keyed by a digest of everything it depends on: the
@@ -29,13 +34,16 @@ written atomically (a temporary file, then a rename).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +54,7 @@ from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonab
 from uncertank.experiment.config import RankerConfig, StudyConfig
 from uncertank.experiment.result import (
     BayesOutcome,
+    CalibrationDetail,
     Curve,
     Evaluation,
     NotaOutcome,
@@ -57,7 +66,9 @@ from uncertank.experiment.result import (
 from uncertank.experiment.validation import validate_config
 
 __all__ = [
-    "Prediction",
+    "MCE_MIN_COUNT",
+    "Decision",
+    "RankerPrediction",
     "StudyData",
     "decide",
     "evaluate",
@@ -66,9 +77,15 @@ __all__ = [
     "predict_all",
     "run_study",
     "validate_config",
+    "with_decisions",
 ]
 
 Log = Callable[[str], None]
+
+#: The fewest pairs a reliability bin needs to count in the study's MCE
+#: (:attr:`~uncertank.experiment.result.CalibrationDetail.mce`): the gap of a
+#: bin of a few pairs is noise (one pair gives a gap of up to 1).
+MCE_MIN_COUNT = 30
 
 
 def _quiet(msg: str) -> None:
@@ -179,6 +196,22 @@ def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
                    __version__, _ranker_code(rc.name), *(["pretrained", weights] if weights else [])])
 
 
+def _no_bars(rc: RankerConfig) -> dict[str, Any]:
+    """``{"show_progress": False}`` for a ranker whose factory takes it and whose study leaves it unset.
+
+    A study logs one line per step; a ranker's own progress bars would
+    interleave with them. The option changes no output, so no cache key
+    holds it.
+    """
+    from uncertank._signature import accepted_keywords
+    from uncertank.plugins import get_factory
+
+    if "show_progress" in rc.params:
+        return {}
+    names = accepted_keywords(get_factory("rankers", rc.name))
+    return {"show_progress": False} if names is not None and "show_progress" in names else {}
+
+
 def _read_seconds(folder: Path) -> float:
     try:
         return float(json.loads((folder / "step.json").read_text())["seconds"])
@@ -205,8 +238,9 @@ def fit_rankers(
     keys: dict[str, str] = {}
     steps: dict[str, StepInfo] = {}
     for rc in config.rankers:
+        quiet = _no_bars(rc)
         # Building a ranker is cheap (models load lazily); its class gives fit, load and from_ranker.
-        ranker = make_ranker(rc.name, **rc.params, **_pretrained_kwargs(rc))
+        ranker = make_ranker(rc.name, **rc.params, **_pretrained_kwargs(rc), **quiet)
         cls = type(ranker)
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = _model_key(rc, data, upstream)
@@ -215,8 +249,8 @@ def fit_rankers(
         if rc.checkpoint is not None:
             t0 = time.perf_counter()
             log(f"{rc.key}: loading the checkpoint {rc.checkpoint}")
-            rankers[rc.key] = cls.load(Path(rc.checkpoint), **rc.params) if rc.params else cls.load(
-                Path(rc.checkpoint))
+            params = {**rc.params, **quiet}
+            rankers[rc.key] = cls.load(Path(rc.checkpoint), **params) if params else cls.load(Path(rc.checkpoint))
             steps[f"load {rc.key}"] = StepInfo(key, time.perf_counter() - t0)
             continue
         if not callable(getattr(ranker, "fit", None)):
@@ -224,13 +258,13 @@ def fit_rankers(
             continue
         if resume and (folder / ".complete").exists() and callable(getattr(cls, "load", None)):
             log(f"{rc.key}: loading the trained model from {folder}")
-            rankers[rc.key] = cls.load(folder)
+            rankers[rc.key] = cls.load(folder, **quiet)
             steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
             continue
         t0 = time.perf_counter()
         if rc.init_from is not None:
             log(f"{rc.key}: starting from the trained {rc.init_from}")
-            ranker = cls.from_ranker(rankers[rc.init_from], **rc.params)
+            ranker = cls.from_ranker(rankers[rc.init_from], **rc.params, **quiet)
         if not getattr(ranker, "is_fitted", False):
             log(f"{rc.key}: training on {data.train.n_queries} queries")
             ranker.fit(data.train, data.valid)
@@ -253,8 +287,8 @@ def fit_rankers(
 
 
 @dataclass
-class Prediction:
-    """A ranker's output on one query set.
+class RankerPrediction:
+    """A ranker's output on one query set of a study (what :func:`predict_all` gives per ranker and split).
 
     Attributes
     ----------
@@ -271,7 +305,7 @@ class Prediction:
     probabilistic: bool
 
 
-def _predict_one(ranker: Any, label: str) -> Callable[[QuerySet, str], Prediction]:
+def _predict_one(ranker: Any, label: str) -> Callable[[QuerySet, str], RankerPrediction]:
     """Score a query set and check the output at once (before anything is cached), naming ranker and split."""
     from uncertank.validation import InvalidPredictionError, check_prediction
 
@@ -282,7 +316,7 @@ def _predict_one(ranker: Any, label: str) -> Callable[[QuerySet, str], Predictio
             said = " ".join(str(err).split())
             raise InvalidPredictionError(label, split, f"{method} raised {type(err).__name__}: {said}") from err
 
-    def run(qs: QuerySet, split: str) -> Prediction:
+    def run(qs: QuerySet, split: str) -> RankerPrediction:
         if callable(getattr(ranker, "predict_samples", None)):
             flag = getattr(ranker, "probabilistic", None)
             ps = check_prediction(call("predict_samples", qs, split), qs, ranker=label, condition=split,
@@ -290,10 +324,10 @@ def _predict_one(ranker: Any, label: str) -> Callable[[QuerySet, str], Predictio
             assert isinstance(ps, PredictiveSamples)
             mean = ps.mean()
             prob = bool(((mean >= 0) & (mean <= 1)).all()) if flag is None else bool(flag)
-            return Prediction(mean, ps, prob)
+            return RankerPrediction(mean, ps, prob)
         pred = check_prediction(call("predict", qs, split), qs, ranker=label, condition=split)
         assert isinstance(pred, Predictions)
-        return Prediction(pred.scores, None, bool(pred.probabilistic))
+        return RankerPrediction(pred.scores, None, bool(pred.probabilistic))
 
     return run
 
@@ -307,18 +341,18 @@ def predict_all(
     *,
     resume: bool = True,
     log: Log = _quiet,
-) -> tuple[dict[tuple[str, str], Prediction], dict[str, StepInfo]]:
+) -> tuple[dict[tuple[str, str], RankerPrediction], dict[str, StepInfo]]:
     """Stage 3: predictions of every ranker on ``"valid"`` and every condition (or loaded).
 
     Returns
     -------
     predictions : dict
-        ``(ranker label, split)`` -> :class:`Prediction`, split being ``"valid"``
+        ``(ranker label, split)`` -> :class:`RankerPrediction`, split being ``"valid"``
         or a condition name.
     steps : dict
         ``"predict <label> <split>"`` -> :class:`StepInfo`.
     """
-    preds: dict[tuple[str, str], Prediction] = {}
+    preds: dict[tuple[str, str], RankerPrediction] = {}
     steps: dict[str, StepInfo] = {}
     sets = {"valid": data.valid, **data.tests}
     for rc in config.rankers:
@@ -333,7 +367,7 @@ def predict_all(
                 with np.load(path) as z:
                     samples = PredictiveSamples(z["samples"], qs.offsets, ranker=rc.key) if bool(z["stochastic"]) \
                         else None
-                    pred = Prediction(z["mean"], samples, bool(z["probabilistic"]))
+                    pred = RankerPrediction(z["mean"], samples, bool(z["probabilistic"]))
                     seconds = float(z["seconds"])
                 preds[(rc.key, split)] = pred
                 steps[f"predict {rc.key} {split}"] = StepInfo(key, seconds, resumed=True)
@@ -356,18 +390,34 @@ def predict_all(
 # -- stage 4: evaluate -----------------------------------------------------------------------------------------------
 
 
+def _calibration_detail(curve: Any, probs: np.ndarray, labels: np.ndarray) -> CalibrationDetail:
+    """Signed bias, over-estimating bins and the MCE with and without :data:`MCE_MIN_COUNT` (uniform bins)."""
+    filled = curve.counts > 0
+    conf = curve.mean_confidence[filled]
+    frac = curve.fraction_relevant[filled]
+    counts = curve.counts[filled]
+    gaps = np.abs(conf - frac)
+    trusted = gaps[counts >= MCE_MIN_COUNT]
+    return CalibrationDetail(
+        bias=float(np.mean(probs) - np.mean(labels > 0)),
+        over_bins=int(np.sum(conf > frac)), filled_bins=int(filled.sum()),
+        mce_all=float(gaps.max()) if gaps.size else 0.0, mce_min_count=MCE_MIN_COUNT,
+        mce=float(trusted.max()) if trusted.size else None,
+    )
+
+
 def evaluate(
-    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], Prediction]
+    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
 ) -> tuple[list[Evaluation], dict[str, dict[str, Any]]]:
     """Stage 4: every metric of the study, recalibration, reliability and imbalance, per ranker and condition.
 
     Returns
     -------
     evaluations : list of Evaluation
-        One per ranker and condition (``risk``, ``nota`` and ``selective``
-        are filled by :func:`decide`).
+        One per ranker and condition, without the outcomes of :func:`decide`
+        (``risk``, ``nota`` and ``selective`` are None).
     metric_info : dict
-        Metric label -> ``{"kind", "higher_is_better", "needs_probabilities"}``.
+        Metric label -> ``{"kind", "higher_is_better", "needs_probabilities", "name", "options"}``.
     """
     from uncertank import metrics as M
     from uncertank.metrics import resolve_metrics
@@ -375,7 +425,8 @@ def evaluate(
 
     bound = resolve_metrics(_metric_entries(config))
     info = {m.display_label: {"kind": m.kind, "higher_is_better": m.higher_is_better,
-                              "needs_probabilities": m.needs_probabilities} for m in bound}
+                              "needs_probabilities": m.needs_probabilities, "name": m.name,
+                              "options": to_jsonable(dict(m.options))} for m in bound}
     recal_names = list(config.recalibrators) if config.recalibrators is not None else sorted(registry("recalibrators"))
     out: list[Evaluation] = []
     valid_labels = data.valid.labels
@@ -397,32 +448,56 @@ def evaluate(
                 values[m.display_label] = float(m(ranked))
                 if m.kind == "ranking":
                     per_query[m.display_label] = np.asarray(m(ranked, per_query=True), dtype=float).tolist()
-            ev = Evaluation(ranker=rc.key, condition=cond.name, probabilistic=pred.probabilistic,
-                            stochastic=pred.samples is not None, metrics=values, per_query=per_query)
-            if pred.samples is not None:
-                ev.mean_std = float(np.sqrt(pred.samples.var()).mean())
+            recalibrated: dict[str, dict[str, float]] = {}
+            reliability = imbalance = detail = None
             if pred.probabilistic:
                 for name, rec in fitted.items():
                     cal = qs.ranked(np.clip(rec.transform(pred.mean), 0.0, 1.0))
-                    ev.recalibrated[name] = {m.display_label: float(m(cal)) for m in bound if m.kind == "calibration"}
+                    recalibrated[name] = {m.display_label: float(m(cal)) for m in bound if m.kind == "calibration"}
                 curve = M.reliability_curve(ranked, n_bins=config.n_bins)
                 filled = curve.counts > 0
-                ev.reliability = Curve(curve.mean_confidence[filled].tolist(),
-                                       curve.fraction_relevant[filled].tolist(),
-                                       [int(c) for c in curve.counts[filled]])
+                reliability = Curve(curve.mean_confidence[filled].tolist(), curve.fraction_relevant[filled].tolist(),
+                                    [int(c) for c in curve.counts[filled]])
+                if qs.labels is not None:
+                    detail = _calibration_detail(curve, pred.mean, qs.labels)
                 sweep = M.imbalance_sweep(ranked, n_bins=config.n_bins, seed=config.seed)
-                ev.imbalance = {int(k): float(v) for k, v in zip(sweep.n_negatives, sweep.ece, strict=True)}
-            out.append(ev)
+                imbalance = {int(k): float(v) for k, v in zip(sweep.n_negatives, sweep.ece, strict=True)}
+            out.append(Evaluation(
+                ranker=rc.key, condition=cond.name, probabilistic=pred.probabilistic,
+                stochastic=pred.samples is not None, metrics=values, per_query=per_query, recalibrated=recalibrated,
+                reliability=reliability, imbalance=imbalance,
+                mean_std=None if pred.samples is None else float(np.sqrt(pred.samples.var()).mean()),
+                calibration=detail,
+            ))
     return out, info
 
 
 # -- stage 5: decide -------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What one ranker's uncertainty is worth under one condition (stage 5, :func:`decide`).
+
+    Attributes
+    ----------
+    risk : RiskOutcome or None
+        Risk-aware reranking (stochastic rankers).
+    selective : SelectiveOutcome
+        Selective prediction.
+    nota : NotaOutcome or None
+        NOTA prediction (probabilistic rankers, first condition, when the study runs it).
+    """
+
+    risk: RiskOutcome | None
+    selective: SelectiveOutcome
+    nota: NotaOutcome | None = None
+
+
 def decide(
-    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], Prediction], evaluations: list[Evaluation]
-) -> None:
-    """Stage 5: risk-aware reranking, NOTA and selective prediction, filled into ``evaluations`` in place.
+    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
+) -> dict[tuple[str, str], Decision]:
+    """Stage 5: risk-aware reranking, NOTA and selective prediction, per ranker and condition.
 
     - Risk-aware reranking (stochastic rankers): ``b`` chosen on validation
       R@1 over ``config.risk_grid``; test R@1 at every ``b`` for the figure; a
@@ -432,6 +507,11 @@ def decide(
     - Selective prediction (every ranker and condition): queries ordered by
       the top candidate's probability (its margin over the runner-up for
       scores that are not probabilities).
+
+    Returns
+    -------
+    dict
+        ``(ranker label, condition name)`` -> :class:`Decision`.
     """
     from uncertank import metrics as M
     from uncertank.stats import paired_ttest
@@ -450,7 +530,7 @@ def decide(
         return float(M.recall_at_k(r, k=1))
 
     first = config.conditions[0].name
-    by_key = {(e.ranker, e.condition): e for e in evaluations}
+    out: dict[tuple[str, str], Decision] = {}
     for rc in config.rankers:
         vpred = preds[(rc.key, "valid")]
         sel = None
@@ -459,8 +539,8 @@ def decide(
         for cond in config.conditions:
             qs = data.tests[cond.name]
             pred = preds[(rc.key, cond.name)]
-            ev = by_key[(rc.key, cond.name)]
             ranked = qs.ranked(pred.mean)
+            risk = nota = None
             if sel is not None and pred.samples is not None:
                 test_curve = {float(b): r1(qs.ranked(risk_aware_rerank(pred.samples, b=float(b))))
                               for b in config.risk_grid}
@@ -468,27 +548,84 @@ def decide(
                 a = np.asarray(M.recall_at_k(ranked, k=1, per_query=True), dtype=float)
                 b_ = np.asarray(M.recall_at_k(reranked, k=1, per_query=True), dtype=float)
                 p = float(paired_ttest(b_, a).pvalue) if np.any(a != b_) else None
-                ev.risk = RiskOutcome(
+                risk = RiskOutcome(
                     b=float(sel.b),
                     valid_curve={float(g): float(v) for g, v in zip(sel.grid, sel.scores, strict=True)},
                     test_curve=test_curve, r1_mean=float(a.mean()), r1_risk_aware=float(b_.mean()), p_value=p,
                 )
             kind: Literal["probability", "margin"] = "probability" if pred.probabilistic else "margin"
             rc_curve = risk_coverage_curve(query_certainty(ranked, certainty=kind), top1_loss(ranked))
-            ev.selective = SelectiveOutcome(kind, rc_curve.coverage.tolist(), rc_curve.risk.tolist(),
-                                            rc_curve.aurc, rc_curve.oracle_aurc)
+            selective = SelectiveOutcome(kind, rc_curve.coverage.tolist(), rc_curve.risk.tolist(),
+                                         rc_curve.aurc, rc_curve.oracle_aurc)
             if config.nota and cond.name == first and pred.probabilistic:
                 task = make_nota_task(ranked, None if pred.samples is None else pred.samples.var(), seed=config.seed)
                 if pred.samples is not None:
                     cmp = compare_nota(task, seed=config.seed)
-                    ev.nota = NotaOutcome(cmp.means_only.f1_mean, cmp.means_only.f1_std,
-                                          cmp.with_variance.f1_mean, cmp.with_variance.f1_std, float(cmp.p_value))
+                    nota = NotaOutcome(cmp.means_only.f1_mean, cmp.means_only.f1_std,
+                                       cmp.with_variance.f1_mean, cmp.with_variance.f1_std, float(cmp.p_value))
                 else:
                     res = evaluate_nota(task, seed=config.seed)
-                    ev.nota = NotaOutcome(res.f1_mean, res.f1_std)
+                    nota = NotaOutcome(res.f1_mean, res.f1_std)
+            out[(rc.key, cond.name)] = Decision(risk, selective, nota)
+    return out
+
+
+def with_decisions(evaluations: list[Evaluation], decisions: dict[tuple[str, str], Decision]) -> list[Evaluation]:
+    """New evaluations holding the outcomes of :func:`decide` (the ones given are left as they are)."""
+    out = []
+    for e in evaluations:
+        d = decisions.get((e.ranker, e.condition))
+        out.append(e if d is None else replace(e, risk=d.risk, selective=d.selective, nota=d.nota))
+    return out
 
 
 # -- the Bayesian comparison ------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _quiet_bayes() -> Iterator[None]:
+    """Silence, for the Bayesian stage only, two messages that concern no call of a study.
+
+    ArviZ's FutureWarning about its coming refactor, and PyTensor's warning
+    that it found no C BLAS (it then uses NumPy's, correctly, only slower).
+    """
+    blas = logging.getLogger("pytensor.tensor.blas")
+    level = blas.level
+    blas.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning, module=r"arviz(\.|$)")
+            warnings.filterwarnings("ignore", category=FutureWarning, message=r".*[Aa]rvi[Zz].*")
+            yield
+    finally:
+        blas.setLevel(level)
+
+
+#: Replicated data sets drawn for the posterior predictive check, and the points of its density grid.
+PPC_REPLICATES, PPC_GRID = 100, 256
+
+
+def _ppc_curves(cmp: Any, seed: int) -> dict[str, np.ndarray]:
+    """The posterior predictive check as curves: KDE densities of replicated and observed scores on one grid.
+
+    The grid spans [0, 1] when every score lies there, else the range of the
+    data and replicates (``outside``: the share of replicated scores outside
+    [0, 1]), as :func:`uncertank.bayes.plots.plot_ppc` draws it.
+    """
+    from scipy.stats import gaussian_kde
+
+    rep = cmp.posterior_predictive(PPC_REPLICATES, seed=seed)
+    y = cmp.data["score"].to_numpy(dtype=np.float64)
+    outside = float(((rep < 0) | (rep > 1)).mean())
+    if outside == 0.0 and 0.0 <= y.min() and y.max() <= 1.0:
+        grid = np.linspace(0.0, 1.0, PPC_GRID)
+    else:
+        lo = min(float(y.min()), float(np.quantile(rep, 0.001)))
+        hi = max(float(y.max()), float(np.quantile(rep, 0.999)))
+        pad = 0.05 * (hi - lo)
+        grid = np.linspace(lo - pad, hi + pad, PPC_GRID)
+    return {"grid": grid, "observed": gaussian_kde(y)(grid),
+            "replicates": np.stack([gaussian_kde(row)(grid) for row in rep]), "outside": np.float64(outside)}
 
 
 def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict[str, BayesOutcome],
@@ -502,7 +639,8 @@ def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict
         frame_key = digest(frame.to_csv(index=False))
         key = digest([family, asdict(config.bayes), config.seed, frame_key, __version__])
         path = out / "bayes" / f"{family}-{key}.json"
-        if resume and path.exists():
+        ppc = f"bayes/{family}-{key}-ppc.npz"
+        if resume and path.exists() and (out / ppc).exists():
             log(f"bayes: reusing the finished {family} fit")
             saved = json.loads(path.read_text())
             outcomes[family] = BayesOutcome(**saved["outcome"])
@@ -515,6 +653,17 @@ def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict
                       drop_bottom=config.bayes.drop_bottom)
         diag = cmp.diagnostics()
         eff = cmp.system_effects()
+        risk: dict[str, int] = {}
+        baseline = config.bayes.baseline or "bm25_baseline"
+        if baseline in {str(x) for x in cmp.systems}:
+            for r in (1, 2):
+                ur = cmp.urisk(baseline, r=r)
+                # Benham convention: URisk > 0 is riskier than the baseline.
+                risk[f"credibly riskier than {baseline} (r={r})"] = int((ur["urisk_lower"] > 0).sum())
+                risk[f"credibly less risky than {baseline} (r={r})"] = int((ur["urisk_upper"] < 0).sum())
+        curves: dict[str, Any] = _ppc_curves(cmp, config.seed)
+        with atomic_path(out / ppc) as tmp, tmp.open("wb") as fh:
+            np.savez(fh, **curves)
         outcome = BayesOutcome(
             family=family, n_systems=len(cmp.systems),
             best_distinguishable=len(cmp.distinguishable(reference="best")),
@@ -522,27 +671,13 @@ def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict
             converged=bool(diag.ok), diagnostics=to_jsonable(diag.to_dict()),
             effects=[{"system": str(row["system"]), "mean": float(row["mean"]), "lower": float(row["lower"]),
                       "upper": float(row["upper"])} for row in eff.to_dict("records")],
+            risk=risk, ppc=ppc,
         )
-        baseline = config.bayes.baseline or "bm25_baseline"
-        if baseline in {str(x) for x in cmp.systems}:
-            for r in (1, 2):
-                ur = cmp.urisk(baseline, r=r)
-                # Benham convention: URisk > 0 is riskier than the baseline.
-                outcome.risk[f"credibly riskier than {baseline} (r={r})"] = int((ur["urisk_lower"] > 0).sum())
-                outcome.risk[f"credibly less risky than {baseline} (r={r})"] = int((ur["urisk_upper"] < 0).sum())
-        outcome.figures = _bayes_figures(cmp, family, out, config.seed)
         seconds = time.perf_counter() - t0
         atomic_write_text(path, json.dumps({"outcome": to_jsonable(asdict(outcome)), "seconds": seconds}, indent=2))
         outcomes[family] = outcome
         steps[f"bayes {family}"] = StepInfo(key, seconds)
     return outcomes, steps
-
-
-def _bayes_figures(cmp: Any, family: str, out: Path, seed: int) -> list[str]:
-    """The posterior predictive check, drawn by the fit itself; the report draws the effects."""
-    name = f"figures/bayes-{family}-ppc.png"
-    cmp.write_ppc_figure(out / name, seed=seed, dpi=110)
-    return [name]
 
 
 # -- the whole study -------------------------------------------------------------------------------------------------
@@ -561,11 +696,14 @@ def run_study(
     Parameters
     ----------
     config : StudyConfig
-        What to run (see :func:`uncertank.experiment.demo_config`).
+        What to run (see :func:`uncertank.experiment.demo_config`); checked
+        once against the installed plugins
+        (:func:`~uncertank.experiment.validation.validate_config`) before any work.
     out_dir : path
         The report folder: ``results.json``, ``report.md``, ``report.html``,
         ``figures/*.png``, plus ``models/``, ``predictions/`` and ``bayes/``
-        for resuming.
+        for resuming (``bayes/`` also holds the posterior predictive curves
+        the report draws).
     resume : bool
         Reuse finished steps found in ``out_dir`` whose keys match.
     log : callable, optional
@@ -578,6 +716,7 @@ def run_study(
     StudyResult
         Also written to ``results.json`` (``StudyResult.to_dict()``).
     """
+    from uncertank.experiment.analysis import significance
     from uncertank.experiment.report import write_report
 
     say: Log = log or _quiet
@@ -590,25 +729,39 @@ def run_study(
     rankers, fit_steps = fit_rankers(config, data, out, resume=resume, log=say)
     preds, pred_steps = predict_all(config, data, rankers, fit_steps, out, resume=resume, log=say)
     t0 = time.perf_counter()
-    evaluations, metric_info = evaluate(config, data, preds)
-    decide(config, data, preds, evaluations)
+    measured, metric_info = evaluate(config, data, preds)
+    decisions = decide(config, data, preds)
     steps.update(fit_steps)
     steps.update(pred_steps)
     steps["evaluate and decide"] = StepInfo(digest([s.key for s in steps.values()]),
                                             round(time.perf_counter() - t0, 2))
+    bayes: dict[str, BayesOutcome] = {}
+    if config.bayes.enabled:
+        with _quiet_bayes():
+            bayes, bayes_steps = _bayes(config, out, resume, say)
+        steps.update(bayes_steps)
     result = StudyResult(
         config=to_jsonable(asdict(config)),
         sizes={"train": data.train.n_queries, "valid": data.valid.n_queries,
                "test": {name: qs.n_queries for name, qs in data.tests.items()}},
-        metric_info=metric_info, evaluations=evaluations, steps=steps, smoke=smoke,
+        metric_info=metric_info, evaluations=with_decisions(measured, decisions), bayes=bayes, steps=steps,
+        smoke=smoke,
     )
-    if config.bayes.enabled:
-        result.bayes, bayes_steps = _bayes(config, out, resume, say)
-        result.steps.update(bayes_steps)
+    result = replace(result, significance=significance(result))
     write_report(result, out)
     say(f"report written to {out}")
     return result
 
 
 def _safe(name: str) -> str:
+    """``name`` as a piece of a file name (anything but letters, digits, ``-_.`` becomes ``-``)."""
     return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Prediction":  # the old name, kept for one release: it read as uncertank.Predictions
+        warnings.warn("uncertank.experiment.runner.Prediction is deprecated and will be removed in the next "
+                      "release; use RankerPrediction",
+                      DeprecationWarning, stacklevel=2)
+        return RankerPrediction
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,136 @@
+"""Write a study's report: ``results.json``, then ``report.md``, ``report.html`` and ``figures/*.png`` from it.
+
+``results.json`` is the record and the report a view of it: :func:`write_report`
+writes the file, then draws the report from the file alone (and the
+curve data stored beside it), as :func:`render_report` and ``uncertank
+report DIR`` do, so a report re-rendered from its folder is byte-identical
+to the one the study wrote. The report computes no number; every value,
+significance mark and sentence comes from the file.
+
+The report holds the tables and figures of Penha & Hauff (EACL 2021) and
+Benham et al. (ECIR 2021):
+
+1. in-domain effectiveness and calibration (their Table 1), best per column in bold;
+2. the shifted conditions (cross negative sampling, cross-domain) with the
+   relative change against the reference ranker and significance markers
+   (paired t-test over queries, Holm-corrected over the table);
+3. calibration in detail: the signed bias beside the ECE, the bins that
+   over-estimate, and the MCE over bins with enough pairs;
+4. calibration before and after each recalibrator;
+5. risk-aware reranking (b chosen on validation; test R@1 against b);
+6. NOTA prediction with and without variances;
+7. selective prediction (risk-coverage curves, AURC);
+8. reliability diagrams, rankers overlaid, one panel per condition;
+9. ECE against the imbalance ratio (their Figure 2);
+10. the Bayesian comparison per model family (system effects, posterior
+    predictive check, convergence, URisk);
+11. the timings, cache keys and reuse of every step.
+
+Modules: :mod:`~uncertank.experiment.report.formatting` (numbers and
+Markdown cells), :mod:`~uncertank.experiment.report.document` (the document
+model, its Markdown and HTML renderers and the stylesheet),
+:mod:`~uncertank.experiment.report.figures`,
+:mod:`~uncertank.experiment.report.sections` (the metric tables) and
+:mod:`~uncertank.experiment.report.outcomes` (what the uncertainty is worth,
+the Bayesian comparison, the timings).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from uncertank._io import atomic_write_text
+from uncertank.experiment.analysis import reference_ranker
+from uncertank.experiment.report import outcomes, sections
+from uncertank.experiment.report.document import Doc, render_html, render_markdown
+from uncertank.experiment.report.figures import Figures
+from uncertank.experiment.report.formatting import format_number, format_pvalue, markdown_table
+from uncertank.experiment.result import StudyResult
+
+__all__ = ["format_number", "format_pvalue", "markdown_table", "render_report", "write_report"]
+
+#: The file a report is drawn from.
+RESULTS = "results.json"
+
+
+def _results_text(result: StudyResult) -> str:
+    return json.dumps(result.to_dict(), indent=2) + "\n"
+
+
+def write_report(result: StudyResult, out: str | os.PathLike[str]) -> None:
+    """Write ``results.json`` into ``out``, then the report drawn from it (:func:`render_report`).
+
+    Parameters
+    ----------
+    result : StudyResult
+        What the study produced. Figures that the result lists itself
+        (``BayesOutcome.figures``, relative to ``out``) are embedded as they
+        are; the posterior predictive curves (``BayesOutcome.ppc``) are read
+        from ``out``.
+    out : path
+        The report folder (created if missing). Every file is written
+        atomically (:mod:`uncertank._io`).
+
+    Raises
+    ------
+    TypeError
+        When ``result`` is not a :class:`~uncertank.experiment.result.StudyResult`.
+    ImportError
+        When matplotlib (the ``plot`` extra) is missing.
+    """
+    if not isinstance(result, StudyResult):
+        raise TypeError(f"result must be a StudyResult (uncertank.experiment.result); got {type(result).__name__}")
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / RESULTS, _results_text(result))
+    render_report(folder)
+
+
+def render_report(out: str | os.PathLike[str]) -> StudyResult:
+    """Draw ``report.md``, ``report.html`` and ``figures/*.png`` of the folder ``out`` from its ``results.json``.
+
+    What ``uncertank report DIR`` runs: the same bytes as the study wrote,
+    from the folder alone.
+
+    Returns
+    -------
+    StudyResult
+        The result read from ``results.json``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``out`` holds no ``results.json``.
+    ValueError
+        When ``results.json`` is not a study's result (the message names the file).
+    ImportError
+        When matplotlib (the ``plot`` extra) is missing.
+    """
+    folder = Path(out)
+    path = folder / RESULTS
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist; give the folder a study wrote (uncertank run --out DIR)")
+    try:
+        result = StudyResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{path} is not a study's results ({type(exc).__name__}: {exc})") from None
+    figs = Figures(folder, result.rankers)
+    ref = reference_ranker(result)
+    doc = Doc()
+    sections.header(doc, result, ref)
+    sections.in_domain(doc, result, ref)
+    sections.shifted(doc, result, ref)
+    sections.calibration_detail(doc, result)
+    sections.recalibration(doc, result)
+    outcomes.risk(doc, result, figs)
+    outcomes.nota(doc, result)
+    outcomes.selective(doc, result, figs)
+    outcomes.reliability(doc, result, figs)
+    outcomes.imbalance(doc, result, figs)
+    outcomes.bayes(doc, result, figs, folder)
+    outcomes.timings(doc, result)
+    atomic_write_text(folder / "report.md", render_markdown(doc))
+    atomic_write_text(folder / "report.html", render_html(doc, str(result.config.get("name") or "Study report")))
+    return result

@@ -1,0 +1,183 @@
+"""The report's figures, drawn into ``figures/`` from the data of ``results.json`` and the curves stored beside it.
+
+Each function draws one figure with matplotlib's object API (no pyplot
+state, no backend switch) and returns its path relative to the report
+folder. Nothing here computes a number the report states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from uncertank._io import atomic_path
+from uncertank.experiment.report.formatting import format_number
+from uncertank.experiment.result import BayesOutcome, Evaluation
+
+__all__ = ["Figures"]
+
+
+def _colours(rankers: Sequence[str]) -> dict[str, Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return {r: cmap(i % 10) for i, r in enumerate(rankers)}
+
+
+class Figures:
+    """Draws the report's figures into ``out/figures``; one colour per ranker across every figure.
+
+    Raises
+    ------
+    ImportError
+        When matplotlib (the ``plot`` extra) is missing.
+    """
+
+    def __init__(self, out: Path, rankers: Sequence[str]) -> None:
+        try:
+            from matplotlib.figure import Figure
+        except ImportError as exc:
+            raise ImportError(
+                f'the report\'s figures need matplotlib; install it with pip install "uncertank[plot]" ({exc})'
+            ) from exc
+        self.Figure = Figure
+        self.out = out
+        self.dir = out / "figures"
+        self.colours = _colours(rankers)
+
+    def _new(self, n_panels: int, *, width: float = 4.2, height: float = 3.6) -> tuple[Any, list[Any]]:
+        fig = self.Figure(figsize=(min(width * max(1, n_panels), 15.0), height), layout="constrained")
+        return fig, [fig.add_subplot(1, max(1, n_panels), i + 1) for i in range(n_panels)]
+
+    def _save(self, fig: Any, name: str) -> str:
+        path = self.dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
+        return f"figures/{name}"
+
+    def risk(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
+        """Test R@1 against the risk aversion b, one panel per condition; a star at the chosen b."""
+        curves = [e.risk.test_curve for e in evs if e.risk is not None]
+        bs_all = [b for c in curves for b in c]
+        fig, axes = self._new(len(conds), width=4.3, height=3.4)
+        for ax, cond in zip(axes, conds, strict=True):
+            for e in evs:
+                if e.condition != cond or e.risk is None:
+                    continue
+                bs = sorted(e.risk.test_curve)
+                ax.plot(bs, [e.risk.test_curve[b] for b in bs], marker="o", ms=3, color=self.colours[e.ranker],
+                        label=e.ranker)
+                if e.risk.b in e.risk.test_curve:
+                    ax.plot([e.risk.b], [e.risk.test_curve[e.risk.b]], marker="*", ms=13,
+                            color=self.colours[e.ranker], markeredgecolor="black", linestyle="none")
+            ax.set(xlabel="risk aversion b", ylabel="test R@1", title=cond)
+            if any(b > 0 for b in bs_all) and all(b >= 0 for b in bs_all):
+                ax.set_xscale("symlog", linthresh=min((b for b in bs_all if b > 0), default=1.0))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        return self._save(fig, "risk-r1-vs-b.png")
+
+    def risk_coverage(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
+        """Risk-coverage curves, one panel per condition, AURC in the legend."""
+        fig, axes = self._new(len(conds), width=4.3, height=3.4)
+        for ax, cond in zip(axes, conds, strict=True):
+            for e in evs:
+                if e.condition == cond and e.selective is not None:
+                    ax.plot(e.selective.coverage, e.selective.risk, color=self.colours[e.ranker],
+                            label=f"{e.ranker} ({format_number(e.selective.aurc)})")
+            ax.set(xlabel="coverage (share of queries answered)", ylabel="risk (top-1 error rate)", title=cond,
+                   xlim=(0, 1))
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, title="ranker (AURC)", title_fontsize=7)
+        return self._save(fig, "risk-coverage.png")
+
+    def reliability(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
+        """Reliability diagrams, rankers overlaid, one panel per condition, bin counts in a strip below."""
+        fig = self.Figure(figsize=(min(4.2 * len(conds), 16.0), 5.0), layout="constrained")
+        grid = fig.add_gridspec(2, len(conds), height_ratios=[3, 1])
+        total_max = max(sum(e.reliability.count) for e in evs if e.reliability)
+        for j, cond in enumerate(conds):
+            ax = fig.add_subplot(grid[0, j])
+            strip = fig.add_subplot(grid[1, j], sharex=ax)
+            ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfectly calibrated")
+            for e in evs:
+                if e.condition != cond or e.reliability is None:
+                    continue
+                c = e.reliability
+                n = max(sum(c.count), 1)
+                colour = self.colours[e.ranker]
+                ax.plot(c.mean_confidence, c.fraction_relevant, color=colour, lw=1.2, label=e.ranker)
+                ax.scatter(c.mean_confidence, c.fraction_relevant, s=[8 + 220 * k / n for k in c.count],
+                           color=colour, alpha=0.6, edgecolors="black", linewidths=0.4)
+                strip.plot(c.mean_confidence, c.count, marker="o", ms=3, lw=1, color=colour)
+            ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="fraction relevant", title=cond)
+            ax.tick_params(labelbottom=False)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, loc="upper left")
+            strip.set_yscale("log")
+            strip.set_ylim(0.8, total_max * 2)
+            strip.set(xlabel="mean predicted P(relevant)", ylabel="pairs in bin")
+            strip.grid(alpha=0.3)
+        return self._save(fig, "reliability.png")
+
+    def imbalance(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
+        """ECE against non-relevant candidates per relevant one, one panel per condition."""
+        fig, axes = self._new(len(conds), width=4.2, height=3.4)
+        for ax, cond in zip(axes, conds, strict=True):
+            for e in evs:
+                if e.condition == cond and e.imbalance:
+                    ks = sorted(e.imbalance)
+                    ax.plot(ks, [e.imbalance[k] for k in ks], marker="o", ms=3, color=self.colours[e.ranker],
+                            label=e.ranker)
+            ax.set(xlabel="non-relevant per relevant", ylabel="ECE", title=cond)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        return self._save(fig, "ece-imbalance.png")
+
+    def system_effects(self, fams: Sequence[BayesOutcome]) -> str:
+        """System effects with 95% intervals, one panel per model family."""
+        fig, axes = self._new(len(fams), width=5.0, height=1.0 + 0.17 * max(len(b.effects) for b in fams))
+        for ax, b in zip(axes, fams, strict=True):
+            eff = sorted(b.effects, key=lambda r: float(r["mean"]))
+            y = np.arange(len(eff))
+            mean = np.array([float(r["mean"]) for r in eff])
+            lo = np.array([float(r["lower"]) for r in eff])
+            hi = np.array([float(r["upper"]) for r in eff])
+            ax.errorbar(mean, y, xerr=[mean - lo, hi - mean], fmt="o", ms=3, color="black", ecolor="0.45",
+                        elinewidth=1, capsize=2)
+            ax.axvline(0.0, color="#7570b3", lw=1)
+            ax.set_yticks(y)
+            ax.set_yticklabels([str(r["system"]) for r in eff], fontsize=6)
+            ax.set(xlabel="system effect (mean, 95% interval)", title=f"{b.family} ({b.n_systems} systems)")
+            ax.grid(axis="x", alpha=0.3)
+        return self._save(fig, "bayes-system-effects.png")
+
+    def ppc(self, family: str, curves: dict[str, Any]) -> str:
+        """The posterior predictive check of one family from its stored curves (``grid``, ``observed``, ...)."""
+        grid = np.asarray(curves["grid"], dtype=float)
+        replicates = np.asarray(curves["replicates"], dtype=float)
+        outside = float(curves["outside"])
+        fig, (ax,) = self._new(1, width=5.0, height=2.8)
+        for row in replicates:
+            ax.plot(grid, row, color="#9ecae1", lw=0.5, alpha=0.5)
+        ax.plot(grid, np.asarray(curves["observed"], dtype=float), color="#08306b", lw=1.8, label="observed")
+        ax.plot([], [], color="#9ecae1", lw=1, label=f"{replicates.shape[0]} replicates")
+        if grid[0] < 0.0:
+            ax.axvspan(grid[0], 0.0, color="0.92", zorder=0)
+        if grid[-1] > 1.0:
+            ax.axvspan(1.0, grid[-1], color="0.92", zorder=0)
+        ax.set_xlim(grid[0], grid[-1])
+        title = f"posterior predictive check: {family}"
+        if outside > 0:
+            title += f"\n{outside:.1%} of replicated scores outside [0, 1]"
+        ax.set_title(title, fontsize=9)
+        ax.set(xlabel="score" if family != "zoib_rank" else "per-rank gain", ylabel="density")
+        ax.legend(fontsize=7, frameon=False)
+        return self._save(fig, f"bayes-{family}-ppc.png")
+

@@ -1,0 +1,269 @@
+"""The report's sections on what the uncertainty is worth, the Bayesian comparison and the timings.
+
+Risk-aware reranking, NOTA, selective prediction, reliability diagrams, ECE
+against the imbalance ratio, the Bayesian comparison of systems, and the
+steps of the study: each a heading, a generated sentence, a table and a
+figure, from the :class:`~uncertank.experiment.result.StudyResult` and the
+curve data stored beside ``results.json`` alone.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from uncertank.experiment.report.document import Doc
+from uncertank.experiment.report.figures import Figures
+from uncertank.experiment.report.formatting import MARK, cell, format_number, format_pvalue, names
+from uncertank.experiment.report.sections import conditions_of, open_section
+from uncertank.experiment.result import StudyResult
+
+__all__ = ["DIAGNOSTIC_LABELS", "bayes", "imbalance", "nota", "reliability", "risk", "selective", "timings"]
+
+#: Human labels of the Bayesian fit's diagnostics (:meth:`uncertank.bayes.Diagnostics.to_dict` keys).
+DIAGNOSTIC_LABELS = {
+    "max_rhat": "largest R-hat",
+    "min_ess_bulk": "smallest bulk ESS",
+    "min_ess_tail": "smallest tail ESS",
+    "n_divergences": "divergent transitions",
+    "divergences": "divergent transitions",
+    "n_chains": "chains",
+    "n_draws": "draws per chain",
+    "worst_rhat": "parameter with the largest R-hat",
+    "worst_ess": "parameter with the smallest ESS",
+    "problems": "problems",
+    "rhat_available": "R-hat available",
+    "ok": "every check passed",
+}
+
+
+def _diagnostic_label(key: str) -> str:
+    return DIAGNOSTIC_LABELS.get(key, key.replace("_", " "))
+
+
+def risk(doc: Doc, result: StudyResult, figs: Figures) -> None:
+    """Risk-aware reranking: chosen b, R@1 by the mean and risk-aware, the stored tests; R@1 against b."""
+    evs = open_section(doc, result, "Risk-aware reranking", lambda e: e.risk is not None,
+                       "No ranker gave predictive samples, so risk-aware reranking (Penha & Hauff 2021, "
+                       "eq. 7) was not run.")
+    if not evs:
+        return
+    sig = result.significance
+    alpha = sig.alpha if sig is not None else 0.05
+    rows, improved, marked, zero_b = [], [], [], 0
+    for e in evs:
+        r = e.risk
+        assert r is not None
+        test = sig.risk_test(e.ranker, e.condition) if sig is not None else None
+        delta = r.r1_risk_aware - r.r1_mean
+        mark = MARK if test is not None and test.significant else ""
+        if delta > 0:
+            improved.append(f"{e.ranker} / {e.condition}")
+        if mark:
+            marked.append(f"{e.ranker} / {e.condition}")
+        zero_b += r.b == 0
+        rows.append([f"`{e.condition}`", f"`{e.ranker}`", format_number(r.b), format_number(r.r1_mean),
+                     format_number(r.r1_risk_aware), f"{delta:+.4f}{mark}", format_pvalue(r.p_value),
+                     format_pvalue(test.p_adjusted if test is not None else None)])
+    text = (f"With the risk aversion b chosen on validation R@1, risk-aware ranking raises test R@1 for "
+            f"{len(improved)} of {len(evs)} ranker-condition pairs")
+    text += f", significantly for {names(marked)}" if marked else ", none significantly"
+    text += f"; b = 0 (ranking by the mean) was chosen for {zero_b} of them." if zero_b else "."
+    doc.text(text)
+    doc.table(["condition", "ranker", "b", "R@1 by mean", "R@1 risk-aware", "change", "p", "p (Holm)"], rows,
+              ["b: the risk aversion of Penha & Hauff (2021) eq. 7, chosen on the validation split. "
+               "p: paired t-test over queries between the two rankings (– when they never differ); p (Holm): "
+               f"adjusted over this table; {MARK}: significant at α = {alpha}."])
+    doc.figure(figs.risk(evs, conditions_of(result, evs)),
+               "Test R@1 against the risk aversion b, per ranker and condition; the star marks the b chosen "
+               "on validation.")
+
+
+def nota(doc: Doc, result: StudyResult) -> None:
+    """NOTA prediction from the means, and from the means and variances."""
+    evs = open_section(doc, result, "NOTA prediction", lambda e: e.nota is not None,
+                       "NOTA prediction was not run (it needs a ranker whose scores are probabilities).")
+    if not evs:
+        return
+    alpha = result.significance.alpha if result.significance is not None else 0.05
+    rows, helped, sig = [], [], []
+    for e in evs:
+        n = e.nota
+        assert n is not None
+        if n.f1_means_var is not None and n.f1_means_var > n.f1_means:
+            helped.append(e.ranker)
+            if n.p_value is not None and n.p_value < alpha:
+                sig.append(e.ranker)
+        rows.append([f"`{e.ranker}`", f"`{e.condition}`",
+                     f"{format_number(n.f1_means)} ± {format_number(n.f1_means_sd)}",
+                     "–" if n.f1_means_var is None else
+                     f"{format_number(n.f1_means_var)} ± {format_number(n.f1_means_var_sd)}",
+                     format_pvalue(n.p_value)])
+    with_var = [e for e in evs if e.nota is not None and e.nota.f1_means_var is not None]
+
+    def top(e: Any) -> float:
+        return max(e.nota.f1_means, e.nota.f1_means_var or -1.0) if e.nota else -1.0
+
+    best = max(evs, key=top)
+    text = f"The best NOTA macro-F1 is `{best.ranker}`'s ({format_number(top(best))})"
+    if with_var:
+        text += (f"; adding the variances to the features raises F1 for {len(helped)} of {len(with_var)} stochastic "
+                 f"rankers" + (f", significantly (p < {alpha}) for {names(sig)}." if sig else ", none significantly."))
+    else:
+        text += "; no ranker gave variances, so only the means are used."
+    doc.text(text)
+    doc.table(["ranker", "condition", "F1 means", "F1 means + variances", "p"], rows,
+              ["Macro-F1 (mean ± sd over stratified 5-fold cross-validation) of a random forest predicting whether "
+               "no candidate is relevant, from the sorted scores, and from the scores and their variances (Penha & "
+               "Hauff 2021, sec. 5.3). p: paired t-test over folds between the two feature sets."])
+
+
+def selective(doc: Doc, result: StudyResult, figs: Figures) -> None:
+    """Selective prediction: AURC per ranker and condition, and the risk-coverage curves."""
+    evs = open_section(doc, result, "Selective prediction", lambda e: e.selective is not None,
+                       "Selective prediction was not computed in this study.")
+    if not evs:
+        return
+    rows = []
+    conds = conditions_of(result, evs)
+    for cond in conds:
+        cevs = [e for e in evs if e.condition == cond and e.selective is not None]
+        low = min(e.selective.aurc for e in cevs if e.selective)
+        for e in cevs:
+            s = e.selective
+            assert s is not None
+            rows.append([f"`{cond}`", f"`{e.ranker}`", s.confidence, cell(s.aurc, math.isclose(s.aurc, low)),
+                         format_number(s.oracle_aurc), format_number(s.aurc - s.oracle_aurc)])
+    c0 = [e for e in evs if e.condition == conds[0] and e.selective]
+    best = min(c0, key=lambda e: e.selective.aurc if e.selective else math.inf)
+    assert best.selective is not None
+    doc.text(f"Abstaining on the queries whose top candidate is least certain, `{best.ranker}` has the lowest area "
+             f"under the risk-coverage curve under `{conds[0]}` (AURC {format_number(best.selective.aurc)}, against "
+             f"{format_number(best.selective.oracle_aurc)} for an oracle that abstains on its errors first).")
+    doc.table(["condition", "ranker", "certainty", "AURC", "oracle AURC", "excess"], rows,
+              ["AURC: area under the risk-coverage curve, risk being the share of answered queries whose top "
+               "candidate is not relevant (lower is better; best per condition in bold). Certainty: the top "
+               "candidate's probability, or its margin over the runner-up for scores that are not probabilities."])
+    doc.figure(figs.risk_coverage(evs, conds),
+               "Risk-coverage curves: the top-1 error rate among the queries answered, as the least certain "
+               "queries are left out; one panel per condition.")
+
+
+def reliability(doc: Doc, result: StudyResult, figs: Figures) -> None:
+    """Reliability diagrams, rankers overlaid, one panel per condition."""
+    evs = open_section(doc, result, "Reliability diagrams",
+                       lambda e: e.reliability is not None and e.reliability.count,
+                       "No ranker's scores are probabilities, so there are no reliability diagrams.")
+    if not evs:
+        return
+    src = figs.reliability(evs, conditions_of(result, evs))
+    doc.text("Fraction of relevant pairs against the mean predicted probability per bin, the rankers overlaid; a "
+             "calibrated ranker follows the diagonal.")
+    doc.figure(src, "Reliability diagrams, one panel per condition. Marker area is proportional to the share of a "
+                    "ranker's pairs in the bin; the strip below gives the bin counts (log scale).")
+
+
+def imbalance(doc: Doc, result: StudyResult, figs: Figures) -> None:
+    """ECE against the number of non-relevant candidates per relevant one (Penha & Hauff 2021, Fig. 2)."""
+    evs = open_section(doc, result, "ECE against the imbalance ratio", lambda e: e.imbalance,
+                       "The imbalance sweep needs rankers whose scores are probabilities; there are none here.")
+    if not evs:
+        return
+    rising = 0
+    for e in evs:
+        assert e.imbalance is not None
+        ks = sorted(e.imbalance)
+        rising += len(ks) > 1 and e.imbalance[ks[-1]] > e.imbalance[ks[0]]
+    doc.text(f"ECE with 1, 2, … non-relevant candidates per relevant one (Penha & Hauff 2021, Fig. 2): it grows "
+             f"from the balanced setting to the most imbalanced for {rising} of {len(evs)} ranker-condition pairs.")
+    doc.figure(figs.imbalance(evs, conditions_of(result, evs)),
+               "ECE against the number of non-relevant candidates per relevant one, one line per ranker and one "
+               "panel per condition.")
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (int, float, str, bool, np.integer, np.floating, np.bool_))
+
+
+def bayes(doc: Doc, result: StudyResult, figs: Figures, out: Path) -> None:
+    """The Bayesian comparison per family: distinguishable systems, convergence, URisk, effects and PPC."""
+    if not result.bayes:
+        return
+    doc.heading(2, "Bayesian comparison of systems")
+    fams = list(result.bayes.values())
+    diag_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if _scalar(v)))
+    list_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if not _scalar(v)))
+    parts = []
+    for b in fams:
+        parts.append(f"with `{b.family}`, {b.best_distinguishable} of {b.n_systems} systems are credibly different "
+                     f"from the best and {b.worst_distinguishable} from the worst"
+                     + ("" if b.converged else " (the sampler did **not** converge, so these counts are unreliable)"))
+    doc.text("On the TREC-COVID round 1 runs (Benham et al. 2021): " + "; ".join(parts) + ".")
+    rows = []
+    for b in fams:
+        row = [f"`{b.family}`", format_number(b.n_systems), format_number(b.best_distinguishable),
+               format_number(b.worst_distinguishable), "yes" if b.converged else "**no**"]
+        row += [format_number(b.diagnostics.get(k)) for k in diag_keys]
+        rows.append(row)
+    notes = ["Distinguishable: the 95% credible interval of the difference in system effects excludes 0. "
+             "Converged: R-hat ≤ 1.01, enough effective sample size and no divergent transitions."]
+    for b in fams:
+        for k in list_keys:
+            v = b.diagnostics.get(k)
+            items = v if isinstance(v, (list, tuple)) else ([] if v is None else [v])
+            if items:
+                notes.append(f"`{b.family}`, {_diagnostic_label(k)}: " + "; ".join(str(x) for x in items) + ".")
+    doc.table(["family", "systems", "distinguishable from best", "distinguishable from worst", "converged",
+               *[_diagnostic_label(k) for k in diag_keys]], rows, notes)
+    risk_keys = list(dict.fromkeys(k for b in fams for k in b.risk))
+    if risk_keys:
+        doc.heading(3, "URisk against the baseline")
+        doc.text("Systems whose URisk on the posterior predictive is credibly above or below the baseline's "
+                 "(Benham et al. 2021), per family.")
+        doc.table(["family", *risk_keys],
+                  [[f"`{b.family}`", *[format_number(b.risk.get(k)) for k in risk_keys]] for b in fams])
+    with_effects = [b for b in fams if b.effects]
+    if with_effects:
+        doc.figure(figs.system_effects(with_effects),
+                   "System effects with 95% credible intervals, one panel per model family (posterior means "
+                   "sorted; the line marks an average system).")
+    for b in fams:
+        if b.ppc is not None:
+            path = out / b.ppc
+            if not path.is_file():
+                doc.text(f"The posterior predictive curves of `{b.family}` ({b.ppc}) are missing from the folder, "
+                         "so its check is not drawn.")
+                continue
+            with np.load(path) as z:
+                src = figs.ppc(b.family, {k: z[k] for k in z.files})
+            doc.figure(src, f"`{b.family}` model: posterior predictive check: densities of replicated scores over "
+                            "the observed ones.")
+        for f in b.figures:
+            if not (out / f).is_file():
+                continue
+            stem = Path(f).stem.lower()
+            what = ("posterior predictive check: densities of replicated scores over the observed ones"
+                    if "ppc" in stem else "system effects with credible intervals" if "effects" in stem
+                    else stem.replace("-", " "))
+            doc.figure(f, f"`{b.family}` model: {what}.")
+
+
+def timings(doc: Doc, result: StudyResult) -> None:
+    """Every step: its cost, whether this run reused it, its cache key."""
+    doc.heading(2, "Timings and cache keys")
+    if not result.steps:
+        doc.text("No step timings were recorded.")
+        return
+    total = sum(s.seconds for s in result.steps.values())
+    resumed = [n for n, s in result.steps.items() if s.resumed]
+    slowest = max(result.steps.items(), key=lambda kv: kv[1].seconds)
+    doc.text(f"Computing every step took {total:.1f} s, the longest being `{slowest[0]}` ({slowest[1].seconds:.1f} "
+             f"s); this run reused {len(resumed)} of {len(result.steps)} steps from an earlier run.")
+    rows = [[f"`{name}`", f"{s.seconds:.1f}", "yes" if s.resumed else "no", f"`{s.key}`"]
+            for name, s in result.steps.items()]
+    doc.table(["step", "seconds", "resumed", "cache key"], rows,
+              ["Seconds: wall time of the run that computed the step (kept when a later run resumes it). The cache "
+               "key digests everything the step depends on; a changed input changes it and recomputes the step."])
