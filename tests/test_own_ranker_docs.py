@@ -31,8 +31,9 @@ def cross_encoder_folder(tmp_path_factory):
 
 @pytest.mark.slow
 def test_the_script_runs(cross_encoder_folder, capsys):
-    code = re.findall(r"```python\n(.*?)```", PAGE, flags=re.S)[0]
-    assert 'MODEL = "my-cross-encoder"' in code
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", PAGE, flags=re.S) if 'MODEL = "my-cross-encoder"' in b]
+    assert len(blocks) == 1  # "One script"
+    code = blocks[0]
     code = code.replace('MODEL = "my-cross-encoder"', f"MODEL = {str(cross_encoder_folder)!r}")
     exec(compile(code, "docs/own-ranker.md", "exec"), {"__name__": "own_ranker_docs"})
     printed = capsys.readouterr().out

@@ -15,7 +15,8 @@
   ``score_probabilities(mc=True)`` on the CPU.
 - :mod:`~uncertank.nn.pretrained`: a user's trained Hugging Face or
   sentence-transformers classifier folder, its head kept, read in its own
-  pair format (:func:`from_pretrained`).
+  pair format (:func:`from_pretrained`); :mod:`~uncertank.nn.export` writes
+  a fitted cross-encoder as such a folder (:func:`save_pretrained`).
 - :mod:`~uncertank.nn.adapter`: any scoring function over a torch module as
   a stochastic ranker by MC dropout (:class:`TorchDropoutRanker`).
 - :mod:`~uncertank.nn.checkpoint`: safetensors + JSON, written atomically.
@@ -42,6 +43,7 @@ from uncertank.nn.checkpoint import (  # noqa: E402
     write_manifest,
 )
 from uncertank.nn.dropout import DropoutMasks, fast_mc_dropout, fast_path_problem  # noqa: E402
+from uncertank.nn.export import EXPORTABLE_ENCODERS, save_pretrained  # noqa: E402
 from uncertank.nn.inference import (  # noqa: E402
     dropout_owners,
     mc_dropout,
@@ -97,6 +99,7 @@ from uncertank.nn.training import (  # noqa: E402
 
 __all__ = [
     "ACTIVATIONS",
+    "EXPORTABLE_ENCODERS",
     "POOLINGS",
     "TURN_TOKEN",
     "UTTERANCE_TOKEN",
@@ -138,6 +141,7 @@ __all__ = [
     "pool_encoder",
     "progress",
     "read_classifier",
+    "save_pretrained",
     "read_manifest",
     "require_torch",
     "resolve_device",

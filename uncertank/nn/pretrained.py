@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ __all__ = [
     "classifier_activation",
     "encode_text_pairs",
     "read_classifier",
+    "recorded_pair_format",
 ]
 
 #: How a classifier's logits become P(relevant): ``"sigmoid"`` of one logit, ``"softmax"`` of two (column 1).
@@ -78,6 +79,14 @@ class PairFormat:
     truncation_side : {"left", "right"}, optional
         Which end of a text is cut; the tokenizer's own (as saved) by default.
         ``"left"`` keeps the newest part of a long context.
+    turn_markers : bool
+        Read pairs as uncertank's own cross-encoders are trained
+        (:func:`uncertank.nn.encode_pairs`): each utterance followed by
+        ``[U]`` and each turn by ``[T]`` (Penha & Hauff's markers), whole
+        turns dropped from the oldest when a pair is too long. The tokenizer
+        must know ``[U]`` and ``[T]``; the other fields keep their defaults.
+        A folder written by :meth:`uncertank.nn.NeuralRanker.save_pretrained`
+        records it, and :func:`from_pretrained` reads it from there.
 
     Examples
     --------
@@ -90,6 +99,7 @@ class PairFormat:
     max_turns: int | None = None
     truncation: str = "longest_first"
     truncation_side: str | None = None
+    turn_markers: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.context_first, bool):
@@ -102,6 +112,18 @@ class PairFormat:
             raise ValueError(f"truncation must be one of {', '.join(map(repr, _TRUNCATIONS))}; got {self.truncation!r}")
         if self.truncation_side is not None and self.truncation_side not in _TRUNCATION_SIDES:
             raise ValueError(f"truncation_side must be None, 'left' or 'right'; got {self.truncation_side!r}")
+        if not isinstance(self.turn_markers, bool):
+            raise TypeError(f"turn_markers must be a bool; got {type(self.turn_markers).__name__}")
+        if self.turn_markers:
+            changed = [
+                f.name for f in fields(self)
+                if f.name != "turn_markers" and getattr(self, f.name) != f.default
+            ]
+            if changed:
+                raise ValueError(
+                    f"turn_markers=True reads pairs as uncertank.nn.encode_pairs does; leave "
+                    f"{', '.join(changed)} at the default(s)"
+                )
 
     @classmethod
     def coerce(cls, value: Any) -> PairFormat:
@@ -175,6 +197,10 @@ def encode_text_pairs(
     import itertools
 
     fmt = pair_format or PairFormat()
+    if fmt.turn_markers:
+        from uncertank.nn.inputs import encode_pairs
+
+        return encode_pairs(tokenizer, contexts, candidates, query_index, max_length=max_length)
     max_length = check_positive_int(max_length, "max_length", minimum=4)
     qidx = np.asarray(query_index, dtype=np.int64)
     if qidx.shape != (len(candidates),):
@@ -207,6 +233,22 @@ def encode_text_pairs(
     else:
         types = np.fromiter(itertools.chain.from_iterable(types_in), dtype=np.int64, count=total)
     return EncodedPairs(flat, types, offsets, int(pad))
+
+
+def recorded_pair_format(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The pair format a folder's ``config.json`` records (``uncertank_pair_format``), or None.
+
+    :func:`uncertank.nn.save_pretrained` records it; a folder from elsewhere has none.
+    """
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            value = json.load(fh).get("uncertank_pair_format")
+    except (OSError, ValueError):
+        return None
+    return dict(value) if isinstance(value, dict) else None
 
 
 def _sentence_transformers_activation(folder: Path, config: Any) -> str | None:

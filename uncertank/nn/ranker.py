@@ -33,10 +33,17 @@ from typing_extensions import Self
 
 from uncertank._types import Predictions, QuerySet
 from uncertank.nn.checkpoint import MANIFEST, atomic_directory, load_model, read_manifest, save_model
+from uncertank.nn.export import save_pretrained
 from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_pairs
 from uncertank.nn.model import CrossEncoderModel, build_backbone, check_pooling
-from uncertank.nn.pretrained import PairFormat, default_max_length, encode_text_pairs, read_classifier
+from uncertank.nn.pretrained import (
+    PairFormat,
+    default_max_length,
+    encode_text_pairs,
+    read_classifier,
+    recorded_pair_format,
+)
 from uncertank.nn.runtime import get_accelerator, is_main_process, resolve_device, seed_everything
 from uncertank.nn.training import TrainingConfig, TrainingHistory, cross_entropy_loss, train_cross_encoder
 from uncertank.protocols import NotFittedError
@@ -168,6 +175,9 @@ class NeuralRanker:
         if activation not in ("auto", "sigmoid", "softmax"):
             raise ValueError(f"activation must be 'auto', 'sigmoid' or 'softmax'; got {activation!r}")
         self.pretrained = None if pretrained is None else str(pretrained)
+        self._pair_format_given = pair_format is not None
+        if pair_format is None and isinstance(pretrained, (str, os.PathLike)):
+            pair_format = recorded_pair_format(pretrained)  # written by save_pretrained
         self.pair_format = PairFormat.coerce(pair_format)
         self.activation = activation
         self._max_length_given = max_length is not None
@@ -259,6 +269,9 @@ class NeuralRanker:
         """The network on the classifier in ``folder``: the classifier itself, or a new head on its encoder."""
         classifier, tok = read_classifier(folder, weights=weights, tokenizer=self.tokenizer, activation=self.activation)
         self.activation = classifier.activation
+        recorded = getattr(classifier.classifier.config, "uncertank_pair_format", None)
+        if recorded is not None and not self._pair_format_given:  # written by save_pretrained
+            self.pair_format = PairFormat.coerce(dict(recorded))
         if not self._max_length_given:
             self.training_config.max_length = default_max_length(classifier, tok)
         limit = getattr(classifier.classifier.config, "max_position_embeddings", None)
@@ -558,6 +571,17 @@ class NeuralRanker:
             "history": None if self.history_ is None else asdict(self.history_),
         }
         save_model(folder, model, self.tokenizer, manifest)
+
+    def save_pretrained(self, path: str | os.PathLike[str]) -> Path:
+        """Write the fitted network as a Hugging Face / sentence-transformers folder.
+
+        ``AutoModelForSequenceClassification`` and ``CrossEncoder`` load it
+        as any classifier (one logit, P(relevant) its sigmoid), and
+        :func:`from_pretrained` loads it back with the same scores. Only a
+        plain cross-encoder (``bert``, ``mc_dropout``) can be written so; see
+        :func:`uncertank.nn.save_pretrained`.
+        """
+        return save_pretrained(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], **overrides: Any) -> Self:
