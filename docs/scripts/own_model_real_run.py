@@ -1,0 +1,177 @@
+"""The real run's fine-tuned bert as a user's own model: exported, loaded back, and given every method.
+
+Reproduces "The real run's model as a user's own" in docs/rankers.md::
+
+    python docs/scripts/real_run_neural.py --rankers bert --stage train   # member_0 (about 15 min)
+    python docs/scripts/own_model_real_run.py                             # the rest (resumes)
+    python docs/scripts/own_model_real_run.py --render                    # the docs table, from the JSON
+
+Stages:
+
+1. export: member_0 (``bert``, trained by docs/scripts/real_run_neural.py)
+   written with ``save_pretrained`` as a plain Hugging Face /
+   sentence-transformers folder (``member_0_hf``), loaded back with
+   ``uncertank.nn.from_pretrained`` and scored on the real run's 600 test
+   queries beside the checkpoint: the largest absolute difference goes to
+   the JSON.
+2. study: ``uncertank run docs/studies/own_model.toml`` (the folder as it
+   is, MC dropout on it, post-hoc ``sngp``/``gpf_bert``/``pgdrr`` heads on
+   its frozen encoder; the full study's four conditions, test queries and
+   seeds), resumable in --study-out.
+3. summary: its numbers beside the end-to-end ones of the full study
+   (docs/results/full_study.json) and their training times
+   (docs/results/real_run_neural.json), written to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+WORK = ROOT / ".cache" / "real_run_neural" / "589021839905"
+STUDY = ROOT / "docs" / "studies" / "own_model.toml"
+LABELS = ("R@1", "MAP", "ECE", "ECE balanced", "ECE balanced (mean of 100)")
+POST_HOC = ("sngp", "gpf_bert", "pgdrr")
+
+
+def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
+    from uncertank._io import atomic_write_text
+
+    atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
+def export(work: Path) -> dict[str, Any]:
+    """Write member_0 as a Hugging Face folder, load it back, compare scores on the real run's test queries."""
+    import uncertank.datasets as ud
+    from uncertank.nn import from_pretrained, load_ranker
+
+    source, folder = work / "member_0", work / "member_0_hf"
+    if not (source / "uncertank.json").exists():
+        raise SystemExit(f"{source} is missing: run docs/scripts/real_run_neural.py --rankers bert --stage train")
+    ranker = load_ranker(source, show_progress=False)
+    t0 = time.perf_counter()
+    ranker.save_pretrained(folder)
+    seconds = time.perf_counter() - t0
+    test = ud.load("ubuntu-sample", split="test", negatives="bm25", n_candidates=10, seed=0)
+    idx = np.sort(np.random.default_rng(2).choice(test.n_queries, size=600, replace=False))
+    test = test.subset(idx)  # the real run's test queries (docs/scripts/real_run_neural.py)
+    original = ranker.predict(test).scores
+    again = from_pretrained(folder, show_progress=False).predict(test).scores
+    diff = np.abs(original - again)
+    return {
+        "folder": str(folder.relative_to(ROOT)),
+        "export_s": round(seconds, 2),
+        "test_pairs": int(original.size),
+        "max_abs_difference": float(diff.max()),
+        "mean_abs_difference": float(diff.mean()),
+        "files": sorted(p.name for p in folder.iterdir()),
+    }
+
+
+def run_study(out: Path) -> None:
+    """``uncertank run`` on the study file (it resumes from what ``out`` holds)."""
+    cmd = [str(Path(sys.executable).parent / "uncertank"), "run", str(STUDY), "--out", str(out)]
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, cwd=ROOT)
+
+
+def _metrics(entry: dict[str, Any]) -> dict[str, float | None]:
+    return {label: (None if entry.get(label) is None else float(entry[label])) for label in LABELS}
+
+
+def summarise(study_out: Path, exported: dict[str, Any]) -> dict[str, Any]:
+    """The study's numbers beside the full study's end-to-end rankers."""
+    study = json.loads((study_out / "results.json").read_text())
+    full = json.loads((ROOT / "docs" / "results" / "full_study.json").read_text())
+    real = json.loads((ROOT / "docs" / "results" / "real_run_neural.json").read_text())
+    rows: dict[str, dict[str, Any]] = {}
+    for cond, by_ranker in study["results"].items():
+        for name, entry in by_ranker.items():
+            if name == "bm25":
+                continue
+            label = f"{name} (post-hoc)" if name in POST_HOC else f"{name} (your folder)"
+            rows.setdefault(label, {})[cond] = _metrics(entry)
+        for name in ("bert", "mc_dropout", *POST_HOC):
+            entry = full["results"].get(cond, {}).get(name)
+            if entry is not None:
+                rows.setdefault(f"{name} (end to end, full study)", {})[cond] = _metrics(entry)
+    steps = study.get("steps", {})
+    fit_s = {
+        name: round(float(steps[f"fit {name}"]["seconds"]), 1)
+        for name in POST_HOC if isinstance(steps.get(f"fit {name}"), dict)
+    }
+    timings = real.get("timings_s", {})
+    end_to_end_s = {name: timings.get(f"train_{name}_from_bert_s") for name in POST_HOC}
+    end_to_end_s["bert"] = timings.get("train_member_0_s")
+    return {
+        "command": "python docs/scripts/own_model_real_run.py",
+        "study": str(STUDY.relative_to(ROOT)),
+        "export": exported,
+        "conditions": list(study["results"]),
+        "results": rows,
+        "fit_seconds_post_hoc": fit_s,
+        "train_seconds_end_to_end": end_to_end_s,
+        "notes": {
+            "post_hoc": "GP head trained alone on the frozen encoder of the exported folder: train split, "
+                        "one epoch of balanced pairs, lr 1e-3, batch 16",
+            "end_to_end": "the full study's rankers (docs/studies/full.toml): a new head on a copy of bert's "
+                          "fine-tuned encoder, then one epoch of training of encoder and head, lr 1e-4",
+            "ECE balanced": "one balanced subsample (seed 0), as in the full study; "
+                            "'mean of 100' averages 100 subsamples (the full study has no such column)",
+        },
+        "machine": os.uname().machine,
+    }
+
+
+def render(payload: dict[str, Any]) -> str:
+    """The docs table: R_10@1, MAP, ECE, ECE balanced per ranker and condition."""
+    conds = payload["conditions"]
+    lines = ["| ranker | " + " | ".join(conds) + " |", "|---|" + "---:|" * len(conds)]
+
+    def fmt(v: float | None) -> str:
+        return "–" if v is None else f"{v:.3f}"
+
+    for label, by_cond in payload["results"].items():
+        cells = []
+        for c in conds:
+            m = by_cond.get(c)
+            cells.append("–" if m is None else " / ".join(fmt(m[k]) for k in ("R@1", "MAP", "ECE", "ECE balanced")))
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=WORK, help="the real run's folder (member_0 inside)")
+    ap.add_argument("--study-out", type=Path, default=ROOT / ".cache" / "own_model_study")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "own_model_real_run.json")
+    ap.add_argument("--render", action="store_true", help="print the docs table from --out and stop")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.render:
+        print(render(json.loads(args.out.read_text())))
+        return
+    exported_file = args.work / "member_0_hf.json"
+    if exported_file.exists():
+        exported = json.loads(exported_file.read_text())
+    else:
+        exported = export(args.work)
+        _atomic_json(exported_file, exported)
+    print(json.dumps(exported, indent=2), flush=True)
+    run_study(args.study_out)
+    payload = summarise(args.study_out, exported)
+    _atomic_json(args.out, payload)
+    print(render(payload))
+
+
+if __name__ == "__main__":
+    main()
