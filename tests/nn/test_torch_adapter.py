@@ -56,31 +56,43 @@ def test_passes_differ_are_seeded_and_the_mean_is_the_prediction():
     assert np.abs(samples.mean(axis=0) - det).max() < 0.2
 
 
-def test_only_dropout_is_switched_on_and_modes_are_restored():
+def _dropout_active(net: BiEncoder) -> bool:
+    """Whether the module's dropout drops now (by the reference path's training flag or the fast path's hook)."""
+    with torch.inference_mode():
+        return bool((net.drop(torch.ones(256)) == 0).any())
+
+
+@pytest.mark.parametrize("impl", ["fast", "reference"])
+def test_only_dropout_is_switched_on_and_modes_are_restored(impl):
     net = BiEncoder()
     net.eval()
     net.embed.train()  # a mode of the user's own, kept as it was
     seen: list[tuple[bool, bool]] = []
 
     def score(context, candidates):
-        seen.append((net.drop.training, net.norm.training))
+        seen.append((_dropout_active(net), net.norm.training))
         return _score_fn(net)(context, candidates)
 
-    TorchDropoutRanker(score, net, n_passes=2).predict_samples(_queries())
+    ranker = TorchDropoutRanker(score, net, n_passes=2, mc_impl=impl)
+    assert ranker.uses_fast_path is (impl == "fast")
+    ranker.predict_samples(_queries())
     assert set(seen) == {(True, False)}  # dropout on, the batch norm still in eval mode
     assert not net.drop.training and not net.norm.training and net.embed.training
+    assert not _dropout_active(net)
 
 
-def test_modes_are_restored_when_the_function_raises():
+@pytest.mark.parametrize("impl", ["fast", "reference"])
+def test_modes_are_restored_when_the_function_raises(impl):
     net = BiEncoder().eval()
 
     def broken(context, candidates):
-        assert net.drop.training
+        assert _dropout_active(net)
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):
-        TorchDropoutRanker(broken, net).predict_samples(_queries())
+        TorchDropoutRanker(broken, net, mc_impl=impl).predict_samples(_queries())
     assert not any(m.training for m in net.modules())
+    assert not _dropout_active(net) and not net.drop._forward_hooks
     net.train()
 
     def broken_in_eval(context, candidates):
@@ -92,6 +104,19 @@ def test_modes_are_restored_when_the_function_raises():
     assert all(m.training for m in net.modules())
     net.eval()
     assert not any(m.training for m in net.modules())
+
+
+def test_the_fast_and_the_reference_masks_give_the_same_predictive():
+    net = BiEncoder().eval()
+    qs = _queries()
+    auto = TorchDropoutRanker(_score_fn(net), net, n_passes=400, seed=1)
+    assert auto.uses_fast_path
+    fast = auto.predict_samples(qs).samples
+    ref = TorchDropoutRanker(_score_fn(net), net, n_passes=400, seed=1, mc_impl="reference").predict_samples(qs).samples
+    assert not np.array_equal(fast, ref)
+    se = np.sqrt(fast.var(axis=0) / 400 + ref.var(axis=0) / 400)
+    assert (np.abs(fast.mean(axis=0) - ref.mean(axis=0)) < 4 * se).all()
+    np.testing.assert_allclose(fast.std(axis=0), ref.std(axis=0), rtol=0.2)
 
 
 def test_a_batched_function_over_the_whole_query_set():
@@ -120,3 +145,9 @@ def test_errors():
         TorchDropoutRanker(lambda qs: [0.5], net, per_query=False).predict_samples(_queries())
     with pytest.raises(TypeError, match="queries must be a QuerySet"):
         TorchDropoutRanker(_score_fn(net), net).predict_samples([("a", "b")])
+    with pytest.raises(ValueError, match="mc_impl must be 'auto', 'fast' or 'reference'; got 'quick'"):
+        TorchDropoutRanker(_score_fn(net), net, mc_impl="quick")
+    alpha = torch.nn.Sequential(torch.nn.AlphaDropout(0.2), torch.nn.Dropout(0.1))
+    with pytest.raises(ValueError, match="mc_impl='fast' cannot run this module: model has an AlphaDropout"):
+        TorchDropoutRanker(_score_fn(net), alpha, mc_impl="fast")
+    assert not TorchDropoutRanker(_score_fn(net), alpha).uses_fast_path  # auto: the reference path

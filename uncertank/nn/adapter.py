@@ -2,9 +2,10 @@
 
 :class:`TorchDropoutRanker` takes the scoring function and the
 ``torch.nn.Module`` it uses. Each of the T passes runs the function with
-dropout switched on at every site of the module (:func:`uncertank.nn.mc_dropout`:
-every dropout module and attention kernel, nothing else leaves eval mode),
-seeded, and the module's own train/eval modes are restored afterwards, also
+dropout switched on at every site of the module (every dropout module and
+attention kernel, nothing else leaves eval mode; the masks drawn by
+:func:`uncertank.nn.fast_mc_dropout` where it applies, else by
+:func:`uncertank.nn.mc_dropout`), seeded, and the module's own train/eval modes are restored afterwards, also
 when the function raises.
 """
 
@@ -20,6 +21,7 @@ from numpy.typing import NDArray
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank._validation import as_float_array, check_positive_int
 from uncertank.adapters import CallableRanker
+from uncertank.nn.dropout import fast_mc_dropout, fast_path_problem
 from uncertank.nn.inference import dropout_owners, mc_dropout
 
 __all__ = ["TorchDropoutRanker"]
@@ -47,6 +49,14 @@ class TorchDropoutRanker:
         predictions are reproducible; torch's global generator is left as it was.
     per_query : bool
         How ``fn`` is called (see ``fn``).
+    mc_impl : {"auto", "fast", "reference"}
+        How the masks are drawn: ``"fast"`` is
+        :func:`uncertank.nn.fast_mc_dropout` (the masks from one seeded
+        stream, attention kept in a fused kernel; CPU modules of the kinds
+        :func:`uncertank.nn.fast_path_problem` accepts), ``"reference"`` is
+        :func:`uncertank.nn.mc_dropout` (torch's own dropout, pass ``t``
+        seeded ``seed + t``); ``"auto"`` takes the fast path where it applies.
+        Both sample from the same distribution.
     name : str, optional
         Report name; ``fn``'s ``__name__`` by default.
 
@@ -71,6 +81,7 @@ class TorchDropoutRanker:
         n_passes: int = 10,
         seed: int = 0,
         per_query: bool = True,
+        mc_impl: str = "auto",
         name: str | None = None,
     ) -> None:
         if not callable(fn):
@@ -86,7 +97,24 @@ class TorchDropoutRanker:
         self.n_passes = check_positive_int(n_passes, "n_passes")
         self.seed = check_positive_int(seed, "seed", minimum=0)
         self.per_query = bool(per_query)
+        if mc_impl not in ("auto", "fast", "reference"):
+            raise ValueError(f"mc_impl must be 'auto', 'fast' or 'reference'; got {mc_impl!r}")
+        if mc_impl == "fast":
+            problem = self._fast_problem()
+            if problem is not None:
+                raise ValueError(f"mc_impl='fast' cannot run this module: {problem}")
+        self.mc_impl = mc_impl
         self.name: str = name or str(getattr(fn, "__name__", type(fn).__name__))
+
+    def _fast_problem(self) -> str | None:
+        if any(p.device.type != "cpu" for p in self.module.parameters()):
+            return "its parameters are not on the CPU"
+        return fast_path_problem(self.module)
+
+    @property
+    def uses_fast_path(self) -> bool:
+        """Whether :meth:`predict_samples` draws its masks with :func:`uncertank.nn.fast_mc_dropout`."""
+        return self.mc_impl != "reference" and self._fast_problem() is None
 
     def _scores(self, queries: QuerySet) -> NDArray[np.float64]:
         if not self.per_query:
@@ -114,6 +142,11 @@ class TorchDropoutRanker:
             raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
         t = self.n_passes if n_samples is None else check_positive_int(n_samples, "n_samples")
         rows = np.empty((t, queries.n_pairs), dtype=np.float64)
+        if self.uses_fast_path:
+            with fast_mc_dropout(self.module, seed=self.seed), torch.inference_mode():
+                for i in range(t):
+                    rows[i] = self._scores(queries)
+            return PredictiveSamples(rows, queries.offsets, ranker=self.name)
         devices = [p.device for p in self.module.parameters() if p.device.type == "cuda"][:1]
         with torch.random.fork_rng(devices=devices), mc_dropout(self.module), torch.inference_mode():
             for i in range(t):

@@ -55,13 +55,13 @@ def _one_logit(linear: nn.Linear) -> nn.Linear:
     return out
 
 
-def _classifier_from_head(model: Any) -> Any:
+def _classifier_from_head(model: nn.Module) -> Any:
     """An ``AutoModelForSequenceClassification`` holding ``model``'s encoder and head (one logit)."""
     from transformers import AutoModelForSequenceClassification
 
     from uncertank.nn.model import CrossEncoderModel
 
-    if type(model) is not CrossEncoderModel:
+    if not (type(model) is CrossEncoderModel and isinstance(model, CrossEncoderModel)):
         raise ValueError(
             f"save_pretrained writes a plain cross-encoder (encoder + classification head); this ranker's "
             f"network is {type(model).__name__}, whose head (a GP layer, a memory bank) no Hugging Face "
@@ -72,7 +72,7 @@ def _classifier_from_head(model: Any) -> Any:
             f"save_pretrained needs pooling='cls' (Hugging Face classifiers read the first token); "
             f"this ranker pools with {model.pooling!r}"
         )
-    encoder = model.encoder
+    encoder: Any = model.encoder
     cfg = encoder.config.__class__.from_dict(encoder.config.to_dict())
     kind = getattr(cfg, "model_type", None)
     if kind not in EXPORTABLE_ENCODERS:
@@ -80,7 +80,7 @@ def _classifier_from_head(model: Any) -> Any:
             f"save_pretrained supports {', '.join(EXPORTABLE_ENCODERS)} encoders (their classifier heads "
             f"are uncertank's); this ranker's encoder is {kind!r}"
         )
-    head = model.head
+    head: Any = model.head
     dense, out = head[1], head[4]
     cfg.num_labels = 1
     cfg.classifier_dropout = float(head[3].p)

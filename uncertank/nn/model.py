@@ -56,7 +56,7 @@ def default_backbone_path() -> str:
 
 
 @contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
     """Silence transformers' load report (unused pooler weights) for one call."""
     from transformers.utils import logging as hf_logging
 
@@ -150,7 +150,7 @@ def build_backbone(
     model_type = getattr(config, "model_type", None)
     if model_type in (None, "bert"):
         kwargs["add_pooling_layer"] = False  # the ranker has its own head
-    with _quiet_transformers():
+    with quiet_transformers():
         if config is not None:
             encoder = AutoModel.from_config(config, **kwargs)
         else:

@@ -400,7 +400,7 @@ def read_classifier(
     """
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-    from uncertank.nn.model import _quiet_transformers
+    from uncertank.nn.model import quiet_transformers
 
     path = Path(folder)
     if not (path / "config.json").is_file():
@@ -411,7 +411,7 @@ def read_classifier(
     config = AutoConfig.from_pretrained(str(path), local_files_only=True)
     act = classifier_activation(path, config, activation)
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             if weights:
                 classifier = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
             else:
