@@ -651,3 +651,101 @@ def test_check_recalibrator_on_given_data_and_its_errors():
         check_recalibrator(_Clip, x)
     with pytest.raises(TypeError, match="recalibrator must be a class or factory; got str"):
         check_recalibrator("platt")
+
+
+# -- the checkpoint contract: load(folder, **params) -------------------------------------------
+
+
+class LoadsWithParams(Good):
+    """Keeps the contract: ``load(folder, **params)`` takes the parameters the ranker was built with."""
+
+    @classmethod
+    def load(cls, path, **params):
+        state = json.loads((Path(path) / "state.json").read_text())
+        return cls(**{**state, **params})
+
+
+class LoadsWithParamsAndDrifts(Good):
+    """Takes the parameters, but a loaded ranker scores differently from the saved one."""
+
+    @classmethod
+    def load(cls, path, **params):
+        return super().load(path) if not params else cls(offset=0.25)
+
+
+def test_load_with_params_passes_when_load_takes_them():
+    done = check_ranker(LoadsWithParams(offset=0.1), QS, params={"offset": 0.1})
+    assert done[-2:] == ["save/load", "load with params"]
+    done = check_stochastic_ranker(type("S", (LoadsWithParams, GoodStochastic), {})(), QS, params={"offset": 0.0})
+    assert done[-1] == "load with params"
+
+
+def test_load_with_params_is_checked_only_when_params_are_given():
+    assert "load with params" not in check_ranker(Good(), QS)
+    assert "load with params" not in check_ranker(Good(), QS, params={})
+
+
+def test_load_that_takes_only_the_folder_fails_with_params():
+    """A study with a checkpoint and params calls load(folder, **params): Good.load(path) cannot take them."""
+    with pytest.raises(ConformanceError) as info:
+        check_ranker(Good(offset=0.1), QS, params={"offset": 0.1})
+    assert str(info.value) == (
+        "ranker 'good' (Good) fails check 'load with params': a study with a checkpoint and params calls "
+        "load(folder, offset=0.1); load must take the ranker's parameters as keyword arguments "
+        "(load(cls, path, **params)); raised TypeError: Good.load() got an unexpected keyword argument 'offset'")
+    assert isinstance(info.value.__cause__, TypeError)
+
+
+def test_load_with_params_must_predict_what_was_saved():
+    with pytest.raises(ConformanceError, match=r"fails check 'load with params': a ranker loaded with "
+                                               r"load\(folder, note='\{x\}'\), the parameters it was built "
+                                               r"with, must predict what the saved one did; max abs difference"):
+        check_ranker(LoadsWithParamsAndDrifts(), QS, params={"note": "{x}"})  # braces shown as they are
+
+
+def test_params_must_be_a_dict():
+    with pytest.raises(TypeError, match=r"params must be a dict of str keys or None; got str 'offset=1'"):
+        check_ranker(Good(), QS, params="offset=1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"params must be a dict of str keys or None; got dict \{1: 2\}"):
+        check_stochastic_ranker(GoodStochastic(), QS, params={1: 2})  # type: ignore[dict-item]
+
+
+# -- the rule for hook entries, as the kit meets it ------------------------------------------------
+
+
+CALLABLE_INSTANCE_PLUGIN = """
+from uncertank import hookimpl, CallableRanker
+
+
+class Scorer:
+    def __call__(self, **params):
+        return CallableRanker(lambda c, x: [0.5] * len(x), name="scorer")
+
+
+@hookimpl
+def uncertank_rankers():
+    return {"scorer": Scorer()}
+"""
+
+
+def test_load_plugin_module_refuses_a_callable_instance_entry(tmp_path):
+    """A ranker entry must be a class or a function: an instance with __call__ is refused, naming it."""
+    path = tmp_path / "instance_plugin.py"
+    path.write_text(CALLABLE_INSTANCE_PLUGIN)
+    with pytest.raises(TypeError) as info:
+        load_plugin_module(path)
+    assert "uncertank_rankers() entry 'scorer' must be a class or a function (a factory); got an instance of " \
+           "Scorer (a callable object); register its class or a function" in str(info.value)
+    assert "scorer" not in host.registry("rankers")
+
+
+def test_fake_entry_point_with_a_callable_instance_entry_is_reported_and_skipped():
+    module = types.ModuleType("instance_plugin_ep")
+    exec(CALLABLE_INSTANCE_PLUGIN, module.__dict__)
+    with pytest.warns(RuntimeWarning, match=r"uncertank plugin 'instance-plugin' \(distribution fake-dist\): "
+                                              r"uncertank_rankers\(\) entry 'scorer' must be a class or a function "
+                                              r".*\(entry skipped\)"), fake_entry_points(("instance-plugin", module)):
+        assert "scorer" not in host.registry("rankers")
+        errors = [f.error for f in host.plugin_failures() if f.plugin == "instance-plugin"]
+    assert len(errors) == 1 and "entry 'scorer' must be a class or a function (a factory); got an instance of " \
+                                "Scorer (a callable object)" in errors[0]

@@ -122,6 +122,7 @@ def _run_checks(
     train: QuerySet | None,
     valid: QuerySet | None,
     atol: float,
+    params: dict[str, Any] | None = None,
 ) -> list[str]:
     done: list[str] = []
     proto = StochasticRanker if stochastic else Ranker
@@ -194,8 +195,43 @@ def _run_checks(
             _check_again(ranker, loaded, queries, "save/load", pred.scores, samples, atol,
                          "a loaded ranker must predict what the saved one did; {diff}",
                          "a loaded ranker must draw what the saved one did; {diff}")
+            if params:
+                _check_load_with_params(ranker, folder, params, proto, queries, pred.scores, samples, atol)
         done.append("save/load")
+        if params:
+            done.append("load with params")
     return done
+
+
+def _check_load_with_params(
+    ranker: Any, folder: Path, params: dict[str, Any], proto: type, queries: QuerySet, scores: np.ndarray,
+    samples: np.ndarray | None, atol: float,
+) -> None:
+    """``type(ranker).load(folder, **params)``, as a study with a ``checkpoint`` and ``params`` calls it."""
+    check = "load with params"
+    with _step(ranker, check):
+        call = f"load(folder, {', '.join(f'{k}={v!r}' for k, v in params.items())})"
+        try:
+            loaded = type(ranker).load(folder, **params)
+        except TypeError as exc:
+            raise _fail(ranker, check, f"a study with a checkpoint and params calls {call}; load must take the "
+                                       f"ranker's parameters as keyword arguments (load(cls, path, **params)); "
+                                       f"raised TypeError: {exc}") from exc
+        if not isinstance(cast(Any, loaded), proto):
+            raise _fail(ranker, check, f"{call} must return a {proto.__name__}; got {type(loaded).__name__}")
+        shown = call.replace("{", "{{").replace("}", "}}")  # the messages are formatted with {diff}
+        _check_again(ranker, loaded, queries, check, scores, samples, atol,
+                     f"a ranker loaded with {shown}, the parameters it was built with, must predict what the saved "
+                     "one did; {diff}",
+                     f"a ranker loaded with {shown} must draw what the saved one did; {{diff}}")
+
+
+def _check_params(params: Any) -> dict[str, Any] | None:
+    if params is None:
+        return None
+    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+        raise TypeError(f"params must be a dict of str keys or None; got {type(params).__name__} {params!r}")
+    return dict(params)
 
 
 def _check_options(n_samples: Any, atol: Any, train: Any, valid: Any) -> None:
@@ -217,6 +253,7 @@ def check_ranker(
     train: QuerySet | None = None,
     valid: QuerySet | None = None,
     atol: float = 1e-6,
+    params: dict[str, Any] | None = None,
 ) -> list[str]:
     """Check that ``ranker`` keeps the contract :class:`uncertank.Ranker` and ``uncertank run`` rely on.
 
@@ -241,6 +278,11 @@ def check_ranker(
     ``save/load`` (when the ranker has ``save`` and its class ``load``)
         ``save`` into a folder that does not exist yet, ``type(ranker).load``
         of it, and the loaded ranker predicts the same scores (within ``atol``).
+    ``load with params`` (with ``params``, when the ranker has ``save`` and ``load``)
+        ``type(ranker).load(folder, **params)``, the call ``uncertank run``
+        makes for a study's ``[[rankers]]`` entry with a ``checkpoint`` and
+        ``params``, takes them (a ``TypeError`` fails the check) and the
+        ranker it returns predicts the same scores.
 
     Parameters
     ----------
@@ -253,6 +295,9 @@ def check_ranker(
     atol : float
         Absolute tolerance of the comparisons (1e-6: float32 models on
         different batch layouts agree to about 1e-7).
+    params : dict, optional
+        The keyword parameters ``ranker`` was built with (its factory's, as
+        a study's ``params``): checked to be accepted by ``load``.
 
     Returns
     -------
@@ -275,7 +320,8 @@ def check_ranker(
     """
     queries = _check_queries(queries)
     _check_options(1, atol, train, valid)
-    return _run_checks(ranker, queries, stochastic=False, n_samples=1, train=train, valid=valid, atol=atol)
+    return _run_checks(ranker, queries, stochastic=False, n_samples=1, train=train, valid=valid, atol=atol,
+                       params=_check_params(params))
 
 
 def check_stochastic_ranker(
@@ -286,6 +332,7 @@ def check_stochastic_ranker(
     train: QuerySet | None = None,
     valid: QuerySet | None = None,
     atol: float = 1e-6,
+    params: dict[str, Any] | None = None,
 ) -> list[str]:
     """Check a :class:`uncertank.StochasticRanker`: everything :func:`check_ranker` checks, and its samples.
 
@@ -303,7 +350,7 @@ def check_stochastic_ranker(
         a stochastic ranker from its samples, which carry no such flag).
     ``n_samples``
         ``predict_samples(queries, n_samples=n_samples)`` gives exactly that many rows.
-    ``same output twice``, ``labels unused``, ``save/load``
+    ``same output twice``, ``labels unused``, ``save/load``, ``load with params``
         Also hold for the samples.
 
     Parameters
@@ -317,6 +364,8 @@ def check_stochastic_ranker(
     train, valid : QuerySet, optional
         As in :func:`check_ranker`.
     atol : float
+        As in :func:`check_ranker`.
+    params : dict, optional
         As in :func:`check_ranker`.
 
     Returns
@@ -334,4 +383,5 @@ def check_stochastic_ranker(
     """
     queries = _check_queries(queries)
     _check_options(n_samples, atol, train, valid)
-    return _run_checks(ranker, queries, stochastic=True, n_samples=n_samples, train=train, valid=valid, atol=atol)
+    return _run_checks(ranker, queries, stochastic=True, n_samples=n_samples, train=train, valid=valid, atol=atol,
+                       params=_check_params(params))
