@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from uncertank import CallableRanker, EnsembleRanker, hookimpl
 from uncertank.cli import cli
-from uncertank.experiment import runner
+from uncertank.experiment import runner, systems
 from uncertank.experiment.report import render_report, write_report
 from uncertank.experiment.result import CalibrationDetail, StudyResult
 from uncertank.plugins import get_plugin_manager
@@ -293,7 +293,7 @@ def test_the_bayesian_stage_silences_arviz_and_pytensor_and_only_them():
     level = blas.level
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        with runner._quiet_bayes():
+        with systems.quiet_bayes():
             warnings.warn_explicit("ArviZ is undergoing a major refactor", FutureWarning, "x.py", 1, module="arviz")
             warnings.warn_explicit("something else", FutureWarning, "y.py", 1, module="mine")
             assert not blas.isEnabledFor(logging.WARNING)
@@ -360,3 +360,38 @@ def test_wide_tables_scroll_inside_the_page(tmp_path):
     page = (tmp_path / "report.html").read_text()
     assert ".table-wrap{overflow-x:auto" in page
     assert page.count('<div class="table-wrap" tabindex="0"><table>') == page.count("<table>") >= 8
+
+
+class _FakeFit:
+    """What the Bayesian stage reads of a fit for its posterior predictive curves."""
+
+    def __init__(self, scores, replicates):
+        import pandas as pd
+
+        self.data = pd.DataFrame({"score": scores})
+        self._rep = np.asarray(replicates, dtype=float)
+
+    def posterior_predictive(self, n, *, seed=None):
+        return self._rep[:n]
+
+
+def test_ppc_curves_are_stored_and_drawn_by_the_report(tmp_path):
+    from tests.experiment.test_report import make_result
+
+    rng = np.random.default_rng(0)
+    bounded = systems.ppc_curves(_FakeFit(rng.random(50), rng.random((120, 50))), seed=0)
+    assert bounded["grid"][0] == 0.0 and bounded["grid"][-1] == 1.0 and float(bounded["outside"]) == 0.0
+    assert bounded["replicates"].shape == (systems.PPC_REPLICATES, systems.PPC_GRID)
+    assert bounded["observed"].shape == (systems.PPC_GRID,)
+    wide = systems.ppc_curves(_FakeFit(rng.random(50), rng.normal(0.5, 0.5, (120, 50))), seed=0)
+    assert wide["grid"][0] < 0.0 < 1.0 < wide["grid"][-1] and 0.0 < float(wide["outside"]) < 1.0
+    (tmp_path / "bayes").mkdir()
+    np.savez(tmp_path / "bayes" / "gaussian-k-ppc.npz", **bounded)
+    result = make_result()
+    result.bayes["gaussian"].ppc = "bayes/gaussian-k-ppc.npz"
+    result.bayes["zoib"].ppc = "bayes/zoib-gone-ppc.npz"
+    write_report(result, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert "](figures/bayes-gaussian-ppc.png)" in md
+    assert (tmp_path / "figures" / "bayes-gaussian-ppc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "The posterior predictive curves of `zoib` (bayes/zoib-gone-ppc.npz) are missing" in md

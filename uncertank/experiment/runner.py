@@ -34,32 +34,28 @@ written atomically (a temporary file, then a rename).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import logging
 import os
 import shutil
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
 from uncertank.experiment.config import RankerConfig, StudyConfig
+from uncertank.experiment.decisions import Decision, decide, with_decisions
 from uncertank.experiment.result import (
     BayesOutcome,
     CalibrationDetail,
     Curve,
     Evaluation,
-    NotaOutcome,
-    RiskOutcome,
-    SelectiveOutcome,
     StepInfo,
     StudyResult,
 )
@@ -472,212 +468,7 @@ def evaluate(
     return out, info
 
 
-# -- stage 5: decide -------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What one ranker's uncertainty is worth under one condition (stage 5, :func:`decide`).
-
-    Attributes
-    ----------
-    risk : RiskOutcome or None
-        Risk-aware reranking (stochastic rankers).
-    selective : SelectiveOutcome
-        Selective prediction.
-    nota : NotaOutcome or None
-        NOTA prediction (probabilistic rankers, first condition, when the study runs it).
-    """
-
-    risk: RiskOutcome | None
-    selective: SelectiveOutcome
-    nota: NotaOutcome | None = None
-
-
-def decide(
-    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
-) -> dict[tuple[str, str], Decision]:
-    """Stage 5: risk-aware reranking, NOTA and selective prediction, per ranker and condition.
-
-    - Risk-aware reranking (stochastic rankers): ``b`` chosen on validation
-      R@1 over ``config.risk_grid``; test R@1 at every ``b`` for the figure; a
-      paired t-test over queries between the chosen ``b`` and the mean ranking.
-    - NOTA (probabilistic rankers, first condition): means only, and means
-      plus variances for stochastic rankers, with a paired t-test over folds.
-    - Selective prediction (every ranker and condition): queries ordered by
-      the top candidate's probability (its margin over the runner-up for
-      scores that are not probabilities).
-
-    Returns
-    -------
-    dict
-        ``(ranker label, condition name)`` -> :class:`Decision`.
-    """
-    from uncertank import metrics as M
-    from uncertank.stats import paired_ttest
-    from uncertank.uncertainty import (
-        compare_nota,
-        evaluate_nota,
-        make_nota_task,
-        query_certainty,
-        risk_aware_rerank,
-        risk_coverage_curve,
-        select_risk_aversion,
-        top1_loss,
-    )
-
-    def r1(r: Any) -> float:
-        return float(M.recall_at_k(r, k=1))
-
-    first = config.conditions[0].name
-    out: dict[tuple[str, str], Decision] = {}
-    for rc in config.rankers:
-        vpred = preds[(rc.key, "valid")]
-        sel = None
-        if vpred.samples is not None and data.valid.labels is not None:
-            sel = select_risk_aversion(vpred.samples, data.valid.labels, r1, grid=config.risk_grid)
-        for cond in config.conditions:
-            qs = data.tests[cond.name]
-            pred = preds[(rc.key, cond.name)]
-            ranked = qs.ranked(pred.mean)
-            risk = nota = None
-            if sel is not None and pred.samples is not None:
-                test_curve = {float(b): r1(qs.ranked(risk_aware_rerank(pred.samples, b=float(b))))
-                              for b in config.risk_grid}
-                reranked = qs.ranked(risk_aware_rerank(pred.samples, b=sel.b))
-                a = np.asarray(M.recall_at_k(ranked, k=1, per_query=True), dtype=float)
-                b_ = np.asarray(M.recall_at_k(reranked, k=1, per_query=True), dtype=float)
-                p = float(paired_ttest(b_, a).pvalue) if np.any(a != b_) else None
-                risk = RiskOutcome(
-                    b=float(sel.b),
-                    valid_curve={float(g): float(v) for g, v in zip(sel.grid, sel.scores, strict=True)},
-                    test_curve=test_curve, r1_mean=float(a.mean()), r1_risk_aware=float(b_.mean()), p_value=p,
-                )
-            kind: Literal["probability", "margin"] = "probability" if pred.probabilistic else "margin"
-            rc_curve = risk_coverage_curve(query_certainty(ranked, certainty=kind), top1_loss(ranked))
-            selective = SelectiveOutcome(kind, rc_curve.coverage.tolist(), rc_curve.risk.tolist(),
-                                         rc_curve.aurc, rc_curve.oracle_aurc)
-            if config.nota and cond.name == first and pred.probabilistic:
-                task = make_nota_task(ranked, None if pred.samples is None else pred.samples.var(), seed=config.seed)
-                if pred.samples is not None:
-                    cmp = compare_nota(task, seed=config.seed)
-                    nota = NotaOutcome(cmp.means_only.f1_mean, cmp.means_only.f1_std,
-                                       cmp.with_variance.f1_mean, cmp.with_variance.f1_std, float(cmp.p_value))
-                else:
-                    res = evaluate_nota(task, seed=config.seed)
-                    nota = NotaOutcome(res.f1_mean, res.f1_std)
-            out[(rc.key, cond.name)] = Decision(risk, selective, nota)
-    return out
-
-
-def with_decisions(evaluations: list[Evaluation], decisions: dict[tuple[str, str], Decision]) -> list[Evaluation]:
-    """New evaluations holding the outcomes of :func:`decide` (the ones given are left as they are)."""
-    out = []
-    for e in evaluations:
-        d = decisions.get((e.ranker, e.condition))
-        out.append(e if d is None else replace(e, risk=d.risk, selective=d.selective, nota=d.nota))
-    return out
-
-
-# -- the Bayesian comparison ------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _quiet_bayes() -> Iterator[None]:
-    """Silence, for the Bayesian stage only, two messages that concern no call of a study.
-
-    ArviZ's FutureWarning about its coming refactor, and PyTensor's warning
-    that it found no C BLAS (it then uses NumPy's, correctly, only slower).
-    """
-    blas = logging.getLogger("pytensor.tensor.blas")
-    level = blas.level
-    blas.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=FutureWarning, module=r"arviz(\.|$)")
-            warnings.filterwarnings("ignore", category=FutureWarning, message=r".*[Aa]rvi[Zz].*")
-            yield
-    finally:
-        blas.setLevel(level)
-
-
-#: Replicated data sets drawn for the posterior predictive check, and the points of its density grid.
-PPC_REPLICATES, PPC_GRID = 100, 256
-
-
-def _ppc_curves(cmp: Any, seed: int) -> dict[str, np.ndarray]:
-    """The posterior predictive check as curves: KDE densities of replicated and observed scores on one grid.
-
-    The grid spans [0, 1] when every score lies there, else the range of the
-    data and replicates (``outside``: the share of replicated scores outside
-    [0, 1]), as :func:`uncertank.bayes.plots.plot_ppc` draws it.
-    """
-    from scipy.stats import gaussian_kde
-
-    rep = cmp.posterior_predictive(PPC_REPLICATES, seed=seed)
-    y = cmp.data["score"].to_numpy(dtype=np.float64)
-    outside = float(((rep < 0) | (rep > 1)).mean())
-    if outside == 0.0 and 0.0 <= y.min() and y.max() <= 1.0:
-        grid = np.linspace(0.0, 1.0, PPC_GRID)
-    else:
-        lo = min(float(y.min()), float(np.quantile(rep, 0.001)))
-        hi = max(float(y.max()), float(np.quantile(rep, 0.999)))
-        pad = 0.05 * (hi - lo)
-        grid = np.linspace(lo - pad, hi + pad, PPC_GRID)
-    return {"grid": grid, "observed": gaussian_kde(y)(grid),
-            "replicates": np.stack([gaussian_kde(row)(grid) for row in rep]), "outside": np.float64(outside)}
-
-
-def _bayes(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict[str, BayesOutcome],
-                                                                            dict[str, StepInfo]]:
-    from uncertank.bayes import compare, frame_from_trec_covid
-
-    outcomes: dict[str, BayesOutcome] = {}
-    steps: dict[str, StepInfo] = {}
-    for family in config.bayes.families:
-        frame = frame_from_trec_covid(family)
-        frame_key = digest(frame.to_csv(index=False))
-        key = digest([family, asdict(config.bayes), config.seed, frame_key, __version__])
-        path = out / "bayes" / f"{family}-{key}.json"
-        ppc = f"bayes/{family}-{key}-ppc.npz"
-        if resume and path.exists() and (out / ppc).exists():
-            log(f"bayes: reusing the finished {family} fit")
-            saved = json.loads(path.read_text())
-            outcomes[family] = BayesOutcome(**saved["outcome"])
-            steps[f"bayes {family}"] = StepInfo(key, float(saved["seconds"]), resumed=True)
-            continue
-        log(f"bayes: fitting the {family} model on TREC-COVID round 1 ({frame['system'].nunique()} pooled runs)")
-        t0 = time.perf_counter()
-        cmp = compare(frame, family=family, draws=config.bayes.draws, tune=config.bayes.tune,  # type: ignore[arg-type]
-                      chains=config.bayes.chains, seed=config.seed, sampler=config.bayes.sampler,  # type: ignore[arg-type]
-                      drop_bottom=config.bayes.drop_bottom)
-        diag = cmp.diagnostics()
-        eff = cmp.system_effects()
-        risk: dict[str, int] = {}
-        baseline = config.bayes.baseline or "bm25_baseline"
-        if baseline in {str(x) for x in cmp.systems}:
-            for r in (1, 2):
-                ur = cmp.urisk(baseline, r=r)
-                # Benham convention: URisk > 0 is riskier than the baseline.
-                risk[f"credibly riskier than {baseline} (r={r})"] = int((ur["urisk_lower"] > 0).sum())
-                risk[f"credibly less risky than {baseline} (r={r})"] = int((ur["urisk_upper"] < 0).sum())
-        curves: dict[str, Any] = _ppc_curves(cmp, config.seed)
-        with atomic_path(out / ppc) as tmp, tmp.open("wb") as fh:
-            np.savez(fh, **curves)
-        outcome = BayesOutcome(
-            family=family, n_systems=len(cmp.systems),
-            best_distinguishable=len(cmp.distinguishable(reference="best")),
-            worst_distinguishable=len(cmp.distinguishable(reference="worst")),
-            converged=bool(diag.ok), diagnostics=to_jsonable(diag.to_dict()),
-            effects=[{"system": str(row["system"]), "mean": float(row["mean"]), "lower": float(row["lower"]),
-                      "upper": float(row["upper"])} for row in eff.to_dict("records")],
-            risk=risk, ppc=ppc,
-        )
-        seconds = time.perf_counter() - t0
-        atomic_write_text(path, json.dumps({"outcome": to_jsonable(asdict(outcome)), "seconds": seconds}, indent=2))
-        outcomes[family] = outcome
-        steps[f"bayes {family}"] = StepInfo(key, seconds)
-    return outcomes, steps
+# -- stage 5 (decide) is uncertank.experiment.decisions ----------------------------------------------------------------
 
 
 # -- the whole study -------------------------------------------------------------------------------------------------
@@ -718,6 +509,7 @@ def run_study(
     """
     from uncertank.experiment.analysis import significance
     from uncertank.experiment.report import write_report
+    from uncertank.experiment.systems import compare_systems
 
     say: Log = log or _quiet
     validate_config(config)
@@ -737,8 +529,7 @@ def run_study(
                                             round(time.perf_counter() - t0, 2))
     bayes: dict[str, BayesOutcome] = {}
     if config.bayes.enabled:
-        with _quiet_bayes():
-            bayes, bayes_steps = _bayes(config, out, resume, say)
+        bayes, bayes_steps = compare_systems(config, out, resume=resume, log=say)
         steps.update(bayes_steps)
     result = StudyResult(
         config=to_jsonable(asdict(config)),

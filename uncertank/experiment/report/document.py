@@ -138,7 +138,8 @@ nav.toc{background:#f3f5f8;border:1px solid #e1e5eb;border-radius:6px;padding:.6
 nav.toc ol{margin:.3em 0;padding-left:1.4em}
 .warning{background:#fff4e5;border:1px solid #f0a030;border-left:6px solid #e67e00;border-radius:4px;
 padding:.7em 1em;margin:1em 0}
-.table-wrap{overflow-x:auto;max-width:100%;margin:.6em 0;border:1px solid #eee;border-radius:4px}
+.table-wrap{overflow-x:auto;width:fit-content;max-width:100%;margin:.6em 0;border:1px solid #eee;
+border-radius:4px}
 table{border-collapse:collapse;font-size:.9em;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e3e3e3;padding:.25em .7em;text-align:right;white-space:nowrap}
 th{border-bottom:2px solid #999;background:#f7f7f7}

@@ -36,7 +36,6 @@ DIAGNOSTIC_LABELS = {
     "worst_ess": "parameter with the smallest ESS",
     "problems": "problems",
     "rhat_available": "R-hat available",
-    "ok": "every check passed",
 }
 
 
@@ -194,7 +193,8 @@ def bayes(doc: Doc, result: StudyResult, figs: Figures, out: Path) -> None:
         return
     doc.heading(2, "Bayesian comparison of systems")
     fams = list(result.bayes.values())
-    diag_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if _scalar(v)))
+    # ``ok`` is the "converged" column already
+    diag_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if _scalar(v) and k != "ok"))
     list_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if not _scalar(v)))
     parts = []
     for b in fams:

@@ -1,0 +1,126 @@
+"""Stage 5 of a study: what the uncertainty is worth, per ranker and condition (:func:`decide`).
+
+Risk-aware reranking (Penha & Hauff 2021, eq. 7), NOTA prediction and
+selective prediction, from the predictions of stage 3. :func:`decide`
+returns a :class:`Decision` per ranker and condition and edits nothing;
+:func:`with_decisions` builds new evaluations holding them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from uncertank.experiment.config import StudyConfig
+from uncertank.experiment.result import Evaluation, NotaOutcome, RiskOutcome, SelectiveOutcome
+
+if TYPE_CHECKING:
+    from uncertank.experiment.runner import RankerPrediction, StudyData
+
+__all__ = ["Decision", "decide", "with_decisions"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one ranker's uncertainty is worth under one condition (stage 5, :func:`decide`).
+
+    Attributes
+    ----------
+    risk : RiskOutcome or None
+        Risk-aware reranking (stochastic rankers).
+    selective : SelectiveOutcome
+        Selective prediction.
+    nota : NotaOutcome or None
+        NOTA prediction (probabilistic rankers, first condition, when the study runs it).
+    """
+
+    risk: RiskOutcome | None
+    selective: SelectiveOutcome
+    nota: NotaOutcome | None = None
+
+
+def decide(
+    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
+) -> dict[tuple[str, str], Decision]:
+    """Stage 5: risk-aware reranking, NOTA and selective prediction, per ranker and condition.
+
+    - Risk-aware reranking (stochastic rankers): ``b`` chosen on validation
+      R@1 over ``config.risk_grid``; test R@1 at every ``b`` for the figure; a
+      paired t-test over queries between the chosen ``b`` and the mean ranking.
+    - NOTA (probabilistic rankers, first condition): means only, and means
+      plus variances for stochastic rankers, with a paired t-test over folds.
+    - Selective prediction (every ranker and condition): queries ordered by
+      the top candidate's probability (its margin over the runner-up for
+      scores that are not probabilities).
+
+    Returns
+    -------
+    dict
+        ``(ranker label, condition name)`` -> :class:`Decision`.
+    """
+    from uncertank import metrics as M
+    from uncertank.stats import paired_ttest
+    from uncertank.uncertainty import (
+        compare_nota,
+        evaluate_nota,
+        make_nota_task,
+        query_certainty,
+        risk_aware_rerank,
+        risk_coverage_curve,
+        select_risk_aversion,
+        top1_loss,
+    )
+
+    def r1(r: Any) -> float:
+        return float(M.recall_at_k(r, k=1))
+
+    first = config.conditions[0].name
+    out: dict[tuple[str, str], Decision] = {}
+    for rc in config.rankers:
+        vpred = preds[(rc.key, "valid")]
+        sel = None
+        if vpred.samples is not None and data.valid.labels is not None:
+            sel = select_risk_aversion(vpred.samples, data.valid.labels, r1, grid=config.risk_grid)
+        for cond in config.conditions:
+            qs = data.tests[cond.name]
+            pred = preds[(rc.key, cond.name)]
+            ranked = qs.ranked(pred.mean)
+            risk = nota = None
+            if sel is not None and pred.samples is not None:
+                test_curve = {float(b): r1(qs.ranked(risk_aware_rerank(pred.samples, b=float(b))))
+                              for b in config.risk_grid}
+                reranked = qs.ranked(risk_aware_rerank(pred.samples, b=sel.b))
+                a = np.asarray(M.recall_at_k(ranked, k=1, per_query=True), dtype=float)
+                b_ = np.asarray(M.recall_at_k(reranked, k=1, per_query=True), dtype=float)
+                p = float(paired_ttest(b_, a).pvalue) if np.any(a != b_) else None
+                risk = RiskOutcome(
+                    b=float(sel.b),
+                    valid_curve={float(g): float(v) for g, v in zip(sel.grid, sel.scores, strict=True)},
+                    test_curve=test_curve, r1_mean=float(a.mean()), r1_risk_aware=float(b_.mean()), p_value=p,
+                )
+            kind: Literal["probability", "margin"] = "probability" if pred.probabilistic else "margin"
+            rc_curve = risk_coverage_curve(query_certainty(ranked, certainty=kind), top1_loss(ranked))
+            selective = SelectiveOutcome(kind, rc_curve.coverage.tolist(), rc_curve.risk.tolist(),
+                                         rc_curve.aurc, rc_curve.oracle_aurc)
+            if config.nota and cond.name == first and pred.probabilistic:
+                task = make_nota_task(ranked, None if pred.samples is None else pred.samples.var(), seed=config.seed)
+                if pred.samples is not None:
+                    cmp = compare_nota(task, seed=config.seed)
+                    nota = NotaOutcome(cmp.means_only.f1_mean, cmp.means_only.f1_std,
+                                       cmp.with_variance.f1_mean, cmp.with_variance.f1_std, float(cmp.p_value))
+                else:
+                    res = evaluate_nota(task, seed=config.seed)
+                    nota = NotaOutcome(res.f1_mean, res.f1_std)
+            out[(rc.key, cond.name)] = Decision(risk, selective, nota)
+    return out
+
+
+def with_decisions(evaluations: list[Evaluation], decisions: dict[tuple[str, str], Decision]) -> list[Evaluation]:
+    """New evaluations holding the outcomes of :func:`decide` (the ones given are left as they are)."""
+    out = []
+    for e in evaluations:
+        d = decisions.get((e.ranker, e.condition))
+        out.append(e if d is None else replace(e, risk=d.risk, selective=d.selective, nota=d.nota))
+    return out
