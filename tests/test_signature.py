@@ -178,3 +178,36 @@ def test_callables_without_source_or_a_top_level_name_are_none():
 
     assert accepted_keywords(outer()) is None
     assert accepted_keywords(dict) is None
+
+
+# -- what reading the source adds over building: measured on every installed ranker ----------------
+
+
+def _ranker_mistakes() -> list[object]:
+    from uncertank.plugins import registry
+
+    cases = []
+    for name in sorted(registry("rankers")):
+        for mistake in ("unknown", "misspelled"):
+            cases.append(pytest.param(name, mistake, id=f"{name}-{mistake}"))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "mistake"), _ranker_mistakes())
+def test_building_catches_every_parameter_mistake_the_source_reading_catches(name, mistake):
+    """The measurement behind the verdict on this module: both catch the same mistakes, by name.
+
+    For every installed ranker, an unknown parameter and a misspelled real
+    one are caught by :func:`accepted_keywords` and, just as well, by the
+    ``TypeError`` of building the ranker with them (which validation does
+    right after the check anyway).
+    """
+    from uncertank.plugins import get_factory
+
+    factory = get_factory("rankers", name)
+    named = accepted_keywords(factory)
+    assert named, f"{name}: keywords not readable"
+    key = "colour" if mistake == "unknown" else named[0] + "s"
+    assert key not in named  # caught by reading the source
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{key}'"):  # caught by building
+        factory(**{key: 1})
