@@ -295,10 +295,15 @@ def test_the_bayesian_stage_silences_arviz_and_pytensor_and_only_them():
         warnings.simplefilter("always")
         with systems.quiet_bayes():
             warnings.warn_explicit("ArviZ is undergoing a major refactor", FutureWarning, "x.py", 1, module="arviz")
+            warnings.warn_explicit("\nArviZ is undergoing a major refactor", FutureWarning, "z.py", 1, module="z")
+            warnings.warn_explicit("PyTensor could not link to a BLAS installation.", UserWarning, "c.py", 1,
+                                   module="pytensor.link.c.cmodule")
             warnings.warn_explicit("something else", FutureWarning, "y.py", 1, module="mine")
+            warnings.warn_explicit("another thing", UserWarning, "y.py", 2, module="mine")
+            warnings.warn_explicit("a deprecated ArviZ call", FutureWarning, "a.py", 3, module="arviz.stats")
             assert not blas.isEnabledFor(logging.WARNING)
         assert blas.level == level
-    assert [str(w.message) for w in seen] == ["something else"]
+    assert [str(w.message) for w in seen] == ["something else", "another thing", "a deprecated ArviZ call"]
 
 
 def _with_calibration(result: StudyResult, every_bin_over: bool) -> StudyResult:
@@ -395,3 +400,21 @@ def test_ppc_curves_are_stored_and_drawn_by_the_report(tmp_path):
     assert "](figures/bayes-gaussian-ppc.png)" in md
     assert (tmp_path / "figures" / "bayes-gaussian-ppc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "The posterior predictive curves of `zoib` (bayes/zoib-gone-ppc.npz) are missing" in md
+
+
+def test_the_progress_option_goes_only_where_it_is_taken():
+    class Source:
+        @classmethod
+        def from_ranker(cls, ranker, *, n_passes=10): ...
+
+        @classmethod
+        def load(cls, path, **overrides): ...
+
+        @classmethod
+        def plain_load(cls, path): ...
+
+    quiet = {"show_progress": False}
+    assert runner._if_taken(Source.from_ranker, quiet) == {}  # MC dropout's from_ranker: the source's option passes on
+    assert runner._if_taken(Source.load, quiet) == quiet
+    assert runner._if_taken(Source.plain_load, quiet) == {}
+    assert runner._if_taken(lambda *, show_progress=True: None, quiet) == quiet

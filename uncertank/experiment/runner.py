@@ -35,6 +35,7 @@ written atomically (a temporary file, then a rename).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -208,6 +209,17 @@ def _no_bars(rc: RankerConfig) -> dict[str, Any]:
     return {"show_progress": False} if names is not None and "show_progress" in names else {}
 
 
+def _if_taken(fn: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
+    """The ``options`` that ``fn`` names as parameters (all of them when it takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    return {k: v for k, v in options.items() if k in params}
+
+
 def _read_seconds(folder: Path) -> float:
     try:
         return float(json.loads((folder / "step.json").read_text())["seconds"])
@@ -245,7 +257,7 @@ def fit_rankers(
         if rc.checkpoint is not None:
             t0 = time.perf_counter()
             log(f"{rc.key}: loading the checkpoint {rc.checkpoint}")
-            params = {**rc.params, **quiet}
+            params = {**rc.params, **_if_taken(cls.load, quiet)}
             rankers[rc.key] = cls.load(Path(rc.checkpoint), **params) if params else cls.load(Path(rc.checkpoint))
             steps[f"load {rc.key}"] = StepInfo(key, time.perf_counter() - t0)
             continue
@@ -254,13 +266,14 @@ def fit_rankers(
             continue
         if resume and (folder / ".complete").exists() and callable(getattr(cls, "load", None)):
             log(f"{rc.key}: loading the trained model from {folder}")
-            rankers[rc.key] = cls.load(folder, **quiet)
+            rankers[rc.key] = cls.load(folder, **_if_taken(cls.load, quiet))
             steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
             continue
         t0 = time.perf_counter()
         if rc.init_from is not None:
             log(f"{rc.key}: starting from the trained {rc.init_from}")
-            ranker = cls.from_ranker(rankers[rc.init_from], **rc.params, **quiet)
+            # a source's own options (show_progress among them) pass on when from_ranker does not take them
+            ranker = cls.from_ranker(rankers[rc.init_from], **rc.params, **_if_taken(cls.from_ranker, quiet))
         if not getattr(ranker, "is_fitted", False):
             log(f"{rc.key}: training on {data.train.n_queries} queries")
             ranker.fit(data.train, data.valid)

@@ -43,16 +43,17 @@ def digest(obj: Any) -> str:
 def quiet_bayes() -> Iterator[None]:
     """Silence, for the Bayesian stage only, two messages that concern no call of a study.
 
-    ArviZ's FutureWarning about its coming refactor, and PyTensor's warning
-    that it found no C BLAS (it then uses NumPy's, correctly, only slower).
+    ArviZ's FutureWarning about its coming refactor, and PyTensor's warnings
+    that it found no C BLAS (a log line and a UserWarning; it then uses
+    NumPy's, correctly, only slower). Every other warning passes.
     """
     blas = logging.getLogger("pytensor.tensor.blas")
     level = blas.level
     blas.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=FutureWarning, module=r"arviz(\.|$)")
-            warnings.filterwarnings("ignore", category=FutureWarning, message=r".*[Aa]rvi[Zz].*")
+            warnings.filterwarnings("ignore", category=FutureWarning, message=r"\s*ArviZ is undergoing")
+            warnings.filterwarnings("ignore", category=UserWarning, message=r"\s*PyTensor could not link to a BLAS")
             yield
     finally:
         blas.setLevel(level)
