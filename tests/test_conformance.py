@@ -29,11 +29,8 @@ FIRST_PARTY_NEURAL = {
 }
 STOCHASTIC = {"mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr"}
 #: First-party rankers known to break the checkpoint contract, load(folder, **params), and how; the test
-#: requires exactly that failure, so that a fix shows (then remove the entry).
-LOAD_REFUSES_PARAMS = {
-    "ensemble": "DeepEnsembleRanker.load(folder, n_members=2) raises TypeError: NeuralRanker.__init__() got an "
-                "unexpected keyword argument 'n_members', so a study's ensemble checkpoint with params fails",
-}
+#: requires exactly that failure, so that a fix shows (then remove the entry). None today.
+LOAD_REFUSES_PARAMS: dict[str, str] = {}
 
 
 TOPICS = ("wifi network driver", "sound card audio", "mount usb drive", "install package apt")

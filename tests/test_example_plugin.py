@@ -106,7 +106,7 @@ def _docs(train):
 
 @pytest.mark.parametrize("sublinear", [True, False])
 def test_tfidf_cosines_match_scikit_learn(data, sublinear):
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    TfidfVectorizer = pytest.importorskip("sklearn.feature_extraction.text").TfidfVectorizer
 
     train, test = data
     ranker = TfidfRanker(sublinear_tf=sublinear, link=False).fit(train)
@@ -120,7 +120,7 @@ def test_tfidf_cosines_match_scikit_learn(data, sublinear):
 
 
 def test_a_bootstrap_draw_is_tfidf_on_a_resample(data):
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    TfidfVectorizer = pytest.importorskip("sklearn.feature_extraction.text").TfidfVectorizer
 
     train, test = data
     ranker = BootstrapTfidfRanker(n_samples=3, seed=7, link=False).fit(train)
@@ -142,7 +142,7 @@ def test_a_bootstrap_draw_is_tfidf_on_a_resample(data):
 
 
 def test_the_link_is_logistic_regression_on_the_training_cosines(data):
-    from sklearn.linear_model import LogisticRegression
+    LogisticRegression = pytest.importorskip("sklearn.linear_model").LogisticRegression
 
     train, test = data
     raw = TfidfRanker(link=False).fit(train)
@@ -172,7 +172,7 @@ def test_the_links_slope_is_never_negative():
 
 
 def test_precision_at_k_matches_pytrec_eval():
-    import pytrec_eval
+    pytrec_eval = pytest.importorskip("pytrec_eval")
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(2, 9, size=30)
@@ -212,7 +212,7 @@ def test_precision_at_k_inputs_ties_and_registry():
 
 
 def test_beta_calibration_matches_logistic_regression_when_unconstrained():
-    from sklearn.linear_model import LogisticRegression
+    LogisticRegression = pytest.importorskip("sklearn.linear_model").LogisticRegression
 
     rng = np.random.default_rng(1)
     s = rng.uniform(0.01, 0.99, size=4000)

@@ -7,7 +7,7 @@ They are :class:`typing.Protocol` classes checked structurally at run time
 from __future__ import annotations
 
 from os import PathLike
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from typing_extensions import Self
 
@@ -68,6 +68,12 @@ class TrainableRanker(Ranker, Protocol):
         ...
 
     @classmethod
-    def load(cls, path: str | PathLike[str]) -> Self:
-        """Rebuild a ranker written by :meth:`save`."""
+    def load(cls, path: str | PathLike[str], **params: Any) -> Self:
+        """Rebuild a ranker written by :meth:`save`.
+
+        ``params`` are constructor parameters that override what the
+        checkpoint stored (``device``, ``show_progress``, ...): a study's
+        ``[[rankers]] checkpoint = ...`` with ``params`` calls
+        ``load(folder, **params)`` (the checkpoint contract, docs/plugins.md).
+        """
         ...

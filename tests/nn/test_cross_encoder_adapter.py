@@ -10,7 +10,7 @@ from uncertank.nn.testing import toy_queries
 
 
 def _tiny_cross_encoder(tmp_path, num_labels):
-    from sentence_transformers import CrossEncoder
+    CrossEncoder = pytest.importorskip("sentence_transformers").CrossEncoder
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
     from uncertank.nn import default_backbone_path

@@ -3,7 +3,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from sklearn.metrics import average_precision_score
 
 from uncertank import QuerySet
 from uncertank.nn import (
@@ -20,6 +19,7 @@ from uncertank.nn.testing import tiny_config, toy_queries
 
 
 def test_average_precision_matches_sklearn():
+    average_precision_score = pytest.importorskip("sklearn.metrics").average_precision_score
     rng = np.random.default_rng(0)
     lengths = rng.integers(2, 12, size=40)
     offsets = np.concatenate([[0], np.cumsum(lengths)])

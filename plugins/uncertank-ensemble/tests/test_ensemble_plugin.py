@@ -61,6 +61,12 @@ def test_save_load_round_trip(tmp_path, fitted):
     again = DeepEnsembleRanker.load(tmp_path / "ens")
     np.testing.assert_array_equal(again.predict_samples(queries).samples, fitted.predict_samples(queries).samples)
     assert isinstance(load_ranker(tmp_path / "ens"), DeepEnsembleRanker)
+    # the checkpoint contract: load(folder, **params), the constructor's parameters
+    same = DeepEnsembleRanker.load(tmp_path / "ens", n_members=3, show_progress=False, name="ens")
+    assert same.name == "ens" and same.n_members == 3
+    np.testing.assert_array_equal(same.predict_samples(queries).samples, fitted.predict_samples(queries).samples)
+    with pytest.raises(ValueError, match="n_members must equal the checkpoint's 3 members"):
+        DeepEnsembleRanker.load(tmp_path / "ens", n_members=2)
 
 
 def test_errors(fitted):

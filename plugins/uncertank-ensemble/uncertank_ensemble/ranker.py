@@ -90,13 +90,13 @@ class DeepEnsembleRanker:
         self.seed = int(seed)
         self.backbone = backbone
         self.params = params
-        self.members: list[NeuralRanker] = [
-            NeuralRanker(
-                backbone, seed=self.seed + m, name=f"{self.name}[{m}]",
-                **({"pretrained": folders[m]} if folders is not None else {}), **params,
-            )
-            for m in range(self.n_members)
-        ]
+        self._kept_first = False
+
+        def member(m: int) -> NeuralRanker:
+            own: dict[str, Any] = {"pretrained": folders[m]} if folders is not None else {}
+            return NeuralRanker(backbone, seed=self.seed + m, name=f"{self.name}[{m}]", **own, **params)
+
+        self.members: list[NeuralRanker] = [member(m) for m in range(self.n_members)]
 
     @classmethod
     def from_members(
@@ -225,10 +225,20 @@ class DeepEnsembleRanker:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], **overrides: Any) -> Self:
-        """Rebuild an ensemble written by :meth:`save`."""
+        """Rebuild an ensemble written by :meth:`save`.
+
+        ``overrides`` are the constructor's parameters (the checkpoint
+        contract, docs/plugins.md): ``stacked`` and ``name`` apply to the
+        ensemble, ``n_members`` must equal the saved count, and the rest
+        (``device``, ``eval_batch_size``, ``show_progress``, ...) go to every member.
+        """
         manifest = read_manifest(path)
         n = int(manifest["extra"]["n_members"])
-        member_overrides = {k: v for k, v in overrides.items() if k not in ("stacked", "name")}
+        if "n_members" in overrides and overrides["n_members"] != n:
+            raise ValueError(
+                f"n_members must equal the checkpoint's {n} members (or be left out); got {overrides['n_members']!r}"
+            )
+        member_overrides = {k: v for k, v in overrides.items() if k not in ("stacked", "name", "n_members")}
         members = [NeuralRanker.load(Path(path) / f"member_{m}", **member_overrides) for m in range(n)]
         stacked = overrides.get("stacked", manifest["extra"].get("stacked"))
         name = overrides.get("name", manifest["params"].get("name", "ensemble"))

@@ -184,7 +184,7 @@ def test_distance_awareness_on_two_dimensional_toy_data():
     assert ((p_far - 0.5).abs() < 1e-3).all()
     assert (v_far > v_near).all()
     # A deterministic logistic head on the same data is at least as confident far away as near.
-    from sklearn.linear_model import LogisticRegression
+    LogisticRegression = pytest.importorskip("sklearn.linear_model").LogisticRegression
 
     x = head.bank_features[:60].numpy()
     linear = LogisticRegression().fit(x, head.bank_labels[:60].numpy())

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-import mpmath
 import numpy as np
 import pytest
 import torch
-from polyagamma import random_polyagamma
 from scipy import stats
 from uncertank_pgdrr import polya_gamma_moments, random_polya_gamma
+
+mpmath = pytest.importorskip("mpmath")
+random_polyagamma = pytest.importorskip("polyagamma").random_polyagamma
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 KS_ZS = [0.0, 1e-8, 0.5, 2.76, 10.0, 50.0]
