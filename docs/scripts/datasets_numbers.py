@@ -100,6 +100,7 @@ def zero_shot_table() -> list[str]:
             pred = ranker.predict(qs)
             ranked = qs.ranked(pred.scores)
             r1 = float(recall_at_k(ranked, k=1))
+            assert qs.labels is not None
             plain = r_at_1_plain(pred.scores, qs.labels, 10)
             if abs(r1 - plain) > 1e-12:
                 raise RuntimeError(f"recall_at_k ({r1}) and the plain expression ({plain}) disagree")

@@ -246,7 +246,7 @@ def _row(
     row.update({
         "NOTA_F1_means": cmp.means_only.f1_mean, "NOTA_F1_with_variance": cmp.with_variance.f1_mean,
         "NOTA_F1_with_variance_std": cmp.with_variance.f1_std,
-        "NOTA_p_value": None if math.isnan(cmp.p_value) else cmp.p_value,
+        "NOTA_p_value": None if math.isnan(cmp.p_value) else cmp.p_value,  # type: ignore[dict-item]
         "mean_predictive_std": float(test_samples.std(0).mean()),
     })
     return row
@@ -284,8 +284,9 @@ def _figure(rows: list[dict[str, Any]], share_defined: bool, path: Path, title: 
         ax.set_ylabel("balanced ECE (full MC dropout does not reduce bert's)")
     ax.axvline(TARGET_COST, color="grey", linestyle=":", linewidth=1, label=f"{TARGET_COST}x bert")
     ax.set_xscale("log")
-    lo, hi = min(r["cost_ratio"] for r in rows), max(r["cost_ratio"] for r in rows)
-    ax.set_xticks([x for x in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if lo / 2 <= x <= hi * 2])
+    costs: list[float] = [float(r["cost_ratio"]) for r in rows]
+    least, most = min(costs), max(costs)
+    ax.set_xticks([x for x in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if least / 2 <= x <= most * 2])
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("cost: ratio to bert's time on one batch of 64 test pairs")
@@ -484,7 +485,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     bad = [k for k in ks if k is not None and k > n_layers]
     if bad:
         raise SystemExit(f"--ks: the model has {n_layers} encoder layers; got {', '.join(map(str, bad))}")
-    grid = StudyConfig.__pydantic_fields__["risk_grid"].default
+    grid = StudyConfig.__pydantic_fields__["risk_grid"].default  # type: ignore[attr-defined]
 
     # bert's own row: dropout off, means only.
     bert_file = cache / f"test_q{test.n_queries}_bert.npy"
@@ -554,7 +555,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"{test.n_queries} test and {valid.n_queries} validation queries")
 
     cli = list(sys.argv[1:] if argv is None else argv)
-    payload: dict[str, Any] = {
+    payload = {
         "command": " ".join(["python docs/scripts/mc_dropout_frontier.py", *map(shlex.quote, cli)]),
         "source": source,
         "settings": {

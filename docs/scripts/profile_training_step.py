@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -43,7 +44,8 @@ def main() -> None:
     encoder, _ = build_backbone(packaged_model_path(), None, num_hidden_layers=args.layers)
     model = CrossEncoderModel(encoder)
     if args.freeze_embeddings:
-        for p in model.encoder.embeddings.parameters():
+        embeddings: Any = model.encoder.embeddings
+        for p in embeddings.parameters():
             p.requires_grad_(False)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
     b, n = args.batch_size, args.max_length

@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
         from uncertank_ensemble import DeepEnsembleRanker
         from uncertank_mcdropout import MCDropoutRanker
 
-        def make(name: str, kind: str) -> Any:
+        def score(name: str, kind: str) -> Any:
             if name == "bert":
                 return members[0].predict(test).scores
             if name == "mc_dropout":
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
                 if kind == "samples" and name not in MEMBER_RANKERS and not hasattr(trained[name], "predict_samples"):
                     continue
                 t0 = time.perf_counter()
-                scores = make(name, kind)
+                scores = score(name, kind)
                 key = f"predict_{name}_s" if kind == "scores" or name in MEMBER_RANKERS else f"predict_samples_{name}_s"
                 timings[key] = round(time.perf_counter() - t0, 1)
                 _atomic_npy(path, scores)

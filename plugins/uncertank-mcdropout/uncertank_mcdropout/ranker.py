@@ -78,7 +78,9 @@ class MCDropoutRanker(NeuralRanker):
         self.mc_layers = None if mc_layers is None else check_positive_int(mc_layers, "mc_layers", minimum=0)
 
     @classmethod
-    def from_ranker(cls, ranker: NeuralRanker, *, n_passes: int = 10, mc_layers: int | None = None) -> Self:
+    def from_ranker(  # type: ignore[override]
+        cls, ranker: NeuralRanker, *, n_passes: int = 10, mc_layers: int | None = None
+    ) -> Self:
         """Share the weights of a fitted :class:`~uncertank.nn.NeuralRanker` (``bert``).
 
         Raises
