@@ -403,18 +403,32 @@ def test_ppc_curves_are_stored_and_drawn_by_the_report(tmp_path):
 
 
 def test_the_progress_option_goes_only_where_it_is_taken():
+    calls = []
+
     class Source:
         @classmethod
-        def from_ranker(cls, ranker, *, n_passes=10): ...
+        def from_ranker(cls, ranker, *, n_passes=10):  # MC dropout's: the source's own options pass on
+            calls.append(("from_ranker", ranker, n_passes))
 
         @classmethod
-        def load(cls, path, **overrides): ...
+        def load(cls, path, **overrides):  # passes the option on to a class that takes it
+            calls.append(("load", path, overrides))
 
         @classmethod
-        def plain_load(cls, path): ...
+        def strict_load(cls, path, **overrides):  # passes it on to a class without it
+            if overrides:
+                raise TypeError(f"Plain.__init__() got an unexpected keyword argument {next(iter(overrides))!r}")
+            calls.append(("strict_load", path))
 
-    quiet = {"show_progress": False}
-    assert runner._if_taken(Source.from_ranker, quiet) == {}  # MC dropout's from_ranker: the source's option passes on
-    assert runner._if_taken(Source.load, quiet) == quiet
-    assert runner._if_taken(Source.plain_load, quiet) == {}
-    assert runner._if_taken(lambda *, show_progress=True: None, quiet) == quiet
+        @classmethod
+        def broken_load(cls, path, **overrides):
+            raise TypeError("a bug of the plugin's own")
+
+    runner._quietly(Source.from_ranker, "bert", n_passes=3)
+    runner._quietly(Source.load, "dir")
+    runner._quietly(Source.load, "dir", show_progress=True)  # the study's own value is kept
+    runner._quietly(Source.strict_load, "dir")
+    assert calls == [("from_ranker", "bert", 3), ("load", "dir", {"show_progress": False}),
+                     ("load", "dir", {"show_progress": True}), ("strict_load", "dir")]
+    with pytest.raises(TypeError, match="a bug of the plugin's own"):
+        runner._quietly(Source.broken_load, "dir")

@@ -193,31 +193,31 @@ def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
                    __version__, _ranker_code(rc.name), *(["pretrained", weights] if weights else [])])
 
 
-def _no_bars(rc: RankerConfig) -> dict[str, Any]:
-    """``{"show_progress": False}`` for a ranker whose factory takes it and whose study leaves it unset.
+def _quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with ``show_progress=False`` added where ``fn`` takes it.
 
     A study logs one line per step; a ranker's own progress bars would
     interleave with them. The option changes no output, so no cache key
-    holds it.
+    holds it, and a study that sets it keeps its own value. ``fn`` takes it
+    when its signature names it; a ``**kwargs`` that passes it on to a
+    callee without the option is told by that callee's TypeError naming it.
     """
-    from uncertank._signature import accepted_keywords
-    from uncertank.plugins import get_factory
-
-    if "show_progress" in rc.params:
-        return {}
-    names = accepted_keywords(get_factory("rankers", rc.name))
-    return {"show_progress": False} if names is not None and "show_progress" in names else {}
-
-
-def _if_taken(fn: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
-    """The ``options`` that ``fn`` names as parameters (all of them when it takes ``**kwargs``)."""
+    if "show_progress" in kwargs:
+        return fn(*args, **kwargs)
     try:
         params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return {}
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return dict(options)
-    return {k: v for k, v in options.items() if k in params}
+    except (TypeError, ValueError):  # no signature to read: call it as given
+        return fn(*args, **kwargs)
+    if "show_progress" in params:
+        return fn(*args, **kwargs, show_progress=False)
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return fn(*args, **kwargs)
+    try:
+        return fn(*args, **kwargs, show_progress=False)
+    except TypeError as exc:
+        if "show_progress" not in str(exc):
+            raise
+        return fn(*args, **kwargs)
 
 
 def _read_seconds(folder: Path) -> float:
@@ -246,9 +246,8 @@ def fit_rankers(
     keys: dict[str, str] = {}
     steps: dict[str, StepInfo] = {}
     for rc in config.rankers:
-        quiet = _no_bars(rc)
         # Building a ranker is cheap (models load lazily); its class gives fit, load and from_ranker.
-        ranker = make_ranker(rc.name, **rc.params, **_pretrained_kwargs(rc), **quiet)
+        ranker = _quietly(make_ranker, rc.name, **rc.params, **_pretrained_kwargs(rc))
         cls = type(ranker)
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = _model_key(rc, data, upstream)
@@ -257,8 +256,7 @@ def fit_rankers(
         if rc.checkpoint is not None:
             t0 = time.perf_counter()
             log(f"{rc.key}: loading the checkpoint {rc.checkpoint}")
-            params = {**rc.params, **_if_taken(cls.load, quiet)}
-            rankers[rc.key] = cls.load(Path(rc.checkpoint), **params) if params else cls.load(Path(rc.checkpoint))
+            rankers[rc.key] = _quietly(cls.load, Path(rc.checkpoint), **rc.params)
             steps[f"load {rc.key}"] = StepInfo(key, time.perf_counter() - t0)
             continue
         if not callable(getattr(ranker, "fit", None)):
@@ -266,14 +264,14 @@ def fit_rankers(
             continue
         if resume and (folder / ".complete").exists() and callable(getattr(cls, "load", None)):
             log(f"{rc.key}: loading the trained model from {folder}")
-            rankers[rc.key] = cls.load(folder, **_if_taken(cls.load, quiet))
+            rankers[rc.key] = _quietly(cls.load, folder)
             steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
             continue
         t0 = time.perf_counter()
         if rc.init_from is not None:
             log(f"{rc.key}: starting from the trained {rc.init_from}")
-            # a source's own options (show_progress among them) pass on when from_ranker does not take them
-            ranker = cls.from_ranker(rankers[rc.init_from], **rc.params, **_if_taken(cls.from_ranker, quiet))
+            # a from_ranker without the option passes on its source's options, show_progress among them
+            ranker = _quietly(cls.from_ranker, rankers[rc.init_from], **rc.params)
         if not getattr(ranker, "is_fitted", False):
             log(f"{rc.key}: training on {data.train.n_queries} queries")
             ranker.fit(data.train, data.valid)
