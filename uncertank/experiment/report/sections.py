@@ -311,8 +311,8 @@ def calibration_detail(doc: Doc, result: StudyResult) -> None:
     noisy = [e for e in evs if e.calibration is not None and e.calibration.mce is not None
              and e.calibration.mce_all > e.calibration.mce + 1e-12]
     parts.append(f"The MCE here counts only bins holding at least {min_count} pairs: the gap of a bin of a few pairs "
-                 f"is noise (a bin of one pair can show a gap near 1); {len(noisy)} of {len(evs)} pairs have a larger "
-                 "gap in some smaller bin.")
+                 f"is noise (a bin of one pair can show a gap near 1); {len(noisy)} of {len(evs)} pairs "
+                 f"{'has' if len(noisy) == 1 else 'have'} a larger gap in some smaller bin.")
     doc.text(" ".join(parts))
     rows = []
     for cond in conditions_of(result, evs):
