@@ -186,7 +186,6 @@ LAYERS: dict[str, int] = {
     "uncertank.datasets": 2,
     # rankers
     "uncertank.protocols": 3, "uncertank.adapters": 3, "uncertank.baselines": 3, "uncertank.nn": 3,
-    "uncertank._signature": 3,
     # predictions
     "uncertank.recalibration": 4,
     # evaluators

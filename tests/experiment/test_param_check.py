@@ -1,4 +1,4 @@
-"""An unknown parameter of a torch ranker is reported from the factory's source, before torch is imported."""
+"""An unknown parameter of a torch ranker is named with its path, the known names and nothing written."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ RUN = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("ranker", ["bert", "mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr"])
-def test_an_unknown_parameter_of_a_torch_ranker_fails_without_importing_torch(tmp_path, ranker):
+def test_an_unknown_parameter_of_a_torch_ranker_is_named_before_any_work(tmp_path, ranker):
     study = tmp_path / "study.toml"
     study.write_text(STUDY.format(ranker=ranker))
     out = tmp_path / "out"
@@ -48,5 +48,4 @@ def test_an_unknown_parameter_of_a_torch_ranker_fails_without_importing_torch(tm
     assert got["exit_code"] == 2
     assert len(lines) == 1 and f"rankers[0].params.colour: unknown parameter of {ranker!r}; known:" in lines[0]
     assert "max_length" in lines[0]  # the known names reach NeuralRanker's, through **params
-    assert not got["torch"]
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["study.toml"]

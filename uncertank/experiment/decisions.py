@@ -17,7 +17,7 @@ from uncertank.experiment.config import StudyConfig
 from uncertank.experiment.result import Evaluation, NotaOutcome, RiskOutcome, SelectiveOutcome
 
 if TYPE_CHECKING:
-    from uncertank.experiment.runner import RankerPrediction, StudyData
+    from uncertank.experiment.stages import RankerPrediction, StudyData
 
 __all__ = ["Decision", "decide", "with_decisions"]
 

@@ -42,7 +42,7 @@ import shutil
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ from uncertank.experiment.result import (
     StepInfo,
     StudyResult,
 )
+from uncertank.experiment.stages import RankerPrediction, StudyData
 from uncertank.experiment.validation import validate_config
 
 __all__ = [
@@ -104,26 +105,6 @@ def _metric_entries(config: StudyConfig) -> list[Any]:
 
 
 # -- stage 1: data ---------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class StudyData:
-    """The query sets of a study and the digests of their content.
-
-    Attributes
-    ----------
-    train, valid : QuerySet
-        Where the rankers learn and where ``b`` and the recalibrators are fitted.
-    tests : dict
-        Condition name -> test QuerySet.
-    digests : dict
-        ``"train"``, ``"valid"`` and each condition name -> content digest.
-    """
-
-    train: QuerySet
-    valid: QuerySet
-    tests: dict[str, QuerySet]
-    digests: dict[str, str] = field(default_factory=dict)
 
 
 def _load(name: str, split: str, negatives: str, cap: int | None, config: StudyConfig) -> QuerySet:
@@ -291,25 +272,6 @@ def fit_rankers(
 
 
 # -- stage 3: predict ------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class RankerPrediction:
-    """A ranker's output on one query set of a study (what :func:`predict_all` gives per ranker and split).
-
-    Attributes
-    ----------
-    mean : ndarray of shape (n_pairs,)
-        The scores (the mean over samples for a stochastic ranker).
-    samples : PredictiveSamples or None
-        Joint draws, for a stochastic ranker.
-    probabilistic : bool
-        The ranker's own claim that its scores are P(relevant).
-    """
-
-    mean: np.ndarray
-    samples: PredictiveSamples | None
-    probabilistic: bool
 
 
 def _predict_one(ranker: Any, label: str) -> Callable[[QuerySet, str], RankerPrediction]:

@@ -11,14 +11,15 @@ installed.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from uncertank._signature import accepted_keywords
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 
 __all__ = ["validate_config"]
@@ -94,23 +95,93 @@ def _prefixed(message: str, params: dict[str, Any], base: str) -> tuple[str, str
     return f"{base}.params", message
 
 
+_UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
+
+
+def _known_keywords(factory: Callable[..., Any]) -> tuple[list[str], bool]:
+    """The keyword parameters ``factory`` takes, and whether the list is complete.
+
+    A class's ``__init__`` that passes ``**params`` on is followed up its
+    base classes (``MCDropoutRanker`` -> ``NeuralRanker``); a function's own
+    names are all that is known when it takes ``**params``.
+    """
+    names: list[str] = []
+    chain = [vars(c)["__init__"] for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(factory, type) \
+        else [factory]
+    for fn in chain:
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            return names, False
+        names += [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                  and p.name != "self" and p.name not in names]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return names, True
+    return names, False
+
+
 def _build(factory: Callable[..., Any], rc: RankerConfig, base: str, errors: list[tuple[str, str]]) -> Any:
-    """The ranker ``factory(**params)`` (cheap: nothing is loaded or trained), or None after an error."""
-    named = accepted_keywords(factory)
-    if named is not None:
-        unknown = [k for k in rc.params if k not in named]
-        for key in unknown:
-            errors.append((f"{base}.params.{key}", f"unknown parameter of {rc.name!r}; known: {', '.join(named)}"))
-        if rc.pretrained is not None and "pretrained" not in named:
-            errors.append((f"{base}.pretrained", f"{rc.name!r} takes no pretrained model (its factory has no "
-                                                  f"pretrained parameter; known: {', '.join(named)})"))
-        if unknown:
-            return None
+    """The ranker ``factory(**params, pretrained=...)`` (cheap: nothing is loaded or trained), or None after an error.
+
+    A parameter nobody down the factory's ``**params`` chain takes raises
+    Python's TypeError (``unexpected keyword argument 'x'``) when the ranker
+    is built; it is named here with its path in the study file.
+    """
+    kwargs = dict(rc.params)
+    if rc.pretrained is not None:
+        kwargs["pretrained"] = rc.pretrained
     try:
-        return factory(**rc.params)
-    except (TypeError, ValueError, ImportError) as exc:
+        return factory(**kwargs)
+    except TypeError as exc:
+        match = _UNEXPECTED.search(str(exc))
+        if match is None:
+            errors.append(_prefixed(str(exc), rc.params, base))
+            return None
+        key = match.group(1)
+        named, complete = _known_keywords(factory)
+        if not complete:  # a factory function, or **params passed on: read the class it builds
+            try:
+                cls = type(factory(**{k: v for k, v in kwargs.items() if k != key}))
+            except Exception:
+                cls = None
+            if cls is not None:
+                named, complete = _known_keywords(cls)
+                # the class that refused it, as Python names it ("NeuralRanker.__init__() got ..."), seen
+                # from the module of the class built: where its **params went
+                refused = re.match(r"(\w+)\.__init__\(\)", str(exc))
+                target = getattr(sys.modules.get(cls.__module__), refused.group(1), None) if refused else None
+                if not complete and isinstance(target, type) and target is not cls:
+                    more, complete = _known_keywords(target)
+                    named += [n for n in more if n not in named]
+        known = f"; known: {', '.join(named)}" + ("" if complete else ", ...") if named else ""
+        if key == "pretrained" and key not in rc.params:
+            errors.append((f"{base}.pretrained", f"{rc.name!r} takes no pretrained model (its factory has no "
+                                                  f"pretrained parameter{known})"))
+        else:
+            errors.append((f"{base}.params.{key}", f"unknown parameter of {rc.name!r}{known}"))
+        return None
+    except (ValueError, ImportError) as exc:
         errors.append(_prefixed(str(exc), rc.params, base))
         return None
+
+
+def _check_load_params(rc: RankerConfig, built: Any, base: str, errors: list[tuple[str, str]]) -> None:
+    """A checkpoint with ``params`` is read by ``load(folder, **params)``: the class's ``load`` must take them."""
+    load = getattr(type(built), "load", None)
+    if rc.checkpoint is None or not rc.params or not callable(load):
+        return
+    try:
+        params = inspect.signature(load).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    for key in rc.params:
+        if key not in named:
+            errors.append((f"{base}.params.{key}", f"{type(built).__name__}.load(folder) does not take it; a "
+                                                   "checkpoint with params is read by load(folder, **params) "
+                                                   "(the checkpoint contract, docs/plugins.md)"))
 
 
 def _is_neural(ranker: Any) -> bool:
@@ -261,6 +332,7 @@ def validate_config(config: StudyConfig) -> None:
             continue
         built[rc.key] = ranker
         _check_folders(rc, ranker, base, errors)
+        _check_load_params(rc, ranker, base, errors)
         if rc.init_from is not None:
             source = built.get(rc.init_from)
             source_rc = next(r for r in config.rankers if r.key == rc.init_from)

@@ -1,0 +1,55 @@
+"""The data a study's stages pass on: its query sets (stage 1) and each ranker's scores (stage 3).
+
+Defined apart from :mod:`uncertank.experiment.runner`, which produces them,
+so that the stages consuming them (:mod:`uncertank.experiment.decisions`)
+import them without importing the runner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from uncertank import PredictiveSamples, QuerySet
+
+__all__ = ["RankerPrediction", "StudyData"]
+
+
+@dataclass
+class StudyData:
+    """The query sets of a study and the digests of their content.
+
+    Attributes
+    ----------
+    train, valid : QuerySet
+        Where the rankers learn and where ``b`` and the recalibrators are fitted.
+    tests : dict
+        Condition name -> test QuerySet.
+    digests : dict
+        ``"train"``, ``"valid"`` and each condition name -> content digest.
+    """
+
+    train: QuerySet
+    valid: QuerySet
+    tests: dict[str, QuerySet]
+    digests: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RankerPrediction:
+    """A ranker's output on one query set of a study (what :func:`predict_all` gives per ranker and split).
+
+    Attributes
+    ----------
+    mean : ndarray of shape (n_pairs,)
+        The scores (the mean over samples for a stochastic ranker).
+    samples : PredictiveSamples or None
+        Joint draws, for a stochastic ranker.
+    probabilistic : bool
+        The ranker's own claim that its scores are P(relevant).
+    """
+
+    mean: np.ndarray
+    samples: PredictiveSamples | None
+    probabilistic: bool
