@@ -248,3 +248,23 @@ def test_the_docs_study_files_are_valid_studies(tmp_path, page):
         if all(r.name in ("bm25",) or importlib.util.find_spec(f"uncertank_{r.name.replace('_', '')}")
                for r in config.rankers):
             validate_config(config)
+
+
+def test_a_checkpoint_with_params_needs_a_load_that_takes_them(tmp_path, toy_plugin):
+    ckpt = tmp_path / "ckpt"
+    Toy().save(ckpt)
+    assert _errors(tmp_path, '[[rankers]]\nname = "toy"\ncheckpoint = "ckpt"\nparams = { depth = 2 }\n') == [
+        "rankers[0].params.depth: Toy.load(folder) does not take it; a checkpoint with params is read by "
+        "load(folder, **params) (the checkpoint contract, docs/plugins.md)"]
+    # without params, load(folder) is all the contract asks: the study is valid
+    study = tmp_path / "ok.toml"
+    study.write_text(HEAD + '[[rankers]]\nname = "toy"\ncheckpoint = "ckpt"\n')
+    validate_config(load_config(study))
+
+
+def test_an_unknown_parameter_lists_the_names_down_the_params_chain(tmp_path):
+    pytest.importorskip("uncertank_mcdropout")
+    lines = _errors(tmp_path, '[[rankers]]\nname = "mc_dropout"\nparams = { max_lenght = 64 }\n')
+    assert len(lines) == 1 and lines[0].startswith("rankers[0].params.max_lenght: unknown parameter of 'mc_dropout'; "
+                                                   "known: backbone, n_passes, mc_layers, ")
+    assert "max_length" in lines[0] and lines[0].endswith("name")  # NeuralRanker's, complete
