@@ -113,6 +113,8 @@ def _settings_key(args: argparse.Namespace) -> str:
         # the training pairs are the train split's own candidates (no sampler redraw)
         "training_pairs": "given-candidates",
     }
+    if args.train_ratio != "1":  # balanced pairs keep the digest the existing runs were made with
+        shared["train_ratio"] = args.train_ratio
     return hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -141,6 +143,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-length", type=int, default=64)
     ap.add_argument("--num-hidden-layers", type=int, default=None, help="keep only the first layers of the backbone")
     ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--train-ratio", default="1",
+                    help="non-relevant training pairs per relevant one: 1 (balanced pairs), 9 (lists of ten as "
+                         "they are) or 'all' (every candidate); with --train-queries, equal pairs at lower ratio")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--members", type=int, default=5)
@@ -194,6 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     shared = {
         "max_length": args.max_length, "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
         "num_hidden_layers": args.num_hidden_layers, "device": "auto",
+        "train_ratio": None if args.train_ratio == "all" else int(args.train_ratio),
     }
 
     def fitted(name: str, folder: Path, make: Any, label: str) -> Any:

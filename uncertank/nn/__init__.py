@@ -95,6 +95,7 @@ from uncertank.nn.training import (  # noqa: E402
     balanced_pairs,
     cross_entropy_loss,
     train_cross_encoder,
+    training_pairs,
 )
 
 __all__ = [
@@ -150,6 +151,7 @@ __all__ = [
     "score_probabilities",
     "seed_everything",
     "train_cross_encoder",
+    "training_pairs",
     "turn_text",
     "write_manifest",
 ]

@@ -52,7 +52,7 @@ __all__ = ["NeuralRanker", "from_pretrained", "load_ranker"]
 
 _TRAIN_PARAMS = (
     "max_length", "epochs", "batch_size", "lr", "head_lr", "seed", "warmup_ratio", "weight_decay",
-    "max_grad_norm", "eval_batch_size", "show_progress", "freeze_embeddings",
+    "max_grad_norm", "eval_batch_size", "show_progress", "freeze_embeddings", "train_ratio",
 )
 
 
@@ -99,6 +99,10 @@ class NeuralRanker:
         ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda:0"``, ...
     warmup_ratio, weight_decay, max_grad_norm, eval_batch_size, show_progress, freeze_embeddings
         See :class:`~uncertank.nn.TrainingConfig`.
+    train_ratio : int or None
+        Non-relevant training pairs per relevant one (1: balanced pairs, the
+        default; 9: lists of ten as they are; None: every candidate); see
+        :class:`~uncertank.nn.TrainingConfig`.
     pretrained : str or path, optional
         A local folder holding a trained ``AutoModelForSequenceClassification``
         (BERT, RoBERTa/XLM-R, ELECTRA, DistilBERT, ...; a sentence-transformers
@@ -155,6 +159,7 @@ class NeuralRanker:
         eval_batch_size: int = 64,
         show_progress: bool = True,
         freeze_embeddings: bool = False,
+        train_ratio: int | None = 1,
         pretrained: str | os.PathLike[str] | None = None,
         pair_format: Any = None,
         activation: str = "auto",
@@ -188,7 +193,7 @@ class NeuralRanker:
             head_lr=head_lr, seed=seed,
             warmup_ratio=warmup_ratio, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
             eval_batch_size=eval_batch_size, show_progress=show_progress, freeze_embeddings=freeze_embeddings,
-            freeze_encoder=freeze_encoder,
+            freeze_encoder=freeze_encoder, train_ratio=train_ratio,
         )
         self.device = device
         resolve_device(device)  # fail early on a bad device string

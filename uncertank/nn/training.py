@@ -38,6 +38,7 @@ __all__ = [
     "TrainingHistory",
     "average_precision",
     "balanced_pairs",
+    "training_pairs",
     "cross_entropy_loss",
     "train_cross_encoder",
 ]
@@ -87,6 +88,15 @@ class TrainingConfig:
         encoder runs in eval mode (no dropout), so the head learns on the
         encoder's deterministic features. What a post-hoc head on a user's
         trained model (``pretrained=``) does.
+    train_ratio : int or None
+        Non-relevant training pairs per relevant one, drawn from the query's
+        own candidates (:func:`training_pairs`): 1 (the default) trains on
+        balanced pairs, as Penha & Hauff do; 9 on lists of ten as they are
+        (1 relevant : 9 negatives), as the GP papers do; None on every
+        candidate. The loss is not reweighted: a model trained at ratio k
+        learns the base rate 1 / (k + 1) of its training pairs, so its
+        probabilities are calibrated for lists of that ratio, while a
+        balanced model's are calibrated for balanced pairs (docs/rankers.md).
     """
 
     max_length: int = 128
@@ -102,6 +112,7 @@ class TrainingConfig:
     show_progress: bool = True
     freeze_embeddings: bool = False
     freeze_encoder: bool = False
+    train_ratio: int | None = 1
 
     def __post_init__(self) -> None:
         for flag in ("freeze_embeddings", "freeze_encoder"):
@@ -121,6 +132,8 @@ class TrainingConfig:
             raise ValueError(f"head_lr must be None or a finite number > 0; got {h!r}")
         if not isinstance(self.warmup_ratio, (int, float)) or not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must lie in [0, 1); got {self.warmup_ratio!r}")
+        if self.train_ratio is not None:
+            check_positive_int(self.train_ratio, "train_ratio")
 
 
 @dataclass
@@ -164,21 +177,26 @@ def average_precision(
     return np.asarray(mean_average_precision(RankedLists.from_flat(scores, labels, offsets), per_query=True))
 
 
-def balanced_pairs(
-    train: QuerySet, *, seed: int = 0
+def training_pairs(
+    train: QuerySet, *, ratio: int | None = 1, seed: int = 0
 ) -> tuple[list[list[str]], list[str], NDArray[np.int64], NDArray[np.int64]]:
-    """Training pairs with one non-relevant response per relevant one, from the given candidates.
+    """Training pairs from the given candidates: every relevant one and ``ratio`` non-relevant per relevant.
 
-    Every relevant candidate of a query is paired with one of the same
-    query's non-relevant candidates, drawn without replacement (as many as
-    it has relevant ones, fewer when it has fewer). The negatives are the
-    ones the data layer put in ``train``: to train on other negatives, load
-    or rebuild the training set with them (``uncertank.datasets``).
+    Every relevant candidate of a query is kept, with up to ``ratio`` of the
+    same query's non-relevant candidates per relevant one, drawn without
+    replacement (fewer when the query has fewer). ``ratio=1`` gives balanced
+    pairs (:func:`balanced_pairs`), ``ratio=9`` a list of ten as it is when
+    the query has one relevant and nine other candidates, ``None`` every
+    candidate. The negatives are the ones the data layer put in ``train``:
+    to train on other negatives, load or rebuild the training set with them
+    (``uncertank.datasets``).
 
     Parameters
     ----------
     train : QuerySet
         Labelled queries; queries with no relevant candidate are skipped.
+    ratio : int or None
+        Non-relevant pairs per relevant one (at least 1), or None for all.
     seed : int
         Seeds the draw among a query's non-relevant candidates.
 
@@ -197,6 +215,8 @@ def balanced_pairs(
         raise TypeError(f"train must be a QuerySet; got {type(train).__name__}")
     if train.labels is None:
         raise ValueError(f"train must carry labels; QuerySet {train.name or '(unnamed)'} has none")
+    if ratio is not None:
+        check_positive_int(ratio, "ratio")
     rel = train.labels > 0
     qidx = train.query_index
     n_pos = np.bincount(qidx[rel], minlength=train.n_queries)
@@ -210,18 +230,26 @@ def balanced_pairs(
     cands = np.asarray(train.candidates, dtype=object)
     rng = np.random.default_rng(seed)
     neg_idx = np.flatnonzero(~rel)
-    # A random rank among each query's negatives; keep the first n_pos of them.
+    # A random rank among each query's negatives; keep the first ratio * n_pos of them.
     key = rng.random(neg_idx.size)
     order = np.lexsort((key, qidx[neg_idx]))
     neg_sorted = neg_idx[order]
     q_sorted = qidx[neg_sorted]
     first = np.searchsorted(q_sorted, q_sorted, side="left")
     within = np.arange(neg_sorted.size) - first
-    chosen = neg_sorted[within < n_pos[q_sorted]]
+    quota = n_pos[q_sorted] * (ratio if ratio is not None else neg_sorted.size + 1)
+    chosen = neg_sorted[(within < quota) & (n_pos[q_sorted] > 0)]
     candidates = [str(t) for t in cands[pos_idx].tolist()] + [str(t) for t in cands[chosen].tolist()]
     query_index = np.concatenate([new_q[qidx[pos_idx]], new_q[qidx[chosen]]]).astype(np.int64)
     labels = np.concatenate([np.ones(pos_idx.size, np.int64), np.zeros(chosen.size, np.int64)])
     return contexts, candidates, query_index, labels
+
+
+def balanced_pairs(
+    train: QuerySet, *, seed: int = 0
+) -> tuple[list[list[str]], list[str], NDArray[np.int64], NDArray[np.int64]]:
+    """Training pairs with one non-relevant response per relevant one: :func:`training_pairs` at ``ratio=1``."""
+    return training_pairs(train, ratio=1, seed=seed)
 
 
 def cross_entropy_loss(output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -276,7 +304,7 @@ def train_cross_encoder(
     """Fine-tune ``model`` in place on ``train``; keep the best validation epoch.
 
     Every epoch draws its balanced pairs from the given candidates
-    (:func:`balanced_pairs`, seed ``config.seed + epoch``), shuffles them and
+    (:func:`training_pairs` at ``config.train_ratio``, seed ``config.seed + epoch``), shuffles them and
     takes AdamW steps on ``loss_fn(model(**batch), labels)``.
 
     Parameters
@@ -345,7 +373,7 @@ def train_cross_encoder(
             return encode_pairs(tokenizer, contexts, candidates, query_index, max_length=max_length)
     epochs_pairs: list[tuple[EncodedPairs, NDArray[np.int64]]] = []
     for epoch in range(cfg.epochs):
-        ctx, cands, qidx, labels = balanced_pairs(train, seed=cfg.seed + epoch)
+        ctx, cands, qidx, labels = training_pairs(train, ratio=cfg.train_ratio, seed=cfg.seed + epoch)
         epochs_pairs.append((encode(ctx, cands, qidx, max_length=cfg.max_length), labels))
     valid_enc = (
         encode(valid.contexts, valid.candidates, valid.query_index, max_length=cfg.max_length)
