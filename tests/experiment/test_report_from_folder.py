@@ -432,3 +432,37 @@ def test_the_progress_option_goes_only_where_it_is_taken():
                      ("load", "dir", {"show_progress": True}), ("strict_load", "dir")]
     with pytest.raises(TypeError, match="a bug of the plugin's own"):
         runner._quietly(Source.broken_load, "dir")
+
+
+@pytest.mark.slow
+def test_the_oracle_b_and_the_reference_means_with_a_rankers_variances(tiny_study):
+    out, _ = tiny_study
+    result = StudyResult.from_dict(json.loads((out / "results.json").read_text()))
+    for cond in result.conditions:
+        e = result.evaluation("overlap-ensemble", cond)
+        assert e is not None and e.risk is not None
+        r = e.risk
+        best = max(r.test_curve.values())
+        # the oracle is the best b on the test condition, the smallest |b| on ties
+        assert r.r1_oracle == pytest.approx(best) and r.test_curve[r.oracle_b] == pytest.approx(best)
+        assert abs(r.oracle_b) == min(abs(b) for b, v in r.test_curve.items() if v == pytest.approx(best))
+        assert r.r1_oracle >= r.r1_risk_aware - 1e-12 and r.r1_oracle >= r.test_curve[0.0] - 1e-12
+        # RA-BERT: the reference's means (overlap, deterministic) with the ensemble's variances
+        assert r.mixed_means_from == "overlap" and r.mixed_b in r.test_curve
+        reference = result.evaluation("overlap", cond)
+        assert reference is not None and reference.risk is None
+        assert r.r1_mixed_mean == pytest.approx(reference.metrics["R@1"])
+    report = (out / "report.md").read_text()
+    assert "An upper bound, not a result" in report and "RA-BERT" in report
+
+
+def test_moving_samples_onto_other_means_keeps_their_covariances():
+    from uncertank import PredictiveSamples
+    from uncertank.experiment.decisions import _with_means
+
+    rng = np.random.default_rng(0)
+    samples = PredictiveSamples(rng.random((30, 7)), np.array([0, 3, 7]))
+    means = rng.random(7)
+    moved = _with_means(samples, means)
+    np.testing.assert_allclose(moved.samples.mean(axis=0), means)
+    np.testing.assert_allclose(np.cov(moved.samples.T), np.cov(samples.samples.T))

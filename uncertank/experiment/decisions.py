@@ -48,7 +48,10 @@ def decide(
 
     - Risk-aware reranking (stochastic rankers): ``b`` chosen on validation
       R@1 over ``config.risk_grid``; test R@1 at every ``b`` for the figure; a
-      paired t-test over queries between the chosen ``b`` and the mean ranking.
+      paired t-test over queries between the chosen ``b`` and the mean ranking;
+      the oracle ``b`` (the best on the test condition: an upper bound, not a
+      result); and, when the reference ranker is deterministic, the same on
+      the reference's means with this ranker's (co)variances (RA-BERT).
     - NOTA (probabilistic rankers, first condition): means only, and means
       plus variances for stochastic rankers, with a paired t-test over folds.
     - Selective prediction (every ranker and condition): queries ordered by
@@ -76,13 +79,24 @@ def decide(
     def r1(r: Any) -> float:
         return float(M.recall_at_k(r, k=1))
 
+    def per_query_r1(qs: Any, scores: Any) -> np.ndarray:
+        return np.asarray(M.recall_at_k(qs.ranked(scores), k=1, per_query=True), dtype=float)
+
+    def p_between(x: np.ndarray, y: np.ndarray) -> float | None:
+        return float(paired_ttest(x, y).pvalue) if np.any(x != y) else None
+
     first = config.conditions[0].name
+    ref_key = next((r.key for r in config.rankers if r.key == config.reference), None)
+    ref_deterministic = ref_key is not None and preds[(ref_key, "valid")].samples is None
     out: dict[tuple[str, str], Decision] = {}
     for rc in config.rankers:
         vpred = preds[(rc.key, "valid")]
-        sel = None
+        sel = mixed_sel = None
         if vpred.samples is not None and data.valid.labels is not None:
             sel = select_risk_aversion(vpred.samples, data.valid.labels, r1, grid=config.risk_grid)
+            if ref_deterministic and rc.key != ref_key:
+                mixed_valid = _with_means(vpred.samples, preds[(str(ref_key), "valid")].mean)
+                mixed_sel = select_risk_aversion(mixed_valid, data.valid.labels, r1, grid=config.risk_grid)
         for cond in config.conditions:
             qs = data.tests[cond.name]
             pred = preds[(rc.key, cond.name)]
@@ -91,14 +105,25 @@ def decide(
             if sel is not None and pred.samples is not None:
                 test_curve = {float(b): r1(qs.ranked(risk_aware_rerank(pred.samples, b=float(b))))
                               for b in config.risk_grid}
-                reranked = qs.ranked(risk_aware_rerank(pred.samples, b=sel.b))
-                a = np.asarray(M.recall_at_k(ranked, k=1, per_query=True), dtype=float)
-                b_ = np.asarray(M.recall_at_k(reranked, k=1, per_query=True), dtype=float)
-                p = float(paired_ttest(b_, a).pvalue) if np.any(a != b_) else None
+                a = per_query_r1(qs, pred.mean)
+                b_ = per_query_r1(qs, risk_aware_rerank(pred.samples, b=sel.b))
+                # the oracle: the best b on the test condition itself (the smallest |b| on ties)
+                oracle_b = max(test_curve, key=lambda g: (test_curve[g], -abs(g), -g))
+                o = per_query_r1(qs, risk_aware_rerank(pred.samples, b=oracle_b))
+                mixed: dict[str, Any] = {}
+                if mixed_sel is not None:
+                    ref_mean = preds[(str(ref_key), cond.name)].mean
+                    m0 = per_query_r1(qs, ref_mean)
+                    m1 = per_query_r1(qs, risk_aware_rerank(_with_means(pred.samples, ref_mean), b=mixed_sel.b))
+                    mixed = {"mixed_means_from": str(ref_key), "mixed_b": float(mixed_sel.b),
+                             "r1_mixed_mean": float(m0.mean()), "r1_mixed": float(m1.mean()),
+                             "p_value_mixed": p_between(m1, m0)}
                 risk = RiskOutcome(
                     b=float(sel.b),
                     valid_curve={float(g): float(v) for g, v in zip(sel.grid, sel.scores, strict=True)},
-                    test_curve=test_curve, r1_mean=float(a.mean()), r1_risk_aware=float(b_.mean()), p_value=p,
+                    test_curve=test_curve, r1_mean=float(a.mean()), r1_risk_aware=float(b_.mean()),
+                    p_value=p_between(b_, a), oracle_b=float(oracle_b), r1_oracle=float(o.mean()),
+                    p_value_oracle=p_between(o, a), **mixed,
                 )
             kind: Literal["probability", "margin"] = "probability" if pred.probabilistic else "margin"
             rc_curve = risk_coverage_curve(query_certainty(ranked, certainty=kind), top1_loss(ranked))
@@ -115,6 +140,15 @@ def decide(
                     nota = NotaOutcome(res.f1_mean, res.f1_std)
             out[(rc.key, cond.name)] = Decision(risk, selective, nota)
     return out
+
+
+def _with_means(samples: Any, means: Any) -> Any:
+    """``samples`` moved so that their mean is ``means``: the same (co)variances around other means."""
+    from uncertank import PredictiveSamples
+
+    draws = np.asarray(samples.samples, dtype=float)
+    moved = draws - draws.mean(axis=0) + np.asarray(means, dtype=float)
+    return PredictiveSamples(moved, samples.offsets, ranker=samples.ranker)
 
 
 def with_decisions(evaluations: list[Evaluation], decisions: dict[tuple[str, str], Decision]) -> list[Evaluation]:

@@ -115,6 +115,19 @@ class RiskOutcome:
         Test R@1 ranking by the mean, and risk-aware with the chosen ``b``.
     p_value : float or None
         Paired t-test over queries of the two; None when they never differ.
+    oracle_b, r1_oracle, p_value_oracle : float or None
+        An upper bound, not a result: the ``b`` of the grid with the best
+        *test* R@1 (the smallest ``|b|`` on ties), that R@1, and its paired
+        t-test against ranking by the mean. If even the oracle gains nothing
+        significant, the uncertainty carries no risk signal on this data.
+    mixed_means_from : str or None
+        The study's reference ranker when it is deterministic and another
+        ranker: risk-aware reranking then also runs on the reference's means
+        with this ranker's (co)variances (Penha & Hauff's RA-BERT mixes
+        bert's means with an ensemble's variances).
+    mixed_b, r1_mixed_mean, r1_mixed, p_value_mixed : float or None
+        That mixed reranking: ``b`` chosen on validation, test R@1 by the
+        reference's means and risk-aware, and their paired t-test.
     """
 
     b: float
@@ -123,6 +136,14 @@ class RiskOutcome:
     r1_mean: float
     r1_risk_aware: float
     p_value: float | None
+    oracle_b: float | None = None
+    r1_oracle: float | None = None
+    p_value_oracle: float | None = None
+    mixed_means_from: str | None = None
+    mixed_b: float | None = None
+    r1_mixed_mean: float | None = None
+    r1_mixed: float | None = None
+    p_value_mixed: float | None = None
 
 
 @dataclass

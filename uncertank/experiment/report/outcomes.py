@@ -76,6 +76,37 @@ def risk(doc: Doc, result: StudyResult, figs: Figures) -> None:
               ["b: the risk aversion of Penha & Hauff (2021) eq. 7, chosen on the validation split. "
                "p: paired t-test over queries between the two rankings (– when they never differ); p (Holm): "
                f"adjusted over this table; {MARK}: significant at α = {alpha}."])
+    oracle = [e for e in evs if e.risk is not None and e.risk.oracle_b is not None]
+    if oracle:
+        gains = [e for e in oracle if e.risk is not None and e.risk.p_value_oracle is not None
+                 and e.risk.p_value_oracle < alpha and (e.risk.r1_oracle or 0.0) > e.risk.r1_mean]
+        text = ("An upper bound, not a result: the b of the grid with the best R@1 on the test condition itself "
+                "(the oracle), chosen with the test labels. ")
+        text += (f"The oracle gains significantly (raw p < {alpha}) for "
+                 f"{names([f'{e.ranker} / {e.condition}' for e in gains])}." if gains else
+                 f"Even the oracle gains nothing significant (raw p < {alpha}) for any ranker-condition pair: "
+                 "on this data the uncertainty carries no risk signal that a choice of b could use.")
+        doc.text(text)
+        doc.table(["condition", "ranker", "b chosen", "oracle b", "R@1 by mean", "R@1 oracle", "change", "p"],
+                  [[f"`{e.condition}`", f"`{e.ranker}`", format_number(e.risk.b), format_number(e.risk.oracle_b),
+                    format_number(e.risk.r1_mean), format_number(e.risk.r1_oracle),
+                    f"{(e.risk.r1_oracle or 0.0) - e.risk.r1_mean:+.4f}", format_pvalue(e.risk.p_value_oracle)]
+                   for e in oracle if e.risk is not None],
+                  ["oracle b: the best b on the test condition (the smallest |b| on ties); p: paired t-test over "
+                   "queries against ranking by the mean, not adjusted."])
+    mixed = [e for e in evs if e.risk is not None and e.risk.mixed_means_from is not None]
+    if mixed:
+        source = mixed[0].risk.mixed_means_from if mixed[0].risk is not None else ""
+        doc.text(f"Risk-aware reranking on `{source}`'s means with each stochastic ranker's (co)variances "
+                 "(Penha & Hauff's RA-BERT mixes bert's means with an ensemble's variances), b chosen on "
+                 "validation.")
+        doc.table(["condition", "variances of", "b", f"R@1 by {source}", "R@1 risk-aware", "change", "p"],
+                  [[f"`{e.condition}`", f"`{e.ranker}`", format_number(e.risk.mixed_b),
+                    format_number(e.risk.r1_mixed_mean), format_number(e.risk.r1_mixed),
+                    f"{(e.risk.r1_mixed or 0.0) - (e.risk.r1_mixed_mean or 0.0):+.4f}",
+                    format_pvalue(e.risk.p_value_mixed)]
+                   for e in mixed if e.risk is not None],
+                  ["p: paired t-test over queries against ranking by the reference's means, not adjusted."])
     doc.figure(figs.risk(evs, conditions_of(result, evs)),
                "Test R@1 against the risk aversion b, per ranker and condition; the star marks the b chosen "
                "on validation.")
