@@ -21,7 +21,7 @@ output of a ranking metric) and the tests work on the differences
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,6 +37,7 @@ __all__ = [
     "holm",
     "paired_bootstrap_test",
     "paired_ttest",
+    "query_bootstrap_interval",
     "randomization_test",
     "significance_marks",
     "wilcoxon_signed_rank",
@@ -330,6 +331,69 @@ def paired_bootstrap_test(
     null = _resampled_means(d - observed, b_count, np.random.default_rng(seed), "bootstrap")
     p = _pvalue_from_tails(*_tail_probabilities(null, observed, 1), alternative)
     return SignificanceResult(observed, p, observed, d.size, "paired bootstrap", alternative)
+
+
+def query_bootstrap_interval(
+    offsets: ArrayLike,
+    statistic: Callable[[NDArray[np.int64], int], float],
+    *,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile interval of a statistic of whole queries resampled with replacement.
+
+    Replicate ``b`` draws ``n_queries`` queries with replacement and returns
+    ``statistic(positions, b)``, ``positions`` the pairs of the drawn queries
+    (twice for a query drawn twice). A paired comparison computes both systems
+    on the same positions (e.g. two rankers' balanced ECE); ``b`` seeds what
+    the statistic draws itself per replicate.
+
+    Parameters
+    ----------
+    offsets : array-like of shape (n_queries + 1,)
+        Query boundaries into the flat pair arrays (``QuerySet.offsets``).
+    statistic : callable
+        ``statistic(positions, b) -> float``.
+    n_resamples, seed : int
+        Replicates, and the seed of the draw of queries.
+    level : float
+        Coverage of the interval, in (0, 1).
+
+    Returns
+    -------
+    (float, float)
+        The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the replicates.
+
+    Examples
+    --------
+    >>> offsets = np.array([0, 2, 5, 6])
+    >>> values = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0])
+    >>> lo, hi = query_bootstrap_interval(offsets, lambda pos, b: values[pos].mean(), n_resamples=200)
+    >>> 0.0 <= lo <= values.mean() <= hi <= 1.0
+    True
+    """
+    off = np.asarray(offsets, dtype=np.int64)
+    if off.ndim != 1 or off.size < 2 or off[0] != 0 or np.any(np.diff(off) < 0):
+        raise ValueError("offsets must be a non-decreasing 1-d array from 0 with at least one query")
+    if not callable(statistic):
+        raise TypeError(f"statistic must be callable; got {type(statistic).__name__}")
+    n_resamples = check_positive_int(n_resamples, "n_resamples")
+    check_positive_int(seed, "seed", minimum=0)
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1); got {level!r}")
+    starts, lengths = off[:-1], np.diff(off)
+    n_queries = lengths.size
+    rng = np.random.default_rng(seed)
+    values = np.empty(n_resamples)
+    for b in range(n_resamples):
+        drawn = rng.integers(0, n_queries, size=n_queries)
+        n = lengths[drawn]
+        # the pairs of each drawn query, in order: its start plus 0..n-1
+        positions = np.repeat(starts[drawn] - np.cumsum(n) + n, n) + np.arange(n.sum())
+        values[b] = float(statistic(positions, b))
+    lo, hi = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
 
 
 def randomization_test(

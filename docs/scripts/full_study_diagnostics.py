@@ -32,16 +32,17 @@ import argparse
 import itertools
 import json
 import re
-import sys
+import runpy
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from mc_dropout_frontier import balanced_ece_reduction_interval, balanced_eces  # noqa: E402
+# the frontier's balanced ECE and its paired query bootstrap, read from its file (sys.path is left alone)
+_frontier = runpy.run_path(str(Path(__file__).with_name("mc_dropout_frontier.py")), run_name="mc_dropout_frontier")
+balanced_ece_reduction_interval = _frontier["balanced_ece_reduction_interval"]
+balanced_eces = _frontier["balanced_eces"]
 
 WIDE_GRID = (-20.0, -5.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 5.0, 20.0, 100.0)
 _WORD = re.compile(r"\w+")

@@ -51,20 +51,24 @@ import json
 import math
 import os
 import platform
+import runpy
 import shlex
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from real_run_neural import _atomic_json, _atomic_npy, _settings_key, _subset  # noqa: E402
+# the real run's own helpers, read from its file (sys.path is left alone)
+real_run_neural = SimpleNamespace(**runpy.run_path(str(Path(__file__).with_name("real_run_neural.py")),
+                                                   run_name="real_run_neural"))
+_atomic_json, _atomic_npy = real_run_neural._atomic_json, real_run_neural._atomic_npy
+_settings_key, _subset = real_run_neural._settings_key, real_run_neural._subset
 
 PASSES = (5, 10, 20)
 REFERENCE_T = 10
@@ -77,8 +81,6 @@ def _real_run_args(argv: list[str]) -> argparse.Namespace:
     ``real_run_neural.main`` is stopped right after it parses: nothing is
     loaded, trained or written.
     """
-    import real_run_neural
-
     parsed: list[argparse.Namespace] = []
     original = argparse.ArgumentParser.parse_args
 
@@ -206,22 +208,19 @@ def balanced_ece_reduction_interval(
 ) -> tuple[float, float]:
     """Percentile interval of bert's balanced ECE minus the setting's, over queries resampled with replacement.
 
-    Paired: replicate ``b`` draws the same queries for both and averages each
-    one's balanced ECE over the same ``n_seeds`` subsamples (seeds
-    ``b * n_seeds`` onwards: the same non-relevant pairs kept for both), so
-    the interval covers both the queries and the balanced subsamples.
+    Paired (``uncertank.stats.query_bootstrap_interval``): replicate ``b``
+    draws the same queries for both and averages each one's balanced ECE
+    over the same ``n_seeds`` subsamples (seeds ``b * n_seeds`` onwards: the
+    same non-relevant pairs kept for both), so the interval covers both the
+    queries and the balanced subsamples.
     """
-    starts, lengths = test.offsets[:-1], np.diff(test.offsets)
-    rng = np.random.default_rng(0)
-    diffs = np.empty(n_resamples)
-    for b in range(n_resamples):
-        qs = rng.integers(0, test.n_queries, size=test.n_queries)
-        n = lengths[qs]
-        pos = np.repeat(starts[qs] - np.cumsum(n) + n, n) + np.arange(n.sum())
+    from uncertank.stats import query_bootstrap_interval
+
+    def reduction(pos: Any, b: int) -> float:
         y, seeds = test.labels[pos], range(b * n_seeds, (b + 1) * n_seeds)
-        diffs[b] = (balanced_eces(bert_scores[pos], y, seeds) - balanced_eces(scores[pos], y, seeds)).mean()
-    lo, hi = np.quantile(diffs, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+        return float((balanced_eces(bert_scores[pos], y, seeds) - balanced_eces(scores[pos], y, seeds)).mean())
+
+    return query_bootstrap_interval(test.offsets, reduction, n_resamples=n_resamples, level=level, seed=0)
 
 
 def _row(
@@ -397,10 +396,8 @@ def results_section(payload: dict[str, Any]) -> str:
 
 
 def _write_results_section(payload: dict[str, Any]) -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from _results import write_section
-
-    write_section("mc_dropout_frontier", results_section(payload))
+    results = runpy.run_path(str(ROOT / "benchmarks" / "_results.py"), run_name="_results")
+    results["write_section"]("mc_dropout_frontier", results_section(payload))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
