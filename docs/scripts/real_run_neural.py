@@ -113,8 +113,9 @@ def _settings_key(args: argparse.Namespace) -> str:
         # the training pairs are the train split's own candidates (no sampler redraw)
         "training_pairs": "given-candidates",
     }
-    if args.train_ratio != "1":  # balanced pairs keep the digest the existing runs were made with
-        shared["train_ratio"] = args.train_ratio
+    ratio = getattr(args, "train_ratio", "1")
+    if ratio != "1":  # balanced pairs keep the digest the existing runs were made with
+        shared["train_ratio"] = ratio
     return hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
 
 
