@@ -62,6 +62,7 @@ from uncertank.nn.inputs import (  # noqa: E402
     encode_queries,
     turn_text,
 )
+from uncertank.nn.loading import from_pretrained, load_ranker  # noqa: E402
 from uncertank.nn.model import (  # noqa: E402
     POOLINGS,
     CrossEncoderModel,
@@ -79,7 +80,7 @@ from uncertank.nn.pretrained import (  # noqa: E402
     encode_text_pairs,
     read_classifier,
 )
-from uncertank.nn.ranker import NeuralRanker, from_pretrained, load_ranker  # noqa: E402
+from uncertank.nn.ranker import NeuralRanker  # noqa: E402
 from uncertank.nn.runtime import (  # noqa: E402
     autocast,
     get_accelerator,

@@ -14,9 +14,10 @@ guide, "Write your own neural ranker"). Its extension API:
 - :meth:`NeuralRanker.get_params`, :meth:`NeuralRanker.extra_params`,
   :meth:`NeuralRanker.save_into`: what a checkpoint stores.
 
-Checkpoints are data: :func:`load_ranker` finds the class through the ranker
-registry by the name the manifest records, and never imports a module that a
-manifest names.
+Checkpoints are data: :func:`uncertank.nn.load_ranker`
+(:mod:`uncertank.nn.loading`) finds the class through the ranker registry by
+the name the manifest records, and never imports a module that a manifest
+names.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from numpy.typing import NDArray
 from typing_extensions import Self
 
 from uncertank._types import Predictions, QuerySet
-from uncertank.nn.checkpoint import MANIFEST, atomic_directory, load_model, read_manifest, save_model
+from uncertank.nn.checkpoint import atomic_directory, load_model, read_manifest, save_model
 from uncertank.nn.export import save_pretrained
 from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_pairs
@@ -48,7 +49,7 @@ from uncertank.nn.runtime import get_accelerator, is_main_process, resolve_devic
 from uncertank.nn.training import TrainingConfig, TrainingHistory, cross_entropy_loss, train_cross_encoder
 from uncertank.protocols import NotFittedError
 
-__all__ = ["NeuralRanker", "from_pretrained", "load_ranker"]
+__all__ = ["NeuralRanker"]
 
 _TRAIN_PARAMS = (
     "max_length", "epochs", "batch_size", "lr", "head_lr", "seed", "warmup_ratio", "weight_decay",
@@ -635,90 +636,13 @@ def _accepts(cls: type, name: str) -> bool:
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def from_pretrained(path: Any, ranker: str = "bert", **params: Any) -> Any:
-    """A user's trained cross-encoder folder as the registered ranker ``ranker``, without training.
+def __getattr__(name: str) -> Any:
+    if name in ("from_pretrained", "load_ranker"):  # moved to uncertank.nn.loading; kept for one release
+        import warnings
 
-    ``make_ranker(ranker, pretrained=path, **params)``: with ``"bert"`` (the
-    default) the model scores as it is; ``"mc_dropout"`` adds T passes with
-    dropout on at every site; ``"ensemble"`` takes a list of folders (the
-    user's own seeds or fine-tunes); ``"sngp"``, ``"gpf_bert"`` and
-    ``"pgdrr"`` put a post-hoc GP head on the frozen encoder, which
-    :meth:`~NeuralRanker.fit` trains on a labelled set.
+        from uncertank.nn import loading
 
-    Parameters
-    ----------
-    path : str, path, or list of them
-        A local folder holding ``AutoModelForSequenceClassification`` weights
-        and its tokenizer (``save_pretrained``, or sentence-transformers'
-        ``CrossEncoder.save``); a list for ``"ensemble"``.
-    ranker : str
-        A registered neural ranker (``uncertank plugins``).
-    **params
-        The ranker's parameters: ``pair_format`` (:class:`~uncertank.nn.PairFormat`),
-        ``max_length``, ``activation``, ``device``, ``n_passes``, ...
-
-    Examples
-    --------
-    >>> scorer = from_pretrained("my-cross-encoder")  # doctest: +SKIP
-    >>> scorer.predict(test).scores  # doctest: +SKIP
-    """
-    from uncertank.plugins import make_ranker
-
-    return make_ranker(ranker, pretrained=path, **params)
-
-
-def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:
-    """Load any checkpoint through the ranker registry.
-
-    A folder without a manifest but with a Hugging Face ``config.json`` (a
-    user's own classifier) loads with :func:`from_pretrained` as ``bert``.
-
-    The manifest's ``ranker`` entry names a registered ranker
-    (``uncertank plugins``); its factory gives the class, whose ``load``
-    rebuilds the checkpoint. Nothing the manifest names is imported: a
-    checkpoint is data, and only installed, registered plugins run.
-
-    Parameters
-    ----------
-    path : str or path
-        A checkpoint folder written by a ranker's ``save``.
-    **overrides
-        Passed to the class's ``load`` (``device=...``).
-
-    Raises
-    ------
-    ValueError
-        When the manifest names no ranker, or one that no installed plugin
-        registers (the message lists the registered names).
-    """
-    from uncertank.plugins import registry
-
-    if not (Path(path) / MANIFEST).is_file() and (Path(path) / "config.json").is_file():
-        return from_pretrained(path, **overrides)
-    manifest = read_manifest(path)
-    name = manifest.get("ranker")
-    if not isinstance(name, str) or not name:
-        raise ValueError(
-            f"checkpoint {str(path)!r} records no registered ranker name (its manifest has no 'ranker' "
-            "entry); load it with the ranker class's own load(), e.g. NeuralRanker.load(path)"
-        )
-    rankers = registry("rankers")
-    if name not in rankers:
-        known = ", ".join(sorted(rankers)) or "(none)"
-        raise ValueError(
-            f"checkpoint {str(path)!r} was written by ranker {name!r}, which no installed plugin "
-            f"registers; known rankers: {known}. Install the plugin that provides it (nothing "
-            "named in a checkpoint is imported)."
-        )
-    factory = rankers[name].factory
-    cls = factory if isinstance(factory, type) else type(factory(**_init_params(manifest)))
-    load = getattr(cls, "load", None)
-    if not callable(load):
-        raise TypeError(f"ranker {name!r} ({cls.__qualname__}) has no load(path) classmethod")
-    return load(path, **overrides)
-
-
-def _init_params(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The constructor parameters a checkpoint records (to build a throwaway instance)."""
-    params = {k: v for k, v in manifest.get("params", {}).items() if k not in ("negatives",)}
-    return {**params, **manifest.get("extra", {})}
+        warnings.warn(f"uncertank.nn.ranker.{name} moved to uncertank.nn.{name} (uncertank.nn.loading); the old "
+                      "path will be removed in the next release", DeprecationWarning, stacklevel=2)
+        return getattr(loading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
