@@ -190,7 +190,7 @@ def test_stages_return_their_own_results_and_edit_none_before_them(tmp_path, stu
     data = runner.load_data(config)
     rankers, fit_steps = runner.fit_rankers(config, data, tmp_path)
     preds, _ = runner.predict_all(config, data, rankers, fit_steps, tmp_path)
-    measured, _ = runner.evaluate(config, data, preds)
+    measured, _ = runner.measure(config, data, preds)
     assert all(e.risk is None and e.selective is None and e.nota is None for e in measured)
     snapshot = copy.deepcopy(measured)
     decisions = runner.decide(config, data, preds)

@@ -71,9 +71,9 @@ def uncertank_rankers():
 
 
 @pytest.fixture
-def test_rankers():
+def study_rankers():
     pm = get_plugin_manager(refresh=True)
-    mod = types.ModuleType("test_rankers")
+    mod = types.ModuleType("study_rankers")
     mod.uncertank_rankers = uncertank_rankers  # type: ignore[attr-defined]
     pm.register(mod, name="test-rankers")
     yield
@@ -96,7 +96,7 @@ def _config(**changes):
 
 
 @pytest.mark.slow
-def test_study_runs_end_to_end_and_resumes(tmp_path, test_rankers):
+def test_study_runs_end_to_end_and_resumes(tmp_path, study_rankers):
     config = _config()
     result = run_study(config, tmp_path)
     assert isinstance(result, StudyResult)
@@ -137,7 +137,7 @@ def test_study_runs_end_to_end_and_resumes(tmp_path, test_rankers):
 
 
 @pytest.mark.slow
-def test_changed_inputs_recompute_exactly_their_steps(tmp_path, test_rankers):
+def test_changed_inputs_recompute_exactly_their_steps(tmp_path, study_rankers):
     rankers = (RankerConfig("trained", {"weight": 1.0}), RankerConfig("overlap"))
     config = _config(rankers=rankers, conditions=(ConditionConfig("in-domain", "ubuntu-sample", "bm25"),),
                      nota=False)
@@ -170,7 +170,7 @@ def test_changed_inputs_recompute_exactly_their_steps(tmp_path, test_rankers):
     assert recomputed == {"fit trained", "predict trained valid", "predict trained in-domain"} and fits == 1
 
 
-def test_bad_names_fail_before_any_data_is_loaded(monkeypatch, test_rankers):
+def test_bad_names_fail_before_any_data_is_loaded(monkeypatch, study_rankers):
     import uncertank.datasets as ds
 
     def boom(*a, **k):
@@ -191,7 +191,7 @@ def test_bad_names_fail_before_any_data_is_loaded(monkeypatch, test_rankers):
 
 
 @pytest.mark.slow
-def test_a_checkpoint_is_loaded_not_trained_and_keyed_by_its_content(tmp_path, test_rankers):
+def test_a_checkpoint_is_loaded_not_trained_and_keyed_by_its_content(tmp_path, study_rankers):
     import uncertank.datasets as ds
 
     train = ds.load("ubuntu-sample", split="train", n_candidates=10, seed=0).subset(range(20))
@@ -223,7 +223,7 @@ def test_a_checkpoint_is_loaded_not_trained_and_keyed_by_its_content(tmp_path, t
     assert changed.evaluation("trained", "in-domain").metrics["ECE"] != ev.metrics["ECE"]  # type: ignore[union-attr]
 
 
-def test_a_bad_checkpoint_is_named_before_any_data_is_loaded(tmp_path, monkeypatch, test_rankers):
+def test_a_bad_checkpoint_is_named_before_any_data_is_loaded(tmp_path, monkeypatch, study_rankers):
     import uncertank.datasets as ds
 
     monkeypatch.setattr(ds, "load", lambda *a, **k: (_ for _ in ()).throw(AssertionError("data loaded")))

@@ -1,4 +1,4 @@
-"""Run a study in stages: load, fit or load, predict, evaluate, decide, test, report.
+"""Run a study in stages: load, fit or load, predict, measure, decide, test, report.
 
 Each stage is a function of this module (or of the module named) returning a
 typed result of its own; no stage edits what an earlier one returned, and
@@ -12,7 +12,7 @@ typed result of its own; no stage edits what an earlier one returned, and
 3. :func:`predict_all`: predictions (mean and, for stochastic rankers, joint
    samples) on validation and every test condition (or loaded from
    ``predictions/``).
-4. :func:`evaluate`: every metric named by the study (through the metrics
+4. :func:`measure`: every metric named by the study (through the metrics
    registry), calibration after every recalibrator, reliability curves with
    the signed bias and a minimum-count MCE, ECE against the imbalance ratio.
 5. :func:`decide`: what the uncertainty is worth: risk-aware reranking, NOTA,
@@ -69,7 +69,7 @@ __all__ = [
     "RankerPrediction",
     "StudyData",
     "decide",
-    "evaluate",
+    "measure",
     "fit_rankers",
     "load_data",
     "predict_all",
@@ -356,7 +356,7 @@ def predict_all(
     return preds, steps
 
 
-# -- stage 4: evaluate -----------------------------------------------------------------------------------------------
+# -- stage 4: measure ------------------------------------------------------------------------------------------------
 
 
 def _calibration_detail(curve: Any, probs: np.ndarray, labels: np.ndarray) -> CalibrationDetail:
@@ -375,7 +375,7 @@ def _calibration_detail(curve: Any, probs: np.ndarray, labels: np.ndarray) -> Ca
     )
 
 
-def evaluate(
+def measure(
     config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
 ) -> tuple[list[Evaluation], dict[str, dict[str, Any]]]:
     """Stage 4: every metric of the study, recalibration, reliability and imbalance, per ranker and condition.
@@ -494,7 +494,7 @@ def run_study(
     rankers, fit_steps = fit_rankers(config, data, out, resume=resume, log=say)
     preds, pred_steps = predict_all(config, data, rankers, fit_steps, out, resume=resume, log=say)
     t0 = time.perf_counter()
-    measured, metric_info = evaluate(config, data, preds)
+    measured, metric_info = measure(config, data, preds)
     decisions = decide(config, data, preds)
     steps.update(fit_steps)
     steps.update(pred_steps)
@@ -523,6 +523,10 @@ def _safe(name: str) -> str:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "evaluate":  # the old name of stage 4, kept for one release: uncertank.evaluate is a module
+        warnings.warn("uncertank.experiment.runner.evaluate is deprecated and will be removed in the next "
+                      "release; use measure", DeprecationWarning, stacklevel=2)
+        return measure
     if name == "Prediction":  # the old name, kept for one release: it read as uncertank.Predictions
         warnings.warn("uncertank.experiment.runner.Prediction is deprecated and will be removed in the next "
                       "release; use RankerPrediction",
