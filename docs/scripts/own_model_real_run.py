@@ -84,30 +84,39 @@ def run_study(out: Path) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT)
 
 
-def _metrics(entry: dict[str, Any]) -> dict[str, float | None]:
-    return {label: (None if entry.get(label) is None else float(entry[label])) for label in LABELS}
+def _metrics(metrics: dict[str, Any]) -> dict[str, float | None]:
+    return {label: (None if metrics.get(label) is None else float(metrics[label])) for label in LABELS}
 
 
 def summarise(study_out: Path, exported: dict[str, Any]) -> dict[str, Any]:
     """The study's numbers beside the full study's end-to-end rankers."""
-    study = json.loads((study_out / "results.json").read_text())
+    from uncertank.experiment.result import StudyResult
+
+    study = StudyResult.from_dict(json.loads((study_out / "results.json").read_text()))
     full = json.loads((ROOT / "docs" / "results" / "full_study.json").read_text())
     real = json.loads((ROOT / "docs" / "results" / "real_run_neural.json").read_text())
     rows: dict[str, dict[str, Any]] = {}
-    for cond, by_ranker in study["results"].items():
-        for name, entry in by_ranker.items():
-            if name == "bm25":
-                continue
-            label = f"{name} (post-hoc)" if name in POST_HOC else f"{name} (your folder)"
-            rows.setdefault(label, {})[cond] = _metrics(entry)
+    risk: dict[str, dict[str, Any]] = {}
+    for e in study.evaluations:
+        if e.ranker == "bm25":
+            continue
+        label = f"{e.ranker} (post-hoc)" if e.ranker in POST_HOC else f"{e.ranker} (your folder)"
+        rows.setdefault(label, {})[e.condition] = _metrics(e.metrics)
+        if e.risk is not None:
+            best = max(e.risk.test_curve, key=lambda g: (e.risk.test_curve[g], -abs(g), -g))  # type: ignore[union-attr]
+            risk.setdefault(label, {})[e.condition] = {
+                "b": e.risk.b, "R@1_mean": e.risk.r1_mean, "R@1_risk_aware": e.risk.r1_risk_aware,
+                "p_value": e.risk.p_value, "oracle_b": best, "R@1_oracle": e.risk.test_curve[best],
+            }
+    for cond in study.conditions:
         for name in ("bert", "mc_dropout", *POST_HOC):
             entry = full["results"].get(cond, {}).get(name)
             if entry is not None:
                 rows.setdefault(f"{name} (end to end, full study)", {})[cond] = _metrics(entry)
-    steps = study.get("steps", {})
-    fit_s = {
-        name: round(float(steps[f"fit {name}"]["seconds"]), 1)
-        for name in POST_HOC if isinstance(steps.get(f"fit {name}"), dict)
+    fit_s = {name: round(study.steps[f"fit {name}"].seconds, 1) for name in POST_HOC if f"fit {name}" in study.steps}
+    predict_s = {
+        name: round(sum(s.seconds for k, s in study.steps.items() if k.startswith(f"predict {name} ")), 1)
+        for name in ("bert", "mc_dropout", *POST_HOC)
     }
     timings = real.get("timings_s", {})
     end_to_end_s = {name: timings.get(f"train_{name}_from_bert_s") for name in POST_HOC}
@@ -116,9 +125,11 @@ def summarise(study_out: Path, exported: dict[str, Any]) -> dict[str, Any]:
         "command": "python docs/scripts/own_model_real_run.py",
         "study": str(STUDY.relative_to(ROOT)),
         "export": exported,
-        "conditions": list(study["results"]),
+        "conditions": study.conditions,
         "results": rows,
+        "risk": risk,
         "fit_seconds_post_hoc": fit_s,
+        "predict_seconds_all_conditions": predict_s,
         "train_seconds_end_to_end": end_to_end_s,
         "notes": {
             "post_hoc": "GP head trained alone on the frozen encoder of the exported folder: train split, "
@@ -127,8 +138,9 @@ def summarise(study_out: Path, exported: dict[str, Any]) -> dict[str, Any]:
                           "fine-tuned encoder, then one epoch of training of encoder and head, lr 1e-4",
             "ECE balanced": "one balanced subsample (seed 0), as in the full study; "
                             "'mean of 100' averages 100 subsamples (the full study has no such column)",
+            "oracle_b": "the grid's b with the best test R@1 (an upper bound, chosen with test labels)",
         },
-        "machine": os.uname().machine,
+        "machine": f"{os.uname().machine}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end",
     }
 
 
@@ -155,6 +167,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--study-out", type=Path, default=ROOT / ".cache" / "own_model_study")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "own_model_real_run.json")
     ap.add_argument("--render", action="store_true", help="print the docs table from --out and stop")
+    ap.add_argument("--stage", choices=["all", "summary"], default="all",
+                    help="summary: only read --study-out's results.json (no export, no study run)")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.render:
@@ -167,7 +181,8 @@ def main(argv: list[str] | None = None) -> None:
         exported = export(args.work)
         _atomic_json(exported_file, exported)
     print(json.dumps(exported, indent=2), flush=True)
-    run_study(args.study_out)
+    if args.stage == "all":
+        run_study(args.study_out)
     payload = summarise(args.study_out, exported)
     _atomic_json(args.out, payload)
     print(render(payload))
