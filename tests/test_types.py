@@ -3,6 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.optional import HealthCheck, given, settings, st
 from uncertank import Predictions, PredictiveSamples, QuerySet, RankedLists
 
 
@@ -333,8 +334,6 @@ def test_predictive_samples_rejects_bad_ddof_type_and_ranker():
 
 # --------------------------------------------------------------------------- property-based
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

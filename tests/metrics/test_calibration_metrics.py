@@ -5,9 +5,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from tests.optional import given, settings, st
 from uncertank import RankedLists
 from uncertank.metrics import (
     ImbalanceSweep,

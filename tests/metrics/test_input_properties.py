@@ -8,9 +8,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
+from tests.optional import HealthCheck, given, settings, st
 from uncertank import Predictions, QuerySet, RankedLists
 from uncertank.metrics import as_metric
 from uncertank.plugins import registry

@@ -6,9 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from tests.optional import given, settings, st
 from uncertank import RankedLists
 from uncertank.metrics import _inputs as I
 from uncertank.metrics import (

@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from tests.optional import given, settings, st
 from uncertank import RankedLists
 from uncertank.metrics import reliability_curve, resolve_metrics
 from uncertank.metrics.sharded import evaluate_dask

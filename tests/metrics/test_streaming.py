@@ -4,9 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
+from tests.optional import HealthCheck, given, settings, st
 from uncertank import RankedLists
 from uncertank.metrics import (
     brier_score,
