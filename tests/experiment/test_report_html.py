@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from tests.browser import CHROMIUM_ARGS, check_page, chromium_path
 from tests.experiment.test_report import make_result
 from uncertank.experiment.analysis import significance
@@ -31,7 +33,7 @@ def _wide_result():
 
 
 def test_a_wide_table_scrolls_inside_the_page_not_the_page(tmp_path):
-    from playwright.sync_api import sync_playwright
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
 
     out = tmp_path / "report"
     write_report(_wide_result(), out)
