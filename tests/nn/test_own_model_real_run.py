@@ -1,0 +1,47 @@
+"""The own-model real run of docs/rankers.md: its summary is built from a study's results.json, and the
+docs quote its results file."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "docs" / "scripts" / "own_model_real_run.py"
+RESULTS = ROOT / "docs" / "results" / "own_model_real_run.json"
+
+
+def _script():
+    return runpy.run_path(str(SCRIPT), run_name="own_model_real_run")
+
+
+def test_the_summary_reads_a_study_and_keeps_the_full_studys_rankers_apart(tmp_path):
+    from uncertank.experiment.result import Evaluation, RiskOutcome, StepInfo, StudyResult
+
+    metrics = {"R@1": 0.5, "MAP": 0.6, "ECE": 0.3, "ECE balanced": 0.1, "ECE balanced (mean of 100)": 0.12}
+    risk = RiskOutcome(b=0.1, valid_curve={0.0: 0.4, 0.1: 0.41}, test_curve={0.0: 0.5, 0.1: 0.52}, r1_mean=0.5,
+                       r1_risk_aware=0.52, p_value=0.3)
+    evs = [Evaluation(name, "in-domain", True, name != "bert", dict(metrics), risk=risk if name != "bert" else None)
+           for name in ("bm25", "bert", "mc_dropout", "sngp")]
+    steps = {"fit sngp": StepInfo("k", 12.34), "predict bert in-domain": StepInfo("k", 2.0),
+             "predict mc_dropout in-domain": StepInfo("k", 21.0)}
+    study = StudyResult({}, {}, {}, evs, steps=steps)
+    (tmp_path / "results.json").write_text(json.dumps(study.to_dict()))
+    payload = _script()["summarise"](tmp_path, {"max_abs_difference": 0.0})
+    rows = payload["results"]
+    assert "bm25 (your folder)" not in rows and rows["sngp (post-hoc)"]["in-domain"]["ECE"] == 0.3
+    assert rows["bert (end to end, full study)"]["in-domain"]["R@1"] == pytest.approx(
+        json.loads((ROOT / "docs" / "results" / "full_study.json").read_text())["results"]["in-domain"]["bert"]["R@1"])
+    assert payload["fit_seconds_post_hoc"] == {"sngp": 12.3}
+    assert payload["predict_seconds_all_conditions"]["mc_dropout"] == 21.0
+    assert payload["risk"]["mc_dropout (your folder)"]["in-domain"]["oracle_b"] == 0.1
+
+
+def test_the_docs_quote_the_results_file():
+    if not RESULTS.exists():
+        pytest.fail(f"{RESULTS} is missing: run python docs/scripts/own_model_real_run.py")
+    table = _script()["render"](json.loads(RESULTS.read_text()))
+    assert table in (ROOT / "docs" / "rankers.md").read_text()
