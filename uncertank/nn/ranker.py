@@ -157,7 +157,7 @@ class NeuralRanker:
         warmup_ratio: float = 0.1,
         weight_decay: float = 0.01,
         max_grad_norm: float = 1.0,
-        eval_batch_size: int = 64,
+        eval_batch_size: int = 32,
         show_progress: bool = True,
         freeze_embeddings: bool = False,
         train_ratio: int | None = 1,
