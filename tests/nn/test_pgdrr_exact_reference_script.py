@@ -34,3 +34,12 @@ def test_the_gibbs_predictive_agrees_with_nuts_on_a_tiny_bank(tmp_path):
     assert got["nuts"]["max_rhat"] < 1.05
     assert got["within_tolerance"] and got["max_difference_in_standard_errors"] <= 4
     assert got["max_abs_difference"] < 0.1
+
+
+def test_the_docs_quote_the_results_file():
+    results = json.loads((ROOT / "docs" / "results" / "pgdrr_exact_reference.json").read_text())
+    text = (ROOT / "docs" / "pgdrr.md").read_text()
+    assert results["within_tolerance"] and results["nuts"]["divergences"] == 0
+    for value in (f"{results['mean_abs_difference']:.4f}", f"{results['max_abs_difference']:.3f}",
+                  f"{results['max_difference_in_standard_errors']:.1f}", f"{results['nuts']['min_ess_bulk']:.0f}"):
+        assert value in text
