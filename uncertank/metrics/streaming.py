@@ -6,58 +6,10 @@ exact quantiles of equal-mass bins in :mod:`uncertank.metrics.quantiles`,
 the Parquet/CSV reader in :mod:`uncertank.metrics.scored_pairs`; this
 module drives them (:func:`evaluate_stream`).
 
-Every accumulator has ``update(chunk, labels=None)`` (a chunk is any input
-the metric accepts: a :class:`~uncertank.RankedLists`, a
-:class:`~uncertank.Predictions` with labels, dense or flat arrays),
-``merge(other)`` (combine two accumulators of the same metric and options,
-built on different chunks or machines) and ``compute()`` (the metric's
-value). They hold a fixed number of float64 and integer sums, so memory does
-not grow with the data.
-
-What equals what
-----------------
-For any split of the pairs into chunks, ``compute()`` equals the in-memory
-function on all pairs at once:
-
-- counts are integers and exact: the bin counts of ECE and the reliability
-  curve, the number of pairs and queries, and the hits of R@k;
-- sums of floating-point values (per-bin confidence sums, squared errors,
-  per-query AP or nDCG) are accumulated in float64 and agree with the
-  in-memory sums up to rounding in the order of addition (a relative
-  difference of about 1e-15 per chunk; the tests ask for 1e-12).
-
-Ranking metrics and :func:`~uncertank.metrics.calibration_by_rank` need
-whole queries: a chunk must not split the candidate list of a query (the
-reader below and :func:`~uncertank.metrics.sharded.evaluate_dask` cut
-chunks at query boundaries; a caller that feeds chunks by hand must do the
-same). The calibration metrics over pairs (ECE, MCE, reliability curve,
-Brier, NLL) accept any split.
-
-Equal-mass bins (``strategy="quantile"``) need the quantiles of all the
-scores before the first pair can be binned. :func:`quantile_edges` finds
-them exactly (equal to ``numpy.quantile`` on all the scores, bit for bit)
-in a few more passes over the chunks, in constant memory: a radix selection
-on the bits of the float64 scores, 16 bits a pass, that gathers the last
-candidates once few enough remain (usually three passes in all). An
-accumulator with ``strategy="quantile"`` takes these ``edges``;
-:func:`evaluate_stream` and :func:`~uncertank.metrics.evaluate_dask` run
-the extra passes themselves when a source can be read again.
-
-Not streamed: the balanced ECE, which subsamples at random from all pairs,
-and :func:`~uncertank.metrics.imbalance_sweep`; the accumulator raises
-ValueError saying so.
-
-Examples
---------
->>> import numpy as np
->>> from uncertank.metrics import expected_calibration_error
->>> rng = np.random.default_rng(0)
->>> p, y = rng.random(1000), rng.integers(0, 2, 1000)
->>> acc = ECEAccumulator()
->>> for lo in range(0, 1000, 300):
-...     _ = acc.update(p[lo:lo + 300], y[lo:lo + 300])
->>> bool(np.isclose(acc.compute(), expected_calibration_error(p, y), rtol=1e-12))
-True
+The accumulators' protocol (``update``, ``merge``, ``compute``), what each
+streamed value equals, which metrics need whole queries, the exact
+equal-mass bins and what is not streamed are described once, in
+:mod:`uncertank.metrics.accumulators` (with its example).
 """
 
 from __future__ import annotations
