@@ -134,6 +134,17 @@ def test_loads_a_bert_checkpoint_and_from_ranker(tmp_path):
     np.testing.assert_array_equal(again.predict_samples(queries).samples, mc.predict_samples(queries).samples)
 
 
+def test_from_ranker_takes_the_rankers_params_and_overrides():
+    bert = NeuralRanker(tiny_config(), max_length=32, eval_batch_size=64, seed=3, show_progress=True)
+    mc = MCDropoutRanker.from_ranker(bert, n_passes=2, eval_batch_size=16, show_progress=False)
+    cfg = mc.training_config
+    assert (cfg.eval_batch_size, cfg.show_progress, cfg.seed, cfg.max_length) == (16, False, 3, 32)
+    assert bert.training_config.eval_batch_size == 64 and bert.training_config.show_progress
+    assert MCDropoutRanker.from_ranker(bert).training_config == bert.training_config
+    with pytest.raises(ValueError, match="eval_batch_size must be an integer >= 1; got 0"):
+        MCDropoutRanker.from_ranker(bert, eval_batch_size=0)
+
+
 def test_errors():
     with pytest.raises(ValueError, match="n_passes"):
         MCDropoutRanker(tiny_config(), n_passes=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,9 +80,12 @@ class MCDropoutRanker(NeuralRanker):
 
     @classmethod
     def from_ranker(  # type: ignore[override]
-        cls, ranker: NeuralRanker, *, n_passes: int = 10, mc_layers: int | None = None
+        cls, ranker: NeuralRanker, *, n_passes: int = 10, mc_layers: int | None = None, **params: Any
     ) -> Self:
         """Share the weights of a fitted :class:`~uncertank.nn.NeuralRanker` (``bert``).
+
+        The new ranker takes ``ranker``'s parameters; ``params`` (any of the
+        constructor's, e.g. ``eval_batch_size`` or ``show_progress``) replace them.
 
         Raises
         ------
@@ -91,10 +95,11 @@ class MCDropoutRanker(NeuralRanker):
         """
         if not isinstance(ranker, NeuralRanker):
             raise TypeError(f"ranker must be a NeuralRanker (such as bert); got {type(ranker).__name__}")
-        new = cls(ranker.backbone, n_passes=n_passes, mc_layers=mc_layers, **{
-            k: v for k, v in ranker.get_params().items() if k != "name"
+        inherited = {k: v for k, v in ranker.get_params().items() if k not in ("name", "backbone")}
+        new = cls(ranker.backbone, n_passes=n_passes, mc_layers=mc_layers, **{**inherited, **params})
+        new.training_config = dataclasses.replace(ranker.training_config, **{
+            k: getattr(new.training_config, k) for k in params if hasattr(ranker.training_config, k)
         })
-        new.training_config = ranker.training_config
         new.model, new.tokenizer, new.history_ = ranker.build_model(), ranker.tokenizer, ranker.history_
         if mc_layers is not None:
             _split_layers(new.model, mc_layers)
