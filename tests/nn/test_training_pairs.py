@@ -80,3 +80,34 @@ def test_a_ranker_trains_on_lists_and_keeps_the_setting(tmp_path):
     from uncertank.nn import load_ranker
 
     assert load_ranker(tmp_path / "ck").training_config.train_ratio is None
+
+
+def test_max_train_queries_trains_on_a_seeded_subset_of_whole_queries(tmp_path):
+    pytest.importorskip("transformers")
+    from uncertank.nn import load_ranker
+
+    qs = toy_queries(8, 5)
+    seen = []
+
+    def make(**kw):
+        r = uncertank.make_ranker("bert", backbone=tiny_config(vocab_size=30522), epochs=1, batch_size=2,
+                                  show_progress=False, device="cpu", max_length=32, **kw)
+        encode = r.encode_texts
+
+        def spy(contexts, candidates, query_index, **kws):
+            seen.append((len(contexts), len(candidates)))
+            return encode(contexts, candidates, query_index, **kws)
+
+        r.encode_texts = spy
+        return r
+
+    lists = make(train_ratio=4, max_train_queries=2).fit(qs)
+    assert seen[0] == (2, 10)  # 2 queries, 1 relevant + 4 negatives each
+    assert len(lists.history_.loss) == 5
+    seen.clear()
+    make(max_train_queries=5).fit(qs)
+    assert seen[0] == (5, 10)  # balanced pairs of 5 queries: the same cost as lists of 2
+    lists.save(tmp_path / "ck")
+    assert load_ranker(tmp_path / "ck").training_config.max_train_queries == 2
+    with pytest.raises(ValueError, match="max_train_queries must be an integer >= 1; got 0"):
+        TrainingConfig(max_train_queries=0)

@@ -54,6 +54,7 @@ __all__ = ["NeuralRanker"]
 _TRAIN_PARAMS = (
     "max_length", "epochs", "batch_size", "lr", "head_lr", "seed", "warmup_ratio", "weight_decay",
     "max_grad_norm", "eval_batch_size", "show_progress", "freeze_embeddings", "train_ratio",
+    "max_train_queries",
 )
 
 
@@ -104,6 +105,10 @@ class NeuralRanker:
         Non-relevant training pairs per relevant one (1: balanced pairs, the
         default; 9: lists of ten as they are; None: every candidate); see
         :class:`~uncertank.nn.TrainingConfig`.
+    max_train_queries : int, optional
+        Train on a seeded random subset of this many training queries (all by
+        default); with ``train_ratio``, what makes lists and balanced pairs
+        cost the same. See :class:`~uncertank.nn.TrainingConfig`.
     pretrained : str or path, optional
         A local folder holding a trained ``AutoModelForSequenceClassification``
         (BERT, RoBERTa/XLM-R, ELECTRA, DistilBERT, ...; a sentence-transformers
@@ -161,6 +166,7 @@ class NeuralRanker:
         show_progress: bool = True,
         freeze_embeddings: bool = False,
         train_ratio: int | None = 1,
+        max_train_queries: int | None = None,
         pretrained: str | os.PathLike[str] | None = None,
         pair_format: Any = None,
         activation: str = "auto",
@@ -194,7 +200,7 @@ class NeuralRanker:
             head_lr=head_lr, seed=seed,
             warmup_ratio=warmup_ratio, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
             eval_batch_size=eval_batch_size, show_progress=show_progress, freeze_embeddings=freeze_embeddings,
-            freeze_encoder=freeze_encoder, train_ratio=train_ratio,
+            freeze_encoder=freeze_encoder, train_ratio=train_ratio, max_train_queries=max_train_queries,
         )
         self.device = device
         resolve_device(device)  # fail early on a bad device string

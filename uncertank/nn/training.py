@@ -100,6 +100,11 @@ class TrainingConfig:
         learns the base rate 1 / (k + 1) of its training pairs, so its
         probabilities are calibrated for lists of that ratio, while a
         balanced model's are calibrated for balanced pairs (docs/rankers.md).
+    max_train_queries : int or None
+        Train on a random subset of this many training queries (drawn once
+        with ``seed``, the same in every epoch); None, the default, on all of
+        them. With ``train_ratio`` it sets the cost of training: lists of ten
+        from ``n`` queries give as many pairs as balanced pairs from ``5 n``.
     """
 
     max_length: int = 128
@@ -116,6 +121,7 @@ class TrainingConfig:
     freeze_embeddings: bool = False
     freeze_encoder: bool = False
     train_ratio: int | None = 1
+    max_train_queries: int | None = None
 
     def __post_init__(self) -> None:
         for flag in ("freeze_embeddings", "freeze_encoder"):
@@ -137,6 +143,8 @@ class TrainingConfig:
             raise ValueError(f"warmup_ratio must lie in [0, 1); got {self.warmup_ratio!r}")
         if self.train_ratio is not None:
             check_positive_int(self.train_ratio, "train_ratio")
+        if self.max_train_queries is not None:
+            check_positive_int(self.max_train_queries, "max_train_queries")
 
 
 @dataclass
@@ -374,6 +382,9 @@ def train_cross_encoder(
     if encode is None:
         def encode(contexts: Any, candidates: Any, query_index: Any, *, max_length: int) -> EncodedPairs:
             return encode_pairs(tokenizer, contexts, candidates, query_index, max_length=max_length)
+    if cfg.max_train_queries is not None and train.n_queries > cfg.max_train_queries:
+        keep = np.random.default_rng(cfg.seed).choice(train.n_queries, size=cfg.max_train_queries, replace=False)
+        train = train.subset(np.sort(keep))
     epochs_pairs: list[tuple[EncodedPairs, NDArray[np.int64]]] = []
     for epoch in range(cfg.epochs):
         ctx, cands, qidx, labels = training_pairs(train, ratio=cfg.train_ratio, seed=cfg.seed + epoch)
