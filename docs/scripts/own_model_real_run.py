@@ -108,11 +108,16 @@ def summarise(study_out: Path, exported: dict[str, Any]) -> dict[str, Any]:
                 "b": e.risk.b, "R@1_mean": e.risk.r1_mean, "R@1_risk_aware": e.risk.r1_risk_aware,
                 "p_value": e.risk.p_value, "oracle_b": best, "R@1_oracle": e.risk.test_curve[best],
             }
+    # the full study's balanced ECE over 100 subsamples (seeds 0-99), from its diagnostics run
+    diag = json.loads((ROOT / "docs" / "results" / "full_study_diagnostics.json").read_text())["balanced_ece"]
     for cond in study.conditions:
         for name in ("bert", "mc_dropout", *POST_HOC):
             entry = full["results"].get(cond, {}).get(name)
             if entry is not None:
-                rows.setdefault(f"{name} (end to end, full study)", {})[cond] = _metrics(entry)
+                m = _metrics(entry)
+                mean = diag.get(cond, {}).get(name, {}).get("mean")
+                m["ECE balanced (mean of 100)"] = None if mean is None else float(mean)
+                rows.setdefault(f"{name} (end to end, full study)", {})[cond] = m
     fit_s = {name: round(study.steps[f"fit {name}"].seconds, 1) for name in POST_HOC if f"fit {name}" in study.steps}
     predict_s = {
         name: round(sum(s.seconds for k, s in study.steps.items() if k.startswith(f"predict {name} ")), 1)
@@ -137,7 +142,9 @@ def summarise(study_out: Path, exported: dict[str, Any]) -> dict[str, Any]:
             "end_to_end": "the full study's rankers (docs/studies/full.toml): a new head on a copy of bert's "
                           "fine-tuned encoder, then one epoch of training of encoder and head, lr 1e-4",
             "ECE balanced": "one balanced subsample (seed 0), as in the full study; "
-                            "'mean of 100' averages 100 subsamples (the full study has no such column)",
+                            "'mean of 100' averages 100 subsamples: drawn one after another from seed 0 for "
+                            "this study's rankers (the metric's n_subsamples=100), with seeds 0-99 for the "
+                            "full study's (docs/results/full_study_diagnostics.json)",
             "oracle_b": "the grid's b with the best test R@1 (an upper bound, chosen with test labels)",
         },
         "machine": f"{os.uname().machine}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end",
@@ -161,6 +168,19 @@ def render(payload: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_balanced(payload: dict[str, Any]) -> str:
+    """The docs table of balanced ECE as the mean over 100 balanced subsamples, per ranker and condition."""
+    conds = payload["conditions"]
+    lines = ["| ranker | " + " | ".join(conds) + " |", "|---|" + "---:|" * len(conds)]
+    for label, by_cond in payload["results"].items():
+        cells = []
+        for c in conds:
+            v = (by_cond.get(c) or {}).get("ECE balanced (mean of 100)")
+            cells.append("–" if v is None else f"{v:.3f}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=WORK, help="the real run's folder (member_0 inside)")
@@ -172,7 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.render:
-        print(render(json.loads(args.out.read_text())))
+        payload = json.loads(args.out.read_text())
+        print(render(payload), render_balanced(payload), sep="\n\n")
         return
     exported_file = args.work / "member_0_hf.json"
     if exported_file.exists():
@@ -185,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         run_study(args.study_out)
     payload = summarise(args.study_out, exported)
     _atomic_json(args.out, payload)
-    print(render(payload))
+    print(render(payload), render_balanced(payload), sep="\n\n")
 
 
 if __name__ == "__main__":

@@ -45,3 +45,15 @@ def test_the_docs_quote_the_results_file():
         pytest.fail(f"{RESULTS} is missing: run python docs/scripts/own_model_real_run.py")
     table = _script()["render"](json.loads(RESULTS.read_text()))
     assert table in (ROOT / "docs" / "rankers.md").read_text()
+
+
+def test_the_docs_quote_the_balanced_ece_over_100_subsamples_for_every_row():
+    payload = json.loads(RESULTS.read_text())
+    table = _script()["render_balanced"](payload)
+    assert table in (ROOT / "docs" / "rankers.md").read_text()
+    diag = json.loads((ROOT / "docs" / "results" / "full_study_diagnostics.json").read_text())["balanced_ece"]
+    for label, by_cond in payload["results"].items():
+        for cond, m in by_cond.items():
+            assert m["ECE balanced (mean of 100)"] is not None, (label, cond)
+            if label.endswith("(end to end, full study)"):
+                assert m["ECE balanced (mean of 100)"] == diag[cond][label.split(" ")[0]]["mean"]
