@@ -157,6 +157,63 @@ def tables(payload: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _oracle(curve: dict[str, float]) -> tuple[float, float]:
+    """The grid's best ``b`` on the test condition (the smallest ``|b|`` on ties) and its R_10@1."""
+    by_b = {float(b): v for b, v in curve.items()}
+    best = max(by_b, key=lambda g: (by_b[g], -abs(g), -g))
+    return best, by_b[best]
+
+
+def smallest_p(gain_queries: int, n_queries: int) -> float | None:
+    """The smallest p-value a two-sided paired t-test over queries could give a gain of ``gain_queries``.
+
+    R_10@1 changes by whole queries; a net gain of ``k`` needs at least ``k``
+    queries to change, and the test is most confident when exactly ``k``
+    change, all for the better (differences: ``k`` ones, the rest zeros).
+    Any other outcome with the same gain gives a larger p.
+    """
+    import numpy as np
+
+    from uncertank.stats import paired_ttest
+
+    if gain_queries <= 0:
+        return None
+    d = np.zeros(n_queries)
+    d[:gain_queries] = 1.0
+    return float(paired_ttest(d, np.zeros(n_queries)).pvalue)
+
+
+def oracle_table(payload: dict[str, Any], diagnostics: dict[str, Any]) -> str:
+    """The oracle bound of risk-aware reranking: the best ``b`` on each test condition, from the checked-in curves.
+
+    Two grids: the study's (``payload``'s test curves) and the wide one of
+    the diagnostics script; the gain is over ranking by the mean, in queries.
+    """
+    res, conds = payload["results"], payload["conditions"]
+    wide = diagnostics["risk_r1_wide_grid"]
+    rows = []
+    for c in conds:
+        n = payload["sizes"]["test"][c]
+        for r in payload["rankers"]:
+            risk = res[c].get(r, {}).get("risk")
+            if risk is None:
+                continue
+            mean = risk["R@1 mean"]
+            cells = [c, f"`{r}`", _num(mean), f"{risk['b']:g}: {_num(risk['R@1 risk-aware'])}"]
+            for curve in (risk["R@1 against b (test)"], wide.get(r, {}).get(c)):
+                if curve is None:
+                    cells += ["–", "–"]
+                    continue
+                b, best = _oracle(curve)
+                gain = round((best - mean) * n)
+                p = smallest_p(gain, n)
+                cells += [f"{b:g}: {_num(best)} ({gain:+d})", "–" if p is None else f"{p:.2g}"]
+            rows.append(cells)
+    return _table(["condition", "ranker", "R_10@1 by the mean", "b (validation): R_10@1",
+                   "oracle b, study grid: R_10@1 (gain in queries)", "smallest p, study grid",
+                   "oracle b, wide grid: R_10@1 (gain in queries)", "smallest p, wide grid"], rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path, nargs="?", help="the folder `uncertank run` wrote")

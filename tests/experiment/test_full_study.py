@@ -149,3 +149,23 @@ def test_docs_page_quotes_the_balanced_ece_over_many_subsamples():
             if ranker != "bert":
                 lo, hi = cell["change_ci95"]
                 assert lo < hi
+
+
+def test_docs_page_quotes_the_oracle_risk_table():
+    """The oracle bound of risk-aware reranking in docs/study.md is the script's, from the checked-in curves."""
+    payload = json.loads((ROOT / "docs" / "results" / "full_study.json").read_text())
+    diagnostics = json.loads((ROOT / "docs" / "results" / "full_study_diagnostics.json").read_text())
+    summary = load_script(SUMMARY)
+    assert summary.oracle_table(payload, diagnostics) in (ROOT / "docs" / "study.md").read_text()
+
+
+def test_smallest_p_is_the_one_sided_best_case_and_shrinks_with_the_gain():
+    summary = load_script(SUMMARY)
+    assert summary.smallest_p(0, 600) is None
+    ps = [summary.smallest_p(k, 600) for k in (1, 2, 4, 13)]
+    assert ps == sorted(ps, reverse=True)
+    # by hand: k ones in n, t = sqrt(k (n - 1) / (n - k)); two-sided, n - 1 degrees of freedom
+    from scipy import stats
+
+    t = (4 * 599 / 596) ** 0.5
+    assert ps[2] == pytest.approx(2 * stats.t.sf(t, 599), rel=1e-9)
