@@ -244,3 +244,32 @@ def test_from_ranker_puts_the_gp_layer_on_a_trained_encoder():
     ranker.fit(queries)
     p = ranker.predict(queries).scores
     assert p.shape == (queries.n_pairs,) and np.all((p > 0) & (p < 1))
+
+
+def test_median_length_scale_without_projection_is_the_median_cls_distance(tmp_path):
+    queries = toy_queries()
+    ranker = PGDRRRanker(tiny_config(), epochs=1, projection_dim="none", length_scale="median", **SMALL)
+    assert ranker.projection_dim is None and ranker.kernel_length_scale == 1.0
+    model = ranker.build_model()
+    ctx, cands, qidx, _ = balanced_pairs(queries, seed=0)
+    enc = ranker.encode_texts(ctx, cands, qidx)
+    idx = np.sort(np.random.default_rng(0).permutation(enc.n_pairs)[:256])
+    z = ranker._features(model, _subset_pairs(enc, idx), get_accelerator("cpu")).cpu().numpy()
+    # the median over every pair of distinct rows, by a loop (the lower middle value, as torch's median)
+    d = sorted(np.linalg.norm(z[i] - z[j]) for i in range(len(z)) for j in range(i + 1, len(z)))
+    ranker.fit(queries)
+    assert ranker.length_scale_ == pytest.approx(float(d[(len(d) - 1) // 2]), rel=1e-5)
+    assert ranker.head().length_scale == ranker.length_scale_ != 1.0
+    assert ranker.extra_params()["length_scale"] == ranker.length_scale_
+    p = ranker.predict(queries).scores
+    ranker.save(tmp_path / "ck")
+    again = load_ranker(tmp_path / "ck")
+    assert again.head().length_scale == ranker.length_scale_
+    np.testing.assert_allclose(again.predict(queries).scores, p, rtol=1e-6, atol=1e-9)
+
+
+def test_median_length_scale_errors():
+    with pytest.raises(ValueError, match="length_scale must be a finite number > 0 or 'median'; got 'mean'"):
+        PGDRRRanker(tiny_config(), length_scale="mean")
+    with pytest.raises(TypeError, match="projection_dim must be an integer >= 1; got str 'nothing'"):
+        PGDRRRanker(tiny_config(), projection_dim="nothing")

@@ -103,16 +103,21 @@ class PGDRRRanker(NeuralRanker):
     ----------
     backbone : None, str, path or transformers.PretrainedConfig
         As in :class:`uncertank.nn.NeuralRanker`.
-    length_scale, output_scale : float
-        RBF kernel; ``output_scale`` is the prior variance of a latent.
+    length_scale : float or "median"
+        RBF kernel length scale (1, the paper's). ``"median"``: without a
+        projection, the median distance between the ``[CLS]`` vectors of 256
+        training pairs, set once before training (the median heuristic); with
+        one, 1 (the projection is scaled to it either way; see :meth:`fit`).
+    output_scale : float
+        The prior variance of a latent (8, the paper's).
     n_chains, n_gibbs_steps : int
         Gibbs chains and sweeps per training batch (30 and 10, the paper's).
     bank_size : int
         M, the training pairs a prediction conditions on (256).
     n_bank_steps : int
         Gibbs sweeps on the memory bank (50; run once after training).
-    projection_dim : int or None
-        Linear projection of ``[CLS]`` before the kernel (64); ``None`` keeps
+    projection_dim : int, None or "none"
+        Linear projection of ``[CLS]`` before the kernel (64); ``None`` (``"none"`` in a study file) keeps
         ``[CLS]`` as it is (the paper's literal setting; with BERT-sized
         features an RBF kernel of length scale 1 then sees every pair of
         distinct texts as nearly uncorrelated).
@@ -133,7 +138,7 @@ class PGDRRRanker(NeuralRanker):
         self,
         backbone: Any = None,
         *,
-        length_scale: float = 1.0,
+        length_scale: float | str = 1.0,
         output_scale: float = 8.0,
         n_chains: int = 30,
         n_gibbs_steps: int = 10,
@@ -145,12 +150,19 @@ class PGDRRRanker(NeuralRanker):
         **params: Any,
     ) -> None:
         super().__init__(backbone, **params)
-        self.length_scale = _positive_float(length_scale, "length_scale")
+        if isinstance(length_scale, str) and length_scale != "median":
+            raise ValueError(f"length_scale must be a finite number > 0 or 'median'; got {length_scale!r}")
+        self.length_scale: float | str = (
+            length_scale if length_scale == "median" else _positive_float(length_scale, "length_scale")
+        )
+        self.length_scale_: float | None = None  # the median heuristic's value, once fitted
         self.output_scale = _positive_float(output_scale, "output_scale")
         self.n_chains = check_positive_int(n_chains, "n_chains")
         self.n_gibbs_steps = check_positive_int(n_gibbs_steps, "n_gibbs_steps")
         self.bank_size = check_positive_int(bank_size, "bank_size", minimum=2)
         self.n_bank_steps = check_positive_int(n_bank_steps, "n_bank_steps")
+        if isinstance(projection_dim, str) and projection_dim.lower() == "none":
+            projection_dim = None  # TOML has no null
         self.projection_dim = None if projection_dim is None else check_positive_int(projection_dim, "projection_dim")
         self.n_quadrature = check_positive_int(n_quadrature, "n_quadrature")
         self.jitter = _positive_float(jitter, "jitter")
@@ -161,16 +173,24 @@ class PGDRRRanker(NeuralRanker):
     def create_model(self, encoder: nn.Module) -> nn.Module:
         """Encoder plus the GP output layer (:class:`PGDRRModel`)."""
         return PGDRRModel(
-            encoder, pooling=self.pooling, projection_dim=self.projection_dim, length_scale=self.length_scale,
+            encoder, pooling=self.pooling, projection_dim=self.projection_dim, length_scale=self.kernel_length_scale,
             output_scale=self.output_scale, bank_size=self.bank_size, n_chains=self.n_chains,
             n_bank_steps=self.n_bank_steps, jitter=self.jitter, n_quadrature=self.n_quadrature,
             seed=self.training_config.seed,
         )
 
+    @property
+    def kernel_length_scale(self) -> float:
+        """The RBF kernel's length scale: ``length_scale``, or the median heuristic's value once fitted (1 before)."""
+        if isinstance(self.length_scale, str):
+            return 1.0 if self.length_scale_ is None else self.length_scale_
+        return self.length_scale
+
     def extra_params(self) -> dict[str, Any]:
-        """The GP settings a checkpoint stores."""
+        """The GP settings a checkpoint stores (a fitted median length scale as its value)."""
+        length_scale = self.length_scale if self.length_scale_ is None else self.length_scale_
         return {
-            "length_scale": self.length_scale, "output_scale": self.output_scale, "n_chains": self.n_chains,
+            "length_scale": length_scale, "output_scale": self.output_scale, "n_chains": self.n_chains,
             "n_gibbs_steps": self.n_gibbs_steps, "bank_size": self.bank_size, "n_bank_steps": self.n_bank_steps,
             "projection_dim": self.projection_dim, "n_quadrature": self.n_quadrature, "jitter": self.jitter,
         }
@@ -213,24 +233,32 @@ class PGDRRRanker(NeuralRanker):
 
         Before the first step, when there is a projection, its weights are
         rescaled so that the median distance between the projected features
-        of up to 256 training pairs equals ``length_scale``: an RBF kernel
-        whose inputs all sit much closer than its length scale has almost
-        no gradient (``dk/dx`` is proportional to the distance), and the
-        ``[CLS]`` vectors of different pairs are nearly collinear.
+        of up to 256 training pairs equals the length scale (1 with
+        ``length_scale="median"``): an RBF kernel whose inputs all sit much
+        closer than its length scale has almost no gradient (``dk/dx`` is
+        proportional to the distance), and the ``[CLS]`` vectors of different
+        pairs are nearly collinear. Without a projection,
+        ``length_scale="median"`` sets the length scale to that median
+        distance instead (the median heuristic; stored as its value).
         """
         train = self.check_queries(train)
         model = self.build_model()
         head = _as_pgdrr(model).head
-        if head.projection is not None and self.history_ is None:
+        median_rule = isinstance(self.length_scale, str)
+        if (head.projection is not None or median_rule) and self.history_ is None:
             ctx, cands, qidx, _ = balanced_pairs(train, seed=self.training_config.seed)
             enc = self.encode_texts(ctx, cands, qidx)
             idx = np.random.default_rng(self.training_config.seed).permutation(enc.n_pairs)[:256]
             z = self._features(model, _subset_pairs(enc, np.sort(idx)), get_accelerator(self.device))
             dist = torch.pdist(z)
             median = float(dist.median()) if dist.numel() else 0.0
-            if median > 0:
+            if median > 0 and head.projection is not None:
                 with torch.no_grad():
-                    head.projection.weight.mul_(self.length_scale / median)
+                    head.projection.weight.mul_(self.kernel_length_scale / median)
+            elif median > 0:
+                self.length_scale_ = median
+                head.length_scale = median
+                head.clear_cache()
         super().fit(train, valid)
         return self
 
