@@ -169,3 +169,22 @@ def test_smallest_p_is_the_one_sided_best_case_and_shrinks_with_the_gain():
 
     t = (4 * 599 / 596) ** 0.5
     assert ps[2] == pytest.approx(2 * stats.t.sf(t, 599), rel=1e-9)
+
+
+def test_the_scoring_retime_scores_what_the_full_study_scored_and_the_docs_quote_it():
+    full, retime = load_config(STUDY), load_config(ROOT / "docs" / "studies" / "full_scoring.toml")
+    for field in ("train_dataset", "train_negatives", "n_candidates", "max_train_queries", "max_valid_queries",
+                  "max_test_queries", "seed", "conditions"):
+        assert getattr(retime, field) == getattr(full, field), field
+    by_key = {r.key: r for r in retime.rankers}
+    assert by_key["bert"].checkpoint == next(r for r in full.rankers if r.key == "bert").checkpoint
+    assert by_key["mc_dropout"].init_from == "bert" and by_key["mc_dropout"].params["n_passes"] == 10
+    payload = json.loads((ROOT / "docs" / "results" / "full_scoring.json").read_text())
+    steps = payload["predict_seconds"]
+    assert payload["bert_seconds"] == pytest.approx(sum(v for k, v in steps.items() if k.startswith("predict bert ")),
+                                                    abs=0.11)
+    assert payload["ratio"] == pytest.approx(payload["mc_dropout_seconds"] / payload["bert_seconds"], abs=0.005)
+    assert f"{payload['ratio']:.1f}x" in (ROOT / "docs" / "study.md").read_text()
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    assert f"| all | {payload['bert_seconds']:,.1f} | {payload['mc_dropout_seconds']:,.1f} | {payload['ratio']:.2f} |" \
+        in results
