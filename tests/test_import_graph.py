@@ -179,6 +179,7 @@ def test_no_import_circles():
 LAYERS: dict[str, int] = {
     # the data model
     "uncertank._types": 0, "uncertank._validation": 0, "uncertank.validation": 0, "uncertank._io": 0,
+    "uncertank.formatting": 0,
     # the plugin host
     "uncertank.hookspecs": 1, "uncertank.plugins": 1, "uncertank._host": 1, "uncertank._plugin_entries": 1,
     "uncertank._plugin_digest": 1, "uncertank._listing": 1, "uncertank._lazy": 1,

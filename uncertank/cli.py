@@ -155,6 +155,7 @@ def _load_study(path: str | Path, source: str) -> StudyConfig:
 
 def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False, source: str = "study") -> None:
     from uncertank.experiment import StudyConfigError, run_study
+    from uncertank.formatting import format_fixed
 
     try:
         result = run_study(config, out_dir, resume=resume, log=_progress_logger(), smoke=smoke)
@@ -163,7 +164,7 @@ def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False
     first = result.conditions[0]
     labels = [k for k in result.metric_info if k in ("R@1", "MAP", "ECE", "ECE balanced")]
     click.echo(f"{first}: " + "; ".join(
-        f"{e.ranker} " + " ".join(f"{k} {e.metrics[k]:.3f}" for k in labels if k in e.metrics)
+        f"{e.ranker} " + " ".join(f"{k} {format_fixed(e.metrics[k], 3)}" for k in labels if k in e.metrics)
         for e in result.evaluations if e.condition == first))
     click.echo(f"Report: {out_dir}/report.html (and results.json, report.md, figures/)")
 

@@ -57,6 +57,7 @@ from numpy.typing import NDArray
 from uncertank._io import to_jsonable
 from uncertank._types import RankedLists
 from uncertank._validation import check_choice
+from uncertank.formatting import format_fixed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -223,12 +224,12 @@ class EvaluationReport:
         if per_query:
             header = ["run", "query_id", *self.ranking]
             rows = [
-                [r.name, q, *(_fmt(r.per_query[m][i], digits) for m in self.ranking)]
+                [r.name, q, *(format_fixed(r.per_query[m][i], digits) for m in self.ranking)]
                 for r in self.runs for i, q in enumerate(r.query_ids)
             ]
             if fmt == "table":  # trec_eval's "all" lines; CSV keeps to the per-query values
                 for r in self.runs:
-                    rows.append([r.name, "all", *(_fmt(r.summary[m], digits) for m in self.ranking)])
+                    rows.append([r.name, "all", *(format_fixed(r.summary[m], digits) for m in self.ranking)])
         else:
             header = ["run", "queries", *self.metrics]
             rows = []
@@ -236,7 +237,7 @@ class EvaluationReport:
                 cells = [r.name, str(len(r.query_ids))]
                 for m in self.metrics:
                     mark = "†" if fmt == "table" and i > 0 and self.significant(r.name, m) else ""
-                    cells.append(_fmt(r.summary[m], digits) + mark)
+                    cells.append(format_fixed(r.summary[m], digits) + mark)
                 rows.append(cells)
             if fmt == "csv" and len(self.runs) > 1:
                 header += [f"{m} {p}" for m in self.ranking for p in ("p", "p_holm")]
@@ -271,10 +272,6 @@ def _label_hint(metrics: Sequence[Metric]) -> str:
             "recall_at_k is R_n@k (ir_measures' Success@k): write Success@k for the latter"
         )
     return ""
-
-
-def _fmt(value: float, digits: int) -> str:
-    return "nan" if not math.isfinite(value) else f"{value:.{digits}f}"
 
 
 # --------------------------------------------------------------------------- trec_eval normalisation

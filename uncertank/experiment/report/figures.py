@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from uncertank._io import atomic_path
-from uncertank.experiment.report.formatting import format_number
 from uncertank.experiment.result import BayesOutcome, Evaluation
+from uncertank.formatting import format_number
 
 __all__ = ["Figures"]
 

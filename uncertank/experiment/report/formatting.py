@@ -1,83 +1,13 @@
-"""Number formatting and Markdown cells of a study's report."""
+"""Markdown cells and tables of a study's report; its numbers are written by :mod:`uncertank.formatting`."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
+from uncertank.formatting import format_number, format_pvalue
 
 __all__ = ["format_number", "format_pvalue", "markdown_table"]
-
-
-def format_number(value: Any) -> str:
-    """A table cell: integers as integers, floats with 3-4 significant decimals.
-
-    Examples
-    --------
-    >>> [format_number(v) for v in (12, 0.41234, 0.0031234, 3.14159, 1234.56, 0.0, None, True)]
-    ['12', '0.4123', '0.00312', '3.142', '1234.6', '0', '–', 'yes']
-    """
-    if value is None:
-        return "–"
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if not isinstance(value, (float, np.floating)):
-        return str(value)
-    v = float(value)
-    if math.isnan(v):
-        return "n/a"
-    if math.isinf(v):
-        return "∞" if v > 0 else "-∞"
-    a = abs(v)
-    if a == 0:
-        return "0"
-    if a >= 100:
-        return f"{v:.1f}"
-    if a >= 1:
-        return f"{v:.3f}"
-    if a >= 0.01:
-        return f"{v:.4f}"
-    return f"{v:.3g}"
-
-
-def format_signed(value: float | None) -> str:
-    """A signed difference as :func:`format_number` writes it, with its sign.
-
-    Examples
-    --------
-    >>> format_signed(0.08312), format_signed(-0.0021), format_signed(None)
-    ('+0.0831', '-0.0021', '–')
-    """
-    if value is None:
-        return "–"
-    text = format_number(value)
-    return "+" + text if math.isfinite(value) and value > 0 else text
-
-
-def format_pvalue(p: float | None) -> str:
-    """A p-value: three decimals, scientific notation below 0.001.
-
-    Examples
-    --------
-    >>> format_pvalue(0.04321), format_pvalue(3.2e-7), format_pvalue(None)
-    ('0.043', '3.2e-07', '–')
-    """
-    if p is None:
-        return "–"
-    if math.isnan(p):
-        return "n/a"
-    if p < 0.001:
-        return f"{p:.1e}"
-    return f"{p:.3f}"
-
-
-def pct(change: float | None) -> str:
-    """A relative change in percent with its sign (``n/a`` for None)."""
-    return "n/a" if change is None else f"{change:+.1f}%"
 
 
 def names(items: Sequence[str]) -> str:

@@ -17,9 +17,10 @@ import numpy as np
 
 from uncertank.experiment.report.document import Doc
 from uncertank.experiment.report.figures import Figures
-from uncertank.experiment.report.formatting import MARK, cell, format_number, format_pvalue, names
+from uncertank.experiment.report.formatting import MARK, cell, names
 from uncertank.experiment.report.sections import conditions_of, open_section
 from uncertank.experiment.result import StudyResult
+from uncertank.formatting import format_number, format_pvalue
 
 __all__ = ["DIAGNOSTIC_LABELS", "bayes", "imbalance", "nota", "reliability", "risk", "selective", "timings"]
 

@@ -22,8 +22,9 @@ from uncertank.experiment.analysis import (
     relative_change,
 )
 from uncertank.experiment.report.document import Doc
-from uncertank.experiment.report.formatting import MARK, cell, format_number, format_signed, names, pct
+from uncertank.experiment.report.formatting import MARK, cell, names
 from uncertank.experiment.result import Comparison, Evaluation, StudyResult
+from uncertank.formatting import format_number, format_percent, format_signed
 from uncertank.metrics.metric import MetricKind
 
 __all__ = [
@@ -210,7 +211,7 @@ def _metric_rows(result: StudyResult, cond: str, labels: list[str], comps: list[
             c = by.get((ranker, m))
             suffix = MARK if c is not None and c.significant else ""
             if with_change and c is not None:
-                suffix = f" ({pct(c.change)}){suffix}"
+                suffix = f" ({format_percent(c.change)}){suffix}"
             row.append(cell(ev.metrics[m], ranker in best[m] and len(result.rankers) > 1, suffix))
         rows.append(row)
     return rows
@@ -260,7 +261,7 @@ def shifted(doc: Doc, result: StudyResult, ref: str | None) -> None:
         if ref and rank:
             a, b = result.evaluation(ref, first), result.evaluation(ref, cond)
             if a is not None and b is not None and rank[0] in a.metrics and rank[0] in b.metrics:
-                change = pct(relative_change(b.metrics[rank[0]], a.metrics[rank[0]]))
+                change = format_percent(relative_change(b.metrics[rank[0]], a.metrics[rank[0]]))
                 s += f", `{ref}`'s `{rank[0]}` changes by {change} from in-domain;"
         s += " " + _ranking_sentence(result, cond, ref, comps)
         sentences.append(s + " " + _calibration_sentence(result, cond, ref, comps))
