@@ -133,3 +133,39 @@ def load_model(
     model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=True)
     model.eval()
     return model, tokenizer
+
+
+def accepts_param(cls: type, name: str) -> bool:
+    """Whether ``cls(name=...)`` is accepted: a named parameter, or ``**params`` passed on up."""
+    import inspect
+
+    params = inspect.signature(cls).parameters
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def checkpoint_params(cls: type, path: str | os.PathLike[str], manifest: dict[str, Any]) -> dict[str, Any]:
+    """The constructor arguments of ``cls`` that rebuild the ranker of a checkpoint's ``manifest``.
+
+    The stored parameters and the extra ones ``cls`` accepts; a pretrained
+    model is rebuilt from the checkpoint's own config and tokenizer.
+    """
+    params = {k: v for k, v in manifest["params"].items() if k not in ("name", "negatives")}
+    extra = {k: v for k, v in manifest.get("extra", {}).items() if accepts_param(cls, k)}
+    if params.get("pretrained") is not None:
+        params["pretrained"] = str(Path(path) / "backbone")
+        params["tokenizer"] = str(Path(path) / "tokenizer")
+    return {**params, **extra}
+
+
+def ranker_manifest(ranker: Any) -> dict[str, Any]:
+    """What a checkpoint records of a neural ranker: its registered name, class, parameters and history."""
+    from dataclasses import asdict
+
+    cls = type(ranker)
+    return {
+        "ranker": cls.name,
+        "class": f"{cls.__module__}:{cls.__qualname__}",
+        "params": ranker.get_params(),
+        "extra": ranker.extra_params(),
+        "history": None if ranker.history_ is None else asdict(ranker.history_),
+    }

@@ -268,3 +268,24 @@ class CrossEncoderModel(nn.Module):
     ) -> torch.Tensor:
         """Logits of shape (batch, 2); ``softmax(logits)[:, 1]`` is P(relevant)."""
         return self.head(self.features(input_ids, attention_mask, token_type_ids))  # type: ignore[no-any-return]
+
+
+def check_max_length(max_length: int, config: Any, whose: str) -> None:
+    """Raise unless ``max_length`` fits ``config.max_position_embeddings`` (``whose``: e.g. "the backbone's")."""
+    limit = getattr(config, "max_position_embeddings", None)
+    if limit is not None and max_length > limit:
+        raise ValueError(f"max_length must be <= {whose} max_position_embeddings ({limit}); got {max_length}")
+
+
+def copy_encoder(source: Any) -> nn.Module:
+    """A deep copy of an encoder with its parametrisations (e.g. a spectral bound) folded into plain weights."""
+    from torch.nn.utils import parametrize
+
+    if not isinstance(source, nn.Module):
+        raise ValueError(f"other's network must have an encoder module; got {type(source).__name__}")
+    encoder = copy.deepcopy(source)
+    for module in list(encoder.modules()):  # keep the weights the parametrisation gives
+        if parametrize.is_parametrized(module):
+            for name in list(module.parametrizations.keys()):  # type: ignore[union-attr,operator]
+                parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+    return encoder

@@ -442,3 +442,20 @@ def default_max_length(model: PretrainedCrossEncoder, tokenizer: Any, fallback: 
     tok = getattr(tokenizer, "model_max_length", None)
     value = int(tok) if isinstance(tok, int) and 0 < tok < 100_000 else fallback
     return int(min(value, limit)) if limit is not None else value
+
+
+def check_pretrained_args(pretrained: Any, *, backbone: Any, num_hidden_layers: Any, activation: Any) -> None:
+    """Raise unless ``pretrained`` is None or a local model folder given alone, and ``activation`` is known."""
+    if pretrained is not None:
+        if not isinstance(pretrained, (str, os.PathLike)):
+            raise TypeError(f"pretrained must be a local model folder (a path); got {type(pretrained).__name__}")
+        if not (Path(pretrained) / "config.json").is_file():
+            raise ValueError(
+                f"pretrained must be a local model folder holding config.json (models are never "
+                f"downloaded); got {str(pretrained)!r}"
+            )
+        for other, value in (("backbone", backbone), ("num_hidden_layers", num_hidden_layers)):
+            if value is not None:
+                raise ValueError(f"give pretrained or {other}, not both (got {other}={value!r})")
+    if activation not in ("auto", "sigmoid", "softmax"):
+        raise ValueError(f"activation must be 'auto', 'sigmoid' or 'softmax'; got {activation!r}")

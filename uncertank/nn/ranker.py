@@ -23,7 +23,6 @@ names.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +32,21 @@ from numpy.typing import NDArray
 from typing_extensions import Self
 
 from uncertank._types import Predictions, QuerySet
-from uncertank.nn.checkpoint import atomic_directory, load_model, read_manifest, save_model
+from uncertank.nn.checkpoint import (
+    atomic_directory,
+    checkpoint_params,
+    load_model,
+    ranker_manifest,
+    read_manifest,
+    save_model,
+)
 from uncertank.nn.export import save_pretrained
 from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_pairs
-from uncertank.nn.model import CrossEncoderModel, build_backbone, check_pooling
+from uncertank.nn.model import CrossEncoderModel, build_backbone, check_max_length, check_pooling, copy_encoder
 from uncertank.nn.pretrained import (
     PairFormat,
+    check_pretrained_args,
     default_max_length,
     encode_text_pairs,
     read_classifier,
@@ -101,14 +108,11 @@ class NeuralRanker:
         ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda:0"``, ...
     warmup_ratio, weight_decay, max_grad_norm, eval_batch_size, show_progress, freeze_embeddings
         See :class:`~uncertank.nn.TrainingConfig`.
-    train_ratio : int or None
-        Non-relevant training pairs per relevant one (1: balanced pairs, the
-        default; 9: lists of ten as they are; None: every candidate); see
-        :class:`~uncertank.nn.TrainingConfig`.
-    max_train_queries : int, optional
-        Train on a seeded random subset of this many training queries (all by
-        default); with ``train_ratio``, what makes lists and balanced pairs
-        cost the same. See :class:`~uncertank.nn.TrainingConfig`.
+    train_ratio, max_train_queries
+        See :class:`~uncertank.nn.TrainingConfig`: ``train_ratio`` is the
+        non-relevant training pairs per relevant one (1 balanced pairs, 9
+        lists of ten, None every candidate); ``max_train_queries`` a seeded
+        subset of the training queries (what makes the two cost the same).
     pretrained : str or path, optional
         A local folder holding a trained ``AutoModelForSequenceClassification``
         (BERT, RoBERTa/XLM-R, ELECTRA, DistilBERT, ...; a sentence-transformers
@@ -173,19 +177,7 @@ class NeuralRanker:
         freeze_encoder: bool | None = None,
         name: str | None = None,
     ) -> None:
-        if pretrained is not None:
-            if not isinstance(pretrained, (str, os.PathLike)):
-                raise TypeError(f"pretrained must be a local model folder (a path); got {type(pretrained).__name__}")
-            if not (Path(pretrained) / "config.json").is_file():
-                raise ValueError(
-                    f"pretrained must be a local model folder holding config.json (models are never "
-                    f"downloaded); got {str(pretrained)!r}"
-                )
-            for other, value in (("backbone", backbone), ("num_hidden_layers", num_hidden_layers)):
-                if value is not None:
-                    raise ValueError(f"give pretrained or {other}, not both (got {other}={value!r})")
-        if activation not in ("auto", "sigmoid", "softmax"):
-            raise ValueError(f"activation must be 'auto', 'sigmoid' or 'softmax'; got {activation!r}")
+        check_pretrained_args(pretrained, backbone=backbone, num_hidden_layers=num_hidden_layers, activation=activation)
         self.pretrained = None if pretrained is None else str(pretrained)
         self._pair_format_given = pair_format is not None
         if pair_format is None and isinstance(pretrained, (str, os.PathLike)):
@@ -267,12 +259,7 @@ class NeuralRanker:
         if self.model is None:
             seed_everything(self.training_config.seed)
             encoder, tok = build_backbone(self.backbone, self.tokenizer, num_hidden_layers=self.num_hidden_layers)
-            limit = getattr(encoder.config, "max_position_embeddings", None)
-            if limit is not None and self.training_config.max_length > limit:
-                raise ValueError(
-                    f"max_length must be <= the backbone's max_position_embeddings ({limit}); "
-                    f"got {self.training_config.max_length}"
-                )
+            check_max_length(self.training_config.max_length, encoder.config, "the backbone's")
             self.tokenizer = tok
             self.model = self.create_model(encoder)
         return self.model
@@ -286,12 +273,7 @@ class NeuralRanker:
             self.pair_format = PairFormat.coerce(dict(recorded))
         if not self._max_length_given:
             self.training_config.max_length = default_max_length(classifier, tok)
-        limit = getattr(classifier.classifier.config, "max_position_embeddings", None)
-        if limit is not None and self.training_config.max_length > limit:
-            raise ValueError(
-                f"max_length must be <= the model's max_position_embeddings ({limit}); "
-                f"got {self.training_config.max_length}"
-            )
+        check_max_length(self.training_config.max_length, classifier.classifier.config, "the model's")
         self.tokenizer = tok
         if self.keeps_pretrained_head:
             return classifier
@@ -417,18 +399,7 @@ class NeuralRanker:
             raise ValueError(f"other must be fitted or loaded; got an untrained {other.name!r}")
         if self.model is not None:
             raise ValueError(f"warm_start needs a ranker whose network is not built yet; {self.name!r} has one")
-        import copy
-
-        from torch.nn.utils import parametrize
-
-        source = other.model.encoder
-        if not isinstance(source, torch.nn.Module):
-            raise ValueError(f"other's network must have an encoder module; got {type(source).__name__}")
-        encoder = copy.deepcopy(source)
-        for module in list(encoder.modules()):  # keep the weights a parametrisation (e.g. a spectral bound) gives
-            if parametrize.is_parametrized(module):
-                for name in list(module.parametrizations.keys()):  # type: ignore[union-attr,operator]
-                    parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+        encoder = copy_encoder(other.model.encoder)
         seed_everything(self.training_config.seed)
         self.tokenizer = other.tokenizer
         # a pretrained model's encoder reads pairs in its own format
@@ -575,14 +546,7 @@ class NeuralRanker:
         history. :meth:`save` calls it inside an atomic folder; a composite
         ranker (an ensemble) calls it once per member sub-folder.
         """
-        manifest = {
-            "ranker": type(self).name,
-            "class": f"{type(self).__module__}:{type(self).__qualname__}",
-            "params": self.get_params(),
-            "extra": self.extra_params(),
-            "history": None if self.history_ is None else asdict(self.history_),
-        }
-        save_model(folder, model, self.tokenizer, manifest)
+        save_model(folder, model, self.tokenizer, ranker_manifest(self))
 
     def save_pretrained(self, path: str | os.PathLike[str]) -> Path:
         """Write the fitted network as a Hugging Face / sentence-transformers folder.
@@ -610,12 +574,7 @@ class NeuralRanker:
             ``mc_dropout`` ranker with ``MCDropoutRanker.load(path)``.
         """
         manifest = read_manifest(path)
-        params = {k: v for k, v in manifest["params"].items() if k not in ("name", "negatives")}
-        extra = {k: v for k, v in manifest.get("extra", {}).items() if _accepts(cls, k)}
-        if params.get("pretrained") is not None:  # rebuilt from the checkpoint's own config and tokenizer
-            params["pretrained"] = str(Path(path) / "backbone")
-            params["tokenizer"] = str(Path(path) / "tokenizer")
-        ranker = cls(**{**params, **extra, **overrides})
+        ranker = cls(**{**checkpoint_params(cls, path, manifest), **overrides})
         if ranker.pretrained is not None:
             from safetensors.torch import load_file
 
@@ -632,14 +591,6 @@ class NeuralRanker:
     def __repr__(self) -> str:
         state = "fitted" if self.is_fitted else "unfitted"
         return f"{type(self).__name__}(name={self.name!r}, {state})"
-
-
-def _accepts(cls: type, name: str) -> bool:
-    """Whether ``cls(name=...)`` is accepted: a named parameter, or ``**params`` passed on up."""
-    import inspect
-
-    params = inspect.signature(cls).parameters
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def __getattr__(name: str) -> Any:
