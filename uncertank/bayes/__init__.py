@@ -20,20 +20,13 @@ Typical use::
 
 from __future__ import annotations
 
+from uncertank.bayes.cells import FAMILIES, Design, design, linear_predictor
 from uncertank.bayes.data import check_frame, drop_bottom_systems, frame_from_runs, frame_from_trec_covid
 from uncertank.bayes.diagnostics import ConvergenceError, ConvergenceWarning, Diagnostics, SamplingError
 from uncertank.bayes.fit import SAMPLERS, compare
 from uncertank.bayes.likelihood import zoib_logp_graph, zoib_logpdf, zoib_rvs
-from uncertank.bayes.models import (
-    FAMILIES,
-    Design,
-    design,
-    gaussian,
-    linear_predictor,
-    posterior_predictive,
-    zoib,
-    zoib_rank,
-)
+from uncertank.bayes.models import gaussian, zoib, zoib_rank
+from uncertank.bayes.predictive import posterior_predictive
 from uncertank.bayes.result import Gate, SystemComparison
 from uncertank.bayes.risk_measures import CONVENTIONS, georisk, loss_weight, urisk, zrisk
 

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:
     import pandas as pd
 
-    from uncertank.bayes.models import Design
+    from uncertank.bayes.cells import Design
 
 __all__ = ["Fitted"]
 

@@ -4,10 +4,13 @@ A facade over the parts of :mod:`uncertank.bayes`, which import one way,
 bottom to top:
 
 1. :mod:`~uncertank.bayes.data`, :mod:`~uncertank.bayes.likelihood`,
-   :mod:`~uncertank.bayes.models`, :mod:`~uncertank.bayes.diagnostics`,
-   :mod:`~uncertank.bayes.summaries`: frames, models and checks;
+   :mod:`~uncertank.bayes.cells`, :mod:`~uncertank.bayes.models`,
+   :mod:`~uncertank.bayes.diagnostics`, :mod:`~uncertank.bayes.summaries`:
+   frames, cells, models and checks;
 2. :mod:`~uncertank.bayes.predictive` (posterior predictive replicates from
-   :func:`uncertank.bayes.models.posterior_predictive`, the model's own),
+   :func:`~uncertank.bayes.predictive.posterior_predictive`, the model's own,
+   which needs only the cells and the likelihood, so that
+   :mod:`~uncertank.bayes.models` can re-export it),
    :mod:`~uncertank.bayes.risk_measures` (URisk, ZRisk and GeoRisk) and
    :mod:`~uncertank.bayes.plots` (figures): functions of a fit, typed by its
    interface :class:`~uncertank.bayes._fitted.Fitted`;

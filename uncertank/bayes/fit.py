@@ -43,6 +43,7 @@ import numpy as np
 
 from uncertank._validation import check_choice, check_positive_int
 from uncertank.bayes._deps import require_pymc
+from uncertank.bayes.cells import FAMILIES
 from uncertank.bayes.data import check_frame, drop_bottom_systems
 from uncertank.bayes.diagnostics import (
     RHAT_MAX,
@@ -52,7 +53,7 @@ from uncertank.bayes.diagnostics import (
     min_bulk_ess_and_max_rhat,
     validate_trace,
 )
-from uncertank.bayes.models import FAMILIES, check_model_options, model_for
+from uncertank.bayes.models import check_model_options, model_for
 from uncertank.bayes.result import Gate, SystemComparison
 
 if TYPE_CHECKING:

@@ -1,21 +1,25 @@
-"""The three hierarchical models of Benham, Moffat & Culpepper (ECIR 2021), defined once.
+"""The three hierarchical models of Benham, Moffat & Culpepper (ECIR 2021) as PyMC models.
 
-Each model is written here once, as three pieces that every other part of
+Each model is defined once, from pieces that every other part of
 :mod:`uncertank.bayes` reuses:
 
-- :class:`Design`: the data reduced to *cells*, the distinct rows of the
-  linear predictor (one per system and topic, and per rank for
-  :func:`zoib_rank`), with the sufficient statistics of each cell;
-- :func:`linear_predictor`: ``eta = Intercept + r_system[s] + r_topic[t]``
-  (plus the rank term), one function that runs on PyTensor tensors (inside
-  the PyMC model) and on NumPy draws (for the posterior predictive);
-- :func:`posterior_predictive`: replicated scores drawn from the family's
-  likelihood at posterior draws, through :func:`linear_predictor` and the
-  likelihood's own sampler (:func:`~uncertank.bayes.likelihood.zoib_rvs` for
-  the beta families).
+- :class:`~uncertank.bayes.cells.Design` (:mod:`uncertank.bayes.cells`):
+  the data reduced to *cells*, the distinct rows of the linear predictor
+  (one per system and topic, and per rank for :func:`zoib_rank`), with the
+  sufficient statistics of each cell;
+- :func:`~uncertank.bayes.cells.linear_predictor`: ``eta = Intercept +
+  r_system[s] + r_topic[t]`` (plus the rank term), one function that runs
+  on PyTensor tensors (inside the PyMC model built here) and on NumPy draws
+  (for the posterior predictive);
+- :func:`~uncertank.bayes.predictive.posterior_predictive`: replicated
+  scores drawn from the family's likelihood at posterior draws, through
+  that linear predictor and the likelihood's own sampler
+  (:func:`~uncertank.bayes.likelihood.zoib_rvs` for the beta families).
 
-The structure is brms's ``score ~ (1 | topic) + (1 | system)`` (plus ``rank``
-for the per-rank model):
+This module holds what only the PyMC model needs: the priors, the centring
+of the group effects, the likelihood on sufficient statistics, the model
+builders and their options. The structure is brms's ``score ~ (1 | topic) +
+(1 | system)`` (plus ``rank`` for the per-rank model):
 
 - partial pooling: ``r_system ~ Normal(0, sd_system)`` and the same for
   topics, written per group either centred or non-centred (``r = sd * z``
@@ -51,16 +55,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
-from uncertank._validation import as_float_array, check_choice
 from uncertank.bayes._deps import require_pymc
+from uncertank.bayes.cells import FAMILIES, Design, RankEffect, design, design_from_frame, linear_predictor
 from uncertank.bayes.likelihood import zoib_logp_graph, zoib_rvs
+from uncertank.bayes.predictive import posterior_predictive
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,9 +82,6 @@ __all__ = [
     "zoib_rank",
 ]
 
-#: The model families, by the name :func:`uncertank.bayes.compare` takes.
-FAMILIES: tuple[str, ...] = ("gaussian", "zoib", "zoib_rank")
-
 #: The parameters a fit reports and checks (those a model has).
 PARAMETERS: tuple[str, ...] = ("Intercept", "b_rank", "sd_system", "sd_topic", "r_system", "r_topic",
                                "sigma", "phi", "zoi", "coi")
@@ -89,252 +89,9 @@ PARAMETERS: tuple[str, ...] = ("Intercept", "b_rank", "sd_system", "sd_topic", "
 #: brms's default scale for Student-t priors on intercepts and group scales.
 PRIOR_SCALE = 2.5
 
-RankEffect = Literal["linear", "categorical"]
-
-
-@dataclass(frozen=True, eq=False)
-class Design:
-    """A model's data reduced to cells, the distinct rows of its linear predictor.
-
-    Built by :func:`design`. A cell is one system and topic (and one rank for
-    ``zoib_rank``); every observation belongs to one cell, and the
-    likelihood needs only each cell's sufficient statistics.
-
-    Attributes
-    ----------
-    family : str
-        One of :data:`FAMILIES`.
-    systems, topics : tuple
-        Sorted distinct labels (the ``system`` and ``topic`` coords).
-    ranks : tuple of int
-        Sorted distinct ranks (``zoib_rank``; empty otherwise).
-    rank_effect : {"linear", "categorical"}
-        How rank enters the linear predictor (``zoib_rank``).
-    one_inflation : bool
-        Whether exact 1s are inflated too (``coi`` exists).
-    score : ndarray of shape (n_obs,)
-        The scores, in input order.
-    obs_cell : ndarray of shape (n_obs,)
-        Cell of each observation.
-    cell_system, cell_topic : ndarray of shape (n_cells,)
-        System and topic code of each cell.
-    cell_rank : ndarray of shape (n_cells,) or (n_cells, n_ranks - 1) or None
-        The rank covariate of each cell, centred over the observations as
-        brms centres it: ``rank - mean(rank)`` (linear) or centred dummy
-        columns of the ranks after the first (categorical).
-    n, n0, n1 : ndarray of shape (n_cells,)
-        Observations, exact zeros and exact ones per cell.
-    sum_log_y, sum_log1m_y : ndarray of shape (n_cells,)
-        Sums of ``log y`` and ``log(1 - y)`` over the interior scores
-        (``0 < y < 1``) of each cell (beta families).
-    mean, ss : ndarray of shape (n_cells,)
-        Mean and sum of squared deviations from it per cell (Gaussian).
-    """
-
-    family: str
-    systems: tuple[Any, ...]
-    topics: tuple[Any, ...]
-    ranks: tuple[int, ...]
-    rank_effect: str
-    one_inflation: bool
-    score: NDArray[np.float64]
-    obs_cell: NDArray[np.int64]
-    cell_system: NDArray[np.int64]
-    cell_topic: NDArray[np.int64]
-    cell_rank: NDArray[np.float64] | None
-    n: NDArray[np.int64]
-    n0: NDArray[np.int64]
-    n1: NDArray[np.int64]
-    sum_log_y: NDArray[np.float64]
-    sum_log1m_y: NDArray[np.float64]
-    mean: NDArray[np.float64]
-    ss: NDArray[np.float64]
-
-    @property
-    def n_obs(self) -> int:
-        """Number of observations."""
-        return int(self.score.size)
-
-    @property
-    def n_cells(self) -> int:
-        """Number of cells."""
-        return int(self.cell_system.size)
-
-    @property
-    def n_interior(self) -> NDArray[np.int64]:
-        """Interior scores (``0 < y < 1``) per cell, shape (n_cells,)."""
-        return self.n - self.n0 - self.n1  # type: ignore[no-any-return]
-
-
-def _encode(values: ArrayLike, name: str, n: int) -> tuple[NDArray[np.int64], tuple[Any, ...]]:
-    """Integer codes and sorted unique labels of a 1-D label array of length ``n``."""
-    arr = np.asarray(values)
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise ValueError(f"{name} must be 1-D with one entry per score ({n}); got shape {arr.shape}")
-    labels, codes = np.unique(arr, return_inverse=True)
-    if labels.size < 2:
-        raise ValueError(f"{name} must hold at least 2 distinct values; got {labels.size}")
-    return codes.astype(np.int64), tuple(x.item() if hasattr(x, "item") else x for x in labels)
-
-
-def _scores(score: ArrayLike, *, unit: bool) -> NDArray[np.float64]:
-    y = as_float_array(score, "score")
-    if unit:
-        bad = (y < 0) | (y > 1)
-        if bad.any():
-            raise ValueError(
-                f"score must lie in [0, 1] for a beta family; got {int(bad.sum())} values outside, "
-                f"e.g. {float(y[bad][0])!r}"
-            )
-    return y
-
 
 def _mad(y: NDArray[np.float64]) -> float:
     return float(1.4826 * np.median(np.abs(y - np.median(y))))
-
-
-def design(
-    system: ArrayLike,
-    topic: ArrayLike,
-    score: ArrayLike,
-    rank: ArrayLike | None = None,
-    *,
-    family: Literal["gaussian", "zoib", "zoib_rank"],
-    rank_effect: RankEffect = "linear",
-    one_inflation: bool | None = None,
-) -> Design:
-    """Reduce the data of one model to cells and their sufficient statistics.
-
-    Parameters
-    ----------
-    system, topic : array_like of shape (n_obs,)
-        Labels of each score (any sortable values).
-    score : array_like of shape (n_obs,)
-        The scores: finite, and in [0, 1] for the beta families.
-    rank : array_like of shape (n_obs,), optional
-        Rank (integers >= 1) of each score; required for ``"zoib_rank"``,
-        ignored otherwise.
-    family : {"gaussian", "zoib", "zoib_rank"}
-        The model.
-    rank_effect : {"linear", "categorical"}
-        ``zoib_rank`` only; see :func:`zoib_rank`.
-    one_inflation : bool, optional
-        ``zoib_rank`` only; see :func:`zoib_rank` (``zoib`` always inflates 1s).
-
-    Returns
-    -------
-    Design
-    """
-    check_choice(family, "family", FAMILIES)
-    check_choice(rank_effect, "rank_effect", ("linear", "categorical"))
-    y = _scores(score, unit=family != "gaussian")
-    s_code, systems = _encode(system, "system", y.size)
-    t_code, topics = _encode(topic, "topic", y.size)
-    ranks: tuple[int, ...] = ()
-    keys = [s_code, t_code]
-    r = np.zeros(0, dtype=np.int64)
-    if family == "zoib_rank":
-        if rank is None:
-            raise ValueError("rank must be given for family 'zoib_rank'")
-        r_raw = np.asarray(rank)
-        if r_raw.shape != y.shape:
-            raise ValueError(f"rank must have one entry per score ({y.size}); got shape {r_raw.shape}")
-        if not np.issubdtype(r_raw.dtype, np.number) or (r_raw != np.round(r_raw)).any() or (r_raw < 1).any():
-            raise ValueError("rank must hold integers >= 1")
-        r = r_raw.astype(np.int64)
-        ranks = tuple(int(v) for v in np.unique(r))
-        keys.append(r)
-        if rank_effect == "categorical" and len(ranks) < 2:
-            raise ValueError("rank must hold at least 2 distinct values for rank_effect='categorical'")
-    has_one = bool((y == 1.0).any())
-    if family == "zoib":
-        inflate_one = True
-    elif family == "zoib_rank":
-        if one_inflation is None:
-            inflate_one = has_one
-        elif not one_inflation and has_one:
-            raise ValueError(
-                "one_inflation=False gives a 1 zero probability, but score holds "
-                f"{int((y == 1.0).sum())} values equal to 1; pass one_inflation=True or None"
-            )
-        else:
-            inflate_one = bool(one_inflation)
-    else:
-        inflate_one = False
-    cells, obs_cell = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
-    obs_cell = obs_cell.reshape(-1).astype(np.int64)
-    n_cells = cells.shape[0]
-    cell_rank: NDArray[np.float64] | None = None
-    if family == "zoib_rank":
-        if rank_effect == "linear":
-            centred = r - r.mean()
-        else:
-            dummies = (r[:, None] == np.asarray(ranks[1:])[None, :]).astype(np.float64)
-            centred = dummies - dummies.mean(axis=0)
-        cell_rank = np.zeros((n_cells, *centred.shape[1:]), dtype=np.float64)
-        cell_rank[obs_cell] = centred  # every observation of a cell has the same rank
-    interior = (y > 0) & (y < 1)
-    y_in = np.where(interior, y, 0.5)
-
-    def per_cell(values: NDArray[Any]) -> NDArray[np.float64]:
-        return np.asarray(np.bincount(obs_cell, weights=values.astype(np.float64), minlength=n_cells),
-                          dtype=np.float64)
-
-    n = np.bincount(obs_cell, minlength=n_cells).astype(np.int64)
-    mean = per_cell(y) / n
-    return Design(
-        family=family, systems=systems, topics=topics, ranks=ranks, rank_effect=rank_effect,
-        one_inflation=inflate_one, score=y, obs_cell=obs_cell,
-        cell_system=cells[:, 0].astype(np.int64), cell_topic=cells[:, 1].astype(np.int64), cell_rank=cell_rank,
-        n=n, n0=np.bincount(obs_cell[y == 0.0], minlength=n_cells).astype(np.int64),
-        n1=np.bincount(obs_cell[y == 1.0], minlength=n_cells).astype(np.int64),
-        sum_log_y=per_cell(np.where(interior, np.log(y_in), 0.0)),
-        sum_log1m_y=per_cell(np.where(interior, np.log1p(-y_in), 0.0)),
-        mean=mean, ss=per_cell((y - mean[obs_cell]) ** 2),
-    )
-
-
-def design_from_frame(family: str, data: pd.DataFrame, **options: Any) -> Design:
-    """:func:`design` of a frame from :func:`~uncertank.bayes.check_frame` (internal)."""
-    rank = data["rank"].to_numpy() if family == "zoib_rank" else None
-    opts = {k: v for k, v in options.items() if k in ("rank_effect", "one_inflation")}
-    return design(data["system"].to_numpy(), data["topic"].to_numpy(), data["score"].to_numpy(), rank,
-                  family=family, **opts)  # type: ignore[arg-type]
-
-
-def linear_predictor(params: Mapping[str, Any], d: Design) -> Any:
-    """The linear predictor of every cell: the one definition the model and its predictive share.
-
-    ``eta = Intercept + r_system[s] + r_topic[t]`` plus, for ``zoib_rank``,
-    ``b_rank * (rank - mean rank)`` (linear) or the centred rank dummies
-    times ``b_rank[1:]`` (categorical). The same code runs on PyTensor
-    tensors (the PyMC model) and on NumPy arrays with leading draw axes (the
-    posterior predictive).
-
-    Parameters
-    ----------
-    params : mapping
-        ``Intercept`` of shape (...), ``r_system`` (..., n_systems),
-        ``r_topic`` (..., n_topics) and, for ``zoib_rank``, ``b_rank`` of
-        shape (...) (linear) or (..., n_ranks) (categorical, first entry 0).
-        NumPy arrays or PyTensor tensors.
-    d : Design
-        The cells.
-
-    Returns
-    -------
-    ndarray or TensorVariable of shape (..., n_cells)
-    """
-    eta = (params["Intercept"][..., None] + params["r_system"][..., d.cell_system]
-           + params["r_topic"][..., d.cell_topic])
-    if d.family == "zoib_rank":
-        assert d.cell_rank is not None
-        b = params["b_rank"]
-        if d.rank_effect == "linear":
-            eta = eta + b[..., None] * d.cell_rank
-        else:
-            eta = eta + (b[..., None, 1:] * d.cell_rank).sum(axis=-1)
-    return eta
 
 
 #: A group is written centred by default when it has at least this many levels, each with (on
@@ -633,41 +390,3 @@ def model_for(family: str, data: pd.DataFrame, **options: Any) -> pm.Model:
     d = design_from_frame(family, data, **options)
     build = {k: v for k, v in options.items() if k in ("sufficient", "centred", "rank_prior_scale")}
     return _build(d, **build)[0]
-
-
-def posterior_predictive(
-    d: Design, params: Mapping[str, NDArray[np.float64]], *, rng: np.random.Generator
-) -> NDArray[np.float64]:
-    """Replicated scores: one data set per draw of ``params``, from the family's likelihood.
-
-    The linear predictor is :func:`linear_predictor` (the model's own), the
-    noise the family's: a Normal with scale ``sigma`` for the Gaussian,
-    :func:`~uncertank.bayes.likelihood.zoib_rvs` (the sampler the per-
-    observation model's ``score`` uses) for the beta families.
-
-    Parameters
-    ----------
-    d : Design
-        The model's cells.
-    params : mapping of str to ndarray
-        Posterior draws with a leading draw axis of length ``n_draws``:
-        ``Intercept``, ``r_system``, ``r_topic`` (and ``b_rank``), plus
-        ``sigma`` (Gaussian) or ``phi``, ``zoi`` and ``coi`` (beta families;
-        ``coi`` absent means 0).
-    rng : numpy.random.Generator
-        Random state.
-
-    Returns
-    -------
-    ndarray of shape (n_draws, n_obs)
-        Column ``i`` replicates observation ``i``.
-    """
-    eta = np.asarray(linear_predictor(params, d), dtype=np.float64)[:, d.obs_cell]
-    if d.family == "gaussian":
-        sigma = np.asarray(params["sigma"], dtype=np.float64)[:, None]
-        return eta + sigma * rng.standard_normal(eta.shape)  # type: ignore[no-any-return]
-    mu = np.clip(special.expit(eta), 1e-12, 1 - 1e-12)
-    phi = np.asarray(params["phi"], dtype=np.float64)[:, None]
-    zoi = np.asarray(params["zoi"], dtype=np.float64)[:, None]
-    coi = np.asarray(params["coi"], dtype=np.float64)[:, None] if "coi" in params else np.zeros_like(zoi)
-    return zoib_rvs(mu, phi, zoi, coi, rng=rng)

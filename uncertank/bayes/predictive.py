@@ -1,29 +1,73 @@
-"""Posterior predictive replicates of a fitted comparison, per observation and per cell.
+"""The posterior predictive: replicated scores from the model, per observation and per cell.
 
-The replicates come from the model itself:
-:func:`uncertank.bayes.models.posterior_predictive` evaluates the model's own
-:func:`~uncertank.bayes.models.linear_predictor` at posterior draws and draws
-from the family's likelihood. This module picks the draws, works in chunks,
-and sums replicates into system-by-topic matrices (the input of URisk).
+The replicates come from the model itself: :func:`posterior_predictive`
+evaluates the model's own :func:`~uncertank.bayes.cells.linear_predictor`
+at posterior draws and draws from the family's likelihood (the sampler the
+per-observation PyMC model's ``score`` uses). For a fitted comparison this
+module picks the draws (:func:`draw_index`), works in chunks
+(:func:`replicates`), and sums replicates into system-by-topic matrices
+(:func:`cell_sums`, the input of URisk).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import special
 
 from uncertank._validation import check_positive_int
-from uncertank.bayes import models
+from uncertank.bayes.cells import Design, linear_predictor
+from uncertank.bayes.likelihood import zoib_rvs
 
 if TYPE_CHECKING:
     from uncertank.bayes._fitted import Fitted
 
-__all__ = ["cell_sums", "draw_index", "replicates"]
+__all__ = ["cell_sums", "draw_index", "posterior_predictive", "replicates"]
 
 #: Largest number of replicated values held per chunk.
 _CHUNK_VALUES = 2_000_000
+
+
+def posterior_predictive(
+    d: Design, params: Mapping[str, NDArray[np.float64]], *, rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """Replicated scores: one data set per draw of ``params``, from the family's likelihood.
+
+    The linear predictor is :func:`~uncertank.bayes.cells.linear_predictor`
+    (the model's own), the noise the family's: a Normal with scale ``sigma``
+    for the Gaussian, :func:`~uncertank.bayes.likelihood.zoib_rvs` (the
+    sampler the per-observation model's ``score`` uses) for the beta
+    families.
+
+    Parameters
+    ----------
+    d : Design
+        The model's cells.
+    params : mapping of str to ndarray
+        Posterior draws with a leading draw axis of length ``n_draws``:
+        ``Intercept``, ``r_system``, ``r_topic`` (and ``b_rank``), plus
+        ``sigma`` (Gaussian) or ``phi``, ``zoi`` and ``coi`` (beta families;
+        ``coi`` absent means 0).
+    rng : numpy.random.Generator
+        Random state.
+
+    Returns
+    -------
+    ndarray of shape (n_draws, n_obs)
+        Column ``i`` replicates observation ``i``.
+    """
+    eta = np.asarray(linear_predictor(params, d), dtype=np.float64)[:, d.obs_cell]
+    if d.family == "gaussian":
+        sigma = np.asarray(params["sigma"], dtype=np.float64)[:, None]
+        return eta + sigma * rng.standard_normal(eta.shape)  # type: ignore[no-any-return]
+    mu = np.clip(special.expit(eta), 1e-12, 1 - 1e-12)
+    phi = np.asarray(params["phi"], dtype=np.float64)[:, None]
+    zoi = np.asarray(params["zoi"], dtype=np.float64)[:, None]
+    coi = np.asarray(params["coi"], dtype=np.float64)[:, None] if "coi" in params else np.zeros_like(zoi)
+    return zoib_rvs(mu, phi, zoi, coi, rng=rng)
 
 
 def draw_index(total: int, n_draws: int | None) -> NDArray[np.int64]:
@@ -45,7 +89,7 @@ def replicates(cmp: Fitted, idx: NDArray[np.int64], *, seed: int) -> NDArray[np.
     chunk = max(1, _CHUNK_VALUES // max(cmp.design.n_obs, 1))
     for start in range(0, idx.size, chunk):
         sl = idx[start:start + chunk]
-        out[start:start + sl.size] = models.posterior_predictive(cmp.design, cmp.params(sl), rng=rng)
+        out[start:start + sl.size] = posterior_predictive(cmp.design, cmp.params(sl), rng=rng)
     return out
 
 

@@ -4,10 +4,10 @@ The result object of :mod:`uncertank.bayes`: the posterior, the data and the
 settings of one fit, with the summaries read from them. It stands above the
 modules that compute on it and below the code that makes it:
 
-- below: :mod:`~uncertank.bayes.models`, :mod:`~uncertank.bayes.diagnostics`,
-  :mod:`~uncertank.bayes.summaries`, :mod:`~uncertank.bayes.predictive`,
-  :mod:`~uncertank.bayes.risk_measures` and :mod:`~uncertank.bayes.plots` (the last
-  three take any :class:`~uncertank.bayes._fitted.Fitted`, this class's
+- below: :mod:`~uncertank.bayes.cells`, :mod:`~uncertank.bayes.models`,
+  :mod:`~uncertank.bayes.diagnostics`, :mod:`~uncertank.bayes.summaries`,
+  :mod:`~uncertank.bayes.predictive`, :mod:`~uncertank.bayes.risk_measures`
+  and :mod:`~uncertank.bayes.plots` (the last three take any :class:`~uncertank.bayes._fitted.Fitted`, this class's
   interface, so they never import it);
 - above: :mod:`~uncertank.bayes.fit` (:func:`~uncertank.bayes.compare` builds
   one), :mod:`~uncertank.bayes.io` and the facade
@@ -33,6 +33,7 @@ from uncertank._io import atomic_path
 from uncertank._validation import check_choice
 from uncertank.bayes import plots, predictive, risk_measures, summaries
 from uncertank.bayes._deps import require_arviz
+from uncertank.bayes.cells import FAMILIES, Design, design_from_frame
 from uncertank.bayes.diagnostics import (
     ConvergenceError,
     ConvergenceWarning,
@@ -40,7 +41,6 @@ from uncertank.bayes.diagnostics import (
     diagnose,
     validate_trace,
 )
-from uncertank.bayes.models import FAMILIES, Design, design_from_frame
 
 if TYPE_CHECKING:
     import arviz as az
@@ -126,7 +126,7 @@ class SystemComparison:
     systems, topics : list
         The coords, in model order.
     design : Design
-        The model's cells (:func:`uncertank.bayes.models.design`).
+        The model's cells (:func:`uncertank.bayes.cells.design`).
     gate : Gate or None
         As given.
     """
@@ -214,8 +214,8 @@ class SystemComparison:
             ``Intercept`` (n,), ``r_system`` (n, n_systems), ``r_topic``
             (n, n_topics) and whichever of ``b_rank``, ``sigma``, ``phi``,
             ``zoi``, ``coi`` the model has: the input of
-            :func:`uncertank.bayes.models.linear_predictor` and
-            :func:`~uncertank.bayes.models.posterior_predictive`.
+            :func:`uncertank.bayes.cells.linear_predictor` and
+            :func:`~uncertank.bayes.predictive.posterior_predictive`.
         """
         sel = slice(None) if idx is None else idx
         out = {name: self._flat(name)[sel] for name in ("Intercept", "b_rank", "sigma", "phi", "zoi", "coi")
@@ -311,7 +311,7 @@ class SystemComparison:
         """Replicated scores drawn from the posterior predictive distribution.
 
         One replicate per posterior draw, from the model's own predictor
-        (:func:`uncertank.bayes.models.posterior_predictive`). Beta-family
+        (:func:`uncertank.bayes.predictive.posterior_predictive`). Beta-family
         replicates lie in [0, 1]; Gaussian ones need not.
 
         Parameters
