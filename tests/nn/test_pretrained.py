@@ -249,3 +249,20 @@ def test_an_unfitted_neural_ranker_refuses_to_predict(name):
     if hasattr(ranker, "predict_samples"):
         with pytest.raises(NotFittedError):
             ranker.predict_samples(queries)
+
+
+def test_a_new_head_warm_started_from_a_users_model_is_not_fitted_until_fit(tmp_path):
+    """A post-hoc plain head (a study's init_from on a pretrained bert) is trained, never taken as fitted."""
+    folder, model, _ = _save(tmp_path, "bert")
+    user = from_pretrained(folder, **SMALL)
+    assert user.is_fitted
+    head = uncertank.make_ranker("bert", epochs=1, batch_size=8, freeze_encoder=True, train_ratio=2, **SMALL)
+    head.warm_start(user)
+    assert not head.is_fitted and head.pretrained == user.pretrained
+    before = {k: v.clone() for k, v in head.model.encoder.state_dict().items()}
+    queries = toy_queries(6, 4)
+    head.fit(queries)
+    assert head.is_fitted
+    for k, v in before.items():
+        assert torch.equal(head.model.encoder.state_dict()[k], v), k
+    assert not np.allclose(head.predict(queries).scores, user.predict(queries).scores)

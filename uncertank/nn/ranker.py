@@ -395,11 +395,11 @@ class NeuralRanker:
         """
         if not isinstance(other, NeuralRanker):
             raise TypeError(f"other must be a NeuralRanker; got {type(other).__name__}")
-        if other.model is None or not other.is_fitted:
+        if not other.is_fitted:
             raise ValueError(f"other must be fitted or loaded; got an untrained {other.name!r}")
         if self.model is not None:
             raise ValueError(f"warm_start needs a ranker whose network is not built yet; {self.name!r} has one")
-        encoder = copy_encoder(other.model.encoder)
+        encoder = copy_encoder(other.build_model().encoder)  # a pretrained model is read on first use
         seed_everything(self.training_config.seed)
         self.tokenizer = other.tokenizer
         # a pretrained model's encoder reads pairs in its own format
@@ -431,9 +431,12 @@ class NeuralRanker:
     def is_fitted(self) -> bool:
         """True once :meth:`fit` ran, a fitted checkpoint was loaded, or a ``pretrained`` head is kept.
 
-        A study skips ``fit`` then.
+        A study skips ``fit`` then. A ranker warm-started from a pretrained
+        model has a new head (:meth:`warm_start`), so it is not fitted until
+        :meth:`fit` runs.
         """
-        return self.history_ is not None or (self.pretrained is not None and self.keeps_pretrained_head)
+        kept_head = self.pretrained is not None and self.keeps_pretrained_head and self.weights_source_ != "warm_start"
+        return self.history_ is not None or kept_head
 
     def check_fitted(self) -> None:
         """Raise :class:`uncertank.NotFittedError` unless the weights were fitted, loaded, warm-started or pretrained.
