@@ -276,12 +276,12 @@ def test_load_trec_covid_round1_errors():
 
 
 def test_fast_and_line_readers_agree(run_path, qrels_path):
-    from uncertank.datasets import trec
+    from uncertank.datasets import trec_files
 
-    pd.testing.assert_frame_equal(read_trec_run(run_path), trec._read_trec_run_lines(run_path, None))
-    pd.testing.assert_frame_equal(read_trec_run(run_path, system="x"), trec._read_trec_run_lines(run_path, "x"))
-    pd.testing.assert_frame_equal(read_qrels(qrels_path), trec._read_qrels_lines(qrels_path))
-    assert trec._fast_fields(run_path, 6) is not None  # the hand-written run takes the fast path
+    pd.testing.assert_frame_equal(read_trec_run(run_path), trec_files._read_trec_run_lines(run_path, None))
+    pd.testing.assert_frame_equal(read_trec_run(run_path, system="x"), trec_files._read_trec_run_lines(run_path, "x"))
+    pd.testing.assert_frame_equal(read_qrels(qrels_path), trec_files._read_qrels_lines(qrels_path))
+    assert trec_files._fast_fields(run_path, 6) is not None  # the hand-written run takes the fast path
 
 
 def test_ids_that_look_like_missing_values_stay_strings(tmp_path):

@@ -192,7 +192,7 @@ def compare_command(
     """
     from uncertank.bayes.diagnostics import ConvergenceError, SamplingError
     from uncertank.bayes.fit import compare, default_sampler
-    from uncertank.datasets.trec import TREC_COVID_ROUND1_BM25_BASELINE
+    from uncertank.datasets.trec_covid import TREC_COVID_ROUND1_BM25_BASELINE
 
     df, label = _load_source(source, qrels, family=family, all_systems=all_systems, phi=phi, depth=depth,
                              gain=gain)

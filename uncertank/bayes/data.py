@@ -165,7 +165,7 @@ def drop_bottom_systems(df: pd.DataFrame, fraction: float) -> pd.DataFrame:
 def _collect_runs(runs: object) -> pd.DataFrame:
     import pandas as pd
 
-    from uncertank.datasets.trec import read_trec_run
+    from uncertank.datasets.trec_files import read_trec_run
 
     if isinstance(runs, pd.DataFrame):
         frames = [runs]
@@ -251,7 +251,7 @@ def frame_from_runs(
     import pandas as pd
 
     from uncertank import RankedLists
-    from uncertank.datasets.trec import read_qrels
+    from uncertank.datasets.trec_files import read_qrels
     from uncertank.metrics import rank_biased_precision
 
     check_choice(gain, "gain", ("graded", "binary"))
@@ -328,7 +328,7 @@ def frame_from_trec_covid(family: str = "zoib", *, pooled_only: bool = True) -> 
     pandas.DataFrame
         Ready for :func:`~uncertank.bayes.compare`.
     """
-    from uncertank.datasets.trec import load_trec_covid_round1
+    from uncertank.datasets.trec_covid import load_trec_covid_round1
 
     check_choice(family, "family", _FAMILIES)
     kind = "rbp_gain" if family == "zoib_rank" else "scores"
