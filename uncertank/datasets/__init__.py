@@ -32,22 +32,16 @@ from uncertank.datasets.conversation import (
     split_dialogues,
     ubuntu_dialogues,
 )
+from uncertank.datasets.duplicates import DuplicateStats, duplicate_stats, normalize_text
 from uncertank.datasets.formats import (
     read_response_jsonl,
     read_response_tsv,
     write_response_jsonl,
     write_response_tsv,
 )
+from uncertank.datasets.negative_sampler import NegativeSampler
 from uncertank.datasets.retrieval import packaged_model_path
-from uncertank.datasets.samplers import (
-    BM25Sampler,
-    DuplicateStats,
-    EmbeddingSampler,
-    NegativeSampler,
-    RandomSampler,
-    duplicate_stats,
-    normalize_text,
-)
+from uncertank.datasets.samplers import BM25Sampler, EmbeddingSampler, RandomSampler
 
 _TREC_NAMES = ("load_trec_covid_round1", "ranked_lists_from_run", "read_qrels", "read_trec_run")
 

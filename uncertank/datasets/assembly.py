@@ -25,7 +25,7 @@ from uncertank.datasets.dialogues import (
     conversation_instances,
     dialogue_of,
 )
-from uncertank.datasets.samplers import normalize_text
+from uncertank.datasets.duplicates import normalize_text
 from uncertank.datasets.sampling import NegativeSampling
 
 __all__ = ["assemble_query_set", "build_query_set", "candidate_ids_or_positions", "redraw_negatives"]

@@ -61,7 +61,7 @@ from uncertank.datasets.dialogues import (
     dialogue_of,
     split_dialogues,
 )
-from uncertank.datasets.samplers import DuplicateStats, duplicate_stats, normalize_text
+from uncertank.datasets.duplicates import DuplicateStats, duplicate_stats, normalize_text
 from uncertank.datasets.sampling import NegativeSampling
 
 __all__ = [
