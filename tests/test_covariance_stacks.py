@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import uncertank._types as types
+import uncertank._predictions as predictions
 from uncertank import PredictiveSamples
 from uncertank.uncertainty import risk_aware_rerank
 
@@ -19,7 +19,7 @@ def _samples(seed=0, n_samples=7):
 
 @pytest.mark.parametrize("chunk", [1, 10, 1 << 20])
 def test_stacks_equal_np_cov_per_query(monkeypatch, chunk):
-    monkeypatch.setattr(types, "_COV_CHUNK", chunk)  # chunks of one query, of a few, and all at once
+    monkeypatch.setattr(predictions, "_COV_CHUNK", chunk)  # chunks of one query, of a few, and all at once
     ps = _samples()
     seen = []
     for queries, blocks in ps.covariance_stacks():

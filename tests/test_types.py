@@ -323,6 +323,28 @@ def test_predictions_ranked_checks_offsets():
         Predictions(np.linspace(0, 1, 5), np.array([0, 5])).ranked(qs.labels)
 
 
+def test_containers_pickle_and_old_pickles_naming_uncertank_types_load():
+    """The classes live in _lists and _predictions; a pickle that names uncertank._types (as before) still loads."""
+    import pickle
+
+    import uncertank._types as types
+
+    qs = _qs()
+    objs = [qs, qs.ranked(np.arange(6.0)), Predictions(np.full(6, 0.5), qs.offsets, ranker="r"),
+            PredictiveSamples(np.arange(12.0).reshape(2, 6), qs.offsets, ranker="r")]
+    for obj in objs:
+        cls = type(obj)
+        assert getattr(types, cls.__name__) is cls
+        new = pickle.dumps(obj, protocol=0)
+        old = new.replace(f"c{cls.__module__}\n".encode(), b"cuncertank._types\n")
+        assert old != new
+        for payload in (new, old):
+            back = pickle.loads(payload)
+            assert type(back) is cls
+            np.testing.assert_array_equal(back.offsets, obj.offsets)
+    assert pickle.loads(pickle.dumps(qs)).digest() == qs.digest()
+
+
 def test_predictive_samples_rejects_bad_ddof_type_and_ranker():
     with pytest.raises(TypeError, match="ddof must be an int"):
         PredictiveSamples(np.zeros((2, 4)), np.array([0, 4]), ddof=0.5)

@@ -170,3 +170,10 @@ def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value}")
     return int(value)
+
+
+def check_name(name: object, what: str = "name") -> str:
+    """Raise unless ``name`` (a container's ``name`` or ``ranker``, named ``what``) is a str."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a str; got {type(name).__name__} {name!r}")
+    return name
