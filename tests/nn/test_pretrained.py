@@ -253,7 +253,7 @@ def test_an_unfitted_neural_ranker_refuses_to_predict(name):
 
 def test_a_new_head_warm_started_from_a_users_model_is_not_fitted_until_fit(tmp_path):
     """A post-hoc plain head (a study's init_from on a pretrained bert) is trained, never taken as fitted."""
-    folder, model, _ = _save(tmp_path, "bert")
+    folder, _, _ = _save(tmp_path, "bert")
     user = from_pretrained(folder, **SMALL)
     assert user.is_fitted
     head = uncertank.make_ranker("bert", epochs=1, batch_size=8, freeze_encoder=True, train_ratio=2, **SMALL)
@@ -266,3 +266,28 @@ def test_a_new_head_warm_started_from_a_users_model_is_not_fitted_until_fit(tmp_
     for k, v in before.items():
         assert torch.equal(head.model.encoder.state_dict()[k], v), k
     assert not np.allclose(head.predict(queries).scores, user.predict(queries).scores)
+
+
+def test_a_post_hoc_gp_layer_with_nothing_to_train_is_fitted_by_its_memory_bank(tmp_path):
+    """PG-DRR on the frozen [CLS] as it is (no projection): no step is taken, the bank is the fit."""
+    pytest.importorskip("uncertank_pgdrr")
+    folder, model, _ = _save(tmp_path, "bert")
+    before = {k: v.clone() for k, v in model.base_model.state_dict().items()}
+    ranker = uncertank.make_ranker("pgdrr", pretrained=folder, projection_dim="none", length_scale="median",
+                                   bank_size=16, epochs=1, batch_size=8, **SMALL)
+    assert not any(p.requires_grad and "encoder" not in n for n, p in ranker.build_model().named_parameters())
+    queries = toy_queries(6, 4)
+    ranker.fit(queries)
+    assert ranker.is_fitted and ranker.history_.loss == []
+    assert int(ranker.head().bank_count) == 12  # every balanced pair of 6 queries fits in M = 16
+    for k, v in before.items():
+        assert torch.equal(ranker.model.encoder.state_dict()[k], v), k
+    p = ranker.predict(queries).scores
+    assert np.isfinite(p).all() and p.std() > 0
+    from uncertank.nn import TrainingConfig, train_cross_encoder
+
+    other = uncertank.make_ranker("pgdrr", pretrained=folder, projection_dim="none", **SMALL)
+    net = other.build_model()
+    with pytest.raises(ValueError, match="freeze_encoder leaves nothing to train"):  # and nothing to fit it
+        train_cross_encoder(net, other.tokenizer, queries, config=TrainingConfig(freeze_encoder=True, max_length=32),
+                            encode=other.encode_texts)

@@ -346,6 +346,9 @@ def train_cross_encoder(
         model in eval mode, the last epoch's training pairs (``EncodedPairs``)
         and their labels of shape (n_train_pairs,): the place to compute state
         that needs the final weights (a head's covariance, a memory bank).
+        When ``freeze_encoder`` leaves no parameter to train (a
+        non-parametric head, e.g. a GP layer reading the frozen features as
+        they are), no step is taken and ``on_train_end`` alone fits the head.
     encode : callable, optional
         ``encode(contexts, candidates, query_index, max_length=...) ->
         EncodedPairs``, how pairs become token sequences:
@@ -409,7 +412,16 @@ def train_cross_encoder(
         for p in frozen.parameters():
             p.requires_grad_(False)
         if not any(p.requires_grad for p in model.parameters()):
-            raise ValueError("freeze_encoder leaves nothing to train: the model has no parameter outside its encoder")
+            if on_train_end is None:
+                raise ValueError(
+                    "freeze_encoder leaves nothing to train: the model has no parameter outside its encoder"
+                )
+            # a non-parametric head (a GP layer on the frozen features): its state is all on_train_end's
+            model.eval()
+            enc, labels = epochs_pairs[-1]
+            on_train_end(model, enc, labels, acc)
+            acc.free_memory()
+            return TrainingHistory(best_epoch=cfg.epochs - 1)
     optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay, cfg.lr, cfg.head_lr), lr=cfg.lr)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
     wrapped, optimizer, scheduler = acc.prepare(model, optimizer, scheduler)
