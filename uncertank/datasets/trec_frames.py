@@ -104,6 +104,22 @@ def _check_ids(df: pd.DataFrame, name: str) -> None:
             raise ValueError(f"{name}: {col} is missing at row {int(np.flatnonzero(missing)[0])}")
 
 
+def _given_frame(obj: object, name: str, value: str, columns: tuple[str, ...]) -> Any:
+    """A mapping ``{query_id: {doc_id: value}}`` or a DataFrame with ``columns`` as a frame; anything else raises."""
+    import pandas as pd
+
+    if isinstance(obj, Mapping):
+        return _from_nested(obj, name, value)
+    if isinstance(obj, pd.DataFrame):
+        _require_columns(obj, name, columns)
+        return obj
+    what = "score" if value == "score" else "grade"
+    raise TypeError(
+        f"{name} must be a path, a pandas DataFrame or a mapping {{query_id: {{doc_id: {what}}}}}; "
+        f"got {type(obj).__name__}"
+    )
+
+
 def run_frame(obj: object, name: str) -> pd.DataFrame:
     """A run as :func:`read_trec_run` returns it, from a path, a DataFrame or ``{query_id: {doc_id: score}}``.
 
@@ -118,16 +134,7 @@ def run_frame(obj: object, name: str) -> pd.DataFrame:
 
     if isinstance(obj, (str, os.PathLike)):
         return read_trec_run(obj)
-    if isinstance(obj, Mapping):
-        df = _from_nested(obj, name, "score")
-    elif isinstance(obj, pd.DataFrame):
-        _require_columns(obj, name, ("query_id", "doc_id", "score"))
-        df = obj
-    else:
-        raise TypeError(
-            f"{name} must be a path, a pandas DataFrame or a mapping {{query_id: {{doc_id: score}}}}; "
-            f"got {type(obj).__name__}"
-        )
+    df = _given_frame(obj, name, "score", ("query_id", "doc_id", "score"))
     if df.empty:
         raise ValueError(f"{name} holds no entries")
     _check_ids(df, name)
@@ -162,16 +169,7 @@ def qrels_frame(obj: object, name: str) -> pd.DataFrame:
 
     if isinstance(obj, (str, os.PathLike)):
         return read_qrels(obj)
-    if isinstance(obj, Mapping):
-        df = _from_nested(obj, name, "relevance")
-    elif isinstance(obj, pd.DataFrame):
-        _require_columns(obj, name, _QRELS_COLUMNS)
-        df = obj
-    else:
-        raise TypeError(
-            f"{name} must be a path, a pandas DataFrame or a mapping {{query_id: {{doc_id: grade}}}}; "
-            f"got {type(obj).__name__}"
-        )
+    df = _given_frame(obj, name, "relevance", _QRELS_COLUMNS)
     if df.empty:
         raise ValueError(f"{name} holds no judgements")
     _check_ids(df, name)
