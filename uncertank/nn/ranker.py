@@ -429,11 +429,9 @@ class NeuralRanker:
 
     @property
     def is_fitted(self) -> bool:
-        """True once :meth:`fit` ran, a fitted checkpoint was loaded, or a ``pretrained`` head is kept.
+        """True once :meth:`fit` ran, a fitted checkpoint was loaded, or a ``pretrained`` head is kept (not replaced).
 
-        A study skips ``fit`` then. A ranker warm-started from a pretrained
-        model has a new head (:meth:`warm_start`), so it is not fitted until
-        :meth:`fit` runs.
+        A study skips ``fit`` then; a head new from :meth:`warm_start` is not fitted until :meth:`fit` runs.
         """
         kept_head = self.pretrained is not None and self.keeps_pretrained_head and self.weights_source_ != "warm_start"
         return self.history_ is not None or kept_head
@@ -552,14 +550,7 @@ class NeuralRanker:
         save_model(folder, model, self.tokenizer, ranker_manifest(self))
 
     def save_pretrained(self, path: str | os.PathLike[str]) -> Path:
-        """Write the fitted network as a Hugging Face / sentence-transformers folder.
-
-        ``AutoModelForSequenceClassification`` and ``CrossEncoder`` load it
-        as any classifier (one logit, P(relevant) its sigmoid), and
-        :func:`from_pretrained` loads it back with the same scores. Only a
-        plain cross-encoder (``bert``, ``mc_dropout``) can be written so; see
-        :func:`uncertank.nn.save_pretrained`.
-        """
+        """Write the network as a Hugging Face / sentence-transformers folder (:func:`save_pretrained`)."""
         return save_pretrained(self, path)
 
     @classmethod
