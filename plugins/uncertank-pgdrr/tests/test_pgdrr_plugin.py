@@ -273,3 +273,17 @@ def test_median_length_scale_errors():
         PGDRRRanker(tiny_config(), length_scale="mean")
     with pytest.raises(TypeError, match="projection_dim must be an integer >= 1; got str 'nothing'"):
         PGDRRRanker(tiny_config(), projection_dim="nothing")
+
+
+def test_a_bank_drawn_at_the_training_ratio():
+    labels = np.array([1] * 10 + [0] * 90)
+    balanced = _bank_indices(labels, 20, seed=0)
+    assert labels[balanced].sum() == 10  # half relevant
+    as_trained = _bank_indices(labels, 20, seed=0, balanced=False)
+    assert as_trained.size == 20 and np.all(np.diff(as_trained) > 0)
+    # uniform over the pairs: over many seeds the share of relevant is the pairs' own (10%), by a loop
+    shares = [labels[_bank_indices(labels, 20, seed=s, balanced=False)].mean() for s in range(400)]
+    assert abs(np.mean(shares) - 0.1) < 4 * np.std(shares) / np.sqrt(len(shares))
+    with pytest.raises(TypeError, match="balanced_bank must be a bool; got str"):
+        PGDRRRanker(tiny_config(), balanced_bank="no")
+    assert PGDRRRanker(tiny_config(), balanced_bank=False).extra_params()["balanced_bank"] is False

@@ -91,8 +91,8 @@ class PGDRRRanker(NeuralRanker):
     Prediction conditions on a memory bank of ``bank_size`` labelled training
     pairs (the paper does not say which labelled pairs a test pair is
     conditioned on; this is our choice): after training, ``bank_size`` pairs
-    of the last epoch's balanced training pairs (half relevant where
-    possible, drawn with ``seed``) are scored again with the final weights,
+    of the last epoch's training pairs (half relevant where possible, or
+    at their own ratio with ``balanced_bank=False``; drawn with ``seed``) are scored again with the final weights,
     ``n_chains`` chains run ``n_bank_steps`` sweeps on them, and the last
     omega of every chain is kept. A test pair's latent is then Gaussian per
     chain; P(relevant) is its Gauss-Hermite expectation of the sigmoid,
@@ -125,6 +125,12 @@ class PGDRRRanker(NeuralRanker):
         Gauss-Hermite nodes (64: absolute error below 1e-6 for latent variances up to 8, the prior variance).
     jitter : float
         Nugget on the kernel's diagonal, relative to the output scale.
+    balanced_bank : bool
+        Draw the memory bank half relevant where possible (True, our
+        default), or uniformly from the last epoch's training pairs (False),
+        so that it holds them in the ratio they were trained at: the bank is
+        what a test pair's latent is conditioned on, so its share of relevant
+        pairs sets the base rate the predictive leans to.
     **params
         Every other parameter of :class:`uncertank.nn.NeuralRanker`
         (``max_length``, ``epochs``, ``batch_size``, ``lr``, ``seed``,
@@ -147,6 +153,7 @@ class PGDRRRanker(NeuralRanker):
         projection_dim: int | None = 64,
         n_quadrature: int = 64,
         jitter: float = DEFAULT_JITTER,
+        balanced_bank: bool = True,
         **params: Any,
     ) -> None:
         super().__init__(backbone, **params)
@@ -166,6 +173,9 @@ class PGDRRRanker(NeuralRanker):
         self.projection_dim = None if projection_dim is None else check_positive_int(projection_dim, "projection_dim")
         self.n_quadrature = check_positive_int(n_quadrature, "n_quadrature")
         self.jitter = _positive_float(jitter, "jitter")
+        if not isinstance(balanced_bank, bool):
+            raise TypeError(f"balanced_bank must be a bool; got {type(balanced_bank).__name__}")
+        self.balanced_bank = balanced_bank
         self.generator: torch.Generator | None = None
 
     # -- the network and its training ---------------------------------------------
@@ -193,6 +203,7 @@ class PGDRRRanker(NeuralRanker):
             "length_scale": length_scale, "output_scale": self.output_scale, "n_chains": self.n_chains,
             "n_gibbs_steps": self.n_gibbs_steps, "bank_size": self.bank_size, "n_bank_steps": self.n_bank_steps,
             "projection_dim": self.projection_dim, "n_quadrature": self.n_quadrature, "jitter": self.jitter,
+            "balanced_bank": self.balanced_bank,
         }
 
     def head(self) -> GaussianProcessHead:
@@ -224,7 +235,7 @@ class PGDRRRanker(NeuralRanker):
     def on_train_end(self, model: nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Any) -> None:
         """Fill the memory bank: ``bank_size`` training pairs, scored with the final weights, and their Gibbs chains."""
         head = _as_pgdrr(model).head
-        idx = _bank_indices(labels, self.bank_size, seed=self.training_config.seed)
+        idx = _bank_indices(labels, self.bank_size, seed=self.training_config.seed, balanced=self.balanced_bank)
         feats = self._features(model, _subset_pairs(pairs, idx), accelerator)
         head.set_bank(feats.to(head.bank_features.device), torch.as_tensor(labels[idx]).to(head.bank_labels.device))
 
@@ -379,9 +390,11 @@ def _positive_float(value: Any, name: str) -> float:
     return float(value)
 
 
-def _bank_indices(labels: NDArray[np.int64], size: int, *, seed: int) -> NDArray[np.int64]:
-    """Up to ``size`` indices into ``labels``: half relevant where possible, drawn with ``seed``."""
+def _bank_indices(labels: NDArray[np.int64], size: int, *, seed: int, balanced: bool = True) -> NDArray[np.int64]:
+    """Up to ``size`` indices into ``labels``, drawn with ``seed``: half relevant where possible, or uniformly."""
     rng = np.random.default_rng(seed)
+    if not balanced:  # the training pairs' own ratio of relevant to non-relevant
+        return np.sort(rng.permutation(labels.size)[:size]).astype(np.int64)
     pos = rng.permutation(np.flatnonzero(labels > 0))
     neg = rng.permutation(np.flatnonzero(labels <= 0))
     n_pos = min(pos.size, max(size // 2, size - neg.size))
