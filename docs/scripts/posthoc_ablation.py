@@ -1,0 +1,273 @@
+"""Summarise the post-hoc study on the real run's frozen encoder: PG-DRR's settings and the training ratio.
+
+The studies (run first; each resumes)::
+
+    uncertank run docs/studies/posthoc_ablation.toml --out .cache/posthoc_ablation
+    uncertank run docs/studies/posthoc_pgdrr_bank.toml --out .cache/posthoc_pgdrr_bank
+    python docs/scripts/posthoc_ablation.py .cache/posthoc_ablation --bank .cache/posthoc_pgdrr_bank
+    python docs/scripts/posthoc_ablation.py --render      # the docs tables from the JSON
+
+For every ranker of the study this writes to --out (JSON):
+
+- validation (the study's 200 valid queries, in-domain) R_10@1, MAP, ECE
+  over all pairs and balanced ECE (the mean of 100 balanced subsamples),
+  computed here from the stored validation scores; the PG-DRR configuration
+  is chosen on these numbers only: the lowest balanced ECE;
+- the test numbers of every condition, as results.json has them, with the
+  risk-aware reranking outcome (validation b, the oracle b and RA-BERT's
+  mix of bert's means with the head's variances, each with its paired test);
+- per condition, the difference to ``bert`` (the folder as it is) of ECE
+  over all pairs and of balanced ECE, with a 95% paired query-bootstrap
+  interval (:func:`uncertank.stats.query_bootstrap_interval`, 1,000
+  replicates; the balanced ECE of a replicate is one balanced subsample
+  seeded by the replicate, so the interval includes the subsampling);
+- the seconds each head took to fit (the memory bank's cost included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = ROOT / "docs" / "studies" / "posthoc_ablation.toml"
+BANK_STUDY = ROOT / "docs" / "studies" / "posthoc_pgdrr_bank.toml"
+OUT = ROOT / "docs" / "results" / "pgdrr_ablation.json"
+LABELS = ("R@1", "MAP", "ECE", "ECE balanced (mean of 100)")
+N_RESAMPLES = 1000
+
+
+def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
+    from uncertank._io import atomic_write_text
+
+    atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
+def _scores(folder: Path, label: str, split: str) -> np.ndarray:
+    """The stored mean scores of ``label`` on ``split`` (one file per ranker and split)."""
+    def stem(name: str) -> str:  # how the runner names its files: anything but [A-Za-z0-9-_.] becomes "-"
+        return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)
+
+    found = sorted((folder / "predictions").glob(f"{stem(label)}-{stem(split)}-*.npz"))
+    if len(found) != 1:
+        raise FileNotFoundError(f"expected one prediction file of {label!r} on {split!r} in {folder}; got {found}")
+    with np.load(found[0]) as z:
+        return np.asarray(z["mean"], dtype=np.float64)
+
+
+def _metrics(scores: np.ndarray, qs: Any) -> dict[str, float]:
+    from uncertank import RankedLists
+    from uncertank.metrics import expected_calibration_error, mean_average_precision, recall_at_k
+
+    rl = RankedLists.from_flat(scores, qs.labels, qs.offsets)
+    return {
+        "R@1": float(recall_at_k(rl, k=1)),
+        "MAP": float(mean_average_precision(rl)),
+        "ECE": float(expected_calibration_error(scores, qs.labels, n_bins=10)),
+        "ECE balanced (mean of 100)": float(
+            expected_calibration_error(scores, qs.labels, n_bins=10, balanced=True, seed=0, n_subsamples=100)
+        ),
+    }
+
+
+def _intervals(scores: np.ndarray, ref: np.ndarray, qs: Any) -> dict[str, list[float]]:
+    """95% paired query-bootstrap intervals of (ranker - bert) for both ECEs."""
+    from uncertank.metrics import expected_calibration_error
+    from uncertank.stats import query_bootstrap_interval
+
+    labels = np.asarray(qs.labels)
+
+    def diff(balanced: bool) -> Any:
+        def stat(pos: np.ndarray, b: int) -> float:
+            y = labels[pos]
+            kw: dict[str, Any] = {"n_bins": 10, "balanced": balanced, "seed": b}
+            return float(expected_calibration_error(scores[pos], y, **kw)
+                         - expected_calibration_error(ref[pos], y, **kw))
+        return stat
+
+    return {
+        "ECE": list(query_bootstrap_interval(qs.offsets, diff(False), n_resamples=N_RESAMPLES, seed=0)),
+        "ECE balanced": list(query_bootstrap_interval(qs.offsets, diff(True), n_resamples=N_RESAMPLES, seed=0)),
+    }
+
+
+LISTS_REFERENCE = "bert head lists"
+
+
+def _study_rows(folder: Path, study: Path, skip: set[str], lists_folder: Path) -> tuple[Any, dict[str, Any]]:
+    """The rows of the study's rankers (all but ``skip``), with their intervals against its reference.
+
+    A head trained on lists is also compared with the plain head trained on
+    lists (``LISTS_REFERENCE``, in ``lists_folder``): the papers' own setting.
+    """
+    from uncertank.experiment import load_config
+    from uncertank.experiment.result import StudyResult
+    from uncertank.experiment.runner import load_data
+
+    config = load_config(study)
+    result = StudyResult.from_dict(json.loads((folder / "results.json").read_text()))
+    data = load_data(config)
+    ref = config.reference or config.rankers[0].key  # the study's own rule when none is named
+    rows: dict[str, Any] = {}
+    for rc in config.rankers:
+        label = rc.key
+        if label in skip:
+            continue
+        row: dict[str, Any] = {"ranker": rc.name, "params": dict(rc.params), "study": str(study.relative_to(ROOT)),
+                               "valid": _metrics(_scores(folder, label, "valid"), data.valid), "test": {}}
+        step = result.steps.get(f"fit {label}")
+        row["fit_seconds"] = None if step is None or step.resumed else round(step.seconds, 1)
+        for cond, qs in data.tests.items():
+            ev = next(e for e in result.evaluations if e.ranker == label and e.condition == cond)
+            entry: dict[str, Any] = {k: float(ev.metrics[k]) for k in LABELS}
+            if label != ref:
+                entry["minus_bert_95"] = _intervals(_scores(folder, label, cond), _scores(folder, ref, cond), qs)
+            if rc.params.get("train_ratio") == 9 and label != LISTS_REFERENCE:
+                entry["minus_bert_head_lists_95"] = _intervals(
+                    _scores(folder, label, cond), _scores(lists_folder, LISTS_REFERENCE, cond), qs)
+            if ev.risk is not None:
+                r = ev.risk
+                entry["risk"] = {"b": r.b, "R@1_mean": r.r1_mean, "R@1_risk_aware": r.r1_risk_aware,
+                                 "p_value": r.p_value, "oracle_b": r.oracle_b, "R@1_oracle": r.r1_oracle,
+                                 "p_value_oracle": r.p_value_oracle, "mixed_b": r.mixed_b,
+                                 "R@1_mixed": r.r1_mixed, "R@1_mixed_mean": r.r1_mixed_mean,
+                                 "p_value_mixed": r.p_value_mixed}
+            row["test"][cond] = entry
+        rows[label] = row
+        print(f"{label}: valid {row['valid']}", flush=True)
+    return data, rows
+
+
+def summarise(folder: Path, study: Path = STUDY, bank: Path | None = None) -> dict[str, Any]:
+    """Validation and test numbers of every ranker, the intervals against bert, and the choice.
+
+    ``bank``: the output folder of docs/studies/posthoc_pgdrr_bank.toml, whose
+    PG-DRR row joins the others (its ``bert`` is the same folder on the same
+    queries, so it is not repeated).
+    """
+    data, rows = _study_rows(folder, study, set(), folder)
+    if bank is not None:
+        rows.update(_study_rows(bank, BANK_STUDY, {"bert"}, folder)[1])
+    pgdrr = [k for k in rows if rows[k]["ranker"] == "pgdrr"]
+    chosen = min(pgdrr, key=lambda k: rows[k]["valid"]["ECE balanced (mean of 100)"])
+    return {
+        "command": f"uncertank run {study.relative_to(ROOT)} --out {folder.name}; "
+                   + ("" if bank is None else f"uncertank run {BANK_STUDY.relative_to(ROOT)} --out {bank.name}; ")
+                   + f"python docs/scripts/posthoc_ablation.py {folder.name}"
+                   + ("" if bank is None else f" --bank {bank.name}"),
+        "sizes": {"train_queries": data.train.n_queries, "valid_queries": data.valid.n_queries,
+                  "test_queries": {c: q.n_queries for c, q in data.tests.items()}},
+        "conditions": list(data.tests),
+        "reference": "bert",
+        "rankers": rows,
+        "pgdrr_chosen_on_validation": chosen,
+        "selection": "the PG-DRR configuration with the lowest validation balanced ECE (mean of 100)",
+        "intervals": f"95% paired query bootstrap of (ranker - bert), {N_RESAMPLES} replicates; balanced ECE "
+                     "from one balanced subsample per replicate",
+        "machine": f"{os.uname().machine}, {os.cpu_count()} cores",
+    }
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+RATIO_PAIRS = (("bert head pairs", "bert head lists"), ("sngp pairs", "sngp lists"),
+               ("gpf_bert pairs", "gpf_bert lists"), ("pgdrr default", "pgdrr lists", "pgdrr lists, bank as trained"))
+
+
+def _with_interval(t: dict[str, Any], key: str, interval: str) -> str:
+    cell = _fmt(t[key])
+    if "minus_bert_95" in t:
+        lo, hi = t["minus_bert_95"][interval]
+        cell += f" [{lo:+.3f}, {hi:+.3f}]"
+    return cell
+
+
+def tables(payload: dict[str, Any]) -> dict[str, str]:
+    """The docs tables: PG-DRR's ablation (validation, test), lists against pairs, and the risk bounds."""
+    conds, rows = payload["conditions"], payload["rankers"]
+    pgdrr = ["bert", *(k for k, r in rows.items() if r["ranker"] == "pgdrr")]
+    out: dict[str, str] = {}
+    lines = ["| configuration | valid R_10@1 | valid MAP | valid ECE | valid balanced ECE | fit (s) |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for label in pgdrr:
+        v, mark = rows[label]["valid"], " (chosen)" if label == payload["pgdrr_chosen_on_validation"] else ""
+        fit = None if label == "bert" else rows[label]["fit_seconds"]  # the folder as it is: not trained
+        lines.append(f"| {label}{mark} | {_fmt(v['R@1'])} | {_fmt(v['MAP'])} | {_fmt(v['ECE'])} | "
+                     f"{_fmt(v['ECE balanced (mean of 100)'])} | {_fmt(fit, 0)} |")
+    out["pgdrr valid"] = "\n".join(lines)
+    lines = ["| configuration | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
+    for label in pgdrr:
+        cells = [f"{_fmt(t['R@1'])} / {_fmt(t['ECE'])} / "
+                 + _with_interval(t, "ECE balanced (mean of 100)", "ECE balanced")
+                 for t in (rows[label]["test"][c] for c in conds)]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    out["pgdrr test"] = "\n".join(lines)
+    for key, interval, name in (("ECE", "ECE", "ratio ECE"),
+                                ("ECE balanced (mean of 100)", "ECE balanced", "ratio balanced ECE")):
+        lines = ["| head | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
+        order = ["bert", *(k for pair in RATIO_PAIRS for k in pair if k in rows)]
+        for label in order:
+            cells = [_with_interval(rows[label]["test"][c], key, interval) for c in conds]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        out[name] = "\n".join(lines)
+    lines = ["| head (lists of ten) | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
+    for label, row in rows.items():
+        if label == LISTS_REFERENCE or "minus_bert_head_lists_95" in row["test"][conds[0]]:
+            cells = []
+            for c in conds:
+                t = row["test"][c]
+                cell = _fmt(t["ECE"])
+                if "minus_bert_head_lists_95" in t:
+                    lo, hi = t["minus_bert_head_lists_95"]["ECE"]
+                    cell += f" [{lo:+.3f}, {hi:+.3f}]"
+                cells.append(cell)
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    out["lists ECE"] = "\n".join(lines)
+    lines = ["| condition | head | b (validation) | R_10@1 by the mean | risk-aware | oracle b | oracle R_10@1 | "
+             "p, oracle | RA-BERT: b | RA-BERT R_10@1 (bert's means) | p, RA-BERT |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in conds:
+        for label in ("sngp pairs", "gpf_bert pairs", "pgdrr default"):
+            r = rows.get(label, {}).get("test", {}).get(c, {}).get("risk")
+            if r is None:
+                continue
+            def p(v: float | None) -> str:
+                return "–" if v is None else f"{v:.2g}"
+            lines.append(f"| {c} | {label} | {r['b']:g} | {_fmt(r['R@1_mean'])} | {_fmt(r['R@1_risk_aware'])} | "
+                         f"{r['oracle_b']:g} | {_fmt(r['R@1_oracle'])} | {p(r['p_value_oracle'])} | "
+                         f"{'–' if r['mixed_b'] is None else format(r['mixed_b'], 'g')} | "
+                         f"{_fmt(r['R@1_mixed_mean'])} → {_fmt(r['R@1_mixed'])} | {p(r['p_value_mixed'])} |")
+    out["risk"] = "\n".join(lines)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("folder", type=Path, nargs="?", help="the study's output folder")
+    ap.add_argument("--study", type=Path, default=STUDY)
+    ap.add_argument("--bank", type=Path, help="the output folder of docs/studies/posthoc_pgdrr_bank.toml")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--render", action="store_true", help="print the docs tables from --out and stop")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.render:
+        for name, table in tables(json.loads(args.out.read_text())).items():
+            print(f"<!-- {name} -->\n{table}\n")
+        return
+    if args.folder is None:
+        ap.error("give the study's output folder (or --render)")
+    payload = summarise(args.folder, args.study.resolve(), args.bank)
+    _atomic_json(args.out, payload)
+    for name, table in tables(payload).items():
+        print(f"<!-- {name} -->\n{table}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""The post-hoc studies on the real run's frozen encoder (docs/pgdrr.md, docs/rankers.md): their design, and
+the docs quoting their checked-in numbers."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+
+from uncertank.experiment import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+ABLATION = ROOT / "docs" / "studies" / "posthoc_ablation.toml"
+RESULTS = ROOT / "docs" / "results" / "pgdrr_ablation.json"
+
+
+def _script():
+    return runpy.run_path(str(ROOT / "docs" / "scripts" / "posthoc_ablation.py"), run_name="posthoc_ablation")
+
+
+def test_each_pgdrr_row_changes_one_setting_and_lists_cost_what_pairs_cost():
+    config = load_config(ABLATION)
+    rows = {r.key: r for r in config.rankers}
+    default = rows["pgdrr default"].params
+    pgdrr = [r for r in config.rankers if r.name == "pgdrr"]
+    assert len(pgdrr) >= 7  # the default and at least six changes
+    for r in pgdrr:
+        changed = {k for k in {*r.params, *default} if r.params.get(k) != default.get(k)}
+        if r.key == "pgdrr lists":
+            assert changed == {"train_ratio", "max_train_queries"}
+        elif r.key == "pgdrr [CLS] ls median":
+            assert changed == {"projection_dim", "length_scale"}
+        elif r.key != "pgdrr default":
+            assert len(changed) == 1, (r.key, changed)
+    # lists of ten from a fifth of the queries: as many training pairs as balanced pairs from all of them
+    n = config.max_train_queries
+    for r in config.rankers:
+        if r.key.endswith("lists"):
+            assert r.params["train_ratio"] == 9 and r.params["max_train_queries"] * 10 == n * 2
+    assert rows["bert head pairs"].init_from == rows["bert head lists"].init_from == "bert"
+    # the bank study changes only how the memory bank is drawn, on the same data
+    bank = load_config(ROOT / "docs" / "studies" / "posthoc_pgdrr_bank.toml")
+    for field in ("train_dataset", "max_train_queries", "max_valid_queries", "max_test_queries", "seed",
+                  "conditions", "n_candidates"):
+        assert getattr(bank, field) == getattr(config, field), field
+    (row,) = [r for r in bank.rankers if r.name == "pgdrr"]
+    assert row.pretrained == rows["pgdrr lists"].pretrained
+    assert {**row.params, "balanced_bank": True} == {**rows["pgdrr lists"].params, "balanced_bank": True}
+    assert row.params["balanced_bank"] is False
+
+
+def test_the_docs_quote_the_checked_in_results():
+    if not RESULTS.exists():
+        pytest.fail(f"{RESULTS} is missing: run the commands of docs/scripts/posthoc_ablation.py")
+    payload = json.loads(RESULTS.read_text())
+    pages = (ROOT / "docs" / "pgdrr.md").read_text() + (ROOT / "docs" / "rankers.md").read_text()
+    for name, table in _script()["tables"](payload).items():
+        assert table in pages, f"the {name} table of {RESULTS.name} is not in docs/pgdrr.md or docs/rankers.md"
+    rows = payload["rankers"]
+    assert sum(r["ranker"] == "pgdrr" for r in rows.values()) >= 7
+    for label, row in rows.items():
+        for cond in payload["conditions"]:
+            t = row["test"][cond]
+            assert {"R@1", "MAP", "ECE", "ECE balanced (mean of 100)"} <= t.keys()
+            if label != "bert":
+                for lo, hi in t["minus_bert_95"].values():
+                    assert lo <= hi
+    chosen = payload["pgdrr_chosen_on_validation"]
+    assert rows[chosen]["valid"]["ECE balanced (mean of 100)"] == min(
+        r["valid"]["ECE balanced (mean of 100)"] for r in rows.values() if r["ranker"] == "pgdrr")
