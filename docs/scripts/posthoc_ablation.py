@@ -37,6 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "docs" / "studies" / "posthoc_ablation.toml"
 BANK_STUDY = ROOT / "docs" / "studies" / "posthoc_pgdrr_bank.toml"
+END_TO_END_STUDY = ROOT / "docs" / "studies" / "lists_bert.toml"
 OUT = ROOT / "docs" / "results" / "pgdrr_ablation.json"
 LABELS = ("R@1", "MAP", "ECE", "ECE balanced (mean of 100)")
 N_RESAMPLES = 1000
@@ -143,7 +144,8 @@ def _study_rows(folder: Path, study: Path, skip: set[str], lists_folder: Path) -
     return data, rows
 
 
-def summarise(folder: Path, study: Path = STUDY, bank: Path | None = None) -> dict[str, Any]:
+def summarise(folder: Path, study: Path = STUDY, bank: Path | None = None,
+              end_to_end: Path | None = None) -> dict[str, Any]:
     """Validation and test numbers of every ranker, the intervals against bert, and the choice.
 
     ``bank``: the output folder of docs/studies/posthoc_pgdrr_bank.toml, whose
@@ -155,7 +157,12 @@ def summarise(folder: Path, study: Path = STUDY, bank: Path | None = None) -> di
         rows.update(_study_rows(bank, BANK_STUDY, {"bert"}, folder)[1])
     pgdrr = [k for k in rows if rows[k]["ranker"] == "pgdrr"]
     chosen = min(pgdrr, key=lambda k: rows[k]["valid"]["ECE balanced (mean of 100)"])
-    return {
+    extra: dict[str, Any] = {}
+    if end_to_end is not None:  # bert fine-tuned end to end on pairs or on lists (600 test queries)
+        e2e_data, e2e_rows = _study_rows(end_to_end, END_TO_END_STUDY, set(), end_to_end)
+        extra["end_to_end"] = {"study": str(END_TO_END_STUDY.relative_to(ROOT)), "rankers": e2e_rows,
+                               "test_queries": {c: q.n_queries for c, q in e2e_data.tests.items()}}
+    return {**extra,
         "command": f"uncertank run {study.relative_to(ROOT)} --out {folder.name}; "
                    + ("" if bank is None else f"uncertank run {BANK_STUDY.relative_to(ROOT)} --out {bank.name}; ")
                    + f"python docs/scripts/posthoc_ablation.py {folder.name}"
@@ -230,6 +237,18 @@ def tables(payload: dict[str, Any]) -> dict[str, str]:
                 cells.append(cell)
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     out["lists ECE"] = "\n".join(lines)
+    if "end_to_end" in payload:
+        e2e = payload["end_to_end"]["rankers"]
+        lines = ["| bert, end to end | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
+        for label, row in e2e.items():
+            cells = []
+            for c in conds:
+                t = row["test"][c]
+                cell = f"{_fmt(t['R@1'])} / " + _with_interval(t, "ECE", "ECE") + " / " + _with_interval(
+                    t, "ECE balanced (mean of 100)", "ECE balanced")
+                cells.append(cell)
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        out["end to end"] = "\n".join(lines)
     lines = ["| condition | head | b (validation) | R_10@1 by the mean | risk-aware | oracle b | oracle R_10@1 | "
              "p, oracle | RA-BERT: b | RA-BERT R_10@1 (bert's means) | p, RA-BERT |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -253,6 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("folder", type=Path, nargs="?", help="the study's output folder")
     ap.add_argument("--study", type=Path, default=STUDY)
     ap.add_argument("--bank", type=Path, help="the output folder of docs/studies/posthoc_pgdrr_bank.toml")
+    ap.add_argument("--end-to-end", type=Path, help="the output folder of docs/studies/lists_bert.toml")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--render", action="store_true", help="print the docs tables from --out and stop")
     args = ap.parse_args(argv)
@@ -263,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.folder is None:
         ap.error("give the study's output folder (or --render)")
-    payload = summarise(args.folder, args.study.resolve(), args.bank)
+    payload = summarise(args.folder, args.study.resolve(), args.bank, args.end_to_end)
     _atomic_json(args.out, payload)
     for name, table in tables(payload).items():
         print(f"<!-- {name} -->\n{table}\n")

@@ -70,3 +70,17 @@ def test_the_docs_quote_the_checked_in_results():
     chosen = payload["pgdrr_chosen_on_validation"]
     assert rows[chosen]["valid"]["ECE balanced (mean of 100)"] == min(
         r["valid"]["ECE balanced (mean of 100)"] for r in rows.values() if r["ranker"] == "pgdrr")
+
+
+def test_the_end_to_end_lists_study_scores_the_full_studys_data():
+    full, lists = load_config(ROOT / "docs" / "studies" / "full.toml"), load_config(
+        ROOT / "docs" / "studies" / "lists_bert.toml")
+    for field in ("train_dataset", "train_negatives", "n_candidates", "max_valid_queries", "max_test_queries", "seed",
+                  "conditions"):
+        assert getattr(lists, field) == getattr(full, field), field
+    by_key = {r.key: r for r in lists.rankers}
+    assert by_key["bert"].checkpoint == next(r for r in full.rankers if r.key == "bert").checkpoint
+    assert by_key["bert lists"].checkpoint != by_key["bert"].checkpoint
+    payload = json.loads(RESULTS.read_text())["end_to_end"]
+    assert set(payload["rankers"]) == {"bert", "bert lists"}
+    assert payload["test_queries"] == {c.name: 600 for c in full.conditions}
