@@ -8,6 +8,7 @@ exactly; the slow tests interrupt the real samplers.
 from __future__ import annotations
 
 import _thread
+import itertools
 import threading
 import time
 import types
@@ -199,8 +200,13 @@ def test_gate_memory_cap_ends_the_rounds(fake_nutpie, monkeypatch):
     assert [run.draws for run in fake_nutpie.runs] == [120] and cmp.n_draws == 120
 
 
-def test_gate_keeps_the_last_round_when_the_budget_ends_in_tuning(fake_nutpie):
+def test_gate_keeps_the_last_round_when_the_budget_ends_in_tuning(fake_nutpie, monkeypatch):
     fake_nutpie.per_run = [{"step": 400, "repeat": 4}, {"step": 0}]  # the second round never leaves tuning
+    # a clock that moves 2 ms per reading, so that the first round is cheap against the budget however
+    # busy the machine is, and the second one runs out of it while tuning
+    ticks = itertools.count()
+    monkeypatch.setattr(fit_mod, "time", types.SimpleNamespace(perf_counter=lambda: 0.002 * next(ticks),
+                                                                sleep=lambda s: None))
     with pytest.warns(ConvergenceWarning, match=r"time budget of 0.5 s ran out"):
         cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2, target_ess=400,
                       time_budget=0.5)
