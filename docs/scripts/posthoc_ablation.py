@@ -51,10 +51,9 @@ def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
 
 def _scores(folder: Path, label: str, split: str) -> np.ndarray:
     """The stored mean scores of ``label`` on ``split`` (one file per ranker and split)."""
-    def stem(name: str) -> str:  # how the runner names its files: anything but [A-Za-z0-9-_.] becomes "-"
-        return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)
+    from uncertank.experiment.runner import file_stem  # how the runner names its files
 
-    found = sorted((folder / "predictions").glob(f"{stem(label)}-{stem(split)}-*.npz"))
+    found = sorted((folder / "predictions").glob(f"{file_stem(label)}-{file_stem(split)}-*.npz"))
     if len(found) != 1:
         raise FileNotFoundError(f"expected one prediction file of {label!r} on {split!r} in {folder}; got {found}")
     with np.load(found[0]) as z:

@@ -233,7 +233,7 @@ def fit_rankers(
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = _model_key(rc, data, upstream)
         keys[rc.key] = key
-        folder = out / "models" / f"{_safe(rc.key)}-{key}"
+        folder = out / "models" / f"{file_stem(rc.key)}-{key}"
         if rc.checkpoint is not None:
             t0 = time.perf_counter()
             log(f"{rc.key}: loading the checkpoint {rc.checkpoint}")
@@ -331,7 +331,7 @@ def predict_all(
         run = _predict_one(rankers[rc.key], rc.key)
         for split, qs in sets.items():
             key = digest([upstream, data.digests[split]])
-            path = out / "predictions" / f"{_safe(rc.key)}-{_safe(split)}-{key}.npz"
+            path = out / "predictions" / f"{file_stem(rc.key)}-{file_stem(split)}-{key}.npz"
             if resume and path.exists():
                 with np.load(path) as z:
                     samples = PredictiveSamples(z["samples"], qs.offsets, ranker=rc.key) if bool(z["stochastic"]) \
@@ -517,7 +517,7 @@ def run_study(
     return result
 
 
-def _safe(name: str) -> str:
+def file_stem(name: str) -> str:
     """``name`` as a piece of a file name (anything but letters, digits, ``-_.`` becomes ``-``)."""
     return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)
 
