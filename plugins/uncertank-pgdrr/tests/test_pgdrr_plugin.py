@@ -268,8 +268,52 @@ def test_median_length_scale_without_projection_is_the_median_cls_distance(tmp_p
     np.testing.assert_allclose(again.predict(queries).scores, p, rtol=1e-6, atol=1e-9)
 
 
+def test_the_length_scale_gradient_is_the_marginal_likelihood_s():
+    """A learned length scale's gradient is d/d log(l) of -log N(kappa/omega | 0, K + Omega^-1), by differences."""
+    from uncertank_pgdrr.gp import GaussianProcessHead, marginal_nll, rbf_kernel
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(12, 3, dtype=torch.float64, generator=gen)
+    y = torch.tensor([1, 0] * 6)
+    head = GaussianProcessHead(3, projection_dim=None, length_scale=1.7, bank_size=4, n_chains=3,
+                               learn_length_scale=True)
+    assert [n for n, _ in head.named_parameters()] == ["log_length_scale"]
+    omega = 0.2 + torch.rand(3, 12, dtype=torch.float64, generator=gen)
+    loss = marginal_nll(head.kernel(x, x), omega, y).mean()
+    loss.backward()
+
+    def at(log_l: float) -> float:
+        k = rbf_kernel(x, x, length_scale=float(np.exp(log_l)), output_scale=head.output_scale)
+        return float(marginal_nll(k, omega, y).mean())
+
+    h, log_l = 1e-5, float(np.log(1.7))
+    numeric = (at(log_l + h) - at(log_l - h)) / (2 * h)
+    assert head.log_length_scale is not None and head.log_length_scale.grad is not None
+    assert float(head.log_length_scale.grad) == pytest.approx(numeric, rel=1e-6)
+    head.length_scale = 0.5  # the setter writes the parameter
+    assert float(torch.as_tensor(head.length_scale).detach()) == pytest.approx(0.5)
+    assert float(head.log_length_scale.detach()) == pytest.approx(np.log(0.5))
+
+
+def test_a_learned_length_scale_moves_from_the_median_and_is_saved(tmp_path):
+    queries = toy_queries()
+    ranker = PGDRRRanker(tiny_config(), epochs=2, projection_dim="none", length_scale="learned",
+                         freeze_encoder=True, head_lr=0.05, **SMALL)
+    ranker.fit(queries)
+    start = ranker.length_scale_  # the median heuristic's value, where training started
+    learned = ranker.kernel_length_scale
+    assert start is not None and start > 0 and learned > 0
+    assert abs(np.log(learned / start)) > 0.01  # the training loss moved it
+    assert ranker.extra_params()["length_scale"] == "learned"
+    p = ranker.predict(queries).scores
+    ranker.save(tmp_path / "ck")
+    again = load_ranker(tmp_path / "ck")
+    assert again.kernel_length_scale == pytest.approx(learned, rel=1e-12)
+    np.testing.assert_allclose(again.predict(queries).scores, p, rtol=1e-6, atol=1e-9)
+
+
 def test_median_length_scale_errors():
-    with pytest.raises(ValueError, match="length_scale must be a finite number > 0 or 'median'; got 'mean'"):
+    with pytest.raises(ValueError, match="length_scale must be a finite number > 0, 'median' or 'learned'; got 'mean'"):
         PGDRRRanker(tiny_config(), length_scale="mean")
     with pytest.raises(TypeError, match="projection_dim must be an integer >= 1; got str 'nothing'"):
         PGDRRRanker(tiny_config(), projection_dim="nothing")

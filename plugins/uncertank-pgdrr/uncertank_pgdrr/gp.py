@@ -53,7 +53,9 @@ __all__ = [
 DEFAULT_JITTER = 1e-6
 
 
-def rbf_kernel(x1: Tensor, x2: Tensor, *, length_scale: float = 1.0, output_scale: float = 8.0) -> Tensor:
+def rbf_kernel(
+    x1: Tensor, x2: Tensor, *, length_scale: float | Tensor = 1.0, output_scale: float = 8.0
+) -> Tensor:
     """RBF kernel ``output_scale * exp(-|x1 - x2|^2 / (2 length_scale^2))``.
 
     Parameters
@@ -282,6 +284,12 @@ class GaussianProcessHead(nn.Module):
         reads the incoming features as they are.
     length_scale, output_scale : float
         RBF kernel settings (PG-DRR: 1 and 8, fixed).
+    learn_length_scale : bool
+        Make the length scale a parameter (its logarithm, float64, starting
+        at ``length_scale``) that the training loss moves: that loss is the
+        Fisher-identity estimate of the batch's negative log marginal
+        likelihood, so the length scale is learned by type-II maximum
+        likelihood, as the projection is.
     bank_size : int
         M, the number of labelled training pairs a prediction conditions on.
     n_chains, n_bank_steps : int
@@ -322,8 +330,12 @@ class GaussianProcessHead(nn.Module):
         jitter: float = DEFAULT_JITTER,
         n_quadrature: int = 64,
         seed: int = 0,
+        learn_length_scale: bool = False,
     ) -> None:
         super().__init__()
+        self.log_length_scale: nn.Parameter | None = None
+        if learn_length_scale:
+            self.log_length_scale = nn.Parameter(torch.tensor(math.log(float(length_scale)), dtype=torch.float64))
         self.length_scale = float(length_scale)
         self.output_scale = float(output_scale)
         self.n_chains = int(n_chains)
@@ -346,6 +358,23 @@ class GaussianProcessHead(nn.Module):
         self.stale = False
         self._cache: tuple[Tensor, Tensor, Tensor] | None = None
         self.register_load_state_dict_post_hook(lambda module, keys: module.clear_cache())
+
+    @property
+    def length_scale(self) -> float | Tensor:
+        """The RBF kernel's length scale: a float, or a float64 scalar tensor when it is learned."""
+        if self.log_length_scale is None:
+            return self._length_scale
+        return self.log_length_scale.exp()
+
+    @length_scale.setter
+    def length_scale(self, value: float) -> None:
+        value = float(value)
+        if self.log_length_scale is None:
+            self._length_scale = value
+        else:
+            with torch.no_grad():
+                self.log_length_scale.fill_(math.log(value))
+        self.clear_cache()
 
     # -- features and kernel ----------------------------------------------------
 
@@ -516,6 +545,8 @@ class GaussianProcessHead(nn.Module):
 
     def extra_repr(self) -> str:
         """Kernel and bank settings."""
-        return (f"dim={self.dim}, length_scale={self.length_scale}, output_scale={self.output_scale}, "
+        learned = "" if self.log_length_scale is None else " (learned)"
+        scale = float(torch.as_tensor(self.length_scale).detach())
+        return (f"dim={self.dim}, length_scale={scale:g}{learned}, output_scale={self.output_scale}, "
                 f"bank_size={self.bank_features.shape[0]}, n_chains={self.n_chains}")
 

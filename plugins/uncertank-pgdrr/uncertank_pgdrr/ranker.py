@@ -103,11 +103,16 @@ class PGDRRRanker(NeuralRanker):
     ----------
     backbone : None, str, path or transformers.PretrainedConfig
         As in :class:`uncertank.nn.NeuralRanker`.
-    length_scale : float or "median"
+    length_scale : float, "median" or "learned"
         RBF kernel length scale (1, the paper's). ``"median"``: without a
         projection, the median distance between the ``[CLS]`` vectors of 256
         training pairs, set once before training (the median heuristic); with
         one, 1 (the projection is scaled to it either way; see :meth:`fit`).
+        ``"learned"``: starts where ``"median"`` sets it, then is a parameter
+        of the GP layer (trained at ``head_lr``, no weight decay) that the
+        training loss, the Fisher-identity estimate of each batch's negative
+        log marginal likelihood, moves: type-II maximum likelihood. Its
+        value once fitted is :attr:`kernel_length_scale`.
     output_scale : float
         The prior variance of a latent (8, the paper's).
     n_chains, n_gibbs_steps : int
@@ -157,10 +162,12 @@ class PGDRRRanker(NeuralRanker):
         **params: Any,
     ) -> None:
         super().__init__(backbone, **params)
-        if isinstance(length_scale, str) and length_scale != "median":
-            raise ValueError(f"length_scale must be a finite number > 0 or 'median'; got {length_scale!r}")
+        if isinstance(length_scale, str) and length_scale not in ("median", "learned"):
+            raise ValueError(
+                f"length_scale must be a finite number > 0, 'median' or 'learned'; got {length_scale!r}"
+            )
         self.length_scale: float | str = (
-            length_scale if length_scale == "median" else _positive_float(length_scale, "length_scale")
+            length_scale if isinstance(length_scale, str) else _positive_float(length_scale, "length_scale")
         )
         self.length_scale_: float | None = None  # the median heuristic's value, once fitted
         self.output_scale = _positive_float(output_scale, "output_scale")
@@ -186,19 +193,23 @@ class PGDRRRanker(NeuralRanker):
             encoder, pooling=self.pooling, projection_dim=self.projection_dim, length_scale=self.kernel_length_scale,
             output_scale=self.output_scale, bank_size=self.bank_size, n_chains=self.n_chains,
             n_bank_steps=self.n_bank_steps, jitter=self.jitter, n_quadrature=self.n_quadrature,
-            seed=self.training_config.seed,
+            seed=self.training_config.seed, learn_length_scale=self.length_scale == "learned",
         )
 
     @property
     def kernel_length_scale(self) -> float:
-        """The RBF kernel's length scale: ``length_scale``, or the median heuristic's value once fitted (1 before)."""
+        """The RBF kernel's length scale: as given, the median heuristic's (1 before fitting), or the learned one."""
+        if self.length_scale == "learned" and self.model is not None:
+            return float(torch.as_tensor(self.head().length_scale).detach())
         if isinstance(self.length_scale, str):
             return 1.0 if self.length_scale_ is None else self.length_scale_
         return self.length_scale
 
     def extra_params(self) -> dict[str, Any]:
         """The GP settings a checkpoint stores (a fitted median length scale as its value)."""
-        length_scale = self.length_scale if self.length_scale_ is None else self.length_scale_
+        # a learned length scale is a parameter: the weights carry its value
+        length_scale = self.length_scale if self.length_scale_ is None or self.length_scale == "learned" \
+            else self.length_scale_
         return {
             "length_scale": length_scale, "output_scale": self.output_scale, "n_chains": self.n_chains,
             "n_gibbs_steps": self.n_gibbs_steps, "bank_size": self.bank_size, "n_bank_steps": self.n_bank_steps,
