@@ -128,7 +128,12 @@ CASES = [
     ('negatives = "bm25"', 'negatives = "bm25"\nweight = 2',
      "conditions[0].weight: unknown key; known: name, dataset, negatives"),
     ('label = "bert-small"', 'label = "bert-small"\nparmas = {}',
-     "rankers[1].parmas: unknown key; known: name, params, label, init_from, checkpoint, pretrained"),
+     "rankers[1].parmas: unknown key; known: name, params, label, init_from, checkpoint, pretrained, save_to"),
+    ('label = "bert-small"', 'label = "bert-small"\ncheckpoint = "ckpt"\nsave_to = "out"',
+     "rankers[1].save_to: a checkpoint is loaded, not trained: nothing new to save (got checkpoint = '{tmp}/ckpt')"),
+    ('init_from = "bert-small"', 'init_from = "bert-small"\nsave_to = "m"\n[[rankers]]\nname = "bert"\n'
+     'label = "again"\nsave_to = "m"',
+     "rankers[3].save_to: '{tmp}/m' is already the save_to of rankers[2]; folders must be distinct"),
     ('name = "in-domain"\n', "", "conditions[0].name: missing: this key is required"),
     ('train_dataset = "ubuntu-sample"', 'train_dataset = ""', "study.train_dataset: must not be empty"),
     ("[[conditions]]", "[conditions]", "conditions: must be a list of [[conditions]] tables; got a table with keys "
@@ -188,7 +193,7 @@ def test_missing_file_and_python_construction(tmp_path):
     with pytest.raises(ValueError, match="reference: must be the label of a ranker"):
         replace(ok, reference="nobody")
     assert asdict(ok)["rankers"][1] == {"name": "bert", "params": {}, "label": "", "init_from": None,
-                                        "checkpoint": None, "pretrained": None}
+                                        "checkpoint": None, "pretrained": None, "save_to": None}
 
 
 def test_checkpoint_and_pretrained_folders_are_taken_from_the_files_folder(tmp_path):
@@ -199,8 +204,10 @@ def test_checkpoint_and_pretrained_folders_are_taken_from_the_files_folder(tmp_p
         '[[rankers]]\nname = "bert"\npretrained = "../models/mine"\n'
         '[[rankers]]\nname = "ensemble"\npretrained = ["../models/a", "/abs/b"]\n'
         '[[rankers]]\nname = "trained"\ncheckpoint = "ckpt"\n'
+        '[[rankers]]\nname = "trained"\nlabel = "t2"\nsave_to = "../shared/t2"\n'
     )
     config = load_config(study)
+    assert config.rankers[3].save_to == str((tmp_path / "shared" / "t2").resolve())
     assert config.rankers[0].pretrained == str((tmp_path / "models" / "mine").resolve())
     assert config.rankers[1].pretrained == [str((tmp_path / "models" / "a").resolve()), "/abs/b"]
     assert config.rankers[2].checkpoint == str((tmp_path / "studies" / "ckpt").resolve())

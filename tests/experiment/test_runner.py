@@ -170,6 +170,41 @@ def test_changed_inputs_recompute_exactly_their_steps(tmp_path, study_rankers):
     assert recomputed == {"fit trained", "predict trained valid", "predict trained in-domain"} and fits == 1
 
 
+@pytest.mark.slow
+def test_save_to_writes_a_checkpoint_other_studies_load(tmp_path, study_rankers):
+    from uncertank.experiment.runner import SAVED_BY
+
+    target = tmp_path / "shared" / "trained"
+    conditions = (ConditionConfig("in-domain", "ubuntu-sample", "bm25"),)
+    config = _config(rankers=(RankerConfig("trained", {"weight": 0.5}, save_to=str(target)),), conditions=conditions,
+                     nota=False)
+    first = run_study(config, tmp_path / "a")
+    key = first.steps["fit trained"].key
+    assert json.loads((target / SAVED_BY).read_text()) == {"key": key, "label": "trained", "ranker": "trained"}
+    assert not (target / ".complete").exists() and not target.with_name("trained.tmp").exists()
+    saved = json.loads((target / "w.json").read_text())
+    assert saved["weight"] == 0.5 and saved["learned"] is not None
+    # resumed with the same key: the folder is left as it is
+    stamp = (target / "w.json").stat().st_mtime_ns
+    run_study(config, tmp_path / "a")
+    assert (target / "w.json").stat().st_mtime_ns == stamp
+    # another study loads it as a checkpoint and scores the same
+    other = _config(rankers=(RankerConfig("trained", checkpoint=str(target)),), conditions=conditions, nota=False)
+    again = run_study(other, tmp_path / "b")
+    assert again.evaluation("trained", "in-domain").metrics == first.evaluation("trained", "in-domain").metrics
+    # a changed model (another parameter, another key) replaces it
+    changed = _config(rankers=(RankerConfig("trained", {"weight": 1.0}, save_to=str(target)),), conditions=conditions,
+                      nota=False)
+    res = run_study(changed, tmp_path / "a")
+    assert json.loads((target / SAVED_BY).read_text())["key"] == res.steps["fit trained"].key != key
+    assert json.loads((target / "w.json").read_text())["weight"] == 1.0
+
+
+def test_save_to_needs_a_trained_ranker(study_rankers):
+    with pytest.raises(ValueError, match=r"rankers\[0\].save_to: 'overlap' is not trained by the study and saved"):
+        validate_config(_config(rankers=(RankerConfig("overlap", save_to="/tmp/x"),)))
+
+
 def test_bad_names_fail_before_any_data_is_loaded(monkeypatch, study_rankers):
     import uncertank.datasets as ds
 

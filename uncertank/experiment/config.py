@@ -181,6 +181,12 @@ class RankerConfig:
         description="The user's own Hugging Face / sentence-transformers model folder (holding config.json); "
         "a list of folders for a ranker of several models (an ensemble).",
     )
+    save_to: StrictStr | None = Field(
+        default=None,
+        description="A folder the trained ranker is also written to (a checkpoint, as its save writes it), "
+        "so that other studies load it by a path that does not change (checkpoint = ...); rewritten only "
+        "when the model's key changes, and never half-written.",
+    )
 
     @property
     def key(self) -> str:
@@ -282,6 +288,7 @@ class StudyConfig:
     @model_validator(mode="after")
     def _cross_references(self) -> StudyConfig:
         labels: dict[str, int] = {}
+        saved: dict[str, int] = {}
         for i, r in enumerate(self.rankers):
             if r.key in labels:
                 raise _At(("rankers", i, "label"), f"{r.key!r} is already the label of rankers[{labels[r.key]}]; "
@@ -290,6 +297,14 @@ class StudyConfig:
             if len(given) > 1:
                 got = " and ".join(f"{k} = {getattr(r, k)!r}" for k in given)
                 raise _At(("rankers", i), f"give {' or '.join(given)}, not both (got {got})")
+            if r.save_to is not None and r.checkpoint is not None:
+                raise _At(("rankers", i, "save_to"), f"a checkpoint is loaded, not trained: nothing new to save "
+                          f"(got checkpoint = {r.checkpoint!r})")
+            if r.save_to is not None and r.save_to in saved:
+                raise _At(("rankers", i, "save_to"), f"{r.save_to!r} is already the save_to of "
+                          f"rankers[{saved[r.save_to]}]; folders must be distinct")
+            if r.save_to is not None:
+                saved[r.save_to] = i
             if r.init_from is not None and r.init_from not in labels:
                 earlier = ", ".join(repr(k) for k in labels) or "none"
                 raise _At(("rankers", i, "init_from"),
@@ -444,7 +459,7 @@ def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
             data[key] = raw[key]
     if isinstance(data.get("rankers"), list):
         data["rankers"] = [
-            {**r, **{k: _resolve(r[k], path.parent) for k in ("checkpoint", "pretrained") if k in r}}
+            {**r, **{k: _resolve(r[k], path.parent) for k in ("checkpoint", "pretrained", "save_to") if k in r}}
             if isinstance(r, dict) else r
             for r in data["rankers"]
         ]

@@ -208,6 +208,33 @@ def _read_seconds(folder: Path) -> float:
         return float("nan")
 
 
+SAVED_BY = "uncertank-study.json"
+
+
+def _save_to(rc: RankerConfig, folder: Path, key: str, log: Log) -> None:
+    """Copy the model folder of a trained ranker to its ``save_to`` (unless that already holds ``key``).
+
+    The copy is a checkpoint as the ranker's ``save`` wrote it, plus
+    ``uncertank-study.json`` (the step's key and the ranker's label); it is
+    written beside its target and renamed into place.
+    """
+    if rc.save_to is None:
+        return
+    target = Path(rc.save_to)
+    try:
+        if json.loads((target / SAVED_BY).read_text())["key"] == key:
+            return
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    tmp = target.with_name(target.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(folder, tmp, ignore=shutil.ignore_patterns(".complete", "step.json"))
+    atomic_write_text(tmp / SAVED_BY, json.dumps({"key": key, "label": rc.key, "ranker": rc.name}, indent=2) + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    log(f"{rc.key}: saved to {target}")
+
+
 def fit_rankers(
     config: StudyConfig, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet
 ) -> tuple[dict[str, Any], dict[str, StepInfo]]:
@@ -247,6 +274,7 @@ def fit_rankers(
             log(f"{rc.key}: loading the trained model from {folder}")
             rankers[rc.key] = _quietly(cls.load, folder)
             steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
+            _save_to(rc, folder, key, log)
             continue
         t0 = time.perf_counter()
         if rc.init_from is not None:
@@ -266,6 +294,7 @@ def fit_rankers(
             (tmp / ".complete").write_text("ok\n")
             shutil.rmtree(folder, ignore_errors=True)
             os.replace(tmp, folder)
+            _save_to(rc, folder, key, log)
         rankers[rc.key] = ranker
         steps[f"fit {rc.key}"] = StepInfo(key, seconds)
     return rankers, steps

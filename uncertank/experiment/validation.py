@@ -333,6 +333,10 @@ def validate_config(config: StudyConfig) -> None:
         built[rc.key] = ranker
         _check_folders(rc, ranker, base, errors)
         _check_load_params(rc, ranker, base, errors)
+        if rc.save_to is not None and not (callable(getattr(ranker, "fit", None))
+                                           and callable(getattr(ranker, "save", None))):
+            errors.append((f"{base}.save_to", f"{rc.name!r} is not trained by the study and saved (it needs fit "
+                                              "and save): nothing to write"))
         if rc.init_from is not None:
             source = built.get(rc.init_from)
             source_rc = next(r for r in config.rankers if r.key == rc.init_from)
