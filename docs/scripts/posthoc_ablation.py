@@ -4,7 +4,11 @@ The studies (run first; each resumes)::
 
     uncertank run docs/studies/posthoc_ablation.toml --out .cache/posthoc_ablation
     uncertank run docs/studies/posthoc_pgdrr_bank.toml --out .cache/posthoc_pgdrr_bank
-    python docs/scripts/posthoc_ablation.py .cache/posthoc_ablation --bank .cache/posthoc_pgdrr_bank
+    uncertank run docs/studies/posthoc_pgdrr_more.toml --out .cache/posthoc_pgdrr_more
+    uncertank run docs/studies/lists_bert.toml --out .cache/lists_bert
+    uncertank run docs/studies/real_run_ensemble.toml --out .cache/real_run_ensemble
+    python docs/scripts/posthoc_ablation.py .cache/posthoc_ablation --bank .cache/posthoc_pgdrr_bank \
+        --more .cache/posthoc_pgdrr_more --end-to-end .cache/lists_bert --ensemble .cache/real_run_ensemble
     python docs/scripts/posthoc_ablation.py --render      # the docs tables from the JSON
 
 For every ranker of the study this writes to --out (JSON):
@@ -37,7 +41,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "docs" / "studies" / "posthoc_ablation.toml"
 BANK_STUDY = ROOT / "docs" / "studies" / "posthoc_pgdrr_bank.toml"
+MORE_STUDY = ROOT / "docs" / "studies" / "posthoc_pgdrr_more.toml"
 END_TO_END_STUDY = ROOT / "docs" / "studies" / "lists_bert.toml"
+ENSEMBLE_STUDY = ROOT / "docs" / "studies" / "real_run_ensemble.toml"
+FULL_STUDY = ROOT / "docs" / "results" / "full_study.json"
+FULL_DIAGNOSTICS = ROOT / "docs" / "results" / "full_study_diagnostics.json"
 OUT = ROOT / "docs" / "results" / "pgdrr_ablation.json"
 LABELS = ("R@1", "MAP", "ECE", "ECE balanced (mean of 100)")
 N_RESAMPLES = 1000
@@ -99,11 +107,21 @@ def _intervals(scores: np.ndarray, ref: np.ndarray, qs: Any) -> dict[str, list[f
 LISTS_REFERENCE = "bert head lists"
 
 
-def _study_rows(folder: Path, study: Path, skip: set[str], lists_folder: Path) -> tuple[Any, dict[str, Any]]:
+def _learned_length_scale(folder: Path, label: str, key: str) -> float:
+    """The kernel's length scale of the fitted model the study saved for ``label``."""
+    from uncertank.experiment.runner import file_stem
+    from uncertank.nn import load_ranker
+
+    return float(load_ranker(folder / "models" / f"{file_stem(label)}-{key}").kernel_length_scale)
+
+
+def _study_rows(folder: Path, study: Path, skip: set[str], lists_folder: Path,
+                lists_reference: str = LISTS_REFERENCE) -> tuple[Any, dict[str, Any]]:
     """The rows of the study's rankers (all but ``skip``), with their intervals against its reference.
 
     A head trained on lists is also compared with the plain head trained on
-    lists (``LISTS_REFERENCE``, in ``lists_folder``): the papers' own setting.
+    lists (``lists_reference``, in ``lists_folder``): the papers' own setting.
+    A learned length scale is read from the fitted model.
     """
     from uncertank.experiment import load_config
     from uncertank.experiment.result import StudyResult
@@ -127,9 +145,9 @@ def _study_rows(folder: Path, study: Path, skip: set[str], lists_folder: Path) -
             entry: dict[str, Any] = {k: float(ev.metrics[k]) for k in LABELS}
             if label != ref:
                 entry["minus_bert_95"] = _intervals(_scores(folder, label, cond), _scores(folder, ref, cond), qs)
-            if rc.params.get("train_ratio") == 9 and label != LISTS_REFERENCE:
+            if rc.params.get("train_ratio") == 9 and label != lists_reference:
                 entry["minus_bert_head_lists_95"] = _intervals(
-                    _scores(folder, label, cond), _scores(lists_folder, LISTS_REFERENCE, cond), qs)
+                    _scores(folder, label, cond), _scores(lists_folder, lists_reference, cond), qs)
             if ev.risk is not None:
                 r = ev.risk
                 entry["risk"] = {"b": r.b, "R@1_mean": r.r1_mean, "R@1_risk_aware": r.r1_risk_aware,
@@ -138,34 +156,72 @@ def _study_rows(folder: Path, study: Path, skip: set[str], lists_folder: Path) -
                                  "R@1_mixed": r.r1_mixed, "R@1_mixed_mean": r.r1_mixed_mean,
                                  "p_value_mixed": r.p_value_mixed}
             row["test"][cond] = entry
+        if rc.params.get("length_scale") == "learned" and step is not None:
+            row["length_scale_learned"] = _learned_length_scale(folder, label, step.key)
         rows[label] = row
         print(f"{label}: valid {row['valid']}", flush=True)
     return data, rows
 
 
-def summarise(folder: Path, study: Path = STUDY, bank: Path | None = None,
-              end_to_end: Path | None = None) -> dict[str, Any]:
+def _full_study_pairs(conditions: list[str]) -> dict[str, Any]:
+    """The full study's GP rankers trained end to end on balanced pairs (the same data, queries and seeds).
+
+    R_10@1 and ECE over all pairs from docs/results/full_study.json; balanced
+    ECE (mean of 100) and its interval against ``bert`` from
+    docs/results/full_study_diagnostics.json (no scores of these models are
+    checked in, so ECE over all pairs has no interval here).
+    """
+    results = json.loads(FULL_STUDY.read_text())["results"]
+    balanced = json.loads(FULL_DIAGNOSTICS.read_text())["balanced_ece"]
+    rows: dict[str, Any] = {}
+    for name in ("sngp", "gpf_bert", "pgdrr"):
+        test: dict[str, Any] = {}
+        for cond in conditions:
+            r, b = results[cond][name], balanced[cond][name]
+            test[cond] = {"R@1": r["R@1"], "MAP": r["MAP"], "ECE": r["ECE"], "ECE balanced (mean of 100)": b["mean"],
+                          "minus_bert_95": {"ECE balanced": b["change_ci95"]}}
+        rows[f"{name} pairs"] = {"ranker": name, "source": f"{FULL_STUDY.relative_to(ROOT)}, "
+                                 f"{FULL_DIAGNOSTICS.relative_to(ROOT)}", "test": test}
+    return rows
+
+
+def summarise(folder: Path, study: Path = STUDY, bank: Path | None = None, end_to_end: Path | None = None,
+              more: Path | None = None, ensemble: Path | None = None) -> dict[str, Any]:
     """Validation and test numbers of every ranker, the intervals against bert, and the choice.
 
-    ``bank``: the output folder of docs/studies/posthoc_pgdrr_bank.toml, whose
-    PG-DRR row joins the others (its ``bert`` is the same folder on the same
-    queries, so it is not repeated).
+    ``bank`` and ``more``: the output folders of docs/studies/posthoc_pgdrr_bank.toml
+    and posthoc_pgdrr_more.toml, whose PG-DRR rows join the others (their
+    ``bert`` is the same folder on the same queries, so it is not repeated).
+    ``end_to_end``: docs/studies/lists_bert.toml's (models fine-tuned end to
+    end on pairs or lists, 600 test queries), beside the full study's GP
+    rankers trained on pairs. ``ensemble``: docs/studies/real_run_ensemble.toml's.
     """
     data, rows = _study_rows(folder, study, set(), folder)
-    if bank is not None:
-        rows.update(_study_rows(bank, BANK_STUDY, {"bert"}, folder)[1])
+    runs = [f"uncertank run {study.relative_to(ROOT)} --out {folder.name}"]
+    flags = ""
+    for extra_folder, extra_study, flag in ((bank, BANK_STUDY, "--bank"), (more, MORE_STUDY, "--more")):
+        if extra_folder is not None:
+            rows.update(_study_rows(extra_folder, extra_study, {"bert"}, folder)[1])
+            runs.append(f"uncertank run {extra_study.relative_to(ROOT)} --out {extra_folder.name}")
+            flags += f" {flag} {extra_folder.name}"
     pgdrr = [k for k in rows if rows[k]["ranker"] == "pgdrr"]
     chosen = min(pgdrr, key=lambda k: rows[k]["valid"]["ECE balanced (mean of 100)"])
     extra: dict[str, Any] = {}
-    if end_to_end is not None:  # bert fine-tuned end to end on pairs or on lists (600 test queries)
-        e2e_data, e2e_rows = _study_rows(end_to_end, END_TO_END_STUDY, set(), end_to_end)
+    if end_to_end is not None:  # fine-tuned end to end on pairs or on lists (600 test queries)
+        e2e_data, e2e_rows = _study_rows(end_to_end, END_TO_END_STUDY, set(), end_to_end, "bert lists")
         extra["end_to_end"] = {"study": str(END_TO_END_STUDY.relative_to(ROOT)), "rankers": e2e_rows,
+                               "pairs": _full_study_pairs(list(e2e_data.tests)),
                                "test_queries": {c: q.n_queries for c, q in e2e_data.tests.items()}}
+        runs.append(f"uncertank run {END_TO_END_STUDY.relative_to(ROOT)} --out {end_to_end.name}")
+        flags += f" --end-to-end {end_to_end.name}"
+    if ensemble is not None:  # the real run's ensemble of five, and RA-BERT (600 test queries)
+        ens_data, ens_rows = _study_rows(ensemble, ENSEMBLE_STUDY, set(), ensemble)
+        extra["ensemble"] = {"study": str(ENSEMBLE_STUDY.relative_to(ROOT)), "rankers": ens_rows,
+                             "test_queries": {c: q.n_queries for c, q in ens_data.tests.items()}}
+        runs.append(f"uncertank run {ENSEMBLE_STUDY.relative_to(ROOT)} --out {ensemble.name}")
+        flags += f" --ensemble {ensemble.name}"
     return {**extra,
-        "command": f"uncertank run {study.relative_to(ROOT)} --out {folder.name}; "
-                   + ("" if bank is None else f"uncertank run {BANK_STUDY.relative_to(ROOT)} --out {bank.name}; ")
-                   + f"python docs/scripts/posthoc_ablation.py {folder.name}"
-                   + ("" if bank is None else f" --bank {bank.name}"),
+        "command": "; ".join([*runs, f"python docs/scripts/posthoc_ablation.py {folder.name}{flags}"]),
         "sizes": {"train_queries": data.train.n_queries, "valid_queries": data.valid.n_queries,
                   "test_queries": {c: q.n_queries for c, q in data.tests.items()}},
         "conditions": list(data.tests),
@@ -195,7 +251,29 @@ def _with_interval(t: dict[str, Any], key: str, interval: str) -> str:
     return cell
 
 
-def tables(payload: dict[str, Any]) -> dict[str, str]:
+def _risk_table(conds: list[str], rows: dict[str, Any], labels: tuple[str, ...]) -> str:
+    """Risk-aware R_10@1: the validation b, the oracle b, and RA-BERT (bert's means, the ranker's variances)."""
+
+    def p(v: float | None) -> str:
+        return "–" if v is None else f"{v:.2g}"
+
+    lines = ["| condition | head | b (validation) | R_10@1 by the mean | risk-aware | oracle b | oracle R_10@1 | "
+             "p, oracle | RA-BERT: b | RA-BERT R_10@1 (bert's means) | p, RA-BERT |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in conds:
+        for label in labels:
+            r = rows.get(label, {}).get("test", {}).get(c, {}).get("risk")
+            if r is None:
+                continue
+            lines.append(f"| {c} | {label} | {r['b']:g} | {_fmt(r['R@1_mean'])} | {_fmt(r['R@1_risk_aware'])} | "
+                         f"{r['oracle_b']:g} | {_fmt(r['R@1_oracle'])} | {p(r['p_value_oracle'])} | "
+                         f"{'–' if r['mixed_b'] is None else format(r['mixed_b'], 'g')} | "
+                         f"{_fmt(r['R@1_mixed_mean'])} → {_fmt(r['R@1_mixed'])} | {p(r['p_value_mixed'])} |")
+    return "\n".join(lines)
+
+
+def tables(
+payload: dict[str, Any]) -> dict[str, str]:
     """The docs tables: PG-DRR's ablation (validation, test), lists against pairs, and the risk bounds."""
     conds, rows = payload["conditions"], payload["rankers"]
     pgdrr = ["bert", *(k for k, r in rows.items() if r["ranker"] == "pgdrr")]
@@ -204,6 +282,8 @@ def tables(payload: dict[str, Any]) -> dict[str, str]:
              "|---|---:|---:|---:|---:|---:|"]
     for label in pgdrr:
         v, mark = rows[label]["valid"], " (chosen)" if label == payload["pgdrr_chosen_on_validation"] else ""
+        if "length_scale_learned" in rows[label]:
+            mark = f" (learned: {rows[label]['length_scale_learned']:.2f})" + mark
         fit = None if label == "bert" else rows[label]["fit_seconds"]  # the folder as it is: not trained
         lines.append(f"| {label}{mark} | {_fmt(v['R@1'])} | {_fmt(v['MAP'])} | {_fmt(v['ECE'])} | "
                      f"{_fmt(v['ECE balanced (mean of 100)'])} | {_fmt(fit, 0)} |")
@@ -237,32 +317,41 @@ def tables(payload: dict[str, Any]) -> dict[str, str]:
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     out["lists ECE"] = "\n".join(lines)
     if "end_to_end" in payload:
-        e2e = payload["end_to_end"]["rankers"]
-        lines = ["| bert, end to end | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
-        for label, row in e2e.items():
+        e2e, pairs = payload["end_to_end"]["rankers"], payload["end_to_end"].get("pairs", {})
+        lines = ["| fine-tuned end to end | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
+        order = ["bert", "bert lists"] + [
+            k for name in ("sngp", "gpf_bert", "pgdrr")
+            for k in (f"{name} pairs", f"{name} lists", *(["pgdrr lists, bank at 1:9"] if name == "pgdrr" else []))
+        ]
+        for label in (k for k in order if k in e2e or k in pairs):
+            row = e2e.get(label) or pairs[label]
             cells = []
             for c in conds:
                 t = row["test"][c]
-                cell = f"{_fmt(t['R@1'])} / " + _with_interval(t, "ECE", "ECE") + " / " + _with_interval(
-                    t, "ECE balanced (mean of 100)", "ECE balanced")
-                cells.append(cell)
+                ece = _fmt(t["ECE"])
+                if "ECE" in t.get("minus_bert_95", {}):
+                    ece = _with_interval(t, "ECE", "ECE")
+                cells.append(f"{_fmt(t['R@1'])} / {ece} / "
+                             + _with_interval(t, "ECE balanced (mean of 100)", "ECE balanced"))
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         out["end to end"] = "\n".join(lines)
-    lines = ["| condition | head | b (validation) | R_10@1 by the mean | risk-aware | oracle b | oracle R_10@1 | "
-             "p, oracle | RA-BERT: b | RA-BERT R_10@1 (bert's means) | p, RA-BERT |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for c in conds:
-        for label in ("sngp pairs", "gpf_bert pairs", "pgdrr default"):
-            r = rows.get(label, {}).get("test", {}).get(c, {}).get("risk")
-            if r is None:
-                continue
-            def p(v: float | None) -> str:
-                return "–" if v is None else f"{v:.2g}"
-            lines.append(f"| {c} | {label} | {r['b']:g} | {_fmt(r['R@1_mean'])} | {_fmt(r['R@1_risk_aware'])} | "
-                         f"{r['oracle_b']:g} | {_fmt(r['R@1_oracle'])} | {p(r['p_value_oracle'])} | "
-                         f"{'–' if r['mixed_b'] is None else format(r['mixed_b'], 'g')} | "
-                         f"{_fmt(r['R@1_mixed_mean'])} → {_fmt(r['R@1_mixed'])} | {p(r['p_value_mixed'])} |")
-    out["risk"] = "\n".join(lines)
+        lines = ["| fine-tuned on lists of ten | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
+        for label, row in e2e.items():
+            if label == "bert lists" or "minus_bert_head_lists_95" in row["test"][conds[0]]:
+                cells = []
+                for c in conds:
+                    t = row["test"][c]
+                    cell = _fmt(t["ECE"])
+                    if "minus_bert_head_lists_95" in t:
+                        lo, hi = t["minus_bert_head_lists_95"]["ECE"]
+                        cell += f" [{lo:+.3f}, {hi:+.3f}]"
+                    cells.append(cell)
+                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        if len(lines) > 3:  # the GP rankers trained on lists are in
+            out["end to end lists ECE"] = "\n".join(lines)
+    out["risk"] = _risk_table(conds, rows, ("sngp pairs", "gpf_bert pairs", "pgdrr default"))
+    if "ensemble" in payload:
+        out["ensemble risk"] = _risk_table(conds, payload["ensemble"]["rankers"], ("ensemble",))
     return out
 
 
@@ -271,7 +360,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("folder", type=Path, nargs="?", help="the study's output folder")
     ap.add_argument("--study", type=Path, default=STUDY)
     ap.add_argument("--bank", type=Path, help="the output folder of docs/studies/posthoc_pgdrr_bank.toml")
+    ap.add_argument("--more", type=Path, help="the output folder of docs/studies/posthoc_pgdrr_more.toml")
     ap.add_argument("--end-to-end", type=Path, help="the output folder of docs/studies/lists_bert.toml")
+    ap.add_argument("--ensemble", type=Path, help="the output folder of docs/studies/real_run_ensemble.toml")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--render", action="store_true", help="print the docs tables from --out and stop")
     args = ap.parse_args(argv)
@@ -282,7 +373,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.folder is None:
         ap.error("give the study's output folder (or --render)")
-    payload = summarise(args.folder, args.study.resolve(), args.bank, args.end_to_end)
+    payload = summarise(args.folder, args.study.resolve(), args.bank, args.end_to_end, args.more,
+                        args.ensemble)
     _atomic_json(args.out, payload)
     for name, table in tables(payload).items():
         print(f"<!-- {name} -->\n{table}\n")
