@@ -17,24 +17,8 @@ STUDY = ROOT / "docs" / "studies" / "real_run.toml"
 
 def _script_defaults() -> dict:
     """The training settings the real-run script uses by default, read from its own parser."""
-    script = runpy.run_path(str(ROOT / "docs" / "scripts" / "real_run_neural.py"), run_name="real_run_neural")
-    parsed = []
-
-    class Stop(Exception):
-        pass
-
-    import argparse
-    from unittest import mock
-
-    original = argparse.ArgumentParser.parse_args
-
-    def capture(self, args=None, namespace=None):
-        parsed.append(original(self, args, namespace))
-        raise Stop
-
-    with mock.patch.object(argparse.ArgumentParser, "parse_args", capture), pytest.raises(Stop):
-        script["main"]([])
-    a = parsed[0]
+    frontier = runpy.run_path(str(ROOT / "docs" / "scripts" / "mc_dropout_frontier.py"), run_name="frontier")
+    a = frontier["_real_run_args"]([])  # the script's parser, stopped before any work
     return {"max_length": a.max_length, "epochs": a.epochs, "batch_size": a.batch_size, "lr": a.lr}
 
 
