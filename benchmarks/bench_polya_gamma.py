@@ -15,6 +15,7 @@ torch runs with ``--threads`` threads (1 by default, so both sides use one core)
     python benchmarks/bench_polya_gamma.py --quick    # sizes 1e3, 3e4; 3 repeats
     python benchmarks/bench_polya_gamma.py --bank     # PG-DRR's memory bank: cost against M
     python benchmarks/bench_polya_gamma.py --predict  # PG-DRR's predict against bert's, packaged MiniLM
+    python benchmarks/bench_polya_gamma.py --bank-sweep --threads 2   # M up to 4,096, one sweep each
 
 With ``--bank``, the cost of PG-DRR's GP layer against the memory-bank size M
 (30 chains, 64-dimensional features): refitting the bank (50 Gibbs sweeps,
@@ -23,7 +24,10 @@ predictive of 100 queries of 10 candidates (``predict_samples``), encoder
 excluded. With ``--predict``, ``pgdrr``'s ``predict`` against ``bert``'s on
 100 real Ubuntu-sample test pairs (packaged MiniLM, untrained head, memory
 bank filled from 30 training queries as after training), paired, 3 rounds.
-Prints markdown tables.
+With ``--bank-sweep``, one Gibbs sweep on the bank, the predictive factors
+and 1,000 predictions for M = 256, 1,024, 2,048 and 4,096 (``--sizes``), the
+fit's 50 sweeps extrapolated from one, written to
+docs/results/pgdrr_bank_cost.json. Prints markdown tables.
 """
 
 from __future__ import annotations
@@ -112,6 +116,49 @@ def bank_cost(sizes: list[int], repeats: int) -> None:
         print(f"| {m:,} | {t_refit:.3f} | {t_pred:.3f} | {t_joint:.3f} |", flush=True)
 
 
+def bank_sweep_cost(
+    sizes: list[int], repeats: int, n_chains: int = 30, dim: int = 64, n_test: int = 1000
+) -> dict[str, Any]:
+    """Seconds (best of ``repeats``) of one Gibbs sweep, the factors and 1,000 predictions per M; ratios to the first.
+
+    The bank's fit (50 sweeps, then the factors) is extrapolated from one
+    sweep, so that M = 4,096 can be measured in minutes; the chains' factors
+    hold two float64 arrays of 30 x M x M.
+    """
+    from uncertank_pgdrr.gp import GaussianProcessHead, gibbs_sample
+
+    gen = torch.Generator().manual_seed(0)
+    rows: dict[str, Any] = {}
+    for m in sizes:
+        x = torch.randn(m, dim, dtype=torch.float64, generator=gen) / dim**0.5
+        y = (torch.arange(m) % 2).long()
+        z = torch.randn(n_test, dim, dtype=torch.float64, generator=gen) / dim**0.5
+        head = GaussianProcessHead(dim, projection_dim=None, bank_size=m, n_chains=n_chains, n_bank_steps=1)
+        best = {"sweep": float("inf"), "factors": float("inf"), "predict_1000": float("inf")}
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            gibbs_sample(head.kernel(x, x), y, n_chains=n_chains, n_steps=1, generator=gen)
+            t1 = time.perf_counter()
+            head.set_bank(x, y)  # one sweep again (n_bank_steps=1), then the factors on first use
+            head.clear_cache()
+            t2 = time.perf_counter()
+            head._factors()
+            t3 = time.perf_counter()
+            head.predictive(z)
+            t4 = time.perf_counter()
+            best = {"sweep": min(best["sweep"], t1 - t0), "factors": min(best["factors"], t3 - t2),
+                    "predict_1000": min(best["predict_1000"], t4 - t3)}
+        rows[str(m)] = {**{k: round(v, 4) for k, v in best.items()},
+                        "fit_bank_50_sweeps_s": round(50 * best["sweep"] + best["factors"], 2),
+                        "factor_memory_gb": round(2 * n_chains * m * m * 8 / 1e9, 3)}
+        print(m, rows[str(m)], flush=True)
+        del head
+    base = rows[str(sizes[0])]
+    for row in rows.values():
+        row["ratio_to_first"] = {k: round(row[k] / base[k], 1) for k in ("sweep", "factors", "predict_1000")}
+    return rows
+
+
 def predict_cost(repeats: int) -> None:
     """Print pgdrr's predict time against bert's on 100 real pairs (packaged MiniLM)."""
     import os
@@ -151,6 +198,41 @@ def predict_cost(repeats: int) -> None:
     print(f"\nMedian paired ratio pgdrr / bert: {float(np.median(ratios)):.3f}")
 
 
+def bank_sweep_table(payload: dict[str, Any]) -> str:
+    """The markdown table of docs/pgdrr.md ("What M costs") from docs/results/pgdrr_bank_cost.json."""
+    lines = ["| M | one Gibbs sweep (s) | the bank's fit, 50 sweeps and the factors (s) | P(relevant) of 1,000 pairs "
+             "(s) | factors' memory (GB) | sweep / factors / prediction, x M = 256 |",
+             "|---:|---:|---:|---:|---:|---|"]
+    rows = payload["bank_sizes"]
+    for m in sorted(rows, key=int):
+        r, q = rows[m], rows[m]["ratio_to_first"]
+        lines.append(f"| {int(m):,} | {r['sweep']:.2f} | {r['fit_bank_50_sweeps_s']:,.0f} | {r['predict_1000']:.2f} | "
+                     f"{r['factor_memory_gb']:.2f} | {q['sweep']:g} / {q['factors']:g} / {q['predict_1000']:g} |")
+    return "\n".join(lines)
+
+
+def _bank_sweep_json(sizes: list[int], repeats: int, threads: int) -> None:
+    import json
+    import os
+    from pathlib import Path
+
+    from uncertank._io import atomic_write_text
+
+    load_before = os.getloadavg()
+    rows = bank_sweep_cost(sizes, repeats)
+    payload = {
+        "command": f"python benchmarks/bench_polya_gamma.py --bank-sweep --threads {threads} --sizes "
+                   + ",".join(map(str, sizes)),
+        "bank_sizes": rows, "n_chains": 30, "feature_dim": 64,
+        "machine": {"platform": platform.platform(), "torch": torch.__version__, "threads": threads,
+                    "cores": os.cpu_count(), "load_average_before": list(load_before),
+                    "load_average_after": list(os.getloadavg())},
+    }
+    out = Path(__file__).resolve().parents[1] / "docs" / "results" / "pgdrr_bank_cost.json"
+    atomic_write_text(out, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    print(bank_sweep_table(payload))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print a markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -159,12 +241,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--bank", action="store_true", help="PG-DRR's GP layer against the memory-bank size")
     parser.add_argument("--predict", action="store_true", help="pgdrr's predict against bert's (packaged MiniLM)")
+    parser.add_argument("--bank-sweep", action="store_true", help="one Gibbs sweep and the factors, M up to 4,096")
+    parser.add_argument("--sizes", default="256,1024,2048,4096", help="bank sizes of --bank-sweep")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.predict:
         print(f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/bench_polya_gamma.py --predict` on "
               f"{platform.machine()}, torch {torch.__version__}, {args.threads} CPU thread(s).\n")
         predict_cost(args.repeats or 3)
+        return
+    if args.bank_sweep:
+        _bank_sweep_json([int(m) for m in args.sizes.split(",")], args.repeats or 2, args.threads)
         return
     if args.bank:
         print(f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/bench_polya_gamma.py --bank` on "

@@ -84,3 +84,26 @@ def test_the_end_to_end_lists_study_scores_the_full_studys_data():
     payload = json.loads(RESULTS.read_text())["end_to_end"]
     assert set(payload["rankers"]) == {"bert", "bert lists"}
     assert payload["test_queries"] == {c.name: 600 for c in full.conditions}
+
+
+def _bench():
+    pytest.importorskip("polyagamma")
+    return runpy.run_path(str(ROOT / "benchmarks" / "bench_polya_gamma.py"), run_name="bench_polya_gamma")
+
+
+def test_the_bank_cost_table_is_the_checked_in_measurement():
+    payload = json.loads((ROOT / "docs" / "results" / "pgdrr_bank_cost.json").read_text())
+    rows = payload["bank_sizes"]
+    assert set(rows) == {"256", "1024", "2048", "4096"}
+    for row in rows.values():
+        for k, ratio in row["ratio_to_first"].items():
+            assert ratio == pytest.approx(row[k] / rows["256"][k], abs=0.06)
+        assert row["fit_bank_50_sweeps_s"] == pytest.approx(50 * row["sweep"] + row["factors"], abs=0.01)
+    assert _bench()["bank_sweep_table"](payload) in (ROOT / "docs" / "pgdrr.md").read_text()
+
+
+def test_bank_sweep_cost_times_every_size_and_its_memory():
+    rows = _bench()["bank_sweep_cost"]([16, 32], 1, n_chains=3, dim=4, n_test=10)
+    assert rows["16"]["ratio_to_first"] == {"sweep": 1.0, "factors": 1.0, "predict_1000": 1.0}
+    assert rows["32"]["factor_memory_gb"] == round(2 * 3 * 32 * 32 * 8 / 1e9, 3)
+    assert all(rows[m][k] > 0 for m in rows for k in ("sweep", "factors", "predict_1000"))
