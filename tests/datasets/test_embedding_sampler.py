@@ -67,13 +67,13 @@ def test_embedding_negatives_are_closer_than_random(sampler, small_split):
 
 
 @pytest.mark.slow
-def test_load_with_embedding_negatives_shows_progress(tmp_path, capsys):
+def test_load_with_embedding_negatives_shows_progress_when_asked(tmp_path, capsys):
     from uncertank.datasets import load, write_response_jsonl
 
     src = load("ubuntu-sample", split="test", negatives="random", max_context_turns=2, cache=False)
     write_response_jsonl(src.subset(np.arange(12)), tmp_path / "small.jsonl")
     qs = load(f"jsonl:{tmp_path}/small.jsonl", negatives="embedding", n_candidates=4,
-              sampler_options={"batch_size": 16})
+              sampler_options={"batch_size": 16, "progress": True})
     err = capsys.readouterr().err
     assert "embedding the response pool" in err and "embedding the contexts" in err
     assert qs.n_queries == 12 and (qs.lengths == 4).all()
@@ -81,9 +81,29 @@ def test_load_with_embedding_negatives_shows_progress(tmp_path, capsys):
     assert qs.name == "small.jsonl/train/embedding"
     # cached: a second load builds nothing
     again = load(f"jsonl:{tmp_path}/small.jsonl", negatives="embedding", n_candidates=4,
-                 sampler_options={"batch_size": 16})
+                 sampler_options={"batch_size": 16, "progress": True})
     assert "embedding the response pool" not in capsys.readouterr().err
     assert list(again.candidates) == list(qs.candidates)
+
+
+def test_progress_bars_only_on_a_terminal(monkeypatch):
+    """By default the bars show only when standard error is a terminal (a study's log is a file)."""
+    import io
+
+    from uncertank.datasets.retrieval import SentenceEncoder
+
+    class Stream(io.StringIO):
+        def __init__(self, tty):
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    for tty in (False, True):
+        monkeypatch.setattr(sys, "stderr", Stream(tty))
+        assert SentenceEncoder().progress is tty
+    assert SentenceEncoder(progress=True).progress is True
 
 
 def test_missing_dependency_names_the_extra(monkeypatch):

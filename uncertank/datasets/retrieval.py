@@ -32,6 +32,7 @@ sparse scoring. arXiv:2407.03618.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -258,8 +259,9 @@ class SentenceEncoder:
         Texts per forward pass.
     max_length : int
         Token limit per text.
-    progress : bool
-        Show a progress bar (tqdm) while encoding.
+    progress : bool or None
+        Show a progress bar (tqdm) while encoding; None (the default): only
+        when standard error is a terminal, so a study's log stays clean.
 
     Notes
     -----
@@ -272,13 +274,13 @@ class SentenceEncoder:
     """
 
     def __init__(
-        self, model: str | None = None, *, batch_size: int = 64, max_length: int = 128, progress: bool = True
+        self, model: str | None = None, *, batch_size: int = 64, max_length: int = 128, progress: bool | None = None
     ) -> None:
         from uncertank._validation import check_positive_int
 
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.max_length = check_positive_int(max_length, "max_length", minimum=8)
-        self.progress = bool(progress)
+        self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         if model is None:
             model = packaged_model_path()
             if model is None:

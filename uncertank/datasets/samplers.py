@@ -141,7 +141,8 @@ class EmbeddingSampler(NegativeSampler):
         Passed to :class:`~uncertank.datasets.retrieval.SentenceEncoder`: a
         local encoder folder (by default the packaged all-MiniLM-L6-v2;
         nothing is downloaded), texts per forward pass, token limit per text,
-        and whether to show a progress bar.
+        and whether to show a progress bar (by default only when standard
+        error is a terminal).
 
     Notes
     -----
@@ -164,7 +165,7 @@ class EmbeddingSampler(NegativeSampler):
         model: str | None = None,
         batch_size: int = 64,
         max_length: int = 128,
-        progress: bool = True,
+        progress: bool | None = None,
     ) -> None:
         super().__init__(pool, seed=seed, groups=groups)
         from uncertank.datasets.retrieval import SentenceEncoder
