@@ -10,7 +10,7 @@ from uncertank import CallableRanker, EnsembleRanker, hookimpl
 from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, run_study
 from uncertank.experiment.config import BayesConfig
 from uncertank.experiment.result import StudyResult
-from uncertank.experiment.runner import validate_config
+from uncertank.experiment.runner import _training_queries, validate_config
 from uncertank.plugins import get_plugin_manager
 
 CALLS: dict[str, int] = {}
@@ -313,3 +313,10 @@ def test_run_command_rejects_an_unknown_ranker_in_one_line(tmp_path):
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and "unknown ranker 'bertt'; known:" in lines[0] and "bm25" in lines[0]
     assert not out.exists()
+
+
+def test_the_log_names_the_queries_a_capped_ranker_trains_on():
+    capped = types.SimpleNamespace(training_config=types.SimpleNamespace(max_train_queries=1908))
+    assert _training_queries(capped, 9539) == "1908 of the 9539 training queries (max_train_queries)"
+    assert _training_queries(capped, 1000) == "1000 queries"  # a cap above the split caps nothing
+    assert _training_queries(Trained(), 9539) == "9539 queries"  # a ranker without the option

@@ -235,6 +235,14 @@ def _save_to(rc: RankerConfig, folder: Path, key: str, log: Log) -> None:
     log(f"{rc.key}: saved to {target}")
 
 
+def _training_queries(ranker: Any, n_queries: int) -> str:
+    """What the log says a ranker trains on: the train split, or the seeded subset its options cap it to."""
+    cap = getattr(getattr(ranker, "training_config", None), "max_train_queries", None)
+    if isinstance(cap, int) and not isinstance(cap, bool) and 0 < cap < n_queries:
+        return f"{cap} of the {n_queries} training queries (max_train_queries)"
+    return f"{n_queries} queries"
+
+
 def fit_rankers(
     config: StudyConfig, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet
 ) -> tuple[dict[str, Any], dict[str, StepInfo]]:
@@ -282,7 +290,7 @@ def fit_rankers(
             # a from_ranker without the option passes on its source's options, show_progress among them
             ranker = _quietly(cls.from_ranker, rankers[rc.init_from], **rc.params)
         if not getattr(ranker, "is_fitted", False):
-            log(f"{rc.key}: training on {data.train.n_queries} queries")
+            log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}")
             ranker.fit(data.train, data.valid)
         seconds = time.perf_counter() - t0
         log(f"{rc.key}: ready in {seconds:.1f} s")
