@@ -233,8 +233,10 @@ def main(argv: list[str] | None = None) -> None:
                 ))
         for name in others:
             def make(name: str = name) -> Any:
-                ranker = uncertank.make_ranker(name, seed=0, **shared)
-                return type(ranker).from_ranker(members[0], seed=0, **shared) if args.from_bert else ranker
+                # the GP head as it was when these checkpoints were trained: no intercept
+                head = {"output_bias": False} if name in ("sngp", "gpf_bert") else {}
+                ranker = uncertank.make_ranker(name, seed=0, **shared, **head)
+                return type(ranker).from_ranker(members[0], seed=0, **shared, **head) if args.from_bert else ranker
 
             trained[name] = fitted(name, work / stem[name], make, stem[name])
         if "ensemble" in rankers and len(members) >= 2:

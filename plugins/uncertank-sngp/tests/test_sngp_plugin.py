@@ -53,6 +53,43 @@ def test_output_weights_start_small_and_random_or_at_the_prior_mean():
     )
 
 
+def _fit_head(gp: RandomFeatureGP, x: torch.Tensor, y: torch.Tensor, steps: int = 300) -> None:
+    opt = torch.optim.Adam([p for p in gp.parameters() if p.requires_grad], lr=0.05)
+    for _ in range(steps):
+        opt.zero_grad()
+        nn.functional.binary_cross_entropy_with_logits(gp(x), y).backward()
+        opt.step()
+
+
+def test_the_intercept_is_learned_or_held_at_zero():
+    # Inputs that say nothing about the label, 10% relevant: the best logit is logit(0.1) everywhere.
+    torch.manual_seed(0)
+    x, y = torch.randn(4000, 8), (torch.rand(4000) < 0.1).float()
+    with_c, without = RandomFeatureGP(8, n_features=16), RandomFeatureGP(8, n_features=16, output_bias=False)
+    assert "bias" in dict(with_c.named_parameters()) and "bias" not in dict(without.named_parameters())
+    assert "bias" in without.state_dict()  # held at 0 as a buffer
+    for gp in (with_c, without):
+        _fit_head(gp, x, y)
+    assert float(without.bias) == 0.0
+    assert float(with_c.bias.detach()) < -0.3  # part of logit(0.1) = -2.2 moved into the intercept
+    with torch.no_grad():
+        p = torch.sigmoid(with_c.mean_logit(with_c.features(x)))
+    assert float(p.mean()) == pytest.approx(float(y.mean()), abs=0.01)
+
+
+def test_a_checkpoint_from_before_the_intercept_loads_with_it_at_zero():
+    torch.manual_seed(0)
+    old = RandomFeatureGP(8, n_features=32)
+    state = {k: v for k, v in old.state_dict().items() if k != "bias"}
+    new = RandomFeatureGP(8, n_features=32)
+    with torch.no_grad():
+        new.bias.fill_(3.0)
+    new.load_state_dict(state)  # strict: the missing intercept is 0, nothing else differs
+    x = torch.randn(5, 8)
+    assert float(new.bias.detach()) == 0.0
+    torch.testing.assert_close(new.mean_logit(new.features(x)), old.mean_logit(old.features(x)))
+
+
 @pytest.mark.parametrize("likelihood", ["logistic", "gaussian"])
 def test_minibatch_precision_equals_the_full_batch_one(likelihood):
     torch.manual_seed(0)
@@ -344,6 +381,50 @@ def test_predict_samples_are_joint_weight_draws(fitted):
         ranker.predict_samples(queries, n_samples=0)
 
 
+def test_the_intercept_enters_every_prediction(fitted):
+    ranker, queries = fitted
+    gp = ranker.model.gp
+    mean0, var0 = ranker.latent_mean_variance(queries)
+    draws0 = ranker.predict_samples(queries, n_samples=50).samples
+    before = gp.bias.detach().clone()
+    try:
+        with torch.no_grad():
+            gp.bias.add_(0.7)
+        mean, var = ranker.latent_mean_variance(queries)
+        np.testing.assert_allclose(mean, mean0 + 0.7, atol=1e-6)
+        np.testing.assert_array_equal(var, var0)
+        expected = 1 / (1 + np.exp(-mean / np.sqrt(1 + math.pi / 8 * var)))
+        np.testing.assert_allclose(ranker.predict(queries).scores, expected, atol=1e-5)
+        draws = ranker.predict_samples(queries, n_samples=50).samples
+        logit = lambda p: np.log(p) - np.log1p(-p)  # noqa: E731
+        np.testing.assert_allclose(logit(draws), logit(draws0) + 0.7, atol=1e-4)
+    finally:
+        with torch.no_grad():
+            gp.bias.copy_(before)
+
+
+def test_prior_log_odds_of_the_training_pairs():
+    queries = toy_queries(n_queries=4, n_candidates=10)  # one relevant of ten per query
+    assert SNGPRanker(tiny_config(), train_ratio=9).prior_log_odds(queries) == pytest.approx(-math.log(9))
+    assert SNGPRanker(tiny_config()).prior_log_odds(queries) == 0.0  # balanced pairs, the default
+    assert SNGPRanker(tiny_config(), train_ratio=None).prior_log_odds(queries) == pytest.approx(math.log(4 / 36))
+
+
+@pytest.mark.parametrize(("params", "start"), [
+    ({"train_ratio": 9}, -math.log(9)),  # a new head starts at the prior log-odds
+    ({"train_ratio": 9, "output_bias_init": 0.5}, 0.5),
+    ({"train_ratio": 9, "output_bias": False}, 0.0),
+])
+def test_a_new_heads_intercept_starts_where_asked(params, start):
+    queries = toy_queries(n_queries=4, n_candidates=10)
+    ranker = SNGPRanker(tiny_config(), **{**SMALL, "epochs": 1, "lr": 1e-12, "n_features": 32}, **params)
+    ranker.fit(queries)  # a rate too small to move it
+    assert float(ranker.model.gp.bias.detach()) == pytest.approx(start, abs=1e-6)
+    assert ranker.extra_params()["output_bias"] is params.get("output_bias", True)
+    with pytest.raises(ValueError, match="output_bias_init must be None or a finite number; got 'x'"):
+        SNGPRanker(tiny_config(), output_bias_init="x")
+
+
 def test_save_load_is_bit_identical(tmp_path, fitted):
     ranker, queries = fitted
     before = ranker.predict(queries).scores
@@ -354,7 +435,7 @@ def test_save_load_is_bit_identical(tmp_path, fitted):
     from safetensors.torch import load_file
 
     state = load_file(str(tmp_path / "ck" / "model.safetensors"))
-    for key in ("gp.cholesky", "gp.precision", "gp.feature_weight", "gp.feature_bias", "gp.n_seen"):
+    for key in ("gp.cholesky", "gp.precision", "gp.feature_weight", "gp.feature_bias", "gp.n_seen", "gp.bias"):
         torch.testing.assert_close(state[key], ranker.model.state_dict()[key], rtol=0, atol=0)
     for again in (SNGPRanker.load(tmp_path / "ck"), load_ranker(tmp_path / "ck")):
         assert type(again) is SNGPRanker
@@ -420,6 +501,8 @@ def test_argument_errors(params, error, match):
 def test_head_argument_errors(params, match):
     with pytest.raises(ValueError, match=match):
         RandomFeatureGP(4, n_features=8, **params)
+    with pytest.raises(TypeError, match="output_bias must be True or False; got 'yes'"):
+        RandomFeatureGP(4, n_features=8, output_bias="yes")  # type: ignore[arg-type]
 
 
 def test_spectral_norm_options_errors():

@@ -115,7 +115,9 @@ class RandomFeatureGP(nn.Module):
     (saved buffers), so ``phi(x) . phi(y)`` approximates the RBF kernel
     ``exp(-||x' - y'||^2 / (2 lengthscale^2))`` of the normalised inputs
     (Rahimi & Recht 2007) when ``scale = sqrt(2 / n_features)``. The logit
-    is ``m = phi(x) . beta``; ``beta`` is trained with the network (MAP).
+    is ``m = phi(x) . beta + c``; ``beta`` is trained with the network (MAP)
+    and the intercept ``c`` (the GP's constant prior mean, a point estimate
+    outside the Laplace posterior) with it, or held at 0.
 
     The Laplace posterior of ``beta`` has precision
     ``ridge * I + sum_i w_i phi_i phi_i^T`` with ``w_i = p_i (1 - p_i)``
@@ -165,6 +167,14 @@ class RandomFeatureGP(nn.Module):
         carries no relevance signal at first (measured on the packaged
         MiniLM's untrained ``[CLS]``: docs/rankers.md); start from a
         fine-tuned encoder then (``NeuralRanker.from_ranker``).
+    output_bias : bool
+        Learn the intercept ``c`` (True; it starts at 0 here, and
+        :class:`~uncertank_sngp.SNGPRanker` starts a new head's at the prior
+        log-odds of its training pairs) or hold it at 0 (False, the layer of
+        edward2 and uncertainty-baselines). Without it a base rate
+        far from 1/2, such as the 10% of lists of ten, has to come from
+        ``phi . beta`` itself (docs/rankers.md, "SNGP on lists"). Checkpoints
+        saved before the intercept existed load with ``c = 0``.
     """
 
     feature_weight: torch.Tensor
@@ -188,6 +198,7 @@ class RandomFeatureGP(nn.Module):
         cov_likelihood: str = "logistic",
         mean_field_factor: float = math.pi / 8,
         output_init_std: float = 0.01,
+        output_bias: bool = True,
     ) -> None:
         super().__init__()
         in_features = check_positive_int(in_features, "in_features")
@@ -215,6 +226,14 @@ class RandomFeatureGP(nn.Module):
             nn.init.normal_(self.beta.weight, std=std)
         else:
             nn.init.zeros_(self.beta.weight)
+        if not isinstance(output_bias, bool):
+            raise TypeError(f"output_bias must be True or False; got {output_bias!r}")
+        self.output_bias = output_bias
+        # a parameter when learned, a buffer when held at 0: the state dict has "bias" either way
+        if output_bias:
+            self.bias = nn.Parameter(torch.zeros(()))
+        else:
+            self.register_buffer("bias", torch.zeros(()))
         self.register_buffer("precision", torch.zeros(self.n_features, self.n_features, dtype=torch.float64))
         self.register_buffer("cholesky", torch.eye(self.n_features, dtype=torch.float64) * math.sqrt(self.ridge))
         self.register_buffer("n_seen", torch.zeros((), dtype=torch.int64))
@@ -238,12 +257,21 @@ class RandomFeatureGP(nn.Module):
         """Logits of shape (batch,): ``phi . beta`` in training mode, the mean-field logit in eval mode."""
         with torch.autocast(device_type=x.device.type, enabled=False):
             phi = self.features(x)
-            logit = self.beta(phi)[:, 0]
+            logit = self.mean_logit(phi)
             if self._accumulating or (self.training and self.cov_mode == "momentum"):
                 self.update_precision(phi, logit)
             if not self.training and bool(self.covariance_ready) and self.mean_field_factor > 0:
                 logit = logit / torch.sqrt(1.0 + self.mean_field_factor * self.variance(phi)).to(logit.dtype)
         return logit
+
+    def mean_logit(self, phi: torch.Tensor) -> torch.Tensor:
+        """The posterior-mean logit ``phi . beta + c``, shape (batch,)."""
+        return self.beta(phi)[:, 0] + self.bias.to(phi.dtype)
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        # checkpoints from before the intercept have no "bias": theirs was 0
+        state_dict.setdefault(prefix + "bias", torch.zeros(()))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     # -- the Laplace posterior ------------------------------------------------------
 

@@ -68,6 +68,16 @@ class SNGPRanker(NeuralRanker):
     output_init_std : float
         Normal initialisation of the output weights (0.01); 0 starts them at
         the prior mean (see :class:`~uncertank_sngp.RandomFeatureGP`).
+    output_bias : bool
+        Learn the logit's intercept (True) or hold it at 0 (False, edward2's
+        layer, and this ranker before the option existed); see
+        docs/rankers.md, "SNGP on lists", for training on lists of ten.
+    output_bias_init : float or None
+        Where a new head's learned intercept starts. None (the default): the
+        prior log-odds of the training pairs, ``-log(train_ratio)`` (0 on
+        balanced pairs, ``-log 9`` on lists of ten; with ``train_ratio=None``
+        the ratio of the training labels), as Lin et al. (2017) start a
+        detector's output bias at its prior. A number starts it there.
     focal_gamma : float
         The focal loss's gamma; 0 is cross-entropy.
     n_samples : int
@@ -96,6 +106,8 @@ class SNGPRanker(NeuralRanker):
         cov_likelihood: str = "logistic",
         mean_field_factor: float = math.pi / 8,
         output_init_std: float = 0.01,
+        output_bias: bool = True,
+        output_bias_init: float | None = None,
         focal_gamma: float = 0.0,
         n_samples: int = 10,
         **params: Any,
@@ -120,7 +132,14 @@ class SNGPRanker(NeuralRanker):
             "cov_likelihood": check_choice(cov_likelihood, "cov_likelihood", COV_LIKELIHOODS),
             "mean_field_factor": mean_field_factor,
             "output_init_std": output_init_std,
+            "output_bias": output_bias,
         }
+        if output_bias_init is not None and (
+            isinstance(output_bias_init, bool) or not isinstance(output_bias_init, (int, float))
+            or not math.isfinite(output_bias_init)
+        ):
+            raise ValueError(f"output_bias_init must be None or a finite number; got {output_bias_init!r}")
+        self.output_bias_init = None if output_bias_init is None else float(output_bias_init)
         focal_loss(torch.zeros(1), torch.zeros(1, dtype=torch.long), gamma=focal_gamma)  # validates gamma
         self.focal_gamma = float(focal_gamma)
         self.n_samples = check_positive_int(n_samples, "n_samples")
@@ -160,7 +179,17 @@ class SNGPRanker(NeuralRanker):
 
     def extra_params(self) -> dict[str, Any]:
         """The head's parameters, ``focal_gamma`` and ``n_samples``, stored in checkpoints."""
-        return {**self.head_params, "focal_gamma": self.focal_gamma, "n_samples": self.n_samples}
+        return {**self.head_params, "output_bias_init": self.output_bias_init, "focal_gamma": self.focal_gamma,
+                "n_samples": self.n_samples}
+
+    def prior_log_odds(self, train: QuerySet) -> float:
+        """The log-odds of a relevant training pair: ``-log(train_ratio)``, or the labels' own with ``None``."""
+        ratio = self.training_config.train_ratio
+        if ratio is not None:
+            return -math.log(ratio)
+        labels = np.asarray(train.labels) > 0
+        pos, neg = int(labels.sum()), int(labels.size - labels.sum())
+        return 0.0 if pos == 0 or neg == 0 else math.log(pos / neg)
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
         """Fine-tune on ``train`` (keeping the best validation epoch), then compute the covariance.
@@ -170,6 +199,10 @@ class SNGPRanker(NeuralRanker):
         """
         model: Any = self.build_model()
         model.gp.reset_precision()
+        if model.gp.output_bias and self.history_ is None:  # a new head: its intercept starts at the prior
+            start = self.prior_log_odds(train) if self.output_bias_init is None else self.output_bias_init
+            with torch.no_grad():
+                model.gp.bias.fill_(start)
         return super().fit(train, valid)
 
     # -- predictions -------------------------------------------------------------------
@@ -197,7 +230,7 @@ class SNGPRanker(NeuralRanker):
         Returns
         -------
         mean : ndarray of shape (n_pairs,)
-            ``phi . beta``.
+            ``phi . beta + c`` (``c`` the intercept).
         variance : ndarray of shape (n_pairs,)
             ``||L^-1 phi||^2``; the prior variance ``||phi||^2 / ridge`` before :meth:`fit`.
         """
@@ -205,7 +238,7 @@ class SNGPRanker(NeuralRanker):
 
         def fn(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
             phi = model.features(**batch)
-            return torch.stack([model.gp.beta(phi)[:, 0].double(), model.gp.variance(phi)], dim=1)
+            return torch.stack([model.gp.mean_logit(phi).double(), model.gp.variance(phi)], dim=1)
 
         out = self._gp_batches(queries, fn, f"{self.name} mean/variance")
         return out[:, 0], out[:, 1]
@@ -218,7 +251,7 @@ class SNGPRanker(NeuralRanker):
     def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
         """Joint draws of P(relevant), shape (n_samples, n_pairs).
 
-        Row ``s`` is ``sigmoid(phi . beta_s)`` for one draw ``beta_s`` of the
+        Row ``s`` is ``sigmoid(phi . beta_s + c)`` for one draw ``beta_s`` of the
         output weights from their Laplace posterior, over every pair: the
         candidates of a query covary as the posterior says. Draws are seeded
         by ``seed``.
@@ -238,7 +271,7 @@ class SNGPRanker(NeuralRanker):
 
         def fn(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
             phi = model.features(**batch).double()
-            return torch.sigmoid(phi @ weights.to(phi.device))
+            return torch.sigmoid(phi @ weights.to(phi.device) + model.gp.bias.double())
 
         probs = self._gp_batches(queries, fn, f"{self.name} samples")
         return PredictiveSamples(np.ascontiguousarray(probs.T), queries.offsets, ranker=self.name)
