@@ -4,6 +4,7 @@ the docs quoting their checked-in numbers."""
 from __future__ import annotations
 
 import json
+import math
 import runpy
 from pathlib import Path
 
@@ -82,8 +83,34 @@ def test_the_end_to_end_lists_study_scores_the_full_studys_data():
     assert by_key["bert"].checkpoint == next(r for r in full.rankers if r.key == "bert").checkpoint
     assert by_key["bert lists"].checkpoint != by_key["bert"].checkpoint
     payload = json.loads(RESULTS.read_text())["end_to_end"]
-    assert set(payload["rankers"]) == {"bert", "bert lists"}
+    assert set(payload["rankers"]) == set(by_key)  # every ranker of the study, the GP rankers on lists included
     assert payload["test_queries"] == {c.name: 600 for c in full.conditions}
+    for key, row in payload["rankers"].items():
+        trained_on_lists = key not in ("bert", "bert lists")
+        assert trained_on_lists == (row["params"].get("train_ratio") == 9) == (by_key[key].init_from == "bert lists")
+        if trained_on_lists:  # compared with bert fine-tuned on lists, the papers' own comparison
+            assert all("minus_bert_head_lists_95" in t for t in row["test"].values())
+    assert set(payload["pairs"]) == {"sngp pairs", "gpf_bert pairs", "pgdrr pairs"}
+
+
+def _collapse_table(payload):
+    return runpy.run_path(str(ROOT / "docs" / "scripts" / "sngp_lists_collapse.py"))["table"](payload)
+
+
+def test_the_collapsed_rows_are_the_intercept_free_head_the_check_measures():
+    lists = {r.key: r for r in load_config(ROOT / "docs" / "studies" / "lists_bert.toml").rankers}
+    assert lists["sngp lists"].params["output_bias"] is False and lists["gpf_bert lists"].params["output_bias"] is False
+    check = json.loads((ROOT / "docs" / "results" / "sngp_lists_collapse.json").read_text())
+    rows = {r["variant"]: r for r in check["rows"]}
+    held, from_0, from_prior = (rows[f"intercept {v}"] for v in ("held at 0", "learned from 0",
+                                                                 "learned from the prior log-odds"))
+    assert held["intercept"] == 0.0 and from_0["intercept_start"] == 0.0 and from_0["intercept"] != 0.0
+    assert from_prior["intercept_start"] == pytest.approx(-math.log(9))
+    assert rows["plain head (bert), the control"]["intercept"] is None
+    assert all(r["steps"] == held["steps"] for r in rows.values())  # the same budget for every variant
+    assert check["train_ratio"] == 9 and check["start"].endswith("member_0")
+    table = _collapse_table(check)
+    assert table in (ROOT / "docs" / "rankers.md").read_text()
 
 
 def _bench():

@@ -1,0 +1,156 @@
+"""Why SNGP trained end to end on lists of ten predicts one number: the logit's intercept, tested.
+
+Fine-tuned end to end on lists of ten (``train_ratio=9``) from the lists-trained
+``bert`` (docs/studies/lists_bert.toml), ``sngp`` and ``gpf_bert`` gave every
+pair the same probability. Their GP output layer had no intercept: the logit
+was ``phi(x) . beta`` alone, so the only way to predict the 10% base rate for
+most pairs is to make ``phi`` the same for every input, and the encoder learns
+exactly that. This script trains ``sngp`` the same way three times, on a
+seeded subset of training queries: with the intercept held at 0
+(``output_bias=False``, the layer as it was), learned from 0
+(``output_bias_init=0``), and learned from the training pairs' prior
+log-odds, ``-log 9`` (the default); and, as the control, a new plain
+``bert`` head on the same encoder, trained the same way. It measures what a
+collapse would show:
+
+- the spread of the encoder's ``[CLS]`` vectors across pairs (mean over the
+  dimensions of the standard deviation across 400 validation pairs), beside
+  their spread within one vector;
+- the spread of P(relevant) over the validation pairs;
+- validation MAP and R_10@1 (chance: 0.293 and 0.1).
+
+    python docs/scripts/sngp_lists_collapse.py --out docs/results/sngp_lists_collapse.json
+
+About 25 minutes on 2 CPU cores with the defaults (four trainings of 500 steps); a variant already in
+--out is not trained again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+BERT_LISTS = ROOT / ".cache" / "real_run_neural" / "d8d7ff896811" / "member_0"
+
+
+def _spread(ranker: Any, queries: Any) -> dict[str, float]:
+    """Across-pair and within-vector standard deviations of the ``[CLS]`` vectors entering the head."""
+    import torch
+
+    from uncertank.nn import pool_encoder
+
+    model = ranker.build_model().eval()
+    enc = ranker.encode(queries)
+    batch = enc.batch(np.arange(enc.n_pairs), torch.device("cpu"))
+    with torch.no_grad():
+        h = pool_encoder(model.encoder, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"),
+                         pooling=ranker.pooling)
+    return {"cls_std_across_pairs": float(h.std(0).mean()), "cls_std_within_vector": float(h.std(1).mean())}
+
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "intercept held at 0": {"output_bias": False},
+    "intercept learned from 0": {"output_bias": True, "output_bias_init": 0.0},
+    "intercept learned from the prior log-odds": {"output_bias": True, "output_bias_init": None},
+    "plain head (bert), the control": {},
+}
+
+
+def run_one(variant: str, train: Any, valid: Any, probe: Any, *, queries: int, seed: int) -> dict[str, Any]:
+    """Train ``sngp`` from the lists-trained ``bert`` on lists of ten and measure the collapse."""
+    from uncertank_sngp import SNGPRanker
+
+    from uncertank.metrics import mean_average_precision, recall_at_k
+    from uncertank.nn import load_ranker
+
+    bert = load_ranker(BERT_LISTS)
+    cls = type(bert) if not VARIANTS[variant] else SNGPRanker  # the control: a new bert head, as sngp's
+    ranker = cls.from_ranker(
+        bert, max_length=64, epochs=1, batch_size=16, lr=1e-4, seed=seed, train_ratio=9,
+        max_train_queries=queries, show_progress=False, **VARIANTS[variant],
+    )
+    gp = cls is SNGPRanker
+    start = None
+    if gp:
+        start = ranker.prior_log_odds(train) if ranker.output_bias_init is None else ranker.output_bias_init
+    t0 = time.perf_counter()
+    ranker.fit(train)
+    seconds = time.perf_counter() - t0
+    pred = ranker.predict(valid)
+    loss = np.asarray(ranker.history_.loss)
+    return {
+        "variant": variant,
+        **VARIANTS[variant],
+        "intercept_start": (start if VARIANTS[variant]["output_bias"] else 0.0) if gp else None,
+        "fit_seconds": round(seconds, 1),
+        "steps": int(loss.size),
+        "loss_last_50": float(loss[-50:].mean()),
+        "intercept": float(ranker.build_model().gp.bias.detach()) if gp else None,
+        "valid_MAP": float(mean_average_precision(pred, valid.labels)),
+        "valid_R@1": float(recall_at_k(pred, valid.labels, k=1)),
+        "prob_std_across_pairs": float(np.std(pred.scores)),
+        "prob_mean": float(np.mean(pred.scores)),
+        **_spread(ranker, probe),
+    }
+
+
+def table(payload: dict[str, Any]) -> str:
+    """The docs table of ``payload`` (the script's JSON)."""
+    lines = ["| variant | intercept: start → end | valid MAP | valid R_10@1 | sd of P(relevant) | mean P(relevant) "
+             "| sd of [CLS] across pairs (within one) | loss, last 50 steps |",
+             "|---|---|---:|---:|---:|---:|---|---:|"]
+    for r in payload["rows"]:
+        c = "–" if r["intercept"] is None else f"{r['intercept_start']:.2f} → {r['intercept']:.2f}"
+        lines.append(f"| {r['variant']} | {c} | {r['valid_MAP']:.3f} | {r['valid_R@1']:.3f} | "
+                     f"{r['prob_std_across_pairs']:.1e} | {r['prob_mean']:.3f} | "
+                     f"{r['cls_std_across_pairs']:.4f} ({r['cls_std_within_vector']:.2f}) | {r['loss_last_50']:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--queries", type=int, default=800, help="training queries (lists of ten), seeded")
+    parser.add_argument("--valid-queries", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "sngp_lists_collapse.json")
+    parser.add_argument("--render", action="store_true", help="print the docs table from --out and stop")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.render:
+        print(table(json.loads(args.out.read_text())))
+        return 0
+
+    import uncertank.datasets as ud
+    from uncertank._io import atomic_write_text
+
+    if not (BERT_LISTS / "uncertank.json").exists():
+        parser.error(f"{BERT_LISTS} is missing: train it as docs/studies/lists_bert.toml says")
+    train = ud.load("ubuntu-sample", split="train", negatives="bm25", n_candidates=10, seed=0)
+    valid = ud.load("ubuntu-sample", split="valid", negatives="bm25", n_candidates=10, seed=0,
+                    max_queries=args.valid_queries)
+    probe = valid.subset(np.arange(min(40, valid.n_queries)))
+    settings = {"train_queries": args.queries, "valid_queries": args.valid_queries, "seed": args.seed}
+    done: dict[str, Any] = {}
+    if args.out.exists():
+        before = json.loads(args.out.read_text())
+        if all(before.get(k) == v for k, v in settings.items()):
+            done = {r["variant"]: r for r in before["rows"]}
+    rows = []
+    for variant in VARIANTS:
+        rows.append(done.get(variant) or run_one(variant, train, valid, probe, queries=args.queries, seed=args.seed))
+        payload = {"command": "python docs/scripts/sngp_lists_collapse.py", "start": str(BERT_LISTS.relative_to(ROOT)),
+                   "train_ratio": 9, **settings, "rows": rows}
+        atomic_write_text(args.out, json.dumps(payload, indent=2) + "\n")  # after each variant: resumable
+    print(table(payload))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
