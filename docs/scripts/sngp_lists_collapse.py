@@ -103,8 +103,7 @@ def run_one(variant: str, train: Any, valid: Any, probe: Any, *, queries: int, s
 
 def table(payload: dict[str, Any]) -> str:
     """The docs table of ``payload`` (the script's JSON)."""
-    lines = ["| variant | intercept: start → end | valid MAP | valid R_10@1 | sd of P(relevant) | mean P(relevant) "
-             "| sd of [CLS] across pairs (within one) | loss, last 50 steps |",
+    lines = ["| variant | intercept | MAP | R_10@1 | sd of P | mean P | sd of [CLS], across (within) | loss |",
              "|---|---|---:|---:|---:|---:|---|---:|"]
     for r in payload["rows"]:
         c = "–" if r["intercept"] is None else f"{r['intercept_start']:.2f} → {r['intercept']:.2f}"
