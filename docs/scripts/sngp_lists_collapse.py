@@ -103,12 +103,12 @@ def run_one(variant: str, train: Any, valid: Any, probe: Any, *, queries: int, s
 
 def table(payload: dict[str, Any]) -> str:
     """The docs table of ``payload`` (the script's JSON)."""
-    lines = ["| variant | intercept | MAP | R_10@1 | sd of P | mean P | sd of [CLS], across (within) | loss |",
-             "|---|---|---:|---:|---:|---:|---|---:|"]
+    lines = ["| variant | intercept | MAP / R_10@1 | P: sd / mean | [CLS] sd: across (within) | loss |",
+             "|---|---|---|---|---|---:|"]
     for r in payload["rows"]:
         c = "–" if r["intercept"] is None else f"{r['intercept_start']:.2f} → {r['intercept']:.2f}"
-        lines.append(f"| {r['variant']} | {c} | {r['valid_MAP']:.3f} | {r['valid_R@1']:.3f} | "
-                     f"{r['prob_std_across_pairs']:.1e} | {r['prob_mean']:.3f} | "
+        lines.append(f"| {r['variant']} | {c} | {r['valid_MAP']:.3f} / {r['valid_R@1']:.3f} | "
+                     f"{r['prob_std_across_pairs']:.1e} / {r['prob_mean']:.3f} | "
                      f"{r['cls_std_across_pairs']:.4f} ({r['cls_std_within_vector']:.2f}) | {r['loss_last_50']:.3f} |")
     return "\n".join(lines)
 
