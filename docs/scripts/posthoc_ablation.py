@@ -272,6 +272,23 @@ def _risk_table(conds: list[str], rows: dict[str, Any], labels: tuple[str, ...])
     return "\n".join(lines)
 
 
+def _lists_ece_lines(head: str, conds: list[str], rows: dict[str, Any], reference: str) -> list[str]:
+    """Table lines: ECE over all pairs of ``reference`` and of every row compared with it (trained on lists)."""
+    lines = [f"| {head} | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
+    for label, row in rows.items():
+        if label == reference or "minus_bert_head_lists_95" in row["test"][conds[0]]:
+            cells = []
+            for c in conds:
+                t = row["test"][c]
+                cell = _fmt(t["ECE"])
+                if "minus_bert_head_lists_95" in t:
+                    lo, hi = t["minus_bert_head_lists_95"]["ECE"]
+                    cell += f" [{lo:+.3f}, {hi:+.3f}]"
+                cells.append(cell)
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def tables(
 payload: dict[str, Any]) -> dict[str, str]:
     """The docs tables: PG-DRR's ablation (validation, test), lists against pairs, and the risk bounds."""
@@ -303,19 +320,7 @@ payload: dict[str, Any]) -> dict[str, str]:
             cells = [_with_interval(rows[label]["test"][c], key, interval) for c in conds]
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         out[name] = "\n".join(lines)
-    lines = ["| head (lists of ten) | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
-    for label, row in rows.items():
-        if label == LISTS_REFERENCE or "minus_bert_head_lists_95" in row["test"][conds[0]]:
-            cells = []
-            for c in conds:
-                t = row["test"][c]
-                cell = _fmt(t["ECE"])
-                if "minus_bert_head_lists_95" in t:
-                    lo, hi = t["minus_bert_head_lists_95"]["ECE"]
-                    cell += f" [{lo:+.3f}, {hi:+.3f}]"
-                cells.append(cell)
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    out["lists ECE"] = "\n".join(lines)
+    out["lists ECE"] = "\n".join(_lists_ece_lines("head (lists of ten)", conds, rows, LISTS_REFERENCE))
     if "end_to_end" in payload:
         e2e, pairs = payload["end_to_end"]["rankers"], payload["end_to_end"].get("pairs", {})
         lines = ["| fine-tuned end to end | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
@@ -335,18 +340,7 @@ payload: dict[str, Any]) -> dict[str, str]:
                              + _with_interval(t, "ECE balanced (mean of 100)", "ECE balanced"))
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         out["end to end"] = "\n".join(lines)
-        lines = ["| fine-tuned on lists of ten | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
-        for label, row in e2e.items():
-            if label == "bert lists" or "minus_bert_head_lists_95" in row["test"][conds[0]]:
-                cells = []
-                for c in conds:
-                    t = row["test"][c]
-                    cell = _fmt(t["ECE"])
-                    if "minus_bert_head_lists_95" in t:
-                        lo, hi = t["minus_bert_head_lists_95"]["ECE"]
-                        cell += f" [{lo:+.3f}, {hi:+.3f}]"
-                    cells.append(cell)
-                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines = _lists_ece_lines("fine-tuned on lists of ten", conds, e2e, "bert lists")
         if len(lines) > 3:  # the GP rankers trained on lists are in
             out["end to end lists ECE"] = "\n".join(lines)
     out["risk"] = _risk_table(conds, rows, ("sngp pairs", "gpf_bert pairs", "pgdrr default"))
