@@ -7,8 +7,11 @@ The studies (run first; each resumes)::
     uncertank run docs/studies/posthoc_pgdrr_more.toml --out .cache/posthoc_pgdrr_more
     uncertank run docs/studies/lists_bert.toml --out .cache/lists_bert
     uncertank run docs/studies/real_run_ensemble.toml --out .cache/real_run_ensemble
+    uncertank run docs/studies/lists_intercept.toml --out .cache/lists_intercept
+    uncertank run docs/studies/lists_full.toml --out .cache/lists_full
     python docs/scripts/posthoc_ablation.py .cache/posthoc_ablation --bank .cache/posthoc_pgdrr_bank \
-        --more .cache/posthoc_pgdrr_more --end-to-end .cache/lists_bert --ensemble .cache/real_run_ensemble
+        --more .cache/posthoc_pgdrr_more --end-to-end .cache/lists_bert --ensemble .cache/real_run_ensemble \
+        --intercept .cache/lists_intercept --lists-full .cache/lists_full
     python docs/scripts/posthoc_ablation.py --render      # the docs tables from the JSON
 
 For every ranker of the study this writes to --out (JSON):
@@ -44,6 +47,8 @@ BANK_STUDY = ROOT / "docs" / "studies" / "posthoc_pgdrr_bank.toml"
 MORE_STUDY = ROOT / "docs" / "studies" / "posthoc_pgdrr_more.toml"
 END_TO_END_STUDY = ROOT / "docs" / "studies" / "lists_bert.toml"
 ENSEMBLE_STUDY = ROOT / "docs" / "studies" / "real_run_ensemble.toml"
+INTERCEPT_STUDY = ROOT / "docs" / "studies" / "lists_intercept.toml"
+LISTS_FULL_STUDY = ROOT / "docs" / "studies" / "lists_full.toml"
 FULL_STUDY = ROOT / "docs" / "results" / "full_study.json"
 FULL_DIAGNOSTICS = ROOT / "docs" / "results" / "full_study_diagnostics.json"
 OUT = ROOT / "docs" / "results" / "pgdrr_ablation.json"
@@ -186,7 +191,8 @@ def _full_study_pairs(conditions: list[str]) -> dict[str, Any]:
 
 
 def summarise(folder: Path, study: Path = STUDY, bank: Path | None = None, end_to_end: Path | None = None,
-              more: Path | None = None, ensemble: Path | None = None) -> dict[str, Any]:
+              more: Path | None = None, ensemble: Path | None = None, intercept: Path | None = None,
+              lists_full: Path | None = None) -> dict[str, Any]:
     """Validation and test numbers of every ranker, the intervals against bert, and the choice.
 
     ``bank`` and ``more``: the output folders of docs/studies/posthoc_pgdrr_bank.toml
@@ -195,7 +201,14 @@ def summarise(folder: Path, study: Path = STUDY, bank: Path | None = None, end_t
     ``end_to_end``: docs/studies/lists_bert.toml's (models fine-tuned end to
     end on pairs or lists, 600 test queries), beside the full study's GP
     rankers trained on pairs. ``ensemble``: docs/studies/real_run_ensemble.toml's.
+    ``intercept`` and ``lists_full``: docs/studies/lists_intercept.toml's and
+    lists_full.toml's, whose rows join the end-to-end ones (their ``bert`` and
+    ``bert lists`` are the same checkpoints on the same queries, so they are
+    not repeated).
     """
+    if end_to_end is None and (intercept is not None or lists_full is not None):
+        raise ValueError("intercept and lists_full join the end-to-end rows: give end_to_end too; got "
+                         f"end_to_end=None, intercept={intercept}, lists_full={lists_full}")
     data, rows = _study_rows(folder, study, set(), folder)
     runs = [f"uncertank run {study.relative_to(ROOT)} --out {folder.name}"]
     flags = ""
@@ -214,6 +227,13 @@ def summarise(folder: Path, study: Path = STUDY, bank: Path | None = None, end_t
                                "test_queries": {c: q.n_queries for c, q in e2e_data.tests.items()}}
         runs.append(f"uncertank run {END_TO_END_STUDY.relative_to(ROOT)} --out {end_to_end.name}")
         flags += f" --end-to-end {end_to_end.name}"
+        for extra_folder, extra_study, flag in ((intercept, INTERCEPT_STUDY, "--intercept"),
+                                                (lists_full, LISTS_FULL_STUDY, "--lists-full")):
+            if extra_folder is not None:
+                e2e_rows.update(_study_rows(extra_folder, extra_study, {"bert", "bert lists"}, extra_folder,
+                                            "bert lists")[1])
+                runs.append(f"uncertank run {extra_study.relative_to(ROOT)} --out {extra_folder.name}")
+                flags += f" {flag} {extra_folder.name}"
     if ensemble is not None:  # the real run's ensemble of five, and RA-BERT (600 test queries)
         ens_data, ens_rows = _study_rows(ensemble, ENSEMBLE_STUDY, set(), ensemble)
         extra["ensemble"] = {"study": str(ENSEMBLE_STUDY.relative_to(ROOT)), "rankers": ens_rows,
@@ -324,9 +344,10 @@ payload: dict[str, Any]) -> dict[str, str]:
     if "end_to_end" in payload:
         e2e, pairs = payload["end_to_end"]["rankers"], payload["end_to_end"].get("pairs", {})
         lines = ["| fine-tuned end to end | " + " | ".join(conds) + " |", "|---|" + "---|" * len(conds)]
-        order = ["bert", "bert lists"] + [
+        order = ["bert", "bert lists", "bert lists, all queries"] + [
             k for name in ("sngp", "gpf_bert", "pgdrr")
-            for k in (f"{name} pairs", f"{name} lists", *(["pgdrr lists, bank at 1:9"] if name == "pgdrr" else []))
+            for k in (f"{name} pairs", f"{name} lists", f"{name} lists, intercept",
+                      *(["pgdrr lists, bank at 1:9"] if name == "pgdrr" else []))
         ]
         for label in (k for k in order if k in e2e or k in pairs):
             row = e2e.get(label) or pairs[label]
@@ -357,6 +378,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--more", type=Path, help="the output folder of docs/studies/posthoc_pgdrr_more.toml")
     ap.add_argument("--end-to-end", type=Path, help="the output folder of docs/studies/lists_bert.toml")
     ap.add_argument("--ensemble", type=Path, help="the output folder of docs/studies/real_run_ensemble.toml")
+    ap.add_argument("--intercept", type=Path, help="the output folder of docs/studies/lists_intercept.toml")
+    ap.add_argument("--lists-full", type=Path, help="the output folder of docs/studies/lists_full.toml")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--render", action="store_true", help="print the docs tables from --out and stop")
     args = ap.parse_args(argv)
@@ -368,7 +391,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.folder is None:
         ap.error("give the study's output folder (or --render)")
     payload = summarise(args.folder, args.study.resolve(), args.bank, args.end_to_end, args.more,
-                        args.ensemble)
+                        args.ensemble, args.intercept, args.lists_full)
     _atomic_json(args.out, payload)
     for name, table in tables(payload).items():
         print(f"<!-- {name} -->\n{table}\n")

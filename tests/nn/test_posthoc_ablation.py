@@ -83,14 +83,44 @@ def test_the_end_to_end_lists_study_scores_the_full_studys_data():
     assert by_key["bert"].checkpoint == next(r for r in full.rankers if r.key == "bert").checkpoint
     assert by_key["bert lists"].checkpoint != by_key["bert"].checkpoint
     payload = json.loads(RESULTS.read_text())["end_to_end"]
-    assert set(payload["rankers"]) == set(by_key)  # every ranker of the study, the GP rankers on lists included
+    own = {k for k, r in payload["rankers"].items() if r["study"] == "docs/studies/lists_bert.toml"}
+    assert own == set(by_key)  # every ranker of the study, the GP rankers on lists included
     assert payload["test_queries"] == {c.name: 600 for c in full.conditions}
     for key, row in payload["rankers"].items():
         trained_on_lists = key not in ("bert", "bert lists")
-        assert trained_on_lists == (row["params"].get("train_ratio") == 9) == (by_key[key].init_from == "bert lists")
+        assert trained_on_lists == (row["params"].get("train_ratio") == 9)
+        if key in own:
+            assert trained_on_lists == (by_key[key].init_from == "bert lists")
         if trained_on_lists:  # compared with bert fine-tuned on lists, the papers' own comparison
             assert all("minus_bert_head_lists_95" in t for t in row["test"].values())
     assert set(payload["pairs"]) == {"sngp pairs", "gpf_bert pairs", "pgdrr pairs"}
+
+
+def test_the_intercept_and_all_queries_studies_change_one_thing_each():
+    lists = load_config(ROOT / "docs" / "studies" / "lists_bert.toml")
+    by_key = {r.key: r for r in lists.rankers}
+    intercept = load_config(ROOT / "docs" / "studies" / "lists_intercept.toml")
+    full = load_config(ROOT / "docs" / "studies" / "lists_full.toml")
+    for study in (intercept, full):
+        for field in ("train_dataset", "train_negatives", "n_candidates", "max_valid_queries", "max_test_queries",
+                      "seed", "conditions", "metrics", "reference"):
+            assert getattr(study, field) == getattr(lists, field), field
+        rows = {r.key: r for r in study.rankers}
+        for key in ("bert", "bert lists"):  # the same checkpoints: their rows are not repeated in the summary
+            assert rows[key].checkpoint == by_key[key].checkpoint and rows[key].params == by_key[key].params
+    # the intercept study: lists_bert.toml's sngp and gpf_bert rows with the intercept at its default
+    rows = {r.key: r for r in intercept.rankers}
+    for name in ("sngp", "gpf_bert"):
+        new, old = rows[f"{name} lists, intercept"], by_key[f"{name} lists"]
+        assert new.init_from == old.init_from == "bert lists"
+        assert old.params["output_bias"] is False and "output_bias" not in new.params
+        assert new.params == {k: v for k, v in old.params.items() if k != "output_bias"}
+    # the second point: the real run's bert recipe on lists of ten from every training query
+    real_bert = next(r for r in load_config(ROOT / "docs" / "studies" / "real_run.toml").rankers if r.key == "bert")
+    row = next(r for r in full.rankers if r.key == "bert lists, all queries")
+    assert row.checkpoint is None and row.init_from is None
+    assert row.params == {**real_bert.params, "train_ratio": 9}
+    assert full.max_train_queries is None
 
 
 def _collapse_table(payload):
