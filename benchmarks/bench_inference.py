@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -145,9 +146,9 @@ def _risk_ratios(repeats: int) -> dict[str, float]:
         ratios["warm"].append(t["rerank"][-1] / t["floor"][-1])
         ratios["lean_first"].append(t["rerank"][0] / t["lean"][0])
         ratios["lean_warm"].append(t["rerank"][-1] / t["lean"][-1])
-    out = {k: float(np.median(v)) for k, v in ratios.items()}
-    out.update({f"{k}_s": v for k, v in best.items()})
-    return out
+    summary = {k: float(np.median(v)) for k, v in ratios.items()}
+    summary.update({f"{k}_s": v for k, v in best.items()})
+    return summary
 
 
 def _cross_encoder_ratio(queries: Any, repeats: int) -> dict[str, Any]:
@@ -301,7 +302,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     predict_ratio, predict_t = _paired_ratios(
         lambda: members[0].predict(queries),
-        {name: (lambda r=r: r.predict(queries)) for name, r in gp_rankers.items()},
+        {name: partial(r.predict, queries) for name, r in gp_rankers.items()},
         args.repeats,
     )
     load_mid = os.getloadavg()[0]

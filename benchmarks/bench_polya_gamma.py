@@ -36,6 +36,7 @@ import argparse
 import platform
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -111,8 +112,8 @@ def bank_cost(sizes: list[int], repeats: int) -> None:
             head.probabilities(test[:1])  # the factors are computed on first use
 
         t_refit = _best(refit, repeats)
-        t_pred = _best(lambda head=head: head.probabilities(test), repeats)
-        t_joint = _best(lambda head=head: head.joint_predictive(test.reshape(100, 10, 64)), repeats)
+        t_pred = _best(partial(head.probabilities, test), repeats)
+        t_joint = _best(partial(head.joint_predictive, test.reshape(100, 10, 64)), repeats)
         print(f"| {m:,} | {t_refit:.3f} | {t_pred:.3f} | {t_joint:.3f} |", flush=True)
 
 
@@ -171,7 +172,7 @@ def predict_cost(repeats: int) -> None:
     test = ud.load("ubuntu-sample", split="test", negatives="bm25", n_candidates=10, seed=0)
     train = ud.load("ubuntu-sample", split="train", negatives="bm25", n_candidates=10, seed=0)
     queries = test.subset(np.arange(10))
-    common = dict(max_length=128, eval_batch_size=100, device="cpu", show_progress=False)
+    common: dict[str, Any] = dict(max_length=128, eval_batch_size=100, device="cpu", show_progress=False)
     bert = NeuralRanker(None, seed=0, **common)
     pgdrr = make_ranker("pgdrr", backbone=None, seed=0, **common)
     model = pgdrr.build_model()

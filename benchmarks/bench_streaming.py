@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +169,7 @@ def run(args: argparse.Namespace) -> str:
                 acc.update(p[lo:lo + chunk_q], y[lo:lo + chunk_q])
             return acc.compute()
 
-        t_mem, t_str, ratio, v_mem, v_str = paired(lambda m=m: m(p, y), stream, args.repeats)
+        t_mem, t_str, ratio, v_mem, v_str = paired(partial(m, p, y), stream, args.repeats)
         if not np.isclose(v_str, v_mem, rtol=1e-12, atol=0):
             raise AssertionError(f"{m.display_label}: streaming {v_str!r} != in-memory {v_mem!r}")
         rows.append((m.display_label, t_mem, t_str, ratio))
