@@ -249,3 +249,15 @@ if __name__ == "__main__":  # rewrite the schema shown in docs/experiments.md
     path = ROOT / "docs" / "experiments.md"
     path.write_text(re.sub(r"<!-- study-schema:start -->.*?<!-- study-schema:end -->", lambda m: _schema_block(),
                            path.read_text(), flags=re.S))
+
+
+def test_every_shipped_study_file_validates_against_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    files = [*sorted((root / "docs" / "studies").glob("*.toml")), *sorted((root / "uncertank").rglob("*.toml"))]
+    assert len(files) > 10
+    for path in files:
+        jsonschema.validate(tomllib.loads(path.read_text()), study_schema())
+        load_config(path)  # and the library's own validation agrees
