@@ -166,12 +166,11 @@ def _cross_encoder_ratio(queries: Any, repeats: int) -> dict[str, Any]:
     folder = tempfile.mkdtemp(prefix="bench-cross-encoder-")
     cross.save(folder)
     bert = NeuralRanker(pretrained=folder, max_length=128, device="cpu", show_progress=False)
-    bert32 = NeuralRanker(pretrained=folder, max_length=128, device="cpu", show_progress=False, eval_batch_size=32)
     texts = [" ".join(c) for c in queries.contexts]
     pairs = [(texts[q], c) for q, c in zip(queries.query_index.tolist(), queries.candidates, strict=True)]
     ratio, best = _paired_ratios(
         lambda: cross.predict(pairs, show_progress_bar=False),
-        {"bert": lambda: bert.predict(queries), "bert32": lambda: bert32.predict(queries)}, repeats,
+        {"bert": lambda: bert.predict(queries)}, repeats,
     )
     return {"ratio": ratio, "best": best, "tokens": float(bert.encode(queries).lengths.mean()),
             "batch": bert.training_config.eval_batch_size}
@@ -398,8 +397,6 @@ def main(argv: list[str] | None = None) -> None:
         f"| CrossEncoder.predict | {cross['best']['base'] / 80 * 1000:.2f} | 1.00 | |",
         f"| bert predict (eval_batch_size {cross['batch']}, the default) | {cross['best']['bert'] / 80 * 1000:.2f} "
         f"| {cross['ratio']['bert']:.2f} | <= 1.0 |",
-        f"| bert predict (eval_batch_size 32) | {cross['best']['bert32'] / 80 * 1000:.2f} "
-        f"| {cross['ratio']['bert32']:.2f} | |",
         "",
         f"Risk-aware reranking, 100,000 queries x 10 candidates x 30 samples, b = 0.5, on a `PredictiveSamples` "
         f"as a ranker returns it (nothing computed yet); medians over {args.repeats} rounds of fresh processes "
