@@ -272,23 +272,29 @@ def _with_interval(t: dict[str, Any], key: str, interval: str) -> str:
 
 
 def _risk_table(conds: list[str], rows: dict[str, Any], labels: tuple[str, ...]) -> str:
-    """Risk-aware R_10@1: the validation b, the oracle b, and RA-BERT (bert's means, the ranker's variances)."""
+    """Risk-aware R_10@1: the validation b, the oracle b, and RA-BERT (bert's means, the ranker's variances).
+
+    Each cell is ``b: R_10@1`` (with the p-value against ranking by the mean); with one label the head
+    column is left out (every row would repeat it).
+    """
 
     def p(v: float | None) -> str:
-        return "–" if v is None else f"{v:.2g}"
+        return "" if v is None else f" (p {v:.2g})"
 
-    lines = ["| condition | head | b (validation) | R_10@1 by the mean | risk-aware | oracle b | oracle R_10@1 | "
-             "p, oracle | RA-BERT: b | RA-BERT R_10@1 (bert's means) | p, RA-BERT |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    head = len(labels) > 1
+    lines = ["| condition | " + ("head | " if head else "") + "R_10@1 by the mean | b (validation): R_10@1 | "
+             "oracle b: R_10@1 | RA-BERT b: bert's R_10@1 → RA-BERT |",
+             "|---|" + ("---|" if head else "") + "---:|" * 4]
     for c in conds:
         for label in labels:
             r = rows.get(label, {}).get("test", {}).get(c, {}).get("risk")
             if r is None:
                 continue
-            lines.append(f"| {c} | {label} | {r['b']:g} | {_fmt(r['R@1_mean'])} | {_fmt(r['R@1_risk_aware'])} | "
-                         f"{r['oracle_b']:g} | {_fmt(r['R@1_oracle'])} | {p(r['p_value_oracle'])} | "
-                         f"{'–' if r['mixed_b'] is None else format(r['mixed_b'], 'g')} | "
-                         f"{_fmt(r['R@1_mixed_mean'])} → {_fmt(r['R@1_mixed'])} | {p(r['p_value_mixed'])} |")
+            mixed = "–" if r["mixed_b"] is None else (
+                f"{r['mixed_b']:g}: {_fmt(r['R@1_mixed_mean'])} → {_fmt(r['R@1_mixed'])}{p(r['p_value_mixed'])}")
+            lines.append(f"| {c} | " + (f"{label} | " if head else "") + f"{_fmt(r['R@1_mean'])} | "
+                         f"{r['b']:g}: {_fmt(r['R@1_risk_aware'])}{p(r['p_value'])} | "
+                         f"{r['oracle_b']:g}: {_fmt(r['R@1_oracle'])}{p(r['p_value_oracle'])} | {mixed} |")
     return "\n".join(lines)
 
 

@@ -123,6 +123,24 @@ def test_the_intercept_and_all_queries_studies_change_one_thing_each():
     assert full.max_train_queries is None
 
 
+
+
+def test_the_ensemble_study_holds_ra_bert_and_the_oracle_for_every_condition():
+    ensemble = json.loads(RESULTS.read_text())["ensemble"]
+    study = load_config(ROOT / "docs" / "studies" / "real_run_ensemble.toml")
+    assert set(ensemble["rankers"]) == {r.key for r in study.rankers}
+    assert ensemble["test_queries"] == {c.name: 600 for c in study.conditions}
+    grid = study.risk_grid
+    tests = ensemble["rankers"]["ensemble"]["test"]
+    assert set(tests) == {c.name for c in study.conditions}
+    for cond, t in tests.items():
+        risk = t["risk"]
+        assert risk["b"] in grid and risk["oracle_b"] in grid and risk["mixed_b"] in grid, cond
+        # the oracle is the best b on the test condition itself: never below the validation b
+        assert risk["R@1_oracle"] >= risk["R@1_risk_aware"] - 1e-12, cond
+        # RA-BERT ranks by bert's means: with no risk term it is bert's own R_10@1
+        assert risk["R@1_mixed_mean"] == pytest.approx(ensemble["rankers"]["bert"]["test"][cond]["R@1"]), cond
+
 def _collapse_table(payload):
     return runpy.run_path(str(ROOT / "docs" / "scripts" / "sngp_lists_collapse.py"))["table"](payload)
 
