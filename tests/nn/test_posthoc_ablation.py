@@ -125,6 +125,19 @@ def test_the_intercept_and_all_queries_studies_change_one_thing_each():
 
 
 
+
+@pytest.mark.parametrize("name", ["lists_full"])
+def test_the_summary_holds_every_new_row_of_the_studies_beside_lists_bert(name):
+    end_to_end = json.loads(RESULTS.read_text())["end_to_end"]["rankers"]
+    study = load_config(ROOT / "docs" / "studies" / f"{name}.toml")
+    keys = {r.key for r in study.rankers} - {"bert", "bert lists"}  # lists_bert.toml's rows, not repeated
+    assert keys and {k for k, r in end_to_end.items() if r["study"] == f"docs/studies/{name}.toml"} == keys
+    for key in keys:  # trained on lists: compared with bert fine-tuned on lists as well as with bert
+        row = end_to_end[key]
+        assert row["params"]["train_ratio"] == 9
+        assert set(row["test"]) == {c.name for c in study.conditions}
+        assert all("minus_bert_head_lists_95" in t and "minus_bert_95" in t for t in row["test"].values())
+
 def test_the_ensemble_study_holds_ra_bert_and_the_oracle_for_every_condition():
     ensemble = json.loads(RESULTS.read_text())["ensemble"]
     study = load_config(ROOT / "docs" / "studies" / "real_run_ensemble.toml")
