@@ -43,6 +43,17 @@ def test_the_study_trains_the_real_runs_recipe_on_the_full_studys_data():
     assert all(p.parent == (ROOT / ".cache" / "real_run").resolve() for p in saved)
 
 
+def test_the_study_file_passes_the_runners_own_check_of_every_ranker_and_parameter():
+    # what `uncertank run` checks at the door: a parameter a ranker does not take fails there, so the
+    # file as shipped must pass it (the tiny run below replaces the rankers' parameters)
+    pytest.importorskip("transformers")
+    for plugin in ("uncertank_bert", "uncertank_mcdropout", "uncertank_ensemble", "uncertank_sngp", "uncertank_pgdrr"):
+        pytest.importorskip(plugin)
+    from uncertank.experiment.validation import validate_config
+
+    validate_config(load_config(STUDY))
+
+
 @pytest.mark.slow
 def test_the_whole_study_on_a_tiny_model_saves_checkpoints_that_load_back(tmp_path):
     pytest.importorskip("transformers")
