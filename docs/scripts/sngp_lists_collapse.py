@@ -101,6 +101,42 @@ def run_one(variant: str, train: Any, valid: Any, probe: Any, *, queries: int, s
     }
 
 
+def measure_saved(folder: Path, label: str, valid: Any, probe: Any) -> dict[str, Any]:
+    """The same measurements on a ranker a study trained and saved (``folder``), nothing trained here."""
+    from uncertank.metrics import mean_average_precision, recall_at_k
+    from uncertank.nn import load_ranker
+
+    ranker = load_ranker(folder)
+    loss = np.asarray((json.loads((folder / "uncertank.json").read_text()).get("history") or {}).get("loss") or [])
+    pred = ranker.predict(valid)
+    gp = getattr(ranker.build_model(), "gp", None)
+    return {
+        "variant": label,
+        "folder": str(folder.resolve().relative_to(ROOT)),
+        "intercept_start": None,
+        "steps": int(loss.size),
+        "loss_last_50": float(loss[-50:].mean()) if loss.size else None,
+        "intercept": None if gp is None else float(gp.bias.detach()),
+        "valid_MAP": float(mean_average_precision(pred, valid.labels)),
+        "valid_R@1": float(recall_at_k(pred, valid.labels, k=1)),
+        "prob_std_across_pairs": float(np.std(pred.scores)),
+        "prob_mean": float(np.mean(pred.scores)),
+        **_spread(ranker, probe),
+    }
+
+
+def full_size_table(payload: dict[str, Any]) -> str:
+    """The docs table of the full-size rows (``--full-size``)."""
+    lines = ["| model (lists, full size) | steps | intercept | MAP / R_10@1 | P: sd / mean "
+             "| [CLS] sd: across (within) |", "|---|---:|---:|---|---|---|"]
+    for r in payload["full_size"]["rows"]:
+        c = "–" if r["intercept"] is None else f"{r['intercept']:.2f}"
+        lines.append(f"| {r['variant']} | {r['steps']} | {c} | {r['valid_MAP']:.3f} / {r['valid_R@1']:.3f} | "
+                     f"{r['prob_std_across_pairs']:.1e} / {r['prob_mean']:.3f} | "
+                     f"{r['cls_std_across_pairs']:.4f} ({r['cls_std_within_vector']:.2f}) |")
+    return "\n".join(lines)
+
+
 def table(payload: dict[str, Any]) -> str:
     """The docs table of ``payload`` (the script's JSON)."""
     lines = ["| variant | intercept | MAP / R_10@1 | P: sd / mean | [CLS] sd: across (within) | loss |",
@@ -120,10 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "sngp_lists_collapse.json")
     parser.add_argument("--render", action="store_true", help="print the docs table from --out and stop")
+    parser.add_argument("--full-size", type=Path, default=None, metavar="STUDY_OUT",
+                        help="measure instead the models a study trained on lists at full size and saved "
+                             "(uncertank run docs/studies/lists_intercept.toml --out STUDY_OUT), beside the "
+                             "lists-trained bert they start from; written to --out under 'full_size'")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.render:
-        print(table(json.loads(args.out.read_text())))
+        payload = json.loads(args.out.read_text())
+        print(table(payload))
+        if "full_size" in payload:
+            print("\n" + full_size_table(payload))
         return 0
 
     import uncertank.datasets as ud
@@ -135,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     valid = ud.load("ubuntu-sample", split="valid", negatives="bm25", n_candidates=10, seed=0,
                     max_queries=args.valid_queries)
     probe = valid.subset(np.arange(min(40, valid.n_queries)))
+    if args.full_size is not None:
+        return _full_size(args, valid, probe)
     settings = {"train_queries": args.queries, "valid_queries": args.valid_queries, "seed": args.seed}
     done: dict[str, Any] = {}
     if args.out.exists():
@@ -148,6 +193,31 @@ def main(argv: list[str] | None = None) -> int:
                    "train_ratio": 9, **settings, "rows": rows}
         atomic_write_text(args.out, json.dumps(payload, indent=2) + "\n")  # after each variant: resumable
     print(table(payload))
+    return 0
+
+
+def _full_size(args: argparse.Namespace, valid: Any, probe: Any) -> int:
+    from uncertank._io import atomic_write_text
+    from uncertank.experiment import load_config
+
+    config = load_config(ROOT / "docs" / "studies" / "lists_intercept.toml")
+    models = args.full_size / "models"
+    rows = [measure_saved(BERT_LISTS, "bert lists, the starting encoder", valid, probe)]
+    for rc in config.rankers:
+        if rc.checkpoint is not None:
+            continue  # bert and bert lists: loaded, not trained by the study
+        stem = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in rc.key)
+        found = sorted(models.glob(f"{stem}-*"))
+        if len(found) != 1:
+            raise SystemExit(f"--full-size: expected one saved model of {rc.key!r} in {models}; found {len(found)}")
+        rows.append(measure_saved(found[0], rc.key, valid, probe))
+    payload = json.loads(args.out.read_text())
+    payload["full_size"] = {
+        "command": "python docs/scripts/sngp_lists_collapse.py --full-size .cache/lists_intercept",
+        "study": "docs/studies/lists_intercept.toml", "valid_queries": args.valid_queries, "rows": rows,
+    }
+    atomic_write_text(args.out, json.dumps(payload, indent=2) + "\n")
+    print(full_size_table(payload))
     return 0
 
 

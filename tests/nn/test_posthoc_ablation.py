@@ -126,7 +126,7 @@ def test_the_intercept_and_all_queries_studies_change_one_thing_each():
 
 
 
-@pytest.mark.parametrize("name", ["lists_full"])
+@pytest.mark.parametrize("name", ["lists_full", "lists_intercept"])
 def test_the_summary_holds_every_new_row_of_the_studies_beside_lists_bert(name):
     end_to_end = json.loads(RESULTS.read_text())["end_to_end"]["rankers"]
     study = load_config(ROOT / "docs" / "studies" / f"{name}.toml")
@@ -153,6 +153,21 @@ def test_the_ensemble_study_holds_ra_bert_and_the_oracle_for_every_condition():
         assert risk["R@1_oracle"] >= risk["R@1_risk_aware"] - 1e-12, cond
         # RA-BERT ranks by bert's means: with no risk term it is bert's own R_10@1
         assert risk["R@1_mixed_mean"] == pytest.approx(ensemble["rankers"]["bert"]["test"][cond]["R@1"]), cond
+
+def test_the_full_size_collapse_rows_are_the_intercept_studys_models_and_in_the_docs():
+    check = json.loads((ROOT / "docs" / "results" / "sngp_lists_collapse.json").read_text())
+    full = check["full_size"]
+    study = load_config(ROOT / "docs" / "studies" / full["study"].removeprefix("docs/studies/"))
+    trained = [r.key for r in study.rankers if r.checkpoint is None]
+    rows = {r["variant"]: r for r in full["rows"]}
+    assert list(rows) == ["bert lists, the starting encoder", *trained]
+    start = rows["bert lists, the starting encoder"]
+    assert start["folder"].endswith("member_0") and start["intercept"] is None
+    for key in trained:  # the GP heads have an intercept, and every model saw the same training steps
+        assert rows[key]["intercept"] is not None and rows[key]["steps"] == start["steps"]
+    script = runpy.run_path(str(ROOT / "docs" / "scripts" / "sngp_lists_collapse.py"))
+    assert script["full_size_table"](check) in (ROOT / "docs" / "rankers.md").read_text()
+
 
 def _collapse_table(payload):
     return runpy.run_path(str(ROOT / "docs" / "scripts" / "sngp_lists_collapse.py"))["table"](payload)
