@@ -1,17 +1,20 @@
-"""Why SNGP trained end to end on lists of ten predicts one number: the logit's intercept, tested.
+"""Why SNGP trained end to end on lists of ten predicts one number: the intercept and the GP layer's rate, tested.
 
 Fine-tuned end to end on lists of ten (``train_ratio=9``) from the lists-trained
 ``bert`` (docs/studies/lists_bert.toml), ``sngp`` and ``gpf_bert`` gave every
 pair the same probability. Their GP output layer had no intercept: the logit
 was ``phi(x) . beta`` alone, so the only way to predict the 10% base rate for
 most pairs is to make ``phi`` the same for every input, and the encoder learns
-exactly that. This script trains ``sngp`` the same way three times, on a
+exactly that (the intercept alone turned out not to be enough). This script
+trains ``sngp`` the same way three times, on a
 seeded subset of training queries: with the intercept held at 0
 (``output_bias=False``, the layer as it was), learned from 0
 (``output_bias_init=0``), and learned from the training pairs' prior
 log-odds, ``-log 9`` (the default); and, as the control, a new plain
-``bert`` head on the same encoder, trained the same way. It measures what a
-collapse would show:
+``bert`` head on the same encoder, trained the same way. Two more variants
+keep the prior log-odds and change what else could drive the collapse: the
+GP layer trained at 3e-3 (``head_lr``, PG-DRR's GP-layer rate) and no
+spectral normalisation. It measures what a collapse would show:
 
 - the spread of the encoder's ``[CLS]`` vectors across pairs (mean over the
   dimensions of the standard deviation across 400 validation pairs), beside
@@ -21,7 +24,7 @@ collapse would show:
 
     python docs/scripts/sngp_lists_collapse.py --out docs/results/sngp_lists_collapse.json
 
-About 25 minutes on 2 CPU cores with the defaults (four trainings of 500 steps); a variant already in
+About 40 minutes on 2 CPU cores with the defaults (six trainings of 500 steps); a variant already in
 --out is not trained again.
 """
 
@@ -60,6 +63,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "intercept learned from 0": {"output_bias": True, "output_bias_init": 0.0},
     "intercept learned from the prior log-odds": {"output_bias": True, "output_bias_init": None},
     "plain head (bert), the control": {},
+    # what else could drive the collapse: the GP layer learning as fast as the paper's (3e-3, PG-DRR's
+    # GP-layer rate), so beta and the gradient it sends the encoder grow sooner; no spectral normalisation
+    "prior log-odds, GP layer at lr 3e-3": {"output_bias": True, "output_bias_init": None, "head_lr": 3e-3},
+    "prior log-odds, no spectral normalisation": {"output_bias": True, "output_bias_init": None,
+                                                  "spec_norm_bound": None},
 }
 
 
@@ -117,6 +125,8 @@ def measure_saved(folder: Path, label: str, valid: Any, probe: Any) -> dict[str,
         "steps": int(loss.size),
         "loss_last_50": float(loss[-50:].mean()) if loss.size else None,
         "intercept": None if gp is None else float(gp.bias.detach()),
+        # the output weights start at sd 0.01 (output_init_std): how far they moved
+        "beta_std": None if gp is None else float(gp.beta.weight.detach().std()),
         "valid_MAP": float(mean_average_precision(pred, valid.labels)),
         "valid_R@1": float(recall_at_k(pred, valid.labels, k=1)),
         "prob_std_across_pairs": float(np.std(pred.scores)),
@@ -127,11 +137,12 @@ def measure_saved(folder: Path, label: str, valid: Any, probe: Any) -> dict[str,
 
 def full_size_table(payload: dict[str, Any]) -> str:
     """The docs table of the full-size rows (``--full-size``)."""
-    lines = ["| model (lists, full size) | steps | intercept | MAP / R_10@1 | P: sd / mean "
-             "| [CLS] sd: across (within) |", "|---|---:|---:|---|---|---|"]
+    lines = ["| model (lists, full size) | steps | intercept | beta sd | MAP / R_10@1 | P: sd / mean "
+             "| [CLS] sd: across (within) |", "|---|---:|---:|---:|---|---|---|"]
     for r in payload["full_size"]["rows"]:
         c = "–" if r["intercept"] is None else f"{r['intercept']:.2f}"
-        lines.append(f"| {r['variant']} | {r['steps']} | {c} | {r['valid_MAP']:.3f} / {r['valid_R@1']:.3f} | "
+        b = "–" if r.get("beta_std") is None else f"{r['beta_std']:.4f}"
+        lines.append(f"| {r['variant']} | {r['steps']} | {c} | {b} | {r['valid_MAP']:.3f} / {r['valid_R@1']:.3f} | "
                      f"{r['prob_std_across_pairs']:.1e} / {r['prob_mean']:.3f} | "
                      f"{r['cls_std_across_pairs']:.4f} ({r['cls_std_within_vector']:.2f}) |")
     return "\n".join(lines)
@@ -182,15 +193,18 @@ def main(argv: list[str] | None = None) -> int:
         return _full_size(args, valid, probe)
     settings = {"train_queries": args.queries, "valid_queries": args.valid_queries, "seed": args.seed}
     done: dict[str, Any] = {}
+    kept: dict[str, Any] = {}  # the --full-size measurements: another step's, kept as they are
     if args.out.exists():
         before = json.loads(args.out.read_text())
         if all(before.get(k) == v for k, v in settings.items()):
             done = {r["variant"]: r for r in before["rows"]}
+        if "full_size" in before:
+            kept["full_size"] = before["full_size"]
     rows = []
     for variant in VARIANTS:
         rows.append(done.get(variant) or run_one(variant, train, valid, probe, queries=args.queries, seed=args.seed))
         payload = {"command": "python docs/scripts/sngp_lists_collapse.py", "start": str(BERT_LISTS.relative_to(ROOT)),
-                   "train_ratio": 9, **settings, "rows": rows}
+                   "train_ratio": 9, **settings, "rows": rows, **kept}
         atomic_write_text(args.out, json.dumps(payload, indent=2) + "\n")  # after each variant: resumable
     print(table(payload))
     return 0
