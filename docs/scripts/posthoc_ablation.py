@@ -353,7 +353,7 @@ payload: dict[str, Any]) -> dict[str, str]:
         order = ["bert", "bert lists", "bert lists, all queries"] + [
             k for name in ("sngp", "gpf_bert", "pgdrr")
             for k in (f"{name} pairs", f"{name} lists", f"{name} lists, intercept",
-                      f"{name} lists, GP layer at 3e-3",
+                      f"{name} lists, GP layer at 3e-3", f"{name} lists, focal loss, GP layer at 3e-3",
                       *(["pgdrr lists, bank at 1:9"] if name == "pgdrr" else []))
         ]
         for label in (k for k in order if k in e2e or k in pairs):
