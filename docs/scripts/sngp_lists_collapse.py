@@ -185,12 +185,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if not (BERT_LISTS / "uncertank.json").exists():
         parser.error(f"{BERT_LISTS} is missing: train it as docs/studies/lists_bert.toml says")
-    train = ud.load("ubuntu-sample", split="train", negatives="bm25", n_candidates=10, seed=0)
     valid = ud.load("ubuntu-sample", split="valid", negatives="bm25", n_candidates=10, seed=0,
                     max_queries=args.valid_queries)
     probe = valid.subset(np.arange(min(40, valid.n_queries)))
-    if args.full_size is not None:
+    if args.full_size is not None:  # measures saved models: no training split needed
         return _full_size(args, valid, probe)
+    train = ud.load("ubuntu-sample", split="train", negatives="bm25", n_candidates=10, seed=0)
     settings = {"train_queries": args.queries, "valid_queries": args.valid_queries, "seed": args.seed}
     done: dict[str, Any] = {}
     kept: dict[str, Any] = {}  # the --full-size measurements: another step's, kept as they are
@@ -213,18 +213,18 @@ def main(argv: list[str] | None = None) -> int:
 def _full_size(args: argparse.Namespace, valid: Any, probe: Any) -> int:
     from uncertank._io import atomic_write_text
     from uncertank.experiment import load_config
+    from uncertank.experiment.runner import file_stem  # how the runner names its model folders
 
     config = load_config(ROOT / "docs" / "studies" / "lists_intercept.toml")
-    models = args.full_size / "models"
+    steps = json.loads((args.full_size / "results.json").read_text())["steps"]
     rows = [measure_saved(BERT_LISTS, "bert lists, the starting encoder", valid, probe)]
     for rc in config.rankers:
         if rc.checkpoint is not None:
             continue  # bert and bert lists: loaded, not trained by the study
-        stem = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in rc.key)
-        found = sorted(models.glob(f"{stem}-*"))
-        if len(found) != 1:
-            raise SystemExit(f"--full-size: expected one saved model of {rc.key!r} in {models}; found {len(found)}")
-        rows.append(measure_saved(found[0], rc.key, valid, probe))
+        folder = args.full_size / "models" / f"{file_stem(rc.key)}-{steps[f'fit {rc.key}']['key']}"
+        if not (folder / "uncertank.json").exists():
+            raise SystemExit(f"--full-size: {folder} (the saved model of {rc.key!r}) is missing; run the study")
+        rows.append(measure_saved(folder, rc.key, valid, probe))
     payload = json.loads(args.out.read_text())
     payload["full_size"] = {
         "command": "python docs/scripts/sngp_lists_collapse.py --full-size .cache/lists_intercept",

@@ -123,9 +123,6 @@ def test_the_intercept_and_all_queries_studies_change_one_thing_each():
     assert full.max_train_queries is None
 
 
-
-
-
 @pytest.mark.parametrize("name", ["lists_full", "lists_intercept"])
 def test_the_summary_holds_every_new_row_of_the_studies_beside_lists_bert(name):
     end_to_end = json.loads(RESULTS.read_text())["end_to_end"]["rankers"]
@@ -137,6 +134,7 @@ def test_the_summary_holds_every_new_row_of_the_studies_beside_lists_bert(name):
         assert row["params"]["train_ratio"] == 9
         assert set(row["test"]) == {c.name for c in study.conditions}
         assert all("minus_bert_head_lists_95" in t and "minus_bert_95" in t for t in row["test"].values())
+
 
 def test_the_ensemble_study_holds_ra_bert_and_the_oracle_for_every_condition():
     ensemble = json.loads(RESULTS.read_text())["ensemble"]
@@ -153,6 +151,7 @@ def test_the_ensemble_study_holds_ra_bert_and_the_oracle_for_every_condition():
         assert risk["R@1_oracle"] >= risk["R@1_risk_aware"] - 1e-12, cond
         # RA-BERT ranks by bert's means: with no risk term it is bert's own R_10@1
         assert risk["R@1_mixed_mean"] == pytest.approx(ensemble["rankers"]["bert"]["test"][cond]["R@1"]), cond
+
 
 def test_the_full_size_collapse_rows_are_the_intercept_studys_models_and_in_the_docs():
     check = json.loads((ROOT / "docs" / "results" / "sngp_lists_collapse.json").read_text())
