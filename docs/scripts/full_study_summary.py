@@ -1,14 +1,19 @@
-"""Check in the numbers of a finished full study (docs/study.md).
+"""Check in the numbers of a finished full study (docs/study.md), or of the real run (docs/rankers.md).
 
     uncertank run docs/studies/full.toml --out full-study
     python docs/scripts/full_study_summary.py full-study
+
+    uncertank run docs/studies/real_run.toml --out .cache/real_run/study
+    python docs/scripts/full_study_summary.py .cache/real_run/study --out docs/results/real_run.json \\
+        --figures docs/results/real_run --command "uncertank run docs/studies/real_run.toml --out .cache/real_run/study"
 
 reads ``full-study/results.json`` and writes ``docs/results/full_study.json``
 (every aggregate the docs page quotes: no per-query arrays) and copies the
 report's figures to ``docs/results/full_study/``. The comparisons with
 ``bert`` are the report's own (:func:`uncertank.experiment.analysis.compare_to_reference`:
 a paired t-test over queries for the ranking metrics, Holm-corrected over
-each table).
+each table). With models a study saved (``save_to``), their training
+histories go to the file too (``training``).
 """
 
 from __future__ import annotations
@@ -214,12 +219,40 @@ def oracle_table(payload: dict[str, Any], diagnostics: dict[str, Any]) -> str:
                    "oracle b, wide grid: R_10@1 (gain in queries)", "smallest p, wide grid"], rows)
 
 
+def training(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What each model a study saved (``save_to``) recorded of its training, read from the folder's manifest.
+
+    Per model: the number of steps, the mean training loss over the first and
+    the last ten steps, and the validation MAP after each epoch. A folder
+    that is gone, or a model without a training history, is left out.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for rc in config.get("rankers", []):
+        folder = rc.get("save_to")
+        manifest = None if folder is None else Path(folder) / "uncertank.json"
+        if manifest is None or not manifest.is_file():
+            continue
+        history = json.loads(manifest.read_text()).get("history") or {}
+        loss = [float(v) for v in history.get("loss", [])]
+        if not loss:
+            continue
+        out[rc.get("label") or rc["name"]] = {
+            "steps": len(loss),
+            "loss first 10": sum(loss[:10]) / len(loss[:10]),
+            "loss last 10": sum(loss[-10:]) / len(loss[-10:]),
+            "valid MAP": [float(v) for v in history.get("valid_map", [])],
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path, nargs="?", help="the folder `uncertank run` wrote")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "full_study.json")
     ap.add_argument("--figures", type=Path, default=ROOT / "docs" / "results" / "full_study")
     ap.add_argument("--markdown", action="store_true", help="print the docs page's tables from --out and stop")
+    ap.add_argument("--command", default="uncertank run docs/studies/full.toml --out full-study",
+                    help="the command that ran the study, recorded in --out")
     args = ap.parse_args(argv)
     if args.markdown:
         for name, text in tables(json.loads(args.out.read_text())).items():
@@ -231,8 +264,12 @@ def main(argv: list[str] | None = None) -> None:
     from uncertank._io import atomic_write_text
     from uncertank.experiment.result import StudyResult
 
-    result = StudyResult.from_dict(json.loads(src.read_text()))
-    payload = {"command": "uncertank run docs/studies/full.toml --out full-study", **summarise(result)}
+    raw = json.loads(src.read_text())
+    result = StudyResult.from_dict(raw)
+    payload = {"command": args.command, **summarise(result)}
+    trained = training(raw.get("config", {}))
+    if trained:
+        payload["training"] = trained
     atomic_write_text(args.out, json.dumps(payload, indent=2, sort_keys=True, allow_nan=True) + "\n")
     args.figures.mkdir(parents=True, exist_ok=True)
     for png in sorted((args.study / "figures").glob("*.png")):

@@ -1,11 +1,13 @@
 """The cost/calibration frontier of MC dropout in the top k layers (``mc_layers``), on the real run's model.
 
-Takes member 0 of the real run (``docs/scripts/real_run_neural.py``: the
-work folder it found by the same settings digest, the same validation and
-test queries) and, for every k in ``--ks`` (0 = dropout in the head only,
-``all`` = plain MC dropout), scores the validation and test queries with
-``MCDropoutRanker.from_ranker(bert, n_passes=--passes, mc_layers=k)``; T =
-5, 10 and 20 are the first T of those passes. Per (k, T):
+Takes the real run's fine-tuned cross-encoder ``bert`` (``--model``: the
+checkpoint folder that ``docs/studies/real_run.toml`` saves to
+``.cache/real_run/bert``), a random 200 of the Ubuntu sample's validation
+and 600 of its test queries (the real run's sizes), and, for every k in
+``--ks`` (0 = dropout in the head only, ``all`` = plain MC dropout), scores
+the validation and test queries with ``MCDropoutRanker.from_ranker(bert,
+n_passes=--passes, mc_layers=k)``; T = 5, 10 and 20 are the first T of those
+passes. Per (k, T):
 
 - cost: the network on one pre-encoded batch of 64 test pairs, as a ratio to
   ``bert`` timed right before it (median over ``--repeats`` rounds, the
@@ -26,10 +28,11 @@ test queries) and, for every k in ``--ks`` (0 = dropout in the head only,
 and ``bert``'s own row (dropout off). Everything goes to ``--out`` (JSON), the
 frontier to ``--figure`` (PNG: cost ratio against the share kept, one line per
 T) and a markdown table to stdout. Samples are cached as .npy (one file per
-split and k) in a sub-folder of the real run's work folder named by a digest
-of member 0's weights, so a rerun resumes::
+split and k) under ``--workdir`` (``.cache`` by default), in
+``mc_dropout_frontier/`` and a folder named by a digest of the model's
+weights, so a rerun resumes::
 
-    python docs/scripts/real_run_neural.py --stage train     # member 0 first (if not trained yet)
+    uncertank run docs/studies/real_run.toml --out .cache/real_run/study   # the model first (if not trained yet)
     python docs/scripts/mc_dropout_frontier.py
     python docs/scripts/mc_dropout_frontier.py --smoke       # the whole pipeline on a tiny random model
     python docs/scripts/mc_dropout_frontier.py --render docs/results/mc_dropout_frontier.json  # tables only
@@ -37,11 +40,9 @@ of member 0's weights, so a rerun resumes::
 A real run also rewrites its section of benchmarks/RESULTS.md and prints the
 table of docs/uncertainty.md (``--render`` does both from a results file).
 
-``--real-run-args`` passes the arguments the real run was started with (its
-settings digest names the work folder), e.g. ``--real-run-args
-"--num-hidden-layers 3"``. ``--smoke`` trains a 4-layer random BERT for a
-few steps on 30 toy queries and runs everything into a temporary folder
-(under ``--workdir`` when given).
+``--smoke`` trains a 4-layer random BERT for a few steps on 30 toy queries
+and runs everything into a temporary folder (under ``--workdir`` when
+given).
 """
 
 from __future__ import annotations
@@ -57,18 +58,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
-from unittest import mock
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-# the real run's own helpers, read from its file (sys.path is left alone)
-real_run_neural = SimpleNamespace(**runpy.run_path(str(Path(__file__).with_name("real_run_neural.py")),
-                                                   run_name="real_run_neural"))
-_atomic_json, _atomic_npy = real_run_neural._atomic_json, real_run_neural._atomic_npy
-_settings_key, _subset = real_run_neural._settings_key, real_run_neural._subset
+STUDY = "docs/studies/real_run.toml"  # trains and saves the model this script reads by default
+TRAIN_COMMAND = f"uncertank run {STUDY} --out .cache/real_run/study"
+MODEL = ROOT / ".cache" / "real_run" / "bert"  # where that study saves bert
+VALID_QUERIES, TEST_QUERIES = 200, 600  # the real run's validation and test queries
 # the tables and the figure, drawn from the JSON this script writes
 _tables = runpy.run_path(str(Path(__file__).with_name("mc_dropout_frontier_tables.py")),
                          run_name="mc_dropout_frontier_tables")
@@ -79,28 +77,49 @@ PASSES = (5, 10, 20)
 REFERENCE_T, TARGET_COST, TARGET_SHARE = _tables["REFERENCE_T"], _tables["TARGET_COST"], _tables["TARGET_SHARE"]
 
 
-def _real_run_args(argv: list[str]) -> argparse.Namespace:
-    """The real run's arguments, parsed by real_run_neural.py's own parser (its defaults, then ``argv``).
+def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
+    """``payload`` as indented JSON with sorted keys, written to a temporary file beside ``path`` and moved there."""
+    from uncertank._io import atomic_write_text
 
-    ``real_run_neural.main`` is stopped right after it parses: nothing is
-    loaded, trained or written.
-    """
-    parsed: list[argparse.Namespace] = []
-    original = argparse.ArgumentParser.parse_args
+    atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
-    class _Parsed(Exception):
-        pass
 
-    def capture(self: argparse.ArgumentParser, args: Any = None, namespace: Any = None) -> Any:
-        parsed.append(original(self, args, namespace))
-        raise _Parsed
+def _atomic_npy(path: Path, array: Any) -> None:
+    """``array`` saved as .npy to a temporary file beside ``path``, then moved there (``os.replace``)."""
+    from uncertank._io import atomic_path
 
-    with mock.patch.object(argparse.ArgumentParser, "parse_args", capture):
-        try:
-            real_run_neural.main(argv)
-        except _Parsed:
-            pass
-    return parsed[0]
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a handle: np.save would add .npy to a path
+        np.save(fh, np.asarray(array))
+
+
+def _subset(qs: Any, n: int | None, seed: int) -> Any:
+    """A random ``n`` of the queries of ``qs`` in their order (all of them when ``n`` is None or not smaller)."""
+    if n is None or n >= qs.n_queries:
+        return qs
+    idx = np.sort(np.random.default_rng(seed).choice(qs.n_queries, size=n, replace=False))
+    return qs.subset(idx)
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when it lies inside it."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _model_folder(path: Path) -> Path:
+    """``path`` if it holds a saved ranker; otherwise exit with how to train the real run's model."""
+    if not (path / "uncertank.json").exists():
+        raise SystemExit(
+            f"the real run's model is not trained yet (no saved ranker in {path}); run "
+            f"`{TRAIN_COMMAND}` first (it saves bert to {_shown(MODEL)}), or name a saved ranker with --model"
+        )
+    return path
+
+
+def _describe(model: Path, digest: str) -> str:
+    """The model a run scored, for its results file: the folder, what trained it, a digest of its weights."""
+    trained = f" (bert of {STUDY})" if model.resolve() == MODEL.resolve() else ""
+    return f"{_shown(model)}{trained}, weights SHA-256 {digest[:12]}"
 
 
 def _parse_ks(text: str) -> list[int | None]:
@@ -122,11 +141,11 @@ def _label(k: int | None) -> str:
 
 
 def _smoke_data(work: Path, n_valid: int, n_test: int) -> tuple[Any, Any, Path]:
-    """Toy queries and a 4-layer random BERT trained for 24 steps on 30 of them, saved as member_0."""
+    """Toy queries and a 4-layer random BERT trained for 24 steps on 30 of them, saved in ``work``/bert."""
     from uncertank import make_ranker
     from uncertank.nn.testing import tiny_config, toy_queries
 
-    folder = work / "member_0"
+    folder = work / "bert"
     if not (folder / "uncertank.json").exists():
         bert = make_ranker(
             "bert", backbone=tiny_config(num_hidden_layers=4), max_length=32, epochs=3, batch_size=8, lr=3e-3,
@@ -263,18 +282,16 @@ def _recost(args: argparse.Namespace) -> dict[str, Any]:
     from uncertank_mcdropout import MCDropoutRanker
 
     import uncertank.datasets as ud
+    from uncertank._io import file_digest
     from uncertank.nn import get_accelerator, load_ranker, score_probabilities
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    member = _model_folder(args.model)
     payload = json.loads(args.recost.read_text(encoding="utf-8"))
     settings = payload["settings"]
-    rr = _real_run_args(shlex.split(settings.get("real_run_args", "")))
-    member = (args.workdir or rr.workdir) / _settings_key(rr) / "member_0"
-    if not (member / "uncertank.json").exists():
-        raise SystemExit(f"the real run's member 0 is not trained yet ({member}); run "
-                         "`python docs/scripts/real_run_neural.py --rankers bert --stage train` first")
     test = _subset(ud.load("ubuntu-sample", split="test", negatives="bm25", n_candidates=10, seed=0),
                    payload["data"]["test_queries"], 2)
+    digest = file_digest(member / "model.safetensors")
     bert = load_ranker(member, show_progress=False)
     model = bert.build_model()
     n_layers = len(model.encoder.encoder.layer)
@@ -305,8 +322,8 @@ def _recost(args: argparse.Namespace) -> dict[str, Any]:
     ]
     payload["cost_remeasured"] = {
         "command": "python docs/scripts/mc_dropout_frontier.py --recost " + str(args.recost),
-        "weights": "member 0 retrained by docs/scripts/real_run_neural.py (the same architecture and batch: the "
-                   "cost does not depend on the weights); the calibration columns are the original run's",
+        # the same architecture and batch: the cost does not depend on the weights
+        "weights": _describe(member, digest), "model": _shown(member), "model_sha256": digest,
         "repeats": args.repeats, "load_average": {"before_timing": list(load_before), "after_timing": list(load_after)},
         "machine": {"platform": platform.platform(), "torch": torch.__version__, "threads": torch.get_num_threads()},
         "cost_mean_tokens": float(batch.lengths.mean()),
@@ -325,8 +342,8 @@ def _recost(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the measurement; return the JSON payload it writes to ``--out``."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--test-queries", type=int, default=None, help="the real run's (600) by default")
-    ap.add_argument("--valid-queries", type=int, default=None, help="the real run's (200) by default")
+    ap.add_argument("--test-queries", type=int, default=None, help=f"the real run's ({TEST_QUERIES}) by default")
+    ap.add_argument("--valid-queries", type=int, default=None, help=f"the real run's ({VALID_QUERIES}) by default")
     ap.add_argument("--repeats", type=int, default=3, help="rounds of paired timings")
     ap.add_argument("--ks", default="0,1,2,3,all", help="mc_layers values: integers >= 0 and 'all'")
     ap.add_argument("--passes", type=int, default=max(PASSES), help="T scored per k (the largest T)")
@@ -336,16 +353,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="query resamples of the balanced-ECE reduction's 95%% interval")
     ap.add_argument("--balanced-seeds", type=int, default=100,
                     help="balanced subsamples the balanced ECE is averaged over (10 per bootstrap resample)")
+    ap.add_argument("--model", type=Path, default=MODEL,
+                    help=f"the saved bert to measure ({_shown(MODEL)}, where {STUDY} saves it, by default)")
     ap.add_argument("--workdir", type=Path, default=None,
-                    help="the real run's --workdir (its default); with --smoke, where the temporary folder goes")
-    ap.add_argument("--real-run-args", default="", help="the arguments real_run_neural.py was run with")
+                    help="where the samples are cached, under mc_dropout_frontier/ (.cache by default); with "
+                         "--smoke, where the temporary folder goes")
     ap.add_argument("--out", type=Path, default=None, help="docs/results/mc_dropout_frontier.json")
     ap.add_argument("--figure", type=Path, default=None, help="docs/results/mc_dropout_frontier.png")
     ap.add_argument("--smoke", action="store_true", help="a tiny random model on toy queries, in a temporary folder")
     ap.add_argument("--render", type=Path, default=None, metavar="JSON",
                     help="measure nothing: print the docs table of a results file and rewrite its RESULTS.md section")
     ap.add_argument("--recost", type=Path, default=None, metavar="JSON",
-                    help="re-measure the cost column of a results file on the real run's member 0 (same batch, "
+                    help="re-measure the cost column of a results file on --model (same batch, "
                          "same paired timing), keep every calibration column, rewrite the file and its tables")
     args = ap.parse_args(argv)
     if args.recost is not None:
@@ -371,36 +390,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from uncertank.nn import get_accelerator, load_ranker, score_probabilities
     from uncertank.uncertainty import evaluate_nota, make_nota_task
 
-    rr = _real_run_args(shlex.split(args.real_run_args))
-    n_valid = args.valid_queries or (20 if args.smoke else rr.valid_queries)
-    n_test = args.test_queries or (20 if args.smoke else rr.test_queries)
+    n_valid = args.valid_queries or (20 if args.smoke else VALID_QUERIES)
+    n_test = args.test_queries or (20 if args.smoke else TEST_QUERIES)
     if args.smoke:
         torch.set_num_threads(1)  # a tiny model: fewer threads, less jitter in its millisecond timings
         if args.workdir is not None:
             args.workdir.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="mc_dropout_frontier_", dir=args.workdir))
         valid, test, member = _smoke_data(work, n_valid, n_test)
-        source = "smoke: a 4-layer random BERT trained for 24 steps on 30 toy queries"
     else:
-        work = (args.workdir or rr.workdir) / _settings_key(rr)
-        member = work / "member_0"
-        if not (member / "uncertank.json").exists():
-            raise SystemExit(
-                f"the real run's member 0 is not trained yet ({member}); run "
-                f"`python docs/scripts/real_run_neural.py --stage train {args.real_run_args}` first"
-            )
-        data = {
-            split: ud.load("ubuntu-sample", split=split, negatives="bm25" if split == "test" else rr.negatives,
-                           n_candidates=10, seed=0)
-            for split in ("valid", "test")
-        }
+        member = _model_folder(args.model)
+        work = args.workdir or ROOT / ".cache"
+        data = {split: ud.load("ubuntu-sample", split=split, negatives="bm25", n_candidates=10, seed=0)
+                for split in ("valid", "test")}
         valid, test = _subset(data["valid"], n_valid, 1), _subset(data["test"], n_test, 2)
-        source = f"member 0 of the real run ({work.relative_to(ROOT) if work.is_relative_to(ROOT) else work})"
     results = work if args.smoke else ROOT / "docs" / "results"
     out = args.out or results / "mc_dropout_frontier.json"
     figure = args.figure or results / "mc_dropout_frontier.png"
-    # Named by the weights' digest: a retrained member 0 never reuses another's samples.
-    cache = work / "mc_dropout_frontier" / file_digest(member / "model.safetensors")[:12]
+    # Named by the weights' digest: a retrained model never reuses another's samples.
+    digest = file_digest(member / "model.safetensors")
+    cache = work / "mc_dropout_frontier" / digest[:12]
+    source = ("smoke: a 4-layer random BERT trained for 24 steps on 30 toy queries" if args.smoke
+              else _describe(member, digest))
     cache.mkdir(parents=True, exist_ok=True)
 
     bert = load_ranker(member, show_progress=False)  # no bars inside the timed calls
@@ -488,7 +499,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "max_length": bert.training_config.max_length, "cost_pairs": batch.n_pairs,
             "cost_mean_tokens": float(batch.lengths.mean()), "repeats": args.repeats,
             "risk_grid": list(grid), "nota_trees": args.nota_trees,
-            "real_run_args": args.real_run_args, "work_folder": str(work), "samples_folder": str(cache),
+            "model": _shown(member), "model_sha256": digest,
+            "study": STUDY if member.resolve() == MODEL.resolve() else None,
+            "work_folder": _shown(work), "samples_folder": _shown(cache),
             "ece": "10 equal-width bins on [0, 1]; ECE over all test pairs; a balanced subsample keeps as many "
             "non-relevant as relevant pairs: ECE_balanced is the mean over balanced_seeds subsamples (seeds 0, "
             "1, ...), ECE_balanced_seed_sd their standard deviation, ECE_balanced_seed0 the first",

@@ -139,9 +139,9 @@ def results_section(payload: dict[str, Any]) -> str:
     return "\n".join([
         "## MC dropout's `mc_layers` frontier (`docs/scripts/mc_dropout_frontier.py`)",
         "",
-        f"Command: `{payload['command']}`. Model: {payload['source']}, trained with "
-        "`docs/scripts/real_run_neural.py`'s defaults (all-MiniLM-L6-v2, 6 layers, `[CLS]`, one epoch at lr 1e-4 "
-        f"on the train split's own BM25 candidates); {payload['data']['test_queries']} test and "
+        f"Command: `{payload['command']}`. Model: {payload['source']}; all-MiniLM-L6-v2 fine-tuned with the "
+        "recipe of `docs/studies/real_run.toml` (6 layers, `[CLS]`, one epoch at lr 1e-4 on the train split's own "
+        f"BM25 candidates); {payload['data']['test_queries']} test and "
         f"{payload['data']['valid_queries']} validation queries. Cost: the median over {settings['repeats']} "
         "rounds of t(configuration) / t(bert) on one "
         f"pre-encoded batch of {settings['cost_pairs']} test pairs, bert timed right before each configuration; "
@@ -151,8 +151,8 @@ def results_section(payload: dict[str, Any]) -> str:
         "ECE, R_10@1, risk-aware and NOTA columns and the bootstrap intervals, is in "
         "`docs/results/mc_dropout_frontier.json`."
         + (f" The cost column was measured again with `{recost['command']}` ({recost['repeats']} rounds, on "
-           "the MC dropout passes of the time; the weights do not change the cost); the share and calibration "
-           "columns are the original run's." if recost else ""),
+           "the MC dropout passes of the time; the weights do not change the cost), on "
+           f"{recost['weights']}; the share and calibration columns are the original run's." if recost else ""),
         "",
         *lines,
         "",

@@ -2,25 +2,29 @@
 
 Reproduces "The real run's model as a user's own" in docs/rankers.md::
 
-    python docs/scripts/real_run_neural.py --rankers bert --stage train   # member_0 (about 15 min)
-    python docs/scripts/own_model_real_run.py                             # the rest (resumes)
-    python docs/scripts/own_model_real_run.py --render                    # the docs table, from the JSON
+    uncertank run docs/studies/real_run.toml --out .cache/real_run/study   # bert, in .cache/real_run/bert
+    python docs/scripts/own_model_real_run.py                              # the rest (resumes)
+    python docs/scripts/own_model_real_run.py --render                     # the docs table, from the JSON
 
 Stages:
 
-1. export: member_0 (``bert``, trained by docs/scripts/real_run_neural.py)
-   written with ``save_pretrained`` as a plain Hugging Face /
-   sentence-transformers folder (``member_0_hf``), loaded back with
-   ``uncertank.nn.from_pretrained`` and scored on the real run's 600 test
-   queries beside the checkpoint: the largest absolute difference goes to
-   the JSON.
+1. export: the real run's ``bert`` (docs/studies/real_run.toml saves it to
+   .cache/real_run/bert, --source) written with ``save_pretrained`` as a
+   plain Hugging Face / sentence-transformers folder (.cache/real_run/bert_hf,
+   --exported; the post-hoc studies docs/studies/posthoc_*.toml load it too),
+   loaded back with ``uncertank.nn.from_pretrained`` and scored on 600
+   in-domain test queries (a fixed draw, ``np.random.default_rng(2)``)
+   beside the checkpoint: the largest absolute difference goes to the JSON.
 2. study: ``uncertank run docs/studies/own_model.toml`` (the folder as it
    is, MC dropout on it, post-hoc ``sngp``/``gpf_bert``/``pgdrr`` heads on
    its frozen encoder; the full study's four conditions, test queries and
    seeds), resumable in --study-out.
 3. summary: its numbers beside the end-to-end ones of the full study
-   (docs/results/full_study.json) and their training times
-   (docs/results/real_run_neural.json), written to --out.
+   (docs/results/full_study.json) and their training times (the ``fit``
+   steps of the real run's study, docs/results/real_run.json, written by
+   ``python docs/scripts/full_study_summary.py .cache/real_run/study --out
+   docs/results/real_run.json --figures docs/results/real_run``), written to
+   --out.
 """
 
 from __future__ import annotations
@@ -37,7 +41,10 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-WORK = ROOT / ".cache" / "real_run_neural" / "589021839905"
+SOURCE = ROOT / ".cache" / "real_run" / "bert"  # docs/studies/real_run.toml's save_to for bert
+EXPORTED = ROOT / ".cache" / "real_run" / "bert_hf"
+REAL_RUN = ROOT / "docs" / "results" / "real_run.json"  # the real run's study, summarised
+REAL_RUN_COMMAND = "uncertank run docs/studies/real_run.toml --out .cache/real_run/study"
 STUDY = ROOT / "docs" / "studies" / "own_model.toml"
 LABELS = ("R@1", "MAP", "ECE", "ECE balanced", "ECE balanced (mean of 100)")
 POST_HOC = ("sngp", "gpf_bert", "pgdrr")
@@ -49,21 +56,20 @@ def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
-def export(work: Path) -> dict[str, Any]:
-    """Write member_0 as a Hugging Face folder, load it back, compare scores on the real run's test queries."""
+def export(source: Path, folder: Path) -> dict[str, Any]:
+    """Write the checkpoint ``source`` as a Hugging Face ``folder``, load it back, compare scores on test queries."""
     import uncertank.datasets as ud
     from uncertank.nn import from_pretrained, load_ranker
 
-    source, folder = work / "member_0", work / "member_0_hf"
     if not (source / "uncertank.json").exists():
-        raise SystemExit(f"{source} is missing: run docs/scripts/real_run_neural.py --rankers bert --stage train")
+        raise SystemExit(f"{source} is missing: run `{REAL_RUN_COMMAND}` first")
     ranker = load_ranker(source, show_progress=False)
     t0 = time.perf_counter()
     ranker.save_pretrained(folder)
     seconds = time.perf_counter() - t0
     test = ud.load("ubuntu-sample", split="test", negatives="bm25", n_candidates=10, seed=0)
     idx = np.sort(np.random.default_rng(2).choice(test.n_queries, size=600, replace=False))
-    test = test.subset(idx)  # the real run's test queries (docs/scripts/real_run_neural.py)
+    test = test.subset(idx)  # 600 in-domain test queries, a fixed draw
     original = ranker.predict(test).scores
     again = from_pretrained(folder, show_progress=False).predict(test).scores
     diff = np.abs(original - again)
@@ -88,13 +94,27 @@ def _metrics(metrics: dict[str, Any]) -> dict[str, float | None]:
     return {label: (None if metrics.get(label) is None else float(metrics[label])) for label in LABELS}
 
 
-def summarise(study_out: Path, exported: dict[str, Any]) -> dict[str, Any]:
-    """The study's numbers beside the full study's end-to-end rankers."""
+def train_seconds_end_to_end(real_run: Path = REAL_RUN) -> dict[str, float | None]:
+    """The seconds the real run's study took to fit bert and the GP rankers from it (``None``: no such step).
+
+    ``real_run`` is that study's summary (docs/scripts/full_study_summary.py): its ``step_seconds`` has
+    a ``"fit <ranker>"`` step per trained ranker.
+    """
+    if not real_run.exists():
+        raise SystemExit(
+            f"{real_run} is missing: run `{REAL_RUN_COMMAND}`, then `python docs/scripts/full_study_summary.py "
+            ".cache/real_run/study --out docs/results/real_run.json --figures docs/results/real_run`")
+    steps = json.loads(real_run.read_text()).get("step_seconds", {})
+    return {name: (None if steps.get(f"fit {name}") is None else float(steps[f"fit {name}"]))
+            for name in (*POST_HOC, "bert")}
+
+
+def summarise(study_out: Path, exported: dict[str, Any], real_run: Path = REAL_RUN) -> dict[str, Any]:
+    """The study's numbers beside the full study's end-to-end rankers and their training times (``real_run``)."""
     from uncertank.experiment.result import StudyResult
 
     study = StudyResult.from_dict(json.loads((study_out / "results.json").read_text()))
     full = json.loads((ROOT / "docs" / "results" / "full_study.json").read_text())
-    real = json.loads((ROOT / "docs" / "results" / "real_run_neural.json").read_text())
     rows: dict[str, dict[str, Any]] = {}
     risk: dict[str, dict[str, Any]] = {}
     for e in study.evaluations:
@@ -123,9 +143,7 @@ def summarise(study_out: Path, exported: dict[str, Any]) -> dict[str, Any]:
         name: round(sum(s.seconds for k, s in study.steps.items() if k.startswith(f"predict {name} ")), 1)
         for name in ("bert", "mc_dropout", *POST_HOC)
     }
-    timings = real.get("timings_s", {})
-    end_to_end_s = {name: timings.get(f"train_{name}_from_bert_s") for name in POST_HOC}
-    end_to_end_s["bert"] = timings.get("train_member_0_s")
+    end_to_end_s = train_seconds_end_to_end(real_run)
     return {
         "command": "python docs/scripts/own_model_real_run.py",
         "study": str(STUDY.relative_to(ROOT)),
@@ -140,7 +158,9 @@ def summarise(study_out: Path, exported: dict[str, Any]) -> dict[str, Any]:
             "post_hoc": "GP head trained alone on the frozen encoder of the exported folder: train split, "
                         "one epoch of balanced pairs, lr 1e-3, batch 16",
             "end_to_end": "the full study's rankers (docs/studies/full.toml): a new head on a copy of bert's "
-                          "fine-tuned encoder, then one epoch of training of encoder and head, lr 1e-4",
+                          "fine-tuned encoder, then one epoch of training of encoder and head, lr 1e-4; their "
+                          "training seconds are the fit steps of docs/studies/real_run.toml "
+                          "(docs/results/real_run.json)",
             "ECE balanced": "one balanced subsample (seed 0), as in the full study; "
                             "'mean of 100' averages 100 subsamples: drawn one after another from seed 0 for "
                             "this study's rankers (the metric's n_subsamples=100), with seeds 0-99 for the "
@@ -183,7 +203,12 @@ def render_balanced(payload: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", type=Path, default=WORK, help="the real run's folder (member_0 inside)")
+    ap.add_argument("--source", type=Path, default=SOURCE,
+                    help="the real run's fine-tuned bert, a checkpoint folder (docs/studies/real_run.toml)")
+    ap.add_argument("--exported", type=Path, default=EXPORTED,
+                    help="where the Hugging Face folder goes (its export check beside it, as <folder>.json)")
+    ap.add_argument("--real-run", type=Path, default=REAL_RUN,
+                    help="the real run's study summary, for the training times (docs/scripts/full_study_summary.py)")
     ap.add_argument("--study-out", type=Path, default=ROOT / ".cache" / "own_model_study")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "own_model_real_run.json")
     ap.add_argument("--render", action="store_true", help="print the docs table from --out and stop")
@@ -195,16 +220,16 @@ def main(argv: list[str] | None = None) -> None:
         payload = json.loads(args.out.read_text())
         print(render(payload), render_balanced(payload), sep="\n\n")
         return
-    exported_file = args.work / "member_0_hf.json"
+    exported_file = args.exported.with_name(args.exported.name + ".json")
     if exported_file.exists():
         exported = json.loads(exported_file.read_text())
     else:
-        exported = export(args.work)
+        exported = export(args.source, args.exported)
         _atomic_json(exported_file, exported)
     print(json.dumps(exported, indent=2), flush=True)
     if args.stage == "all":
         run_study(args.study_out)
-    payload = summarise(args.study_out, exported)
+    payload = summarise(args.study_out, exported, args.real_run)
     _atomic_json(args.out, payload)
     print(render(payload), render_balanced(payload), sep="\n\n")
 

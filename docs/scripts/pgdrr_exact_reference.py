@@ -11,11 +11,15 @@ nugget) sampled by a long PyMC NUTS run: latent ``f = L u``, ``u ~ N(0, I)``,
 ``f`` is ``N(K*^T K^-1 f, k** - K*^T K^-1 K*)`` and P(relevant) its mean
 sigmoid (the same quadrature), averaged over the NUTS draws.
 
+    uncertank run docs/studies/real_run.toml --out .cache/real_run/study   # bert, in .cache/real_run/bert
+    python docs/scripts/own_model_real_run.py   # .cache/real_run/bert_hf, then docs/studies/own_model.toml
     python docs/scripts/pgdrr_exact_reference.py --ranker .cache/own_model_study/models/pgdrr-<key>
 
-The test points are the first ``--test-pairs`` in-domain test pairs of the
-real run (docs/scripts/real_run_neural.py's test queries). The result goes
-to --out (JSON): the largest and mean absolute difference of P(relevant),
+The ranker: docs/studies/own_model.toml's post-hoc ``pgdrr`` head on the
+real run's frozen encoder. The test points are the first ``--test-pairs``
+in-domain test pairs of 600 test queries drawn by
+``np.random.default_rng(2)`` (a fixed draw). The result goes to --out
+(JSON): the largest and mean absolute difference of P(relevant),
 the same in combined Monte Carlo standard errors of the two runs (the
 tolerance: every point within 4), and the NUTS run's diagnostics (R-hat,
 ESS, divergences).
@@ -36,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _test_features(ranker: Any, n_pairs: int) -> Any:
-    """The projected features of the first ``n_pairs`` in-domain test pairs (the real run's test queries)."""
+    """The projected features of the first ``n_pairs`` in-domain test pairs (of 600 queries, a fixed draw)."""
     import torch
 
     import uncertank.datasets as ud

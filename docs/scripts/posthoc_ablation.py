@@ -1,7 +1,10 @@
 """Summarise the post-hoc study on the real run's frozen encoder: PG-DRR's settings and the training ratio.
 
-The studies (run first; each resumes)::
+The studies (run first; each resumes), the real run's bert (.cache/real_run/bert)
+and its Hugging Face export (.cache/real_run/bert_hf) before them::
 
+    uncertank run docs/studies/real_run.toml --out .cache/real_run/study
+    python docs/scripts/own_model_real_run.py
     uncertank run docs/studies/posthoc_ablation.toml --out .cache/posthoc_ablation
     uncertank run docs/studies/posthoc_pgdrr_bank.toml --out .cache/posthoc_pgdrr_bank
     uncertank run docs/studies/posthoc_pgdrr_more.toml --out .cache/posthoc_pgdrr_more

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-BERT_LISTS = ROOT / ".cache" / "real_run_neural" / "d8d7ff896811" / "member_0"
+BERT_LISTS = ROOT / ".cache" / "real_run" / "bert_lists"  # saved by docs/studies/real_run.toml
 
 
 def _spread(ranker: Any, queries: Any) -> dict[str, float]:
@@ -184,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     from uncertank._io import atomic_write_text
 
     if not (BERT_LISTS / "uncertank.json").exists():
-        parser.error(f"{BERT_LISTS} is missing: train it as docs/studies/lists_bert.toml says")
+        parser.error(f"{BERT_LISTS} is missing: run "
+                     "`uncertank run docs/studies/real_run.toml --out .cache/real_run/study` first")
     valid = ud.load("ubuntu-sample", split="valid", negatives="bm25", n_candidates=10, seed=0,
                     max_queries=args.valid_queries)
     probe = valid.subset(np.arange(min(40, valid.n_queries)))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 import pytest
@@ -13,33 +12,44 @@ from uncertank.experiment import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "docs" / "studies" / "full.toml"
-REAL_RUN = ROOT / "docs" / "scripts" / "real_run_neural.py"
 SUMMARY = ROOT / "docs" / "scripts" / "full_study_summary.py"
 DIAGNOSTICS = ROOT / "docs" / "scripts" / "full_study_diagnostics.py"
 
 
-def test_study_file_loads_the_checkpoints_the_real_run_command_writes():
+def test_study_file_loads_the_checkpoints_the_real_run_studies_save():
     config = load_config(STUDY)
     assert [c.name for c in config.conditions] == [
         "in-domain", "cross-NS random", "cross-NS embedding", "cross-domain chitchat"]
     assert [r.key for r in config.rankers] == ["bm25", "bert", "mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr"]
-    # the command the file's header gives, parsed by the script itself, names the folder of every checkpoint
-    header = STUDY.read_text().split("[study]", 1)[0]
-    line = next(ln for ln in header.replace("\\\n#", "").splitlines() if "real_run_neural.py" in ln)
-    argv = shlex.split(line.lstrip("# ").split("real_run_neural.py", 1)[1].split("#", 1)[0])
-    script = load_script(REAL_RUN)
-    parser_args = script.main.__globals__["argparse"].Namespace(
-        train_queries=None, valid_queries=200, test_queries=600, max_length=64, epochs=1, batch_size=16, lr=1e-4,
-        negatives="bm25", num_hidden_layers=None)
-    assert "--members" in argv and argv[argv.index("--members") + 1] == "5" and "--from-bert" in argv
-    work = (ROOT / ".cache" / "real_run_neural" / script._settings_key(parser_args)).resolve()
-    expected = {"bert": work / "member_0", "ensemble": work / "ensemble_M5", "sngp": work / "sngp_from_bert",
-                "gpf_bert": work / "gpf_bert_from_bert", "pgdrr": work / "pgdrr_from_bert"}
+    # every checkpoint is a folder that docs/studies/real_run.toml or real_run_ensemble.toml writes (save_to)
+    saved = {r.key: r.save_to for name in ("real_run.toml", "real_run_ensemble.toml")
+             for r in load_config(STUDY.parent / name).rankers if r.save_to is not None}
     for rc in config.rankers:
-        assert rc.checkpoint == (str(expected[rc.key]) if rc.key in expected else None), rc.key
+        assert rc.checkpoint == saved.get(rc.key), rc.key
+    header = STUDY.read_text().split("[study]", 1)[0]
+    for name in ("real_run.toml", "real_run_ensemble.toml", "full.toml"):
+        assert f"uncertank run docs/studies/{name}" in header, name
     by_key = {r.key: r for r in config.rankers}
     assert by_key["mc_dropout"].init_from == "bert" and by_key["mc_dropout"].params["n_passes"] == 10
     assert config.max_test_queries == 600 and config.max_train_queries is None
+
+
+def test_summary_reads_the_training_history_of_every_saved_model(tmp_path):
+    summary = load_script(SUMMARY)
+    saved, untrained = tmp_path / "a", tmp_path / "b"
+    saved.mkdir()
+    untrained.mkdir()
+    loss = [1.0] * 10 + [0.5] * 5 + [0.25] * 10
+    (saved / "uncertank.json").write_text(json.dumps({"history": {"loss": loss, "valid_map": [0.6]}}))
+    (untrained / "uncertank.json").write_text(json.dumps({"history": None}))
+    config = {"rankers": [
+        {"name": "bert", "label": "bert lists", "save_to": str(saved)},
+        {"name": "bm25", "label": "", "save_to": None},
+        {"name": "sngp", "label": "", "save_to": str(untrained)},
+        {"name": "pgdrr", "label": "", "save_to": str(tmp_path / "gone")},
+    ]}
+    assert summary.training(config) == {
+        "bert lists": {"steps": 25, "loss first 10": 1.0, "loss last 10": 0.25, "valid MAP": [0.6]}}
 
 
 TINY = """
@@ -92,6 +102,8 @@ def test_summary_and_diagnostics_scripts_on_a_tiny_study(tmp_path):
             assert payload["results"][cond][ranker]["R@1"] == pytest.approx(ev.metrics["R@1"])
             assert payload["results"][cond][ranker]["AURC"] == pytest.approx(ev.selective.aurc)  # type: ignore[union-attr]
     assert payload["total_seconds"] == pytest.approx(sum(s.seconds for s in result.steps.values()), abs=0.5)
+    assert payload["command"] == "uncertank run docs/studies/full.toml --out full-study"
+    assert "training" not in payload  # nothing was saved
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == sorted(
         p.name for p in (tmp_path / "study" / "figures").glob("*.png"))
     with pytest.raises(SystemExit, match=r"results\.json"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import runpy
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,11 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "docs" / "studies" / "real_run.toml"
 
 
-def _script_defaults() -> dict:
-    """The training settings the real-run script uses by default, read from its own parser."""
-    frontier = runpy.run_path(str(ROOT / "docs" / "scripts" / "mc_dropout_frontier.py"), run_name="frontier")
-    a = frontier["_real_run_args"]([])  # the script's parser, stopped before any work
-    return {"max_length": a.max_length, "epochs": a.epochs, "batch_size": a.batch_size, "lr": a.lr}
+RECIPE = {"max_length": 64, "epochs": 1, "batch_size": 16, "lr": 1e-4, "seed": 0}  # docs/rankers.md, "Real run"
+
+
+def _saved(path: str) -> dict[str, str]:
+    """Every study file of docs/studies that loads a model: its ranker label -> the folder it loads."""
+    config = load_config(ROOT / "docs" / "studies" / path)
+    return {r.key: r.checkpoint for r in config.rankers if r.checkpoint is not None}
 
 
 def test_the_study_trains_the_real_runs_recipe_on_the_full_studys_data():
@@ -27,20 +28,57 @@ def test_the_study_trains_the_real_runs_recipe_on_the_full_studys_data():
     for field in ("train_dataset", "train_negatives", "n_candidates", "max_train_queries", "max_valid_queries",
                   "max_test_queries", "seed", "conditions", "reference", "risk_grid"):
         assert getattr(config, field) == getattr(full, field), field
-    assert [r.key for r in config.rankers] == [r.key for r in full.rankers]
+    assert [r.key for r in config.rankers] == ["bm25", "bert", "bert lists", "mc_dropout", "sngp", "gpf_bert", "pgdrr"]
     rankers = {r.key: r for r in config.rankers}
-    recipe = _script_defaults()
-    bert = rankers["bert"]
-    assert bert.checkpoint is bert.pretrained is bert.init_from is None  # trained here
-    assert {k: bert.params[k] for k in recipe} == recipe and bert.params["seed"] == 0
-    for name in ("mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr"):
-        assert rankers[name].init_from == "bert"
+    for key in ("bert", "bert lists"):  # trained here, from the packaged backbone
+        r = rankers[key]
+        assert r.name == "bert" and r.checkpoint is r.pretrained is r.init_from is None
+        assert {k: r.params[k] for k in RECIPE} == RECIPE and r.params["pooling"] == "cls"
+    assert rankers["bert"].params.get("train_ratio", 1) == 1 and "max_train_queries" not in rankers["bert"].params
+    # lists of ten from 1,908 queries: 19,080 pairs, the cost of bert's 19,078 balanced ones
+    lists = rankers["bert lists"].params
+    assert lists["train_ratio"] == 9 and lists["max_train_queries"] == 1908
+    assert rankers["mc_dropout"].init_from == "bert" and rankers["mc_dropout"].params["n_passes"] == 10
     for name in ("sngp", "gpf_bert", "pgdrr"):  # a new head on bert's encoder, then the same training
-        assert {k: rankers[name].params[k] for k in recipe} == recipe and rankers[name].params["seed"] == 0
-    assert rankers["ensemble"].params["n_members"] == 5 and rankers["mc_dropout"].params["n_passes"] == 10
-    saved = [Path(r.save_to) for r in config.rankers if r.save_to is not None]
-    assert len(saved) == len(set(saved)) == 5
-    assert all(p.parent == (ROOT / ".cache" / "real_run").resolve() for p in saved)
+        assert rankers[name].init_from == "bert"
+        assert {k: rankers[name].params[k] for k in RECIPE} == RECIPE
+    saved = {r.key: Path(r.save_to) for r in config.rankers if r.save_to is not None}
+    assert set(saved) == {"bert", "bert lists", "sngp", "gpf_bert", "pgdrr"}
+    assert len(set(saved.values())) == len(saved)
+    assert all(p.parent == (ROOT / ".cache" / "real_run").resolve() for p in saved.values())
+
+
+def test_the_ensemble_study_trains_the_real_runs_ensemble_from_the_saved_bert():
+    saved = {r.key: r.save_to for r in load_config(STUDY).rankers if r.save_to is not None}
+    ens = load_config(ROOT / "docs" / "studies" / "real_run_ensemble.toml")
+    rankers = {r.key: r for r in ens.rankers}
+    assert rankers["bert"].checkpoint == saved["bert"]
+    assert rankers["ensemble"].init_from == "bert" and rankers["ensemble"].params["n_members"] == 5
+    assert Path(rankers["ensemble"].save_to) == (ROOT / ".cache" / "real_run_ensemble" / "ensemble_M5").resolve()
+    for field in ("train_dataset", "train_negatives", "n_candidates", "max_train_queries", "max_valid_queries",
+                  "max_test_queries", "seed", "conditions"):
+        assert getattr(ens, field) == getattr(load_config(STUDY), field), field
+
+
+def test_every_study_that_loads_a_real_run_model_loads_a_folder_the_real_run_saves():
+    saved = {r.key: r.save_to for r in load_config(STUDY).rankers if r.save_to is not None}
+    ensemble = next(r.save_to for r in load_config(ROOT / "docs" / "studies" / "real_run_ensemble.toml").rankers
+                    if r.save_to is not None)
+    made = {*saved.values(), ensemble}
+    for path in ("full.toml", "full_scoring.toml", "lists_bert.toml", "lists_full.toml", "lists_intercept.toml",
+                 "real_run_ensemble.toml"):
+        loads = _saved(path)
+        assert loads, path
+        assert set(loads.values()) <= made, (path, set(loads.values()) - made)
+        if "bert lists" in loads:
+            assert loads["bert lists"] == saved["bert lists"], path
+        assert loads["bert"] == saved["bert"], path
+    full = _saved("full.toml")
+    assert full == {"bert": saved["bert"], "ensemble": ensemble, "sngp": saved["sngp"],
+                    "gpf_bert": saved["gpf_bert"], "pgdrr": saved["pgdrr"]}
+    # no study file names the folders of the retired script
+    for toml in (ROOT / "docs" / "studies").glob("*.toml"):
+        assert "real_run_neural" not in toml.read_text(), toml.name
 
 
 def test_the_study_file_passes_the_runners_own_check_of_every_ranker_and_parameter():

@@ -60,6 +60,7 @@ def test_smoke_run_measures_every_setting(tmp_path):
     # The samples are cached, one file per split and k, for a rerun to resume from.
     samples_folder = Path(payload["settings"]["samples_folder"])
     assert samples_folder.parent == Path(payload["settings"]["work_folder"], "mc_dropout_frontier")
+    assert samples_folder.name == payload["settings"]["model_sha256"][:12] and payload["settings"]["study"] is None
     cached = sorted(p.name for p in samples_folder.iterdir())
     assert len(cached) == 2 * len(KS) + 1 and "test_q20_kall_T20.npy" in cached
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -70,9 +71,11 @@ def test_smoke_run_measures_every_setting(tmp_path):
 
 
 def test_a_missing_real_run_model_and_bad_ks_fail_clearly(tmp_path):
-    proc = _run("--workdir", str(tmp_path))
-    assert proc.returncode != 0 and "member 0 is not trained yet" in proc.stderr
-    assert "real_run_neural.py --stage train" in proc.stderr
+    proc = _run("--model", str(tmp_path / "bert"), "--workdir", str(tmp_path))
+    assert proc.returncode != 0 and "the real run's model is not trained yet" in proc.stderr
+    assert "uncertank run docs/studies/real_run.toml --out .cache/real_run/study" in proc.stderr
+    proc = _run("--recost", str(tmp_path / "frontier.json"), "--model", str(tmp_path / "bert"))
+    assert proc.returncode != 0 and "uncertank run docs/studies/real_run.toml" in proc.stderr
     proc = _run("--ks", "0,two", "--workdir", str(tmp_path))
     assert proc.returncode != 0 and "--ks must be a comma list of integers >= 0 and 'all'; got '0,two'" in proc.stderr
     proc = _run("--ks", "1,1", "--workdir", str(tmp_path))

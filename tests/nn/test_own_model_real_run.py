@@ -30,7 +30,9 @@ def test_the_summary_reads_a_study_and_keeps_the_full_studys_rankers_apart(tmp_p
              "predict mc_dropout in-domain": StepInfo("k", 21.0)}
     study = StudyResult({}, {}, {}, evs, steps=steps)
     (tmp_path / "results.json").write_text(json.dumps(study.to_dict()))
-    payload = _script()["summarise"](tmp_path, {"max_abs_difference": 0.0})
+    real_run = tmp_path / "real_run.json"
+    real_run.write_text(json.dumps({"step_seconds": {"fit bert": 100.0, "fit sngp": 200.0}}))
+    payload = _script()["summarise"](tmp_path, {"max_abs_difference": 0.0}, real_run)
     rows = payload["results"]
     assert "bm25 (your folder)" not in rows and rows["sngp (post-hoc)"]["in-domain"]["ECE"] == 0.3
     assert rows["bert (end to end, full study)"]["in-domain"]["R@1"] == pytest.approx(
@@ -38,6 +40,30 @@ def test_the_summary_reads_a_study_and_keeps_the_full_studys_rankers_apart(tmp_p
     assert payload["fit_seconds_post_hoc"] == {"sngp": 12.3}
     assert payload["predict_seconds_all_conditions"]["mc_dropout"] == 21.0
     assert payload["risk"]["mc_dropout (your folder)"]["in-domain"]["oracle_b"] == 0.1
+    assert payload["train_seconds_end_to_end"] == {"bert": 100.0, "sngp": 200.0, "gpf_bert": None, "pgdrr": None}
+
+
+def test_the_training_times_are_the_real_run_studys_fit_steps(tmp_path):
+    script = _script()
+    assert script["REAL_RUN"] == ROOT / "docs" / "results" / "real_run.json"
+    assert script["SOURCE"] == ROOT / ".cache" / "real_run" / "bert"
+    assert script["EXPORTED"] == ROOT / ".cache" / "real_run" / "bert_hf"
+    real_run = tmp_path / "real_run.json"  # docs/scripts/full_study_summary.py's layout, made-up seconds
+    real_run.write_text(json.dumps({
+        "command": "uncertank run docs/studies/real_run.toml --out .cache/real_run/study",
+        "step_seconds": {"fit bert": 11.5, "fit bert lists": 9.0, "fit mc_dropout": 0.0, "fit sngp": 22.25,
+                         "fit gpf_bert": 33.0, "fit pgdrr": 44.0, "predict sngp in-domain": 5.0},
+    }))
+    assert script["train_seconds_end_to_end"](real_run) == {"bert": 11.5, "sngp": 22.25, "gpf_bert": 33.0,
+                                                            "pgdrr": 44.0}
+    with pytest.raises(SystemExit, match=r"full_study_summary\.py \.cache/real_run/study"):
+        script["train_seconds_end_to_end"](tmp_path / "missing.json")
+
+
+def test_a_missing_model_points_to_the_real_run_study(tmp_path):
+    with pytest.raises(SystemExit, match=r"uncertank run docs/studies/real_run\.toml --out \.cache/real_run/study"):
+        _script()["export"](tmp_path / "bert", tmp_path / "bert_hf")
+    assert not (tmp_path / "bert_hf").exists()
 
 
 def test_the_docs_quote_the_results_file():
