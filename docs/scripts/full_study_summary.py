@@ -45,7 +45,7 @@ def summarise(result: Any) -> dict[str, Any]:
             ev = result.evaluation(ranker, cond)
             if ev is None:
                 continue
-            row: dict[str, Any] = {m: ev.metrics.get(m) for m in TABLE_METRICS if m in ev.metrics}
+            row: dict[str, Any] = dict(ev.metrics)  # every metric the study computed
             if ev.mean_std is not None:
                 row["mean_std"] = ev.mean_std
             if ev.recalibrated:
@@ -249,7 +249,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path, nargs="?", help="the folder `uncertank run` wrote")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "full_study.json")
-    ap.add_argument("--figures", type=Path, default=ROOT / "docs" / "results" / "full_study")
+    ap.add_argument("--figures", type=Path, default=ROOT / "docs" / "results" / "full_study",
+                    help="where the report's figures are copied ('-': nowhere)")
     ap.add_argument("--markdown", action="store_true", help="print the docs page's tables from --out and stop")
     ap.add_argument("--command", default="uncertank run docs/studies/full.toml --out full-study",
                     help="the command that ran the study, recorded in --out")
@@ -271,6 +272,9 @@ def main(argv: list[str] | None = None) -> None:
     if trained:
         payload["training"] = trained
     atomic_write_text(args.out, json.dumps(payload, indent=2, sort_keys=True, allow_nan=True) + "\n")
+    if str(args.figures) == "-":
+        print(f"wrote {args.out}", file=sys.stderr)
+        return
     args.figures.mkdir(parents=True, exist_ok=True)
     for png in sorted((args.study / "figures").glob("*.png")):
         shutil.copyfile(png, args.figures / png.name)

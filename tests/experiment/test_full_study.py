@@ -106,6 +106,8 @@ def test_summary_and_diagnostics_scripts_on_a_tiny_study(tmp_path):
     assert "training" not in payload  # nothing was saved
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == sorted(
         p.name for p in (tmp_path / "study" / "figures").glob("*.png"))
+    summary.main([str(tmp_path / "study"), "--out", str(tmp_path / "t.json"), "--figures", "-"])
+    assert json.loads((tmp_path / "t.json").read_text()) == payload and not Path("-").exists()
     with pytest.raises(SystemExit, match=r"results\.json"):
         summary.main([str(tmp_path / "nowhere")])
     # the diagnostics: overlap per condition, and the wide-grid risk curve at b = 0 equals ranking by the mean

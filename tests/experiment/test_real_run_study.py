@@ -76,6 +76,9 @@ def test_every_study_that_loads_a_real_run_model_loads_a_folder_the_real_run_sav
     full = _saved("full.toml")
     assert full == {"bert": saved["bert"], "ensemble": ensemble, "sngp": saved["sngp"],
                     "gpf_bert": saved["gpf_bert"], "pgdrr": saved["pgdrr"]}
+    # the lists collapse check (docs/scripts/sngp_lists_collapse.py) starts from the same bert lists
+    collapse = json.loads((ROOT / "docs" / "results" / "sngp_lists_collapse.json").read_text())
+    assert (ROOT / collapse["start"]).resolve() == Path(saved["bert lists"])
     # no study file names the folders of the retired script
     for toml in (ROOT / "docs" / "studies").glob("*.toml"):
         assert "real_run_neural" not in toml.read_text(), toml.name

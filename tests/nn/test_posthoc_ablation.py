@@ -161,7 +161,7 @@ def test_the_full_size_collapse_rows_are_the_intercept_studys_models_and_in_the_
     rows = {r["variant"]: r for r in full["rows"]}
     assert list(rows) == ["bert lists, the starting encoder", *trained]
     start = rows["bert lists, the starting encoder"]
-    assert start["folder"].endswith("member_0") and start["intercept"] is None
+    assert start["folder"] == ".cache/real_run/bert_lists" and start["intercept"] is None
     for key in trained:  # the GP heads have an intercept, and every model saw the same training steps
         assert rows[key]["intercept"] is not None and rows[key]["steps"] == start["steps"]
     script = runpy.run_path(str(ROOT / "docs" / "scripts" / "sngp_lists_collapse.py"))
@@ -183,7 +183,7 @@ def test_the_collapsed_rows_are_the_intercept_free_head_the_check_measures():
     assert from_prior["intercept_start"] == pytest.approx(-math.log(9))
     assert rows["plain head (bert), the control"]["intercept"] is None
     assert all(r["steps"] == held["steps"] for r in rows.values())  # the same budget for every variant
-    assert check["train_ratio"] == 9 and check["start"].endswith("member_0")
+    assert check["train_ratio"] == 9 and check["start"] == ".cache/real_run/bert_lists"
     table = _collapse_table(check)
     assert table in (ROOT / "docs" / "rankers.md").read_text()
 
