@@ -81,6 +81,7 @@ def summarise(result: Any) -> dict[str, Any]:
         "results": table,
         "bayes": bayes,
         "step_seconds": computed,
+        "environment": result.environment,
         "total_seconds": round(sum(s.seconds for s in result.steps.values()), 1),
     }
 
@@ -223,7 +224,8 @@ def training(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """What each model a study saved (``save_to``) recorded of its training, read from the folder's manifest.
 
     Per model: the number of steps, the mean training loss over the first and
-    the last ten steps, and the validation MAP after each epoch. A folder
+    the last ten steps, the validation MAP after each epoch, and the versions
+    and CPU kernels that trained it (when the checkpoint records them). A folder
     that is gone, or a model without a training history, is left out.
     """
     out: dict[str, dict[str, Any]] = {}
@@ -242,6 +244,8 @@ def training(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "loss last 10": sum(loss[-10:]) / len(loss[-10:]),
             "valid MAP": [float(v) for v in history.get("valid_map", [])],
         }
+        if history.get("environment"):
+            out[rc.get("label") or rc["name"]]["environment"] = history["environment"]
     return out
 
 

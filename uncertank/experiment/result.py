@@ -396,6 +396,12 @@ class StudyResult:
         True for ``uncertank demo --quick``: the numbers are not evidence.
     significance : Significance or None
         The significance tests the report marks (None: none were run).
+    environment : dict
+        The versions and the machine of the run that wrote the result
+        (uncertank, Python, numpy, the platform; torch's version, CPU
+        kernels and threads when a neural ranker ran). Steps resumed from
+        an earlier run were computed by that run's; the models a study
+        trains keep their own in their training history.
     """
 
     config: dict[str, Any]
@@ -406,6 +412,7 @@ class StudyResult:
     steps: dict[str, StepInfo] = field(default_factory=dict)
     smoke: bool = False
     significance: Significance | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
 
     @property
     def rankers(self) -> list[str]:
@@ -440,6 +447,7 @@ class StudyResult:
             steps={k: StepInfo(**v) for k, v in d.get("steps", {}).items()},
             smoke=bool(d.get("smoke", False)),
             significance=None if d.get("significance") is None else Significance.from_dict(d["significance"]),
+            environment=dict(d.get("environment") or {}),
         )
 
 

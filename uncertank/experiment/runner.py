@@ -517,6 +517,7 @@ def run_study(
     StudyResult
         Also written to ``results.json`` (``StudyResult.to_dict()``).
     """
+    from uncertank._environment import environment
     from uncertank.experiment.analysis import significance
     from uncertank.experiment.report import write_report
     from uncertank.experiment.systems import compare_systems
@@ -546,7 +547,7 @@ def run_study(
         sizes={"train": data.train.n_queries, "valid": data.valid.n_queries,
                "test": {name: qs.n_queries for name, qs in data.tests.items()}},
         metric_info=metric_info, evaluations=with_decisions(measured, decisions), bayes=bayes, steps=steps,
-        smoke=smoke,
+        smoke=smoke, environment=environment(),
     )
     result = replace(result, significance=significance(result))
     write_report(result, out)

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from uncertank._environment import environment
 from uncertank._types import QuerySet
 from uncertank._validation import check_positive_int
 from uncertank.nn.inference import score_probabilities
@@ -159,11 +160,19 @@ class TrainingHistory:
         Validation MAP after every epoch (empty without validation data).
     best_epoch : int
         The epoch whose weights were kept (0-based; the last without validation).
+    environment : dict
+        The versions and the machine that trained the model: uncertank,
+        Python, numpy, the platform, torch's version, the CPU kernels it
+        dispatched to and its thread count (and the CUDA device). The same
+        recipe on other kernels or another thread count ends at other
+        weights (docs/study.md, "Reproduce"); empty in checkpoints saved
+        before it was recorded.
     """
 
     loss: list[float] = field(default_factory=list)
     valid_map: list[float] = field(default_factory=list)
     best_epoch: int = -1
+    environment: dict[str, Any] = field(default_factory=dict)
 
 
 def average_precision(
@@ -421,11 +430,11 @@ def train_cross_encoder(
             enc, labels = epochs_pairs[-1]
             on_train_end(model, enc, labels, acc)
             acc.free_memory()
-            return TrainingHistory(best_epoch=cfg.epochs - 1)
+            return TrainingHistory(best_epoch=cfg.epochs - 1, environment=environment())
     optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay, cfg.lr, cfg.head_lr), lr=cfg.lr)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
     wrapped, optimizer, scheduler = acc.prepare(model, optimizer, scheduler)
-    history = TrainingHistory()
+    history = TrainingHistory(environment=environment())
     best_state: dict[str, torch.Tensor] | None = None
     best = -np.inf
     gen = torch.Generator().manual_seed(cfg.seed)
