@@ -10,8 +10,8 @@
 compares two things with what the full study's own run recorded, and writes
 ``docs/results/full_study_check.json``:
 
-- **the models**: for each model folder under ``--models`` (``bert``,
-  ``sngp``, ...), the SHA-256 of its weights and its training losses
+- **the models**: for each model folder under the ``--models`` folders
+  (``bert``, ``sngp``, ..., an ensemble's ``member_1``, ...), the SHA-256 of its weights and its training losses
   (steps, mean over the first and the last ten) against the training record
   of the run that trained the full study's models (``--training``: that
   run's ``real_run_neural.json``, where ``bert`` is ``member_0``);
@@ -147,8 +147,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("summary", type=Path, help="full_study_summary.py's file for the study that scored the models")
     ap.add_argument("--training", type=Path, required=True,
                     help="the training record of the full study's models (real_run_neural.json at eaac854)")
-    ap.add_argument("--models", type=Path, default=ROOT / ".cache" / "real_run",
-                    help="the folder of the retrained models (docs/studies/real_run.toml's save_to)")
+    ap.add_argument("--models", type=Path, nargs="+", default=[ROOT / ".cache" / "real_run"],
+                    help="folders of retrained models: docs/studies/real_run.toml's save_to folders' parent, "
+                         "and an ensemble's folder (its member_0 ... member_4)")
     ap.add_argument("--reference", type=Path, default=ROOT / "docs" / "results" / "full_study.json")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "full_study_check.json")
     ap.add_argument("--commands", nargs="*", default=[], help="the commands that made the inputs, recorded in --out")
@@ -156,8 +157,9 @@ def main(argv: list[str] | None = None) -> None:
     for path, what in ((args.summary, "summary"), (args.training, "--training"), (args.reference, "--reference")):
         if not path.is_file():
             raise SystemExit(f"{what}: expected a JSON file; {path} does not exist")
-    if not args.models.is_dir():
-        raise SystemExit(f"--models: expected a folder of saved models; {args.models} is not one")
+    for folder in args.models:
+        if not folder.is_dir():
+            raise SystemExit(f"--models: expected a folder of saved models; {folder} is not one")
     training = json.loads(args.training.read_text()).get("training")
     if not isinstance(training, dict):
         raise SystemExit(f"--training: expected a file with a 'training' object; {args.training} has none")
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     payload = {
         "commands": args.commands,
         "machine": machine(),
-        "models": compare_models(args.models, training),
+        "models": {name: entry for folder in args.models for name, entry in compare_models(folder, training).items()},
         "numbers": compare_numbers(reference, summary),
         "bayes": compare_bayes(reference, summary),
     }

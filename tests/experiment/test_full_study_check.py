@@ -153,3 +153,20 @@ def test_the_kernel_numbers_on_the_study_page_come_from_the_record():
     assert given == RECORD["models"]["bert"]["retrained"]["mean loss first 10"]
     assert (f"{runs['AVX2 kernels']['mean loss first 10']:.10f} and "
             f"{runs['one thread']['mean loss first 10']:.10f} against {given:.10f}") in STUDY_MD
+
+
+def test_the_cli_reads_every_models_folder_and_writes_one_record(tmp_path):
+    _model(tmp_path / "real_run" / "bert", [0.7] * 10, b"w")
+    _model(tmp_path / "ensemble" / "member_1", [0.6] * 10, b"m1")
+    record = {"member_0": {"steps": 10, "mean_loss_first_10_steps": 0.7, "mean_loss_last_10_steps": 0.7},
+              "member_1": {"steps": 10, "mean_loss_first_10_steps": 0.6, "mean_loss_last_10_steps": 0.5}}
+    (tmp_path / "training.json").write_text(json.dumps({"training": record}))
+    summary = {"results": {"in-domain": {"bert": {"R@1": 0.5}}}, "bayes": {}}
+    for name in ("summary", "reference"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(summary))
+    check.main([str(tmp_path / "summary.json"), "--training", str(tmp_path / "training.json"),
+                "--reference", str(tmp_path / "reference.json"), "--out", str(tmp_path / "out.json"),
+                "--models", str(tmp_path / "real_run"), str(tmp_path / "ensemble")])
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert {k: v["equal"] for k, v in out["models"].items()} == {"bert": True, "member_1": False}
+    assert out["numbers"]["bert"]["in-domain"]["equal"] == 1 and "machine" in out
