@@ -119,7 +119,8 @@ RANKING = ("R@1", "MAP", "AURC", "risk/")
 
 def test_the_retrained_models_are_the_full_studys():
     models = RECORD["models"]
-    assert all(models[m]["equal"] for m in ("bert", "sngp", "gpf_bert", "pgdrr"))
+    assert all(models[m]["equal"] for m in ("bert", "sngp", "gpf_bert", "pgdrr", *(f"member_{i}" for i in range(5))))
+    assert models["member_0"]["weights sha256"] == models["bert"]["weights sha256"]
     frontier = json.loads((ROOT / "docs" / "results" / "mc_dropout_frontier.json").read_text())
     first = [v for v in frontier.values() if isinstance(v, dict) and "model_sha256" in v and
              len(v["model_sha256"]) == 12]
