@@ -59,6 +59,18 @@ def leaves(value: Any, prefix: str = "") -> dict[str, float]:
     return out
 
 
+def side_by_side(theirs: dict[str, float], ours: dict[str, float]) -> dict[str, Any]:
+    """The numbers both sides have: how many, how many equal, the largest gap, and each that differs."""
+    shared = sorted(set(ours) & set(theirs))
+    gaps = {k: abs(ours[k] - theirs[k]) for k in shared}
+    return {
+        "numbers": len(shared),
+        "equal": sum(g == 0.0 for g in gaps.values()),
+        "max abs difference": max(gaps.values(), default=0.0),
+        "differ": {k: {"full study": theirs[k], "retrained": ours[k]} for k in shared if gaps[k] > 0.0},
+    }
+
+
 def compare_numbers(reference: dict[str, Any], retrained: dict[str, Any]) -> dict[str, Any]:
     """Per condition and ranker present in both summaries: how many numbers agree exactly, and the largest gap."""
     out: dict[str, Any] = {}
@@ -69,14 +81,7 @@ def compare_numbers(reference: dict[str, Any], retrained: dict[str, Any]) -> dic
                 continue
             ours = {k: v for k, v in leaves(row).items() if not any(r in k for r in RELATIVE)}
             theirs = {k: v for k, v in leaves(ref_row).items() if not any(r in k for r in RELATIVE)}
-            shared = sorted(set(ours) & set(theirs))
-            gaps = {k: abs(ours[k] - theirs[k]) for k in shared}
-            out.setdefault(ranker, {})[cond] = {
-                "numbers": len(shared),
-                "equal": sum(g == 0.0 for g in gaps.values()),
-                "max abs difference": max(gaps.values(), default=0.0),
-                "differ": {k: {"full study": theirs[k], "retrained": ours[k]} for k in shared if gaps[k] > 0.0},
-            }
+            out.setdefault(ranker, {})[cond] = side_by_side(theirs, ours)
     return out
 
 
@@ -87,14 +92,10 @@ def compare_bayes(reference: dict[str, Any], retrained: dict[str, Any]) -> dict[
         ref = reference.get("bayes", {}).get(family)
         if ref is None:
             continue
-        ours, theirs = leaves(fit), leaves(ref)
-        shared = sorted(set(ours) & set(theirs))
         out[family] = {
-            "numbers": len(shared),
-            "equal": sum(ours[k] == theirs[k] for k in shared),
+            **side_by_side(leaves(ref), leaves(fit)),
             "converged": {"full study": ref.get("converged"), "retrained": fit.get("converged")},
             "same verdicts": all(fit.get(k) == ref.get(k) for k in ("best_distinguishable", "worst_distinguishable")),
-            "differ": {k: {"full study": theirs[k], "retrained": ours[k]} for k in shared if ours[k] != theirs[k]},
         }
     return out
 
