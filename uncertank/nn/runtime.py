@@ -69,13 +69,25 @@ def get_accelerator(device: str | torch.device = "auto") -> Any:
     Under ``torchrun`` (or ``accelerate launch`` with several GPUs) every
     process joins the process group: NCCL on CUDA, gloo on CPUs (``device``
     resolving to the CPU). bf16 mixed precision is used on CUDA only.
+
+    accelerate's state is one per process, and it refuses a second
+    configuration; in one process (not under ``torchrun``) a ranker on another
+    device than the last one's, e.g. a model fitted on the GPU and then
+    loaded with ``device="cpu"``, starts a fresh state instead.
     """
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
 
     dev = resolve_device(device)
     cuda = dev.type == "cuda"
     mixed = "bf16" if cuda and torch.cuda.is_bf16_supported() else "no"
-    return Accelerator(cpu=dev.type == "cpu", mixed_precision=mixed)
+    try:
+        return Accelerator(cpu=dev.type == "cpu", mixed_precision=mixed)
+    except ValueError:
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise
+        AcceleratorState._reset_state(reset_partial_state=True)
+        return Accelerator(cpu=dev.type == "cpu", mixed_precision=mixed)
 
 
 def is_main_process() -> bool:
