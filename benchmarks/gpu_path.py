@@ -1,0 +1,239 @@
+"""The GPU path of the neural rankers: fit on CUDA in bf16, score there, and score the same checkpoints on the CPU.
+
+Every first-party neural ranker (``bert``, ``mc_dropout``, ``ensemble``,
+``sngp``, ``gpf_bert``, ``pgdrr``) is built by name through the registry,
+as a study builds it: ``bert`` is fine-tuned from the packaged MiniLM, the
+others start from it (``from_ranker``, as a study's ``init_from``). With
+``--device cuda`` training and scoring run with bf16 autocast (what
+``device="auto"`` picks on a GPU); each ranker is then saved, loaded back
+with ``device="cpu"`` and scored again in float32. The record says:
+
+- whether the GPU path runs end to end and its checkpoints load on a CPU;
+- how far bf16 moves the probabilities (largest and mean absolute gap,
+  the share of queries whose top candidate is the same) and the numbers a
+  study reports (R_10@1, ECE) on both devices; for the stochastic rankers
+  the gap is between two sets of draws (their random numbers differ by
+  device), so it includes Monte Carlo noise;
+- the cost of each ranker's whole ``predict`` on the device, as a ratio to
+  ``bert``'s, each timed right after a ``bert`` run (the median over
+  ``--repeats`` rounds): the quantity of PG-DRR's Table 2 (Ye et al., AAAI
+  2023), which was measured on a GPU.
+
+    python benchmarks/gpu_path.py                       # on a CUDA machine
+    python benchmarks/gpu_path.py --device cpu --backbone tiny --no-write   # a smoke run anywhere
+
+The results replace this script's section of benchmarks/RESULTS.md and are
+written whole to ``--json`` when given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _results import markdown_table, write_section
+
+NAME = "gpu_path"
+RANKERS = ("bert", "mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr")
+
+
+def _synchronize(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(fn: Callable[[], Any], device: Any) -> tuple[Any, float]:
+    _synchronize(device)
+    t0 = time.perf_counter()
+    out = fn()
+    _synchronize(device)
+    return out, time.perf_counter() - t0
+
+
+def _probabilities(ranker: Any, queries: Any) -> np.ndarray:
+    """P(relevant) per pair: the mean of a stochastic ranker's draws, else its scores."""
+    if hasattr(ranker, "predict_samples"):
+        return np.asarray(ranker.predict_samples(queries).mean(), dtype=np.float64)
+    return np.asarray(ranker.predict(queries).scores, dtype=np.float64)
+
+
+def _study_numbers(p: np.ndarray, queries: Any) -> dict[str, float]:
+    from uncertank import Predictions
+    from uncertank.metrics import expected_calibration_error, recall_at_k
+
+    ranked = Predictions(p, queries.offsets).ranked(queries)
+    return {"r10_at_1": float(recall_at_k(ranked, k=1)), "ece": float(expected_calibration_error(ranked))}
+
+
+def _top1_agreement(a: np.ndarray, b: np.ndarray, offsets: np.ndarray) -> float:
+    """The share of queries whose highest-scored candidate is the same under ``a`` and ``b``."""
+    same = [int(np.argmax(a[s:e])) == int(np.argmax(b[s:e])) for s, e in itertools.pairwise(offsets)]
+    return float(np.mean(same))
+
+
+def _build(name: str, bert: Any, common: dict[str, Any], args: argparse.Namespace) -> Any:
+    """``name`` started from the fitted ``bert``, as a study's ``init_from`` builds it."""
+    from uncertank import make_ranker
+
+    cls = type(make_ranker(name))  # building is cheap (models load lazily); the class gives from_ranker
+    if name == "ensemble":  # the other members take bert's settings
+        return cls.from_ranker(bert, n_members=args.members)
+    params = {"n_passes": args.passes} if name == "mc_dropout" else {}
+    return cls.from_ranker(bert, **common, **params)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--backbone", choices=["minilm", "tiny"], default="minilm")
+    ap.add_argument("--train-queries", type=int, default=2000)
+    ap.add_argument("--test-queries", type=int, default=200)
+    ap.add_argument("--passes", type=int, default=10)
+    ap.add_argument("--members", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--rankers", default=",".join(RANKERS))
+    ap.add_argument("--json", type=Path, default=None, help="also write every number to this file")
+    ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    args = ap.parse_args(argv)
+    cli = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--no-write"]
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    import torch
+
+    import uncertank.datasets as ud
+    from uncertank import make_ranker
+    from uncertank.nn import load_ranker, resolve_device
+    from uncertank.nn.testing import tiny_config
+
+    device = resolve_device(args.device)
+    names = [n.strip() for n in args.rankers.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(RANKERS))
+    if unknown or not names or names[0] != "bert":
+        raise SystemExit(f"--rankers: a comma-separated list starting with bert, of {', '.join(RANKERS)}; "
+                         f"got {args.rankers!r}")
+    backbone = None if args.backbone == "minilm" else tiny_config(max_position_embeddings=512)
+    train = ud.load("ubuntu-sample", split="train", negatives="bm25", n_candidates=10, seed=0)
+    test = ud.load("ubuntu-sample", split="test", negatives="bm25", n_candidates=10, seed=0)
+    test = test.subset(np.arange(min(args.test_queries, test.n_queries)))
+    common = dict(device=str(device), show_progress=False, max_train_queries=args.train_queries, seed=0,
+                  eval_batch_size=256 if device.type == "cuda" else 32)
+
+    rankers: dict[str, Any] = {}
+    fit_s: dict[str, float] = {}
+    bert = make_ranker("bert", backbone=backbone, **common)
+    rankers["bert"], fit_s["bert"] = _timed(lambda: bert.fit(train), device)
+    for name in names[1:]:
+        ranker = _build(name, bert, common, args)
+        if name == "mc_dropout":  # bert's network with dropout on: nothing to train
+            rankers[name], fit_s[name] = ranker, 0.0
+        else:
+            rankers[name], fit_s[name] = _timed(partial(ranker.fit, train), device)
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="gpu-path-") as tmp:
+        for name, ranker in rankers.items():
+            p_dev, dev_s = _timed(partial(_probabilities, ranker, test), device)
+            folder = Path(tmp) / name
+            ranker.save(folder)
+            on_cpu = load_ranker(folder, device="cpu")
+            t0 = time.perf_counter()
+            p_cpu = _probabilities(on_cpu, test)
+            cpu_s = time.perf_counter() - t0
+            gap = np.abs(p_dev - p_cpu)
+            rows.append({
+                "ranker": name,
+                "fit_s": fit_s[name],
+                "predict_device_s": dev_s,
+                "predict_cpu_s": cpu_s,
+                "max_abs_gap": float(gap.max()),
+                "mean_abs_gap": float(gap.mean()),
+                "top1_same": _top1_agreement(p_dev, p_cpu, np.asarray(test.offsets)),
+                "device": _study_numbers(p_dev, test),
+                "cpu": _study_numbers(p_cpu, test),
+                "trained_loss_last": (None if getattr(ranker, "history_", None) is None
+                                      else float(np.mean(ranker.history_.loss[-10:]))),
+            })
+            print(json.dumps(rows[-1]), flush=True)
+
+    # predict cost on the device, each ranker right after bert, median paired ratio
+    def call(r: Any) -> Callable[[], Any]:
+        return lambda: _probabilities(r, test)
+
+    ratios: dict[str, list[float]] = {n: [] for n in rankers if n != "bert"}
+    for fn in [call(r) for r in rankers.values()]:
+        _timed(fn, device)  # warm-up
+    for _ in range(args.repeats):
+        for name in ratios:
+            _, tb = _timed(call(rankers["bert"]), device)
+            _, tr = _timed(call(rankers[name]), device)
+            ratios[name].append(tr / tb)
+    cost = {"bert": 1.0, **{n: float(np.median(v)) for n, v in ratios.items()}}
+    for row in rows:
+        row["cost_ratio"] = cost[row["ranker"]]
+
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "none"
+    env = {
+        "device": device.type, "gpu": gpu, "torch": torch.__version__,
+        "bf16_autocast": device.type == "cuda" and torch.cuda.is_bf16_supported(),
+        "cpu": platform.processor() or platform.machine(), "cpu_threads": torch.get_num_threads(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "backbone": "packaged all-MiniLM-L6-v2" if backbone is None else "tiny random BERT",
+        "command": " ".join(["python", "benchmarks/gpu_path.py", *cli]),
+    }
+    if args.json is not None:
+        args.json.write_text(json.dumps({"environment": env, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+    papers = {"bert": "1", "mc_dropout": "9.7", "ensemble": "5.0", "sngp": "1.12", "gpf_bert": "1.16",
+              "pgdrr": "1.49"}
+    table = markdown_table(
+        {
+            "ranker": lambda r: r["ranker"],
+            "fit on the device (s)": lambda r: "(bert's)" if r["ranker"] == "mc_dropout" else f"{r['fit_s']:.1f}",
+            "predict cost / bert's (device)": lambda r: f"{r['cost_ratio']:.2f}",
+            "papers (PG-DRR Table 2, GPU)": lambda r: papers[r["ranker"]],
+            "R_10@1 device / CPU": lambda r: f"{r['device']['r10_at_1']:.3f} / {r['cpu']['r10_at_1']:.3f}",
+            "ECE device / CPU": lambda r: f"{r['device']['ece']:.4f} / {r['cpu']['ece']:.4f}",
+            "largest / mean abs. gap in P": lambda r: f"{r['max_abs_gap']:.1e} / {r['mean_abs_gap']:.1e}",
+            "same top-1": lambda r: f"{r['top1_same']:.3f}",
+        },
+        rows,
+    )
+    body = "\n".join([
+        "## The GPU path: fit and score on CUDA in bf16, score the checkpoints on the CPU "
+        "(`benchmarks/gpu_path.py`)",
+        "",
+        f"Command: `{env['command']}`",
+        "",
+        f"Device: {env['device']} ({gpu}; torch {env['torch']}, bf16 autocast {env['bf16_autocast']}); "
+        f"the CPU side on the same machine ({env['cpu']}, {env['cpu_capability']} kernels, "
+        f"{env['cpu_threads']} threads, float32). Backbone: {env['backbone']}; each ranker fitted on "
+        f"{args.train_queries} Ubuntu-sample training queries (balanced pairs, one epoch; `mc_dropout` is "
+        f"`bert` with dropout on, T = {args.passes}; the ensemble has M = {args.members} members, `bert` "
+        f"the first), then scored on {test.n_queries} test queries with 9 BM25 negatives. The gap columns "
+        "compare the device's probabilities with the CPU's on the same checkpoint; `mc_dropout`'s masks and "
+        "`pgdrr`'s Gibbs draws come from other random numbers on each device, so their gap holds Monte "
+        "Carlo noise as well as bf16 rounding. The cost "
+        f"ratio is the median over {args.repeats} rounds of a ranker's whole scoring of the test queries "
+        "(encoding included) against `bert`'s, timed right before it.",
+        "",
+        table,
+    ])
+    print(body)
+    if not args.no_write:
+        write_section(NAME, body)
+
+
+if __name__ == "__main__":
+    main()
