@@ -85,6 +85,7 @@ enabled = false
 
 @pytest.mark.slow
 def test_summary_and_diagnostics_scripts_on_a_tiny_study(tmp_path):
+    pytest.importorskip("uncertank_tfidf", reason="the study's tfidf-bootstrap ranker is the example plugin")
     from uncertank.experiment import run_study
 
     study = tmp_path / "tiny.toml"
