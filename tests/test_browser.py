@@ -1,6 +1,7 @@
 """The study report and the docs site in headless Chromium: they load cleanly, figures and maths render.
 
-These fail (not skip) without Chromium: CI installs Debian's ``chromium``.
+Without Playwright (a test extra) the page checks skip; with it, they fail
+(not skip) when Chromium is missing: CI installs Debian's ``chromium``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
+def _needs_playwright() -> None:
+    pytest.importorskip("playwright.sync_api", reason='the page checks need Playwright: pip install "uncertank[test]"')
+
+
 def _is_png(path: Path) -> bool:
     return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_report_loads_with_every_figure_rendered(tmp_path):
+    _needs_playwright()
     out = tmp_path / "report"
     write_report(make_result(smoke=True, bayes_figure_dir=out), out)
     shot = check_page(out / "report.html", screenshot=tmp_path / "report.png")
@@ -34,6 +40,7 @@ def test_report_loads_with_every_figure_rendered(tmp_path):
 
 
 def test_check_page_reports_a_broken_figure_and_an_external_request(tmp_path):
+    _needs_playwright()
     page = tmp_path / "bad.html"
     page.write_text('<!doctype html><html><body><img src="figures/missing.png">'
                     '<img src="https://example.org/x.png"></body></html>')
@@ -51,6 +58,8 @@ def test_check_page_requires_a_file(tmp_path):
 
 
 def test_docs_site_renders_the_maths(tmp_path):
+    _needs_playwright()
+    pytest.importorskip("mkdocs", reason='the docs site needs the docs extras: pip install "uncertank[docs]"')
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(site)],
                    cwd=ROOT, check=True, env={**_env(), "NO_MKDOCS_2_WARNING": "1"})
@@ -72,6 +81,7 @@ def test_docs_site_renders_the_maths(tmp_path):
 
 
 def test_a_page_with_raw_maths_fails_the_math_check(tmp_path):
+    _needs_playwright()
     page = tmp_path / "raw.html"
     page.write_text('<!doctype html><html><body><p><span class="arithmatex">\\(x^2\\)</span></p></body></html>')
     with pytest.raises(AssertionError, match=r"KaTeX typeset 0 of 1 formulas[\s\S]*raw maths left"):
