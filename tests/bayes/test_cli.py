@@ -303,12 +303,12 @@ def test_compare_one_chain_reports_rhat_unavailable(tmp_path):
 def test_compare_with_target_ess(tmp_path):
     out = tmp_path / "out"
     args = [str(_csv(tmp_path)), "--family", "gaussian", "-o", str(out), "--no-plots", "--draws", "50",
-            "--tune", "300", "--chains", "2", "--sampler", "pymc", "--target-ess", "200", "--time-budget", "900"]
+            "--tune", "300", "--chains", "2", "--sampler", "pymc", "--target-ess", "100", "--time-budget", "900"]
     res = CliRunner().invoke(compare_command, args)
     assert res.exit_code == 0, res.output
     assert "ESS gate: target reached" in res.output
     gate = json.loads((out / "results.json").read_text())["gate"]
-    assert gate["met"] is True and gate["min_ess_bulk"] >= 200
+    assert gate["met"] is True and gate["min_ess_bulk"] >= 100 and gate["rounds"] >= 2
 
 
 @pytest.mark.slow
