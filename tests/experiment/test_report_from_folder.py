@@ -12,6 +12,7 @@ import copy
 import json
 import logging
 import re
+import shutil
 import types
 import warnings
 from dataclasses import replace
@@ -99,29 +100,48 @@ def uncertank_rankers():
             "quiet": Quiet}
 
 
-@pytest.fixture
-def study_rankers():
+def _register_study_rankers() -> None:
     pm = get_plugin_manager(refresh=True)
     mod = types.ModuleType("report_folder_rankers")
     mod.uncertank_rankers = uncertank_rankers  # type: ignore[attr-defined]
     pm.register(mod, name="report-folder-rankers")
+
+
+@pytest.fixture
+def study_rankers():
+    _register_study_rankers()
     yield
     get_plugin_manager(refresh=True)
 
 
-@pytest.fixture
-def tiny_study(tmp_path, study_rankers, monkeypatch):
-    """The tiny study run once through ``uncertank run``, counting the validations."""
-    calls = []
+@pytest.fixture(scope="module")
+def tiny_study_once(tmp_path_factory):
+    """The tiny study run once for the module through ``uncertank run``: its folder, validations, progress flags."""
+    calls: list = []
     validate = runner.validate_config
-    monkeypatch.setattr(runner, "validate_config", lambda config: (calls.append(config), validate(config))[1])
     Quiet.predicted_with.clear()
-    path = tmp_path / "tiny.toml"
+    path = tmp_path_factory.mktemp("tiny") / "tiny.toml"
     path.write_text(STUDY)
-    out = tmp_path / "tiny"
-    run = CliRunner().invoke(cli, ["run", str(path), "--out", str(out)])
+    out = path.parent / "tiny"
+    _register_study_rankers()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(runner, "validate_config", lambda config: (calls.append(config), validate(config))[1])
+            run = CliRunner().invoke(cli, ["run", str(path), "--out", str(out)])
+    finally:
+        get_plugin_manager(refresh=True)
     assert run.exit_code == 0, run.output
-    return out, calls
+    return out, calls, list(Quiet.predicted_with)
+
+
+@pytest.fixture
+def tiny_study(tiny_study_once, tmp_path, study_rankers):
+    """A copy of the tiny study's folder for one test to read and edit."""
+    out, calls, predicted_with = tiny_study_once
+    copy = tmp_path / "tiny"
+    shutil.copytree(out, copy)
+    copy.with_suffix(".toml").write_text(STUDY)
+    return copy, calls, predicted_with
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -131,9 +151,9 @@ def _files(out: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 def test_report_command_draws_the_same_bytes_from_the_folder_alone(tiny_study):
-    out, calls = tiny_study
+    out, calls, predicted_with = tiny_study
     assert len(calls) == 1  # the study is validated once
-    assert Quiet.predicted_with and not any(Quiet.predicted_with)  # no progress bars inside the study's log
+    assert predicted_with and not any(predicted_with)  # no progress bars inside the study's log
     before = _files(out)
     assert len(before) >= 6  # report.md, report.html and the figures
     for name in before:
@@ -152,7 +172,7 @@ def test_report_command_draws_the_same_bytes_from_the_folder_alone(tiny_study):
 
 @pytest.mark.slow
 def test_results_json_records_tests_reuse_and_calibration_detail(tiny_study):
-    out, _ = tiny_study
+    out, _, _ = tiny_study
     result = StudyResult.from_dict(json.loads((out / "results.json").read_text()))
     sig = result.significance
     assert sig is not None and sig.reference == "overlap" and sig.correction == "holm" and sig.alpha == 0.05
@@ -263,7 +283,7 @@ def test_every_starred_cell_has_its_p_value_in_results_json(tmp_path):
 
 @pytest.mark.slow
 def test_every_starred_cell_of_a_run_study_is_in_results_json(tiny_study):
-    out, _ = tiny_study
+    out, _, _ = tiny_study
     _check_stars(out)
     md = (out / "report.md").read_text()
     assert "p-values in results.json" in md
@@ -436,7 +456,7 @@ def test_the_progress_option_goes_only_where_it_is_taken():
 
 @pytest.mark.slow
 def test_the_oracle_b_and_the_reference_means_with_a_rankers_variances(tiny_study):
-    out, _ = tiny_study
+    out, _, _ = tiny_study
     result = StudyResult.from_dict(json.loads((out / "results.json").read_text()))
     for cond in result.conditions:
         e = result.evaluation("overlap-ensemble", cond)
