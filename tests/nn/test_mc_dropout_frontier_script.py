@@ -33,8 +33,7 @@ def test_smoke_run_measures_every_setting(tmp_path):
     out, fig = tmp_path / "frontier.json", tmp_path / "frontier.png"
     # 100 resamples, not 1,000: the interval's code is the same, and the bootstrap was two thirds of the run
     proc = _run("--smoke", "--repeats", "3", "--nota-trees", "10", "--bootstrap", "100",
-                "--workdir", str(tmp_path / "work"),
-                "--out", str(out), "--figure", str(fig))
+                "--workdir", str(tmp_path / "work"), "--out", str(out), "--figure", str(fig))
     assert proc.returncode == 0, proc.stderr[-3000:]
     payload = json.loads(out.read_text())
     rows = {(r["k"], r["T"]): r for r in payload["frontier"]}
