@@ -41,3 +41,19 @@ def queries():
     from uncertank.nn.testing import toy_queries
 
     return toy_queries()
+
+
+def _devices() -> list[str]:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return ["cpu"]
+    from uncertank.nn.testing import test_devices
+
+    return test_devices()
+
+
+@pytest.fixture(params=_devices())
+def device(request):
+    """Each device a neural test runs on: the CPU always, CUDA as well when torch sees a GPU."""
+    return request.param

@@ -20,6 +20,7 @@ from uncertank.nn import (
     build_backbone,
     encode_queries,
     load_ranker,
+    model_device,
     output_probabilities,
     score_batches,
     seed_everything,
@@ -83,7 +84,7 @@ def test_a_subclass_plugs_in_its_head_loss_and_end_of_training_hook(tmp_path, qu
     # sigmoid of the single logit, through the same batched path as every neural ranker
     with torch.no_grad():
         enc = ranker.encode(queries)
-        logits = ranker.model(**enc.batch(np.arange(enc.n_pairs)))
+        logits = ranker.model(**enc.batch(np.arange(enc.n_pairs), model_device(ranker.model)))
     np.testing.assert_allclose(scores, torch.sigmoid(logits).numpy(), atol=1e-6)
     ranker.save(tmp_path / "ck")
     manifest = json.loads((tmp_path / "ck" / "uncertank.json").read_text())

@@ -30,7 +30,8 @@ def test_every_ranker_round_trips_through_a_cpu_checkpoint(tmp_path, monkeypatch
     script = load_script(BENCHMARKS / "gpu_path.py")
     out = tmp_path / "gpu_path.json"
     script.main(["--device", "cpu", "--backbone", "tiny", "--train-queries", "20", "--test-queries", "8",
-                 "--members", "2", "--passes", "2", "--repeats", "1", "--no-write", "--json", str(out)])
+                 "--members", "2", "--passes", "2", "--repeats", "1", "--no-write", "--json", str(out),
+                 "--min-r10-at-1", "0"])
     record = json.loads(out.read_text())
     rows = {r["ranker"]: r for r in record["rows"]}
     assert list(rows) == list(script.RANKERS)
@@ -42,6 +43,15 @@ def test_every_ranker_round_trips_through_a_cpu_checkpoint(tmp_path, monkeypatch
     assert rows["mc_dropout"]["fit_s"] == 0.0  # bert's network: nothing trained
     assert record["environment"]["device"] == "cpu"
     assert "| pgdrr |" in capsys.readouterr().out
+
+
+def test_a_model_that_did_not_learn_gets_no_cost_or_calibration(monkeypatch):
+    """A tiny random BERT on 20 queries stays near chance (0.10): the script stops before measuring it."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    script = load_script(BENCHMARKS / "gpu_path.py")
+    with pytest.raises(SystemExit, match=r"bert ended at R_10@1 0\.\d+ on cpu .* did not learn"):
+        script.main(["--device", "cpu", "--backbone", "tiny", "--train-queries", "20", "--test-queries", "8",
+                     "--rankers", "bert", "--no-write", "--min-r10-at-1", "0.99"])
 
 
 def test_the_ranker_list_is_checked():

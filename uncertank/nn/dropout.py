@@ -147,7 +147,7 @@ class DropoutMasks:
         else:
             self._draw(self._rngs[0], first, p, scale)
             self._draw(self._rngs[1], second, p, scale)
-        return torch.from_numpy(u).view(tuple(shape))
+        return torch.from_numpy(u).view(tuple(shape))  # cpu: the fast path runs on the CPU only
 
     def keep(self, shape: tuple[int, ...] | torch.Size, p: float) -> torch.Tensor:
         """A float32 mask of ``shape`` holding 1 (kept, probability ``1 - p``) or 0.
@@ -156,7 +156,7 @@ class DropoutMasks:
         before asking for another.
         """
         if p >= 1.0:
-            return torch.zeros(tuple(shape))
+            return torch.zeros(tuple(shape))  # cpu: the fast path runs on the CPU only
         return self._mask(shape, p, 1.0)
 
     def scaled(self, shape: tuple[int, ...] | torch.Size, p: float) -> torch.Tensor:
@@ -177,12 +177,12 @@ class _Session:
 
     def __init__(self, masks: DropoutMasks) -> None:
         self.masks = masks
-        self.scores = torch.empty(0)
+        self.scores = torch.empty(0)  # cpu: the fast path runs on the CPU only
 
     def scores_buffer(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         n = math.prod(shape)
         if self.scores.numel() < n or self.scores.dtype != dtype:
-            self.scores = torch.empty(n, dtype=dtype)
+            self.scores = torch.empty(n, dtype=dtype)  # cpu: the fast path runs on the CPU only
         return self.scores[:n].view(shape)
 
 
@@ -224,7 +224,7 @@ def _mc_attention(
         return torch.matmul(probs, value).transpose(1, 2), None
     b, h, lq, d = query.shape
     lk = key.shape[-2]
-    q = torch.empty((b, h, lq, d), dtype=query.dtype)
+    q = torch.empty((b, h, lq, d), dtype=query.dtype, device=query.device)
     torch.mul(query, scale, out=q)  # scaled and laid out for bmm in one pass
     scores = session.scores_buffer((b, h, lq, lk), query.dtype)
     flat = scores.view(b * h, lq, lk)

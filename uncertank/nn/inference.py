@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ __all__ = [
     "mc_dropout",
     "mc_implementation",
     "mc_passes",
+    "model_device",
     "output_probabilities",
     "score_batches",
     "score_probabilities",
@@ -114,7 +116,44 @@ def _stacked_call(models: Sequence[nn.Module]) -> Callable[[dict[str, torch.Tens
         return functional_call(base, (p, b), (), batch)  # type: ignore[no-any-return]
 
     batched = vmap(one, in_dims=(0, 0, None), randomness="different")
-    return lambda batch: batched(params, buffers, batch)
+
+    def call(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        with _vmap_attention(batch["input_ids"].device):
+            return batched(params, buffers, batch)  # type: ignore[no-any-return]
+
+    return call
+
+
+def _vmap_attention(device: torch.device) -> contextlib.AbstractContextManager[Any]:
+    """The attention kernel a ``vmap`` over stacked members may use on ``device``.
+
+    Off the CPU, ``scaled_dot_product_attention``'s fused kernels (flash,
+    memory-efficient, cuDNN) check the attention mask's batch dimension
+    against the query's, and under ``vmap`` the query carries the members'
+    axis folded into its batch while the mask, shared by all members, does
+    not: "attn_bias: wrong shape (batch dimension)" (seen on an H100).
+    PyTorch's math kernel, built of ordinary batched operations, broadcasts
+    the mask. The CPU accepts the stacked call with its default kernels.
+    """
+    if device.type == "cpu":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.MATH])
+
+
+def model_device(model: nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter or buffer; the CPU for a module that holds neither.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> model_device(nn.Linear(2, 1))
+    device(type='cpu')
+    """
+    for tensor in itertools.chain(model.parameters(), model.buffers()):
+        return tensor.device
+    return torch.device("cpu")
 
 
 def output_probabilities(output: torch.Tensor) -> torch.Tensor:
@@ -219,7 +258,7 @@ def score_batches(
                 )
             parts.append(value.detach().float().cpu())
             bar.update(idx.size)
-    out = torch.cat(parts) if parts else torch.empty((0, 0))
+    out = torch.cat(parts) if parts else torch.empty((0, 0))  # cpu: the scores are gathered on the CPU
     if world > 1:
         out = accelerator.gather(out.to(device)).cpu()
     out = out[:n]
@@ -277,7 +316,11 @@ def score_probabilities(
         falls back to the reference otherwise;
         ``"reference"`` always switches the dropout modules to training mode
         (:func:`mc_dropout`). The two give different draws for one seed.
-    device, accelerator, show_progress, desc
+    device : torch.device, optional
+        Where to run on one process; by default where the first model's
+        weights are (:func:`model_device`), so a model on the GPU stays
+        there. Ignored under several processes.
+    accelerator, show_progress, desc
         As in :func:`score_batches`.
 
     Returns
@@ -293,7 +336,7 @@ def score_probabilities(
     mc_impl = check_choice(mc_impl, "mc_impl", MC_IMPLEMENTATIONS)
     if accelerator is not None:
         device = accelerator.device
-    device = device or torch.device("cpu")
+    device = device or model_device(models[0])
     rank = int(accelerator.process_index) if accelerator is not None else 0
     for m in models:
         m.to(device)
@@ -305,7 +348,7 @@ def score_probabilities(
             torch.manual_seed(int(seed) + rank)
         if fast:
             # Unseeded, the masks' seed comes from torch's generator, so torch.manual_seed still governs them.
-            base = int(seed) + rank if seed is not None else int(torch.randint(0, 2**62, ()).item())
+            base = int(seed) + rank if seed is not None else int(torch.randint(0, 2**62, ()).item())  # cpu: a seed
             for i, m in enumerate(models):
                 stack.enter_context(fast_mc_dropout(m, seed=base if i == 0 else _member_seed(base, i)))
         else:

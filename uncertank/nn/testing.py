@@ -5,10 +5,17 @@
   saved as a user's Hugging Face folder (for ``pretrained=`` tests).
 - :func:`toy_queries`: ten queries of ten candidates with a signal a tiny
   model learns in a few steps (the relevant response says it fixed the problem).
+- :func:`test_devices` and :func:`probability_tolerance`: the devices a test
+  runs on (the CPU always, CUDA too when present) and how far two devices'
+  probabilities may differ; :func:`bf16_scoring_on_cpu` runs the scoring
+  path with the bf16 autocast CUDA uses, on the CPU, to catch precision bugs
+  without a GPU.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,7 +23,21 @@ import numpy as np
 from uncertank._types import QuerySet
 from uncertank._validation import check_positive_int
 
-__all__ = ["TOPICS", "tiny_classifier_folder", "tiny_config", "toy_queries"]
+__all__ = [
+    "BF16_PROBABILITY_ATOL",
+    "TOPICS",
+    "bf16_scoring_on_cpu",
+    "probability_tolerance",
+    "test_devices",
+    "tiny_classifier_folder",
+    "tiny_config",
+    "toy_queries",
+]
+
+#: How far P(relevant) scored with bf16 autocast (CUDA) may be from the same checkpoint scored in float32.
+#: bf16 keeps 8 bits of mantissa (relative rounding 2^-8 = 3.9e-3); on an H100 the packaged MiniLM
+#: fine-tuned as ``bert`` scored within 5.4e-4 of the CPU, a tiny random BERT within 1.2e-3.
+BF16_PROBABILITY_ATOL = 5e-3
 
 TOPICS = (
     "wifi network driver", "sound card audio", "mount usb drive", "install package apt",
@@ -95,3 +116,63 @@ def tiny_classifier_folder(folder: Any, *, num_labels: int = 1, seed: int = 0) -
     AutoModelForSequenceClassification.from_config(cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+def test_devices() -> list[str]:
+    """The devices a neural test runs on: ``"cpu"``, and ``"cuda"`` when torch sees a GPU.
+
+    Parametrise a test or fixture with it, so the same test runs on every
+    device the machine has (the CPU always, in CI too).
+
+    Examples
+    --------
+    >>> "cpu" in test_devices()
+    True
+    """
+    import torch
+
+    return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
+test_devices.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test for pytest to collect
+
+
+def probability_tolerance(*devices: str) -> float:
+    """The absolute tolerance for comparing probabilities scored on ``devices``.
+
+    0 when every device is the CPU (float32, deterministic kernels: equal
+    bit for bit); :data:`BF16_PROBABILITY_ATOL` when one of them is a GPU,
+    which scores with bf16 autocast.
+
+    Examples
+    --------
+    >>> probability_tolerance("cpu", "cpu"), probability_tolerance("cuda", "cpu")
+    (0.0, 0.005)
+    """
+    return 0.0 if all(str(d).startswith("cpu") for d in devices) else BF16_PROBABILITY_ATOL
+
+
+@contextlib.contextmanager
+def bf16_scoring_on_cpu() -> Iterator[None]:
+    """Score with bf16 autocast on the CPU, as :func:`uncertank.nn.score_batches` does on CUDA.
+
+    Inside the block every scoring call of the library (``predict``,
+    ``predict_samples``, features, covariances) runs its model under
+    ``torch.autocast("cpu", dtype=torch.bfloat16)``: a part that must stay in
+    float32 or float64 and does not leave autocast shows bf16 rounding, on
+    a machine without a GPU. Training is not affected.
+    """
+    import torch
+
+    from uncertank.nn import inference
+
+    before = inference.autocast
+
+    def bf16(device: Any) -> Any:
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+
+    inference.autocast = bf16  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        inference.autocast = before

@@ -442,11 +442,11 @@ def train_cross_encoder(
         wrapped.train()
         if frozen is not None:
             frozen.eval()  # the head learns on the encoder's deterministic features
-        perm = torch.randperm(enc.n_pairs, generator=gen).numpy()
+        perm = torch.randperm(enc.n_pairs, generator=gen).numpy()  # cpu: indices
         # Every process walks its own slice of the same permutation (DDP averages gradients).
         shard = -(-enc.n_pairs // acc.num_processes)
         perm = np.resize(perm, shard * acc.num_processes)[acc.process_index :: acc.num_processes]
-        y_all = torch.from_numpy(labels)
+        y_all = torch.from_numpy(labels)  # cpu: each batch's labels move to the device below
         with progress(perm.size, f"epoch {epoch + 1}/{cfg.epochs}", enabled=cfg.show_progress and main) as bar:
             for lo in range(0, perm.size, cfg.batch_size):
                 idx = perm[lo : lo + cfg.batch_size]

@@ -6,8 +6,8 @@ from uncertank_ensemble import DeepEnsembleRanker
 
 import uncertank
 from uncertank import PredictiveSamples
-from uncertank.nn import NeuralRanker, load_ranker
-from uncertank.nn.testing import tiny_config, toy_queries
+from uncertank.nn import NeuralRanker, load_ranker, resolve_device
+from uncertank.nn.testing import BF16_PROBABILITY_ATOL, tiny_config, toy_queries
 
 pytestmark = pytest.mark.slow  # the module fixture fine-tunes three members
 
@@ -49,7 +49,9 @@ def test_stacked_vmap_inference_matches_member_by_member(fitted):
     queries = toy_queries()
     loop = DeepEnsembleRanker.from_members(fitted.members, stacked=False).predict_samples(queries)
     vmapped = DeepEnsembleRanker.from_members(fitted.members, stacked=True).predict_samples(queries)
-    np.testing.assert_allclose(vmapped.samples, loop.samples, rtol=0, atol=1e-5)
+    # on CUDA both run in bf16, the stacked call with the math attention kernel, the loop with a fused one
+    atol = 1e-5 if resolve_device(fitted.members[0].device).type == "cpu" else BF16_PROBABILITY_ATOL
+    np.testing.assert_allclose(vmapped.samples, loop.samples, rtol=0, atol=atol)
 
 
 def test_save_load_round_trip(tmp_path, fitted):
@@ -102,3 +104,33 @@ def test_from_ranker_keeps_member_0_and_trains_the_others_like_from_scratch(fitt
     np.testing.assert_array_equal(ens.predict_samples(queries).samples, fitted.predict_samples(queries).samples)
     with pytest.raises(TypeError, match="must be a NeuralRanker"):
         DeepEnsembleRanker.from_ranker(object(), n_members=2)  # type: ignore[arg-type]
+
+
+def test_the_members_run_one_after_another_unless_stacked_is_asked_for(fitted, monkeypatch):
+    """On CUDA the fused attention kernels refuse the stacked vmap call: by default, no device stacks."""
+    import uncertank_ensemble.ranker as module
+
+    seen: list[bool] = []
+    real = module.score_probabilities
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["stacked"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "score_probabilities", spy)
+    queries = toy_queries()
+    DeepEnsembleRanker.from_members(fitted.members).predict_samples(queries)
+    DeepEnsembleRanker.from_members(fitted.members, stacked=True).predict_samples(queries)
+    assert seen == [False, True]
+
+
+def test_the_stacked_call_with_the_math_attention_kernel_matches_the_loop(fitted):
+    """The kernel the stacked call uses off the CPU, forced on the CPU: vmap accepts it, results unchanged."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    queries = toy_queries()
+    loop = DeepEnsembleRanker.from_members(fitted.members, stacked=False).predict_samples(queries)
+    with sdpa_kernel([SDPBackend.MATH]):
+        vmapped = DeepEnsembleRanker.from_members(fitted.members, stacked=True).predict_samples(queries)
+    atol = 1e-5 if resolve_device(fitted.members[0].device).type == "cpu" else BF16_PROBABILITY_ATOL
+    np.testing.assert_allclose(vmapped.samples, loop.samples, rtol=0, atol=atol)

@@ -17,7 +17,6 @@ from uncertank.nn import (
     get_accelerator,
     is_main_process,
     read_manifest,
-    resolve_device,
     score_probabilities,
     write_manifest,
 )
@@ -49,9 +48,12 @@ class DeepEnsembleRanker:
         M (5 by default, as in the paper; the number of folders with
         ``pretrained``); at least 2.
     stacked : bool or None
-        Evaluate the members with ``vmap`` over stacked weights. ``None``
-        (the default) does so on CUDA and runs members one by one elsewhere,
-        which measured faster on CPU (see the benchmark in the user guide).
+        Evaluate the members with ``vmap`` over stacked weights (on CUDA with
+        PyTorch's math attention, the kernel that accepts a batched call; see
+        :func:`uncertank.nn.score_probabilities`). ``None`` (the default) and
+        ``False`` run the members one after another on every device: that
+        measured faster on the CPU (see the benchmark in the user guide), and
+        on CUDA the fused attention kernels refuse the stacked call.
     pretrained : sequence of str or path, optional
         The user's own trained cross-encoders (Hugging Face or
         sentence-transformers folders, see
@@ -169,9 +171,7 @@ class DeepEnsembleRanker:
         return self
 
     def _use_stacked(self) -> bool:
-        if self.stacked is not None:
-            return self.stacked
-        return resolve_device(self.device).type == "cuda"
+        return bool(self.stacked)
 
     def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
         """Member predictions, shape (n_samples, n_pairs).

@@ -252,10 +252,10 @@ def _as_h(h: Any, device: torch.device) -> Tensor:
 def _polyagamma_backend(h: Tensor, z: Tensor, generator: torch.Generator | None) -> Tensor:
     from polyagamma import random_polyagamma
 
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator).item())
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator).item())  # cpu: a seed
     rng = np.random.default_rng(seed)
     draws = random_polyagamma(h.numpy(), z.numpy(), method="devroye", random_state=rng)
-    return torch.from_numpy(np.asarray(draws, dtype=np.float64).reshape(-1))
+    return torch.from_numpy(np.asarray(draws, dtype=np.float64).reshape(-1))  # cpu: the C sampler's draws
 
 
 def _exponential_mass(zz: Tensor) -> Tensor:

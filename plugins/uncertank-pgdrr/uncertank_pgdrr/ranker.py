@@ -57,9 +57,15 @@ class PGDRRModel(nn.Module):
     def features(
         self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None
     ) -> Tensor:
-        """The kernel's input for every pair: pooled vectors (``[CLS]`` by default), projected; shape (batch, dim)."""
+        """The kernel's input for every pair: pooled vectors (``[CLS]`` by default), projected; shape (batch, dim).
+
+        The encoder runs under the caller's autocast (bf16 on CUDA); the
+        projection runs in float32 outside it, as the kernel and the Gibbs
+        sweeps after it run in float64.
+        """
         pooled = pool_encoder(self.encoder, input_ids, attention_mask, token_type_ids, pooling=self.pooling)
-        return self.head.project(pooled)
+        with _no_autocast(pooled.device):
+            return self.head.project(pooled.float())
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
         """Features (training mode) or one logit per pair (eval mode)."""
@@ -350,7 +356,8 @@ class PGDRRRanker(NeuralRanker):
         query's candidates jointly from that chain's Gaussian predictive
         (mean and full covariance of the query's block), and returns their
         sigmoids. Different queries are independent given the chain. Seeded
-        by ``seed``.
+        by ``seed``; the normal draws are made on the CPU, so a checkpoint
+        gives the same draws on every device (up to the device's rounding).
 
         Parameters
         ----------
@@ -363,7 +370,7 @@ class PGDRRRanker(NeuralRanker):
         head = self.head()
         z = self.features(queries)
         out = np.empty((s, queries.n_pairs), dtype=np.float64)
-        gen = torch.Generator(device=z.device).manual_seed(self.training_config.seed)
+        gen = torch.Generator().manual_seed(self.training_config.seed)  # CPU draws: the same on every device
         chains = torch.arange(s, device=z.device) % self.n_chains
         lengths = np.diff(queries.offsets)
         with torch.inference_mode():
@@ -385,7 +392,8 @@ def _joint_draws(head: GaussianProcessHead, zq: Tensor, chains: Tensor, gen: tor
     mean, cov = head.joint_predictive(zq)  # (C, q, size), (C, q, size, size)
     evals, evecs = torch.linalg.eigh(cov)
     root = evecs * evals.clamp_min(0).sqrt()[..., None, :]  # root @ root.T = cov (negative rounding dropped)
-    eps = torch.randn((chains.numel(), q, size, 1), generator=gen, dtype=torch.float64, device=zq.device)
+    # drawn on the CPU (``gen`` is a CPU generator): a seeded ranker gives the same draws on every device
+    eps = torch.randn((chains.numel(), q, size, 1), generator=gen, dtype=torch.float64).to(zq.device)
     return mean[chains] + (root[chains] @ eps).squeeze(-1)
 
 

@@ -15,8 +15,8 @@ from uncertank_sngp.head import apply_spectral_norm
 
 import uncertank
 from uncertank import PredictiveSamples
-from uncertank.nn import load_ranker
-from uncertank.nn.testing import tiny_config, toy_queries
+from uncertank.nn import load_ranker, model_device, resolve_device
+from uncertank.nn.testing import probability_tolerance, test_devices, tiny_config, toy_queries
 
 SMALL = dict(max_length=32, epochs=2, batch_size=4, lr=3e-3, n_features=256, show_progress=False)
 
@@ -371,7 +371,7 @@ def test_predict_samples_are_joint_weight_draws(fitted):
     model = ranker.model
     enc = ranker.encode(queries)
     with torch.no_grad():
-        phi = model.features(**enc.batch(np.arange(4))).double()
+        phi = model.features(**enc.batch(np.arange(4), model_device(model))).double()
         L = model.gp.cholesky
         s = torch.linalg.solve_triangular(L, phi.T, upper=False)
         cov01 = float((s[:, 0] * s[:, 1]).sum())
@@ -436,11 +436,17 @@ def test_save_load_is_bit_identical(tmp_path, fitted):
 
     state = load_file(str(tmp_path / "ck" / "model.safetensors"))
     for key in ("gp.cholesky", "gp.precision", "gp.feature_weight", "gp.feature_bias", "gp.n_seen", "gp.bias"):
-        torch.testing.assert_close(state[key], ranker.model.state_dict()[key], rtol=0, atol=0)
+        torch.testing.assert_close(state[key], ranker.model.state_dict()[key].cpu(), rtol=0, atol=0)
+    fitted_on = resolve_device(ranker.device).type
     for again in (SNGPRanker.load(tmp_path / "ck"), load_ranker(tmp_path / "ck")):
         assert type(again) is SNGPRanker
         np.testing.assert_array_equal(again.predict(queries).scores, before)
         np.testing.assert_array_equal(again.predict_samples(queries).samples, samples)
+    for device in test_devices():  # a checkpoint loads on every device and scores within bf16's tolerance
+        again = load_ranker(tmp_path / "ck", device=device)
+        atol = probability_tolerance(fitted_on, device)
+        np.testing.assert_allclose(again.predict(queries).scores, before, rtol=0, atol=atol)
+        np.testing.assert_allclose(again.predict_samples(queries).samples, samples, rtol=0, atol=atol)
 
 
 def test_gpf_bert_trains_with_focal_loss_and_round_trips(tmp_path):

@@ -140,7 +140,7 @@ class SNGPRanker(NeuralRanker):
         ):
             raise ValueError(f"output_bias_init must be None or a finite number; got {output_bias_init!r}")
         self.output_bias_init = None if output_bias_init is None else float(output_bias_init)
-        focal_loss(torch.zeros(1), torch.zeros(1, dtype=torch.long), gamma=focal_gamma)  # validates gamma
+        focal_loss(torch.zeros(1), torch.zeros(1, dtype=torch.long), gamma=focal_gamma)  # cpu: validates gamma
         self.focal_gamma = float(focal_gamma)
         self.n_samples = check_positive_int(n_samples, "n_samples")
 
@@ -164,6 +164,8 @@ class SNGPRanker(NeuralRanker):
         precision accumulated during training. Then the Cholesky factor.
         """
         gp: RandomFeatureGP = model.gp  # type: ignore[assignment]
+        if accelerator is not None:  # the pairs are batched on the accelerator's device: the model goes there too
+            model.to(accelerator.device)
         if gp.cov_mode == "exact":
             gp.reset_precision()
             with torch.no_grad(), gp.accumulating():
