@@ -179,7 +179,8 @@ def test_no_import_circles():
 LAYERS: dict[str, int] = {
     # the data model
     "uncertank._types": 0, "uncertank._lists": 0, "uncertank._predictions": 0, "uncertank._owned": 0,
-    "uncertank._validation": 0, "uncertank.validation": 0, "uncertank._io": 0, "uncertank._environment": 0,
+    "uncertank._validation": 0, "uncertank.validation": 0, "uncertank._io": 0, "uncertank._folders": 0,
+    "uncertank._environment": 0,
     "uncertank.formatting": 0,
     # the plugin host
     "uncertank.hookspecs": 1, "uncertank.plugins": 1, "uncertank._host": 1, "uncertank._plugin_entries": 1,

@@ -8,6 +8,7 @@ that need them.
 
 from __future__ import annotations
 
+from uncertank._folders import FolderInUseError
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
 from uncertank.adapters import CallableRanker, CrossEncoderRanker, EnsembleRanker
 from uncertank.hookspecs import hookimpl
@@ -20,6 +21,7 @@ __all__ = [
     "CallableRanker",
     "CrossEncoderRanker",
     "EnsembleRanker",
+    "FolderInUseError",
     "NotFittedError",
     "PredictiveSamples",
     "Predictions",

@@ -128,7 +128,8 @@ CASES = [
     ('negatives = "bm25"', 'negatives = "bm25"\nweight = 2',
      "conditions[0].weight: unknown key; known: name, dataset, negatives"),
     ('label = "bert-small"', 'label = "bert-small"\nparmas = {}',
-     "rankers[1].parmas: unknown key; known: name, params, label, init_from, checkpoint, pretrained, save_to"),
+     "rankers[1].parmas: unknown key; known: name, params, label, init_from, checkpoint, pretrained, save_to, "
+     "overwrite"),
     ('label = "bert-small"', 'label = "bert-small"\ncheckpoint = "ckpt"\nsave_to = "out"',
      "rankers[1].save_to: a checkpoint is loaded, not trained: nothing new to save (got checkpoint = '{tmp}/ckpt')"),
     ('init_from = "bert-small"', 'init_from = "bert-small"\nsave_to = "m"\n[[rankers]]\nname = "bert"\n'
@@ -193,7 +194,8 @@ def test_missing_file_and_python_construction(tmp_path):
     with pytest.raises(ValueError, match="reference: must be the label of a ranker"):
         replace(ok, reference="nobody")
     assert asdict(ok)["rankers"][1] == {"name": "bert", "params": {}, "label": "", "init_from": None,
-                                        "checkpoint": None, "pretrained": None, "save_to": None}
+                                        "checkpoint": None, "pretrained": None, "save_to": None,
+                                        "overwrite": False}
 
 
 def test_checkpoint_and_pretrained_folders_are_taken_from_the_files_folder(tmp_path):

@@ -37,7 +37,7 @@ def _expected(name: str) -> dict[str, Any]:
 
     def ranker(rname: str, params: dict[str, Any], init_from: str | None = None) -> dict[str, Any]:
         return {"name": rname, "params": params, "label": "", "init_from": init_from, "checkpoint": None,
-                "pretrained": None, "save_to": None}
+                "pretrained": None, "save_to": None, "overwrite": False}
 
     rankers = [ranker("bm25", {}), ranker("bert", neural), ranker("mc_dropout", {"n_passes": s["passes"]}, "bert"),
                ranker("ensemble", {"n_members": s["members"]}, "bert")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -123,7 +124,8 @@ def test_the_whole_study_on_a_tiny_model_saves_checkpoints_that_load_back(tmp_pa
         if r.save_to is None:
             continue
         stamp = json.loads((Path(r.save_to) / "uncertank-study.json").read_text())
-        assert stamp == {"key": first.steps[f"fit {r.key}"].key, "label": r.key, "ranker": r.name}
+        assert stamp == {"key": first.steps[f"fit {r.key}"].key, "label": r.key, "ranker": r.name,
+                         "files": sorted(os.listdir(r.save_to))}
         # another study loads the saved folder as a checkpoint and scores as the study did
         loaded = replace(tiny, rankers=(RankerConfig(r.name, {"device": "cpu", **sizes.get(r.key, {})},
                                                      checkpoint=r.save_to),), reference=None)

@@ -180,7 +180,8 @@ def test_save_to_writes_a_checkpoint_other_studies_load(tmp_path, study_rankers)
                      nota=False)
     first = run_study(config, tmp_path / "a")
     key = first.steps["fit trained"].key
-    assert json.loads((target / SAVED_BY).read_text()) == {"key": key, "label": "trained", "ranker": "trained"}
+    assert json.loads((target / SAVED_BY).read_text()) == {"key": key, "label": "trained", "ranker": "trained",
+                                                            "files": [SAVED_BY, "w.json"]}
     assert not (target / ".complete").exists() and not target.with_name("trained.tmp").exists()
     saved = json.loads((target / "w.json").read_text())
     assert saved["weight"] == 0.5 and saved["learned"] is not None

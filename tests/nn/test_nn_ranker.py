@@ -62,16 +62,24 @@ def test_save_load_round_trip_is_bit_identical(tmp_path, queries):
 
 def test_save_replaces_atomically_and_failure_keeps_the_old(tmp_path):
     dest = tmp_path / "out"
+    manifest = json.dumps({"format": "uncertank.nn/1"})
     with atomic_directory(dest) as tmp:
-        (tmp / "a.txt").write_text("one")
-    with atomic_directory(dest) as tmp:
-        (tmp / "b.txt").write_text("two")
-    assert sorted(p.name for p in dest.iterdir()) == ["b.txt"]
+        (tmp / "uncertank.json").write_text(manifest)
+        (tmp / "model.safetensors").write_text("one")
+    with atomic_directory(dest) as tmp:  # the library's own earlier checkpoint: replaced
+        (tmp / "uncertank.json").write_text(manifest)
+        (tmp / "tokenizer").mkdir()
+    assert sorted(p.name for p in dest.iterdir()) == ["tokenizer", "uncertank.json"]
     with pytest.raises(RuntimeError, match="boom"), atomic_directory(dest) as tmp:
-        (tmp / "c.txt").write_text("three")
+        (tmp / "uncertank.json").write_text("three")
         raise RuntimeError("boom")
-    assert sorted(p.name for p in dest.iterdir()) == ["b.txt"]
+    assert sorted(p.name for p in dest.iterdir()) == ["tokenizer", "uncertank.json"]
+    assert (dest / "uncertank.json").read_text() == manifest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    # a file the library did not write is in the way (tests/nn/test_save_never_deletes.py)
+    (dest / "notes.txt").write_text("mine")
+    with pytest.raises(uncertank.FolderInUseError, match=r"notes\.txt"), atomic_directory(dest):
+        pass
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="is a file"), atomic_directory(tmp_path / "file"):
         pass

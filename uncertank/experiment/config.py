@@ -156,6 +156,9 @@ class RankerConfig:
     model folder) is given; without any, the ranker is built from
     ``params`` and trained when it can be. Relative folders in a study file
     are taken relative to that file. :attr:`key` is its name in reports.
+    ``save_to`` must be new, empty, or hold only a model uncertank saved
+    there, unless ``overwrite`` is true (and then only the model's own files
+    are replaced); the study checks it before any work.
     """
 
     name: Annotated[_Name, Field(description="A registered ranker (`uncertank plugins --kind rankers`).")]
@@ -185,7 +188,13 @@ class RankerConfig:
         default=None,
         description="A folder the trained ranker is also written to (a checkpoint, as its save writes it), "
         "so that other studies load it by a path that does not change (checkpoint = ...); rewritten only "
-        "when the model's key changes, and never half-written.",
+        "when the model's key changes, and never half-written. It must be new, empty, or hold only a model "
+        "uncertank saved there; a folder holding other files fails the study's check, unless overwrite.",
+    )
+    overwrite: StrictBool = Field(
+        default=False,
+        description="With save_to: write into a folder that holds files uncertank did not write. Only the "
+        "model's own files are replaced; every other file in the folder is left as it is.",
     )
 
     @property
@@ -300,6 +309,9 @@ class StudyConfig:
             if r.save_to is not None and r.checkpoint is not None:
                 raise _At(("rankers", i, "save_to"), f"a checkpoint is loaded, not trained: nothing new to save "
                           f"(got checkpoint = {r.checkpoint!r})")
+            if r.overwrite and r.save_to is None:
+                raise _At(("rankers", i, "overwrite"), "applies to save_to, which is not given; leave it out "
+                          "or give save_to = \"<folder>\"")
             if r.save_to is not None and r.save_to in saved:
                 raise _At(("rankers", i, "save_to"), f"{r.save_to!r} is already the save_to of "
                           f"rankers[{saved[r.save_to]}]; folders must be distinct")

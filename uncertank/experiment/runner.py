@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
+from uncertank._folders import MANIFEST, STUDY_RECORD, model_folder
 from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
 from uncertank.experiment.config import RankerConfig, StudyConfig
 from uncertank.experiment.decisions import Decision, decide, with_decisions
@@ -61,7 +62,7 @@ from uncertank.experiment.result import (
     StudyResult,
 )
 from uncertank.experiment.stages import RankerPrediction, StudyData
-from uncertank.experiment.validation import validate_config
+from uncertank.experiment.validation import SAVE_TO_REMEDY, validate_config
 
 __all__ = [
     "MCE_MIN_COUNT",
@@ -208,15 +209,20 @@ def _read_seconds(folder: Path) -> float:
         return float("nan")
 
 
-SAVED_BY = "uncertank-study.json"
+SAVED_BY = STUDY_RECORD
 
 
 def _save_to(rc: RankerConfig, folder: Path, key: str, log: Log) -> None:
     """Copy the model folder of a trained ranker to its ``save_to`` (unless that already holds ``key``).
 
     The copy is a checkpoint as the ranker's ``save`` wrote it, plus
-    ``uncertank-study.json`` (the step's key and the ranker's label); it is
-    written beside its target and renamed into place.
+    ``uncertank-study.json`` (the step's key, the ranker's label and the
+    entries written). A new folder is written beside its target and renamed
+    into place; in an existing one only the model's own entries are
+    replaced, the manifest and the record last, and a user's files are left as they are
+    (:func:`uncertank._folders.model_folder`). A folder holding files
+    uncertank did not write is refused unless the ranker sets ``overwrite``
+    (:func:`validate_config` checks that before any work).
     """
     if rc.save_to is None:
         return
@@ -226,12 +232,12 @@ def _save_to(rc: RankerConfig, folder: Path, key: str, log: Log) -> None:
             return
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(folder, tmp, ignore=shutil.ignore_patterns(".complete", "step.json"))
-    atomic_write_text(tmp / SAVED_BY, json.dumps({"key": key, "label": rc.key, "ranker": rc.name}, indent=2) + "\n")
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(tmp, target)
+    last = (MANIFEST, SAVED_BY)  # a reader never finds them over a half-replaced model
+    with model_folder(target, overwrite=rc.overwrite, last=last, remedy=SAVE_TO_REMEDY) as tmp:
+        shutil.copytree(folder, tmp, ignore=shutil.ignore_patterns(".complete", "step.json"), dirs_exist_ok=True)
+        files = sorted({*os.listdir(tmp), SAVED_BY})
+        record = {"key": key, "label": rc.key, "ranker": rc.name, "files": files}
+        atomic_write_text(tmp / SAVED_BY, json.dumps(record, indent=2) + "\n")
     log(f"{rc.key}: saved to {target}")
 
 

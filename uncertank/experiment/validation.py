@@ -22,7 +22,11 @@ from typing import Any
 
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 
-__all__ = ["validate_config"]
+__all__ = ["SAVE_TO_REMEDY", "validate_config"]
+
+#: What a refused ``save_to`` folder's message tells the user to do.
+SAVE_TO_REMEDY = ("give save_to another (new or empty) folder, or set overwrite = true in this [[rankers]] table "
+                  "to write the model's files into it and leave the others in place")
 
 #: Rankers of the first-party plugins: ranker name -> (entry point, distribution, the command installing it).
 _FIRST_PARTY: dict[str, tuple[str, str, str]] = {
@@ -221,6 +225,19 @@ def _check_folders(rc: RankerConfig, built: Any, base: str, errors: list[tuple[s
                                                   "params.backbone to a model folder)"))
 
 
+def _check_save_to(rc: RankerConfig, base: str, errors: list[tuple[str, str]]) -> None:
+    """``save_to`` must be a new or empty folder, or hold only a model uncertank saved there (or ``overwrite``)."""
+    from uncertank._folders import FolderInUseError, check_save_folder
+
+    assert rc.save_to is not None
+    try:
+        check_save_folder(rc.save_to, overwrite=rc.overwrite, remedy=SAVE_TO_REMEDY)
+    except FolderInUseError as exc:
+        errors.append((f"{base}.save_to", str(exc)))
+    except ValueError:
+        errors.append((f"{base}.save_to", f"must be a folder (or not exist); {rc.save_to!r} is a file"))
+
+
 def _probe_init_from(
     cls: type, source: Any, source_rc: RankerConfig, source_base: str, rc: RankerConfig, base: str,
     errors: list[tuple[str, str]],
@@ -264,7 +281,10 @@ def validate_config(config: StudyConfig) -> None:
     ``pretrained`` folders must hold ``config.json``, an ``init_from``
     source must be a trained ranker and the ranker is built from it
     untrained, so that a parameter the trained source would refuse
-    (``mc_layers`` above the encoder's layers) is named now.
+    (``mc_layers`` above the encoder's layers) is named now. A ``save_to``
+    folder must be new, empty, or hold only a model uncertank saved there,
+    unless the ranker sets ``overwrite`` (and then only the model's own
+    files are replaced; the others are left as they are).
 
     Raises
     ------
@@ -337,6 +357,8 @@ def validate_config(config: StudyConfig) -> None:
                                            and callable(getattr(ranker, "save", None))):
             errors.append((f"{base}.save_to", f"{rc.name!r} is not trained by the study and saved (it needs fit "
                                               "and save): nothing to write"))
+        elif rc.save_to is not None:
+            _check_save_to(rc, base, errors)
         if rc.init_from is not None:
             source = built.get(rc.init_from)
             source_rc = next(r for r in config.rankers if r.key == rc.init_from)

@@ -7,9 +7,13 @@ A checkpoint is a folder::
     backbone/           the encoder's transformers config
     tokenizer/          the tokenizer, [U] and [T] included
 
-The folder is first written next to its destination under a temporary name
-and then moved into place with :func:`os.replace`, so a reader never sees a
-half-written checkpoint.
+A new folder is first written next to its destination under a temporary
+name and then moved into place with :func:`os.replace`, so a reader never
+sees a half-written checkpoint. An existing folder is written into only when
+it is empty or holds an earlier model this library saved there, or with
+``overwrite=True``; then only the checkpoint's own entries are replaced, one
+rename each, the manifest last, and every other file in the folder is left
+as it is (:mod:`uncertank._folders`).
 """
 
 from __future__ import annotations
@@ -17,44 +21,43 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from uncertank._folders import MANIFEST, model_folder
+
 __all__ = ["FORMAT", "MANIFEST", "atomic_directory", "load_model", "read_manifest", "save_model", "write_manifest"]
 
 FORMAT = "uncertank.nn/1"
-MANIFEST = "uncertank.json"
 
 
 @contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary folder that replaces ``path`` when the block succeeds.
+def atomic_directory(path: str | os.PathLike[str], *, overwrite: bool = False) -> Iterator[Path]:
+    """Yield an empty temporary folder whose entries are written into ``path`` when the block succeeds.
 
-    An existing folder at ``path`` is replaced; on error the temporary folder
-    is removed and ``path`` is left as it was.
+    ``path`` must not exist, be empty, or hold only a model this library
+    saved there earlier (a checkpoint with its manifest, a
+    ``save_pretrained`` folder, a study's ``save_to`` copy); any other
+    folder is refused with :class:`uncertank.FolderInUseError` before the
+    block runs, unless ``overwrite`` is true. The entries written replace
+    their namesakes, the earlier model's own entries not written again are
+    removed, and nothing else in ``path`` is touched: a user's files stay.
+    The manifest (``uncertank.json``) is replaced last. On error the
+    temporary folder is removed and ``path`` is left as it was.
+
+    Raises
+    ------
+    ValueError
+        When ``path`` is a file.
+    uncertank.FolderInUseError
+        When ``path`` holds files the library did not write and
+        ``overwrite`` is false.
     """
-    dest = Path(path)
-    if dest.exists() and not dest.is_dir():
-        raise ValueError(f"path must be a folder (or not exist); {str(dest)!r} is a file")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
-    try:
+    with model_folder(path, overwrite=overwrite, last=(MANIFEST,)) as tmp:
         yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if dest.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
-        os.replace(dest, old / "x")
-    os.replace(tmp, dest)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def save_model(folder: Path, model: Any, tokenizer: Any, manifest: dict[str, Any]) -> None:

@@ -127,7 +127,7 @@ def _pretrained_classifier(model: Any, activation: str) -> Any:
     return clf
 
 
-def save_pretrained(ranker: Any, folder: str | os.PathLike[str]) -> Path:
+def save_pretrained(ranker: Any, folder: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """Write a fitted plain cross-encoder ranker as a Hugging Face / sentence-transformers folder.
 
     Parameters
@@ -136,15 +136,26 @@ def save_pretrained(ranker: Any, folder: str | os.PathLike[str]) -> Path:
         Fitted, loaded, warm-started or made from a pretrained folder; its
         network a plain cross-encoder (``bert``, ``mc_dropout``).
     folder : str or path
-        Written atomically (replaced when it exists).
+        A new folder, an empty one, or one holding an earlier model this
+        library saved there (which is replaced). A folder holding anything
+        else is refused before any work, unless ``overwrite`` is true.
+        Written atomically: a new folder beside it, renamed into place; an
+        existing one file by file, each renamed over its earlier version.
+    overwrite : bool
+        Write into a folder that holds files the library did not write.
+        Only the model's own files are replaced (those of this save, and
+        those an earlier save recorded); every other file, and any folder
+        beneath (the one the ranker was loaded from, say), is left as it is.
 
     Returns
     -------
     pathlib.Path
         ``folder``: ``config.json`` (one logit, the pair format under
         ``uncertank_pair_format``), ``model.safetensors``, the tokenizer
-        (``model_max_length`` = the ranker's ``max_length``) and
-        ``config_sentence_transformers.json`` (activation Sigmoid).
+        (``model_max_length`` = the ranker's ``max_length``),
+        ``config_sentence_transformers.json`` (activation Sigmoid) and
+        ``uncertank-export.json`` (the files this save wrote, so that a
+        later save replaces them and nothing else).
 
     Raises
     ------
@@ -152,7 +163,11 @@ def save_pretrained(ranker: Any, folder: str | os.PathLike[str]) -> Path:
         When the ranker has no trained weights.
     ValueError
         When its network is not a plain cross-encoder (a GP head, mean
-        pooling, an encoder type other than BERT or RoBERTa/XLM-R).
+        pooling, an encoder type other than BERT or RoBERTa/XLM-R), or
+        ``folder`` is a file.
+    uncertank.FolderInUseError
+        When ``folder`` holds files the library did not write and
+        ``overwrite`` is false; the message names a few of them.
 
     Examples
     --------
@@ -160,10 +175,11 @@ def save_pretrained(ranker: Any, folder: str | os.PathLike[str]) -> Path:
     >>> from sentence_transformers import CrossEncoder  # doctest: +SKIP
     >>> CrossEncoder("my-cross-encoder").predict([(context_text, response)])  # doctest: +SKIP
     """
-    from uncertank.nn.checkpoint import atomic_directory
+    from uncertank._folders import EXPORT_RECORD, check_save_folder, model_folder, write_export_record
     from uncertank.nn.pretrained import PretrainedCrossEncoder
 
     ranker.check_fitted()
+    check_save_folder(folder, overwrite=overwrite)
     model = ranker.build_model()
     if isinstance(model, PretrainedCrossEncoder):
         clf = _pretrained_classifier(model, model.activation)
@@ -184,10 +200,11 @@ def save_pretrained(ranker: Any, folder: str | os.PathLike[str]) -> Path:
         "activation_fn": _SIGMOID,
         "model_type": "CrossEncoder",
     }
-    with atomic_directory(folder) as tmp:
+    with model_folder(folder, overwrite=overwrite, last=(EXPORT_RECORD, "config.json")) as tmp:
         clf.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         with open(Path(tmp) / "config_sentence_transformers.json", "w", encoding="utf-8") as fh:
             json.dump(st_config, fh, indent=2)
             fh.write("\n")
+        write_export_record(tmp)
     return Path(folder)

@@ -31,6 +31,7 @@ import torch
 from numpy.typing import NDArray
 from typing_extensions import Self
 
+from uncertank._folders import check_save_folder
 from uncertank._types import Predictions, QuerySet
 from uncertank.nn.checkpoint import (
     atomic_directory,
@@ -528,15 +529,30 @@ class NeuralRanker:
 
     # -- persistence ------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the ranker into the folder ``path`` (replaced atomically).
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Write the ranker into the folder ``path`` as a checkpoint, atomically.
 
-        Under several processes only the process of rank 0 writes.
+        ``path`` may be new, empty, or hold an earlier model this library
+        saved there (a checkpoint with its manifest ``uncertank.json``): the
+        earlier model is then replaced. A folder holding anything else is
+        refused before any work, unless ``overwrite`` is true; even then
+        only the checkpoint's own entries are replaced and every other file
+        is left in place (:func:`uncertank.nn.atomic_directory`). Under
+        several processes only the process of rank 0 writes.
+
+        Raises
+        ------
+        ValueError
+            When ``path`` is a file.
+        uncertank.FolderInUseError
+            When ``path`` holds files the library did not write and
+            ``overwrite`` is false; the message names a few of them.
         """
+        check_save_folder(path, overwrite=overwrite)
         model = self.build_model()
         if not is_main_process():
             return
-        with atomic_directory(path) as tmp:
+        with atomic_directory(path, overwrite=overwrite) as tmp:
             self.save_into(tmp, model)
 
     def save_into(self, folder: Path, model: torch.nn.Module) -> None:
@@ -549,9 +565,14 @@ class NeuralRanker:
         """
         save_model(folder, model, self.tokenizer, ranker_manifest(self))
 
-    def save_pretrained(self, path: str | os.PathLike[str]) -> Path:
-        """Write the network as a Hugging Face / sentence-transformers folder (:func:`save_pretrained`)."""
-        return save_pretrained(self, path)
+    def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the network as a Hugging Face / sentence-transformers folder (:func:`save_pretrained`).
+
+        The folder rule is :meth:`save`'s: a folder holding files the library
+        did not write is refused unless ``overwrite`` is true, and even then
+        only the model's own files are replaced.
+        """
+        return save_pretrained(self, path, overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], **overrides: Any) -> Self:
