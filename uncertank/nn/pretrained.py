@@ -367,8 +367,20 @@ class PretrainedCrossEncoder(nn.Module):
         return logits
 
 
+#: Files of which a Hugging Face tokenizer folder holds at least one.
+TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
+    "sentencepiece.bpe.model", "tokenizer.model",
+)
+
+
 def read_classifier(
-    folder: str | os.PathLike[str], *, weights: bool = True, tokenizer: Any = None, activation: str = "auto"
+    folder: str | os.PathLike[str],
+    *,
+    weights: bool = True,
+    tokenizer: Any = None,
+    activation: str = "auto",
+    require_head: bool = True,
 ) -> tuple[PretrainedCrossEncoder, Any]:
     """Load a local sequence-classification folder as a :class:`PretrainedCrossEncoder` and its tokenizer.
 
@@ -385,6 +397,12 @@ def read_classifier(
         The folder's own tokenizer by default.
     activation : {"auto", "sigmoid", "softmax"}
         See :func:`classifier_activation`.
+    require_head : bool
+        With ``weights``, refuse a folder whose weights lack any of the
+        classifier's parameters (its classification head, typically):
+        transformers would initialise them at random, and the scores would
+        be noise that changes at every load. False when only the encoder is
+        used (a post-hoc head trained on it).
 
     Returns
     -------
@@ -396,7 +414,9 @@ def read_classifier(
     ------
     ValueError
         When ``folder`` holds no ``config.json``, its architecture is not a
-        sequence classifier, or it has more than two labels.
+        sequence classifier, it has more than two labels, it holds no
+        tokenizer files (and no ``tokenizer`` is given), or (with
+        ``require_head``) its weights lack parameters of the classifier.
     """
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
@@ -408,19 +428,36 @@ def read_classifier(
             f"pretrained must be a local model folder holding config.json (models are never downloaded); "
             f"got {str(folder)!r}"
         )
+    if tokenizer is None and not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise ValueError(
+            f"pretrained folder {str(folder)!r} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
+            "save the tokenizer beside the model (tokenizer.save_pretrained(folder)) or pass tokenizer="
+        )
     config = AutoConfig.from_pretrained(str(path), local_files_only=True)
     act = classifier_activation(path, config, activation)
     try:
         with quiet_transformers():
             if weights:
-                classifier = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
+                classifier, info = AutoModelForSequenceClassification.from_pretrained(
+                    str(path), local_files_only=True, output_loading_info=True
+                )
             else:
-                classifier = AutoModelForSequenceClassification.from_config(config)
+                classifier, info = AutoModelForSequenceClassification.from_config(config), {}
     except ValueError as err:  # an architecture without a sequence-classification model
         raise ValueError(
             f"pretrained folder {str(folder)!r} ({config.model_type}) cannot be loaded as "
             f"AutoModelForSequenceClassification: {err}"
         ) from err
+    missing = sorted(info.get("missing_keys") or ())
+    if missing and require_head:
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        raise ValueError(
+            f"pretrained folder {str(folder)!r} has no trained weights for {shown}: they would be "
+            "initialised at random and every score would be noise. It holds an encoder without a "
+            "trained classification head (a sentence-embedding model, for example); train a head "
+            f"on it first: make_ranker('bert', backbone={str(folder)!r}).fit(train), or fit a "
+            f"post-hoc head on its encoder: from_pretrained({str(folder)!r}, 'sngp').fit(train)"
+        )
     if tokenizer is None or isinstance(tokenizer, (str, os.PathLike)):
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer or path), local_files_only=True)
     classifier.eval()

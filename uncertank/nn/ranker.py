@@ -267,7 +267,10 @@ class NeuralRanker:
 
     def _pretrained_network(self, folder: str | os.PathLike[str], *, weights: bool) -> torch.nn.Module:
         """The network on the classifier in ``folder``: the classifier itself, or a new head on its encoder."""
-        classifier, tok = read_classifier(folder, weights=weights, tokenizer=self.tokenizer, activation=self.activation)
+        classifier, tok = read_classifier(
+            folder, weights=weights, tokenizer=self.tokenizer, activation=self.activation,
+            require_head=self.keeps_pretrained_head,
+        )
         self.activation = classifier.activation
         recorded = getattr(classifier.classifier.config, "uncertank_pair_format", None)
         if recorded is not None and not self._pair_format_given:  # written by save_pretrained
