@@ -222,7 +222,7 @@ def test_load_ranker_resolves_the_class_through_the_registry(tmp_path, monkeypat
 
 def test_a_manifest_naming_a_module_runs_nothing(tmp_path, monkeypatch):
     """A checkpoint is data: the module its manifest names is never imported."""
-    ranker = NeuralRanker(tiny_config(), **SMALL)
+    ranker = NeuralRanker(tiny_config(), **SMALL).fit(toy_queries())
     ranker.save(tmp_path / "ck")
     marker = tmp_path / "ran.txt"
     (tmp_path / "evil_module.py").write_text(

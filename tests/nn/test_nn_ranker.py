@@ -85,8 +85,8 @@ def test_save_replaces_atomically_and_failure_keeps_the_old(tmp_path):
         pass
 
 
-def test_only_rank_zero_writes(tmp_path, monkeypatch):
-    ranker = small()
+def test_only_rank_zero_writes(tmp_path, monkeypatch, queries):
+    ranker = small().fit(queries)
     monkeypatch.setenv("RANK", "1")
     ranker.save(tmp_path / "ck")
     assert not (tmp_path / "ck").exists()

@@ -37,8 +37,9 @@ def test_an_encoder_without_a_trained_head_is_refused(encoder_only, name):
 def test_an_encoder_without_a_head_is_refused_by_load_ranker_and_an_ensemble(encoder_only):
     with pytest.raises(ValueError, match="no trained weights"):
         load_ranker(encoder_only).predict(toy_queries())
+    other = shutil.copytree(encoder_only, encoder_only.parent / "encoder-copy")
     with pytest.raises(ValueError, match="no trained weights"):
-        uncertank.make_ranker("ensemble", pretrained=[encoder_only, encoder_only]).predict(toy_queries())
+        uncertank.make_ranker("ensemble", pretrained=[encoder_only, other]).predict(toy_queries())
 
 
 def test_a_post_hoc_head_on_an_encoder_without_a_head_is_fine(encoder_only):

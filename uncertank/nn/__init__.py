@@ -45,7 +45,9 @@ from uncertank.nn.checkpoint import (  # noqa: E402
 from uncertank.nn.dropout import DropoutMasks, fast_mc_dropout, fast_path_problem  # noqa: E402
 from uncertank.nn.export import EXPORTABLE_ENCODERS, save_pretrained  # noqa: E402
 from uncertank.nn.inference import (  # noqa: E402
+    check_active_dropout,
     dropout_owners,
+    dropout_rates,
     mc_dropout,
     mc_implementation,
     mc_passes,
@@ -121,11 +123,13 @@ __all__ = [
     "average_precision",
     "balanced_pairs",
     "build_backbone",
+    "check_active_dropout",
     "check_pooling",
     "classifier_activation",
     "cross_entropy_loss",
     "default_backbone_path",
     "dropout_owners",
+    "dropout_rates",
     "encode_pairs",
     "encode_queries",
     "fast_mc_dropout",

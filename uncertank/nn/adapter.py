@@ -22,7 +22,7 @@ from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank._validation import as_float_array, check_positive_int
 from uncertank.adapters import CallableRanker
 from uncertank.nn.dropout import fast_mc_dropout, fast_path_problem
-from uncertank.nn.inference import dropout_owners, mc_dropout
+from uncertank.nn.inference import check_active_dropout, dropout_owners, mc_dropout
 
 __all__ = ["TorchDropoutRanker"]
 
@@ -92,6 +92,7 @@ class TorchDropoutRanker:
             raise ValueError(
                 f"module must hold at least one dropout site for MC dropout; {type(module).__name__} has none"
             )
+        check_active_dropout(module)
         self.fn = fn
         self.module = module
         self.n_passes = check_positive_int(n_passes, "n_passes")

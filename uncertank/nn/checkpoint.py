@@ -29,7 +29,16 @@ import torch
 
 from uncertank._folders import MANIFEST, model_folder
 
-__all__ = ["FORMAT", "MANIFEST", "atomic_directory", "load_model", "read_manifest", "save_model", "write_manifest"]
+__all__ = [
+    "FORMAT",
+    "MANIFEST",
+    "atomic_directory",
+    "load_model",
+    "load_weights",
+    "read_manifest",
+    "save_model",
+    "write_manifest",
+]
 
 FORMAT = "uncertank.nn/1"
 
@@ -124,7 +133,6 @@ def load_model(
         In eval mode.
     tokenizer : transformers tokenizer
     """
-    from safetensors.torch import load_file
     from transformers import AutoConfig
 
     from uncertank.nn.model import CrossEncoderModel, build_backbone
@@ -133,9 +141,42 @@ def load_model(
     config = AutoConfig.from_pretrained(str(folder / "backbone"), local_files_only=True)
     encoder, tokenizer = build_backbone(config, tokenizer=folder / "tokenizer")
     model = (make_model or CrossEncoderModel)(encoder)
-    model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=True)
+    load_weights(model, folder / "model.safetensors")
     model.eval()
     return model, tokenizer
+
+
+def load_weights(model: torch.nn.Module, file: str | os.PathLike[str]) -> None:
+    """Load the safetensors ``file`` into ``model``, strictly, naming the file in every error.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``file`` does not exist.
+    ValueError
+        When ``file`` is not a readable safetensors file (truncated or
+        corrupt), or its tensors do not fit the network its configuration
+        describes (missing or unexpected names, other shapes).
+    """
+    from safetensors.torch import load_file
+
+    path = Path(file)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint weights {str(path)!r} do not exist")
+    try:
+        state = load_file(str(path))
+    except Exception as err:  # safetensors raises its own error type for a bad header or a short file
+        raise ValueError(
+            f"checkpoint weights {str(path)!r} are not a readable safetensors file ({err}); the file is "
+            "truncated or corrupt: save the model again"
+        ) from None
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as err:
+        detail = " ".join(str(err).split())
+        raise ValueError(
+            f"checkpoint weights {str(path)!r} do not fit the network its configuration describes: {detail}"
+        ) from None
 
 
 def accepts_param(cls: type, name: str) -> bool:
@@ -171,4 +212,7 @@ def ranker_manifest(ranker: Any) -> dict[str, Any]:
         "params": ranker.get_params(),
         "extra": ranker.extra_params(),
         "history": None if ranker.history_ is None else asdict(ranker.history_),
+        # where the weights came from ("fit", "warm_start", "pretrained", "load"); None only for a ranker
+        # never fitted, which save refuses (a ranker sharing a fitted one's weights has its history)
+        "weights": ranker.weights_source_ or ("fit" if ranker.history_ is not None else None),
     }

@@ -29,7 +29,9 @@ from uncertank.nn.runtime import autocast, progress
 __all__ = [
     "MC_IMPLEMENTATIONS",
     "PASS_TOKENS",
+    "check_active_dropout",
     "dropout_owners",
+    "dropout_rates",
     "mc_dropout",
     "mc_implementation",
     "mc_passes",
@@ -77,6 +79,41 @@ def dropout_owners(model: nn.Module) -> list[nn.Module]:
                 )
             owners.append(module)
     return owners
+
+
+def dropout_rates(model: nn.Module) -> list[float]:
+    """The rates of every dropout site in ``model``: dropout modules and float ``*dropout*`` attributes.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> dropout_rates(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1), nn.Dropout(0.0)))
+    [0.1, 0.0]
+    """
+    rates: list[float] = []
+    for module in model.modules():
+        if isinstance(module, _DROPOUT_TYPES):
+            rates.append(float(module.p))
+        rates.extend(float(v) for k, v in vars(module).items() if "dropout" in k and isinstance(v, float))
+    return rates
+
+
+def check_active_dropout(model: nn.Module) -> None:
+    """Raise ValueError unless some dropout site of ``model`` has a positive rate.
+
+    With every rate 0, MC dropout's passes are all the same model: their
+    variance is 0 (or rounding noise, about 1e-16), which would read as a
+    certain model rather than as no uncertainty estimate at all.
+    """
+    rates = dropout_rates(model)
+    if not any(r > 0 for r in rates):
+        found = f"its {len(rates)} dropout sites all have rate 0" if rates else "it has no dropout site"
+        raise ValueError(
+            f"MC dropout needs dropout: {found}, so every pass would give the same scores (variance 0). "
+            "Give the model positive dropout rates (for a Hugging Face model, hidden_dropout_prob and "
+            "attention_probs_dropout_prob in its config.json, as during its training), or estimate "
+            "uncertainty another way (an ensemble, a post-hoc GP head)"
+        )
 
 
 @contextlib.contextmanager
@@ -299,7 +336,8 @@ def score_probabilities(
         Forward passes per model (T for MC dropout).
     mc : bool
         Run with dropout on at every site (:func:`mc_dropout`); otherwise in
-        evaluation mode.
+        evaluation mode. A model whose dropout rates are all 0 is refused
+        (:func:`check_active_dropout`).
     batch_size : int
         Pairs per forward pass.
     seed : int, optional
@@ -340,6 +378,8 @@ def score_probabilities(
     rank = int(accelerator.process_index) if accelerator is not None else 0
     for m in models:
         m.to(device)
+        if mc:
+            check_active_dropout(m)
     fast = mc and mc_implementation(models, device, mc_impl=mc_impl, stacked=stacked) == "fast"
     rng = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
     with contextlib.ExitStack() as stack:

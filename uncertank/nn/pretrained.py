@@ -448,6 +448,13 @@ def read_classifier(
             f"pretrained folder {str(folder)!r} ({config.model_type}) cannot be loaded as "
             f"AutoModelForSequenceClassification: {err}"
         ) from err
+    except Exception as err:  # unreadable weights (safetensors has its own error type), or a shape mismatch
+        detail = " ".join(str(err).split())
+        raise ValueError(
+            f"pretrained folder {str(folder)!r}: its weights could not be loaded into the network config.json "
+            f"describes ({type(err).__name__}: {detail}); the weights file is corrupt or belongs to another "
+            "configuration"
+        ) from None
     missing = sorted(info.get("missing_keys") or ())
     if missing and require_head:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
@@ -460,6 +467,18 @@ def read_classifier(
         )
     if tokenizer is None or isinstance(tokenizer, (str, os.PathLike)):
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer or path), local_files_only=True)
+    if getattr(tokenizer, "pad_token", None) is None:
+        # Pairs are scored in padded batches. A decoder-style classifier (GPT-2) names its pad token in
+        # config.json when it was fine-tuned with one; the tokenizer then takes it.
+        pad_id = getattr(classifier.config, "pad_token_id", None)
+        if pad_id is None:
+            raise ValueError(
+                f"pretrained folder {str(folder)!r}: its tokenizer has no padding token and its config.json no "
+                "pad_token_id, so pairs cannot be scored in batches. Set one as the model was fine-tuned, e.g. "
+                "tokenizer.pad_token = tokenizer.eos_token and model.config.pad_token_id = "
+                "tokenizer.eos_token_id, and save both again"
+            )
+        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(int(pad_id))
     classifier.eval()
     return PretrainedCrossEncoder(classifier, act), tokenizer
 

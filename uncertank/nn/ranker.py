@@ -37,6 +37,7 @@ from uncertank.nn.checkpoint import (
     atomic_directory,
     checkpoint_params,
     load_model,
+    load_weights,
     ranker_manifest,
     read_manifest,
     save_model,
@@ -550,7 +551,11 @@ class NeuralRanker:
         uncertank.FolderInUseError
             When ``path`` holds files the library did not write and
             ``overwrite`` is false; the message names a few of them.
+        uncertank.NotFittedError
+            When the ranker is not fitted (:meth:`check_fitted`): its head is
+            random, and a checkpoint of it would score noise when loaded.
         """
+        self.check_fitted()
         check_save_folder(path, overwrite=overwrite)
         model = self.build_model()
         if not is_main_process():
@@ -573,7 +578,8 @@ class NeuralRanker:
 
         The folder rule is :meth:`save`'s: a folder holding files the library
         did not write is refused unless ``overwrite`` is true, and even then
-        only the model's own files are replaced.
+        only the model's own files are replaced. An unfitted ranker is
+        refused (:class:`uncertank.NotFittedError`), as by :meth:`save`.
         """
         return save_pretrained(self, path, overwrite=overwrite)
 
@@ -592,12 +598,15 @@ class NeuralRanker:
             ``mc_dropout`` ranker with ``MCDropoutRanker.load(path)``.
         """
         manifest = read_manifest(path)
+        if "weights" in manifest and manifest["weights"] is None:
+            raise NotFittedError(
+                f"checkpoint {str(path)!r} holds a ranker that was never fitted (its head is random, its scores "
+                "would be noise); fit it and save it again"
+            )
         ranker = cls(**{**checkpoint_params(cls, path, manifest), **overrides})
         if ranker.pretrained is not None:
-            from safetensors.torch import load_file
-
             model = ranker._pretrained_network(ranker.pretrained, weights=False)
-            model.load_state_dict(load_file(str(Path(path) / "model.safetensors")), strict=True)
+            load_weights(model, Path(path) / "model.safetensors")
             ranker.model = model.eval()
         else:
             ranker.model, ranker.tokenizer = load_model(path, make_model=ranker.create_model)

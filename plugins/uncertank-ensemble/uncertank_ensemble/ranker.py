@@ -208,11 +208,22 @@ class DeepEnsembleRanker:
         """The members' mean prediction, shape (n_pairs,)."""
         return self.predict_samples(queries).to_predictions()
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the ensemble into the folder ``path``: one sub-folder per member."""
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Write the ensemble into the folder ``path``: one sub-folder per member.
+
+        The folder rule is :meth:`uncertank.nn.NeuralRanker.save`'s: a new or
+        empty folder, or one holding an earlier checkpoint, which is
+        replaced; any other folder is refused
+        (:class:`uncertank.FolderInUseError`) unless ``overwrite`` is true,
+        and even then only the checkpoint's own entries are replaced. A
+        member that is not fitted is refused (:class:`uncertank.NotFittedError`)
+        before anything is written.
+        """
+        for member in self.members:
+            member.check_fitted()
         if not is_main_process():
             return
-        with atomic_directory(path) as tmp:
+        with atomic_directory(path, overwrite=overwrite) as tmp:
             for m, member in enumerate(self.members):
                 (tmp / f"member_{m}").mkdir()
                 member.save_into(tmp / f"member_{m}", member.build_model())
@@ -262,9 +273,18 @@ def _check_folders(pretrained: Any, n_members: int | None) -> list[str] | None:
         raise ValueError(f"pretrained must list at least 2 model folders, one per member; got {len(folders)}")
     if n_members is not None and n_members != len(folders):
         raise ValueError(f"n_members must equal the number of pretrained folders ({len(folders)}); got {n_members}")
+    seen: dict[str, int] = {}
     for i, f in enumerate(folders):
         if not isinstance(f, (str, os.PathLike)):
             raise TypeError(f"pretrained[{i}] must be a folder path; got {type(f).__name__}")
+        key = os.path.realpath(f)
+        if key in seen:
+            raise ValueError(
+                f"pretrained[{i}] is the same folder as pretrained[{seen[key]}] ({str(f)!r}): identical members "
+                "agree on every pair, so the ensemble's variance would be 0; give one folder per independently "
+                "trained model (different seeds or fine-tunes)"
+            )
+        seen[key] = i
     return [str(f) for f in folders]
 
 

@@ -46,11 +46,13 @@ def test_attention_dropout_alone_gives_variance(attn_implementation):
     assert all(torch.equal(outs[0], o) for o in outs[1:])
 
 
-def test_no_dropout_anywhere_gives_no_variance():
+def test_no_dropout_anywhere_is_refused_not_reported_as_no_variance():
     model, tok = tiny_model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     enc = encode_queries(tok, toy_queries(), max_length=32)
-    probs = score_probabilities([model], enc, n_passes=3, mc=True, seed=0)
-    np.testing.assert_allclose(probs.var(axis=0), 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"MC dropout needs dropout: its .* sites all have rate 0"):
+        score_probabilities([model], enc, n_passes=3, mc=True, seed=0)
+    np.testing.assert_array_equal(score_probabilities([model], enc, n_passes=2)[0],  # eval passes still run
+                                  score_probabilities([model], enc, n_passes=2)[1])
 
 
 def test_mc_dropout_switches_only_dropout_owners_and_restores():

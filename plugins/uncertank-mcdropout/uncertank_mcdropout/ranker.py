@@ -101,6 +101,7 @@ class MCDropoutRanker(NeuralRanker):
             k: getattr(new.training_config, k) for k in params if hasattr(ranker.training_config, k)
         })
         new.model, new.tokenizer, new.history_ = ranker.build_model(), ranker.tokenizer, ranker.history_
+        new.weights_source_ = ranker.weights_source_
         if mc_layers is not None:
             _split_layers(new.model, mc_layers)
         return new

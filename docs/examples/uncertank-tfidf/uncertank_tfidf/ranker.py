@@ -28,8 +28,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +37,7 @@ from numpy.typing import NDArray
 from scipy import sparse
 from typing_extensions import Self
 
-from uncertank import Predictions, PredictiveSamples, QuerySet
+from uncertank import FolderInUseError, Predictions, PredictiveSamples, QuerySet
 
 __all__ = ["BootstrapTfidfRanker", "TfidfRanker", "tokenize"]
 
@@ -235,27 +233,44 @@ class TfidfRanker:
     def _params(self) -> dict[str, Any]:
         return {"sublinear_tf": self.sublinear_tf, "link": self.link, "name": self.name}
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the fitted ranker into the folder ``path`` (created, or replaced whole).
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Write the fitted ranker into the folder ``path``: two files, each replaced atomically.
 
-        The folder is written beside ``path`` under a temporary name and then
-        renamed, so a reader never sees half a model.
+        ``path`` may be new, empty, or hold an earlier save of this ranker.
+        A folder holding anything else is refused before anything is written
+        (:class:`uncertank.FolderInUseError`), unless ``overwrite`` is true;
+        even then only this ranker's two files are replaced and every other
+        file is left as it is. Each file is written under a temporary name in
+        the folder and renamed over its earlier version, so a reader never
+        sees half a file, and a failure leaves no temporary file behind.
         """
         vocab, doc_terms = self._check_fitted()
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        if target.exists() and not target.is_dir():
+            raise ValueError(f"path must be a folder (new or existing); {str(path)!r} is a file")
+        if target.is_dir() and not overwrite:
+            foreign = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir()
+                             if p.name not in (_STATE, _MATRIX))
+            if foreign:
+                raise FolderInUseError(target, foreign)
+        target.mkdir(parents=True, exist_ok=True)
+        terms = sorted(vocab, key=vocab.__getitem__)
+        link = None if self.link_ is None else self.link_.tolist()
+        state = {"class": type(self).__name__, "params": self._params(), "terms": terms, "link": link}
+        written: list[Path] = []
         try:
-            terms = sorted(vocab, key=vocab.__getitem__)
-            link = None if self.link_ is None else self.link_.tolist()
-            state = {"class": type(self).__name__, "params": self._params(), "terms": terms, "link": link}
-            (tmp / _STATE).write_text(json.dumps(state), encoding="utf-8")
-            sparse.save_npz(tmp / _MATRIX, doc_terms.tocsr())
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
+            matrix = target / f".{_MATRIX}.tmp"
+            written.append(matrix)
+            with open(matrix, "wb") as fh:
+                sparse.save_npz(fh, doc_terms.tocsr())
+            state_tmp = target / f".{_STATE}.tmp"
+            written.append(state_tmp)
+            state_tmp.write_text(json.dumps(state), encoding="utf-8")
+            os.replace(matrix, target / _MATRIX)
+            os.replace(state_tmp, target / _STATE)  # the state last: it is what load looks for
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            for tmp in written:
+                tmp.unlink(missing_ok=True)
             raise
 
     @classmethod
