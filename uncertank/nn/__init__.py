@@ -83,7 +83,7 @@ from uncertank.nn.pretrained import (  # noqa: E402
     encode_text_pairs,
     read_classifier,
 )
-from uncertank.nn.ranker import NeuralRanker  # noqa: E402
+from uncertank.nn.ranker import NeuralRanker, PostHocHeadWarning  # noqa: E402
 from uncertank.nn.runtime import (  # noqa: E402
     autocast,
     get_accelerator,
@@ -112,6 +112,7 @@ __all__ = [
     "DropoutMasks",
     "EncodedPairs",
     "NeuralRanker",
+    "PostHocHeadWarning",
     "PairFormat",
     "PretrainedCrossEncoder",
     "TorchDropoutRanker",

@@ -339,6 +339,9 @@ class PretrainedCrossEncoder(nn.Module):
         The classifier's base model (``classifier.base_model``): what
         :func:`uncertank.nn.dropout_owners`, ``mc_layers`` and a post-hoc head
         see.
+    head_trained : bool
+        False when the folder's weights lacked parameters of the classifier
+        (an encoder without a trained head, read for a post-hoc head only).
     """
 
     def __init__(self, classifier: nn.Module, activation: str) -> None:
@@ -347,6 +350,7 @@ class PretrainedCrossEncoder(nn.Module):
             raise ValueError(f"activation must be 'sigmoid' or 'softmax'; got {activation!r}")
         self.classifier = classifier
         self.activation = activation
+        self.head_trained = True
         self._types = int(getattr(classifier.config, "type_vocab_size", 0) or 0) > 1
 
     @property
@@ -480,7 +484,9 @@ def read_classifier(
             )
         tokenizer.pad_token = tokenizer.convert_ids_to_tokens(int(pad_id))
     classifier.eval()
-    return PretrainedCrossEncoder(classifier, act), tokenizer
+    model = PretrainedCrossEncoder(classifier, act)
+    model.head_trained = not missing
+    return model, tokenizer
 
 
 def default_max_length(model: PretrainedCrossEncoder, tokenizer: Any, fallback: int = 512) -> int:

@@ -58,7 +58,11 @@ from uncertank.nn.runtime import get_accelerator, is_main_process, resolve_devic
 from uncertank.nn.training import TrainingConfig, TrainingHistory, cross_entropy_loss, train_cross_encoder
 from uncertank.protocols import NotFittedError
 
-__all__ = ["NeuralRanker"]
+__all__ = ["NeuralRanker", "PostHocHeadWarning"]
+
+
+class PostHocHeadWarning(UserWarning):
+    """A post-hoc head fitted on a user's model ranks the validation queries worse than the model's own head."""
 
 _TRAIN_PARAMS = (
     "max_length", "epochs", "batch_size", "lr", "head_lr", "seed", "warmup_ratio", "weight_decay",
@@ -273,6 +277,7 @@ class NeuralRanker:
             require_head=self.keeps_pretrained_head,
         )
         self.activation = classifier.activation
+        self._own_head_trained = classifier.head_trained
         recorded = getattr(classifier.classifier.config, "uncertank_pair_format", None)
         if recorded is not None and not self._pair_format_given:  # written by save_pretrained
             self.pair_format = PairFormat.coerce(dict(recorded))
@@ -370,7 +375,38 @@ class NeuralRanker:
             loss_fn=self.loss, on_train_end=self.on_train_end, encode=self.encode_texts,
         )
         self.weights_source_ = "fit"
+        own_head = getattr(self, "_own_head_trained", False)  # a user's folder with a trained head of its own
+        if self.pretrained is not None and not self.keeps_pretrained_head and valid is not None and own_head:
+            self._check_post_hoc_head(valid)
         return self
+
+    def _check_post_hoc_head(self, valid: QuerySet) -> None:
+        """Compare the post-hoc head's validation MAP with the model's own head's; warn when it is lower.
+
+        Both rank the same validation queries (the own head through a plain
+        ranker on the same folder, pair format and length); the numbers go
+        into :attr:`history_` (``own_head_valid_map``, ``head_valid_map``).
+        """
+        import warnings
+
+        from uncertank.nn.training import average_precision
+
+        assert self.history_ is not None and self.pretrained is not None and valid.labels is not None
+        own = NeuralRanker(
+            pretrained=self.pretrained, pair_format=self.pair_format.to_dict(), activation=self.activation,
+            max_length=self.training_config.max_length, eval_batch_size=self.training_config.eval_batch_size,
+            device=self.device, show_progress=False, name=f"{self.name} (own head)",
+        )
+        own_map = float(average_precision(own.predict(valid).scores, valid.labels, valid.offsets).mean())
+        head_map = float(average_precision(self.predict(valid).scores, valid.labels, valid.offsets).mean())
+        self.history_.own_head_valid_map, self.history_.head_valid_map = own_map, head_map
+        if head_map < own_map:
+            warnings.warn(
+                f"{self.name}: the post-hoc head ranks the validation queries worse than the model's own head "
+                f"(MAP {head_map:.4f} against {own_map:.4f}); its scores replace the model's. Train it longer "
+                "or at a higher rate (epochs, lr), or use the model's own scores with mc_dropout or bert",
+                PostHocHeadWarning, stacklevel=2,
+            )
 
     def warm_start(self, other: NeuralRanker) -> Self:
         """Start from a copy of ``other``'s trained encoder (and tokenizer), with this ranker's own new head.

@@ -167,12 +167,31 @@ class TrainingHistory:
         recipe on other kernels or another thread count ends at other
         weights (docs/study.md, "Reproduce"); empty in checkpoints saved
         before it was recorded.
+    own_head_valid_map : float or None
+        For a post-hoc head fitted on a user's model with validation
+        queries: the validation MAP of the model's own head, to compare with
+        the new head's (``head_valid_map``). None otherwise.
+    head_valid_map : float or None
+        The fitted ranker's validation MAP as ``predict`` ranks (for a
+        post-hoc head; None otherwise).
     """
 
     loss: list[float] = field(default_factory=list)
     valid_map: list[float] = field(default_factory=list)
     best_epoch: int = -1
     environment: dict[str, Any] = field(default_factory=dict)
+    own_head_valid_map: float | None = None
+    head_valid_map: float | None = None
+
+    @property
+    def head_learned(self) -> bool | None:
+        """Whether a post-hoc head ranks the validation queries at least as well as the model's own head.
+
+        None when it was not checked (not a post-hoc head, or no validation queries).
+        """
+        if self.own_head_valid_map is None or self.head_valid_map is None:
+            return None
+        return self.head_valid_map >= self.own_head_valid_map
 
 
 def average_precision(
