@@ -235,12 +235,17 @@ def test_run_prints_one_line_per_error_and_exits_2_writing_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("page", ["getting-started.md", "experiments.md"])
-def test_the_docs_study_files_are_valid_studies(tmp_path, page):
+def test_the_docs_study_files_are_valid_studies(tmp_path, page, monkeypatch):
     import re
 
     text = (Path(__file__).resolve().parents[2] / "docs" / page).read_text()
     blocks = [b for b in re.findall(r"```toml\n(.*?)```", text, flags=re.S) if "[study]" in b]
     assert blocks
+    monkeypatch.chdir(tmp_path)  # the user's data files the pages name (tsv:data/...) exist there
+    for name in re.findall(r'"(?:tsv|jsonl):([^"]+)"', text):
+        for split in ("train", "valid", "test"):
+            (tmp_path / name.replace("{split}", split)).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name.replace("{split}", split)).touch()
     for i, block in enumerate(blocks):
         p = tmp_path / f"study{i}.toml"
         p.write_text(block)

@@ -51,7 +51,7 @@ import numpy as np
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._folders import MANIFEST, STUDY_RECORD, model_folder
 from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
-from uncertank.experiment.config import RankerConfig, StudyConfig
+from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.decisions import Decision, decide, with_decisions
 from uncertank.experiment.result import (
     BayesOutcome,
@@ -62,7 +62,7 @@ from uncertank.experiment.result import (
     StudyResult,
 )
 from uncertank.experiment.stages import RankerPrediction, StudyData
-from uncertank.experiment.validation import SAVE_TO_REMEDY, validate_config
+from uncertank.experiment.validation import SAVE_TO_REMEDY, check_output_folder, validate_config
 
 __all__ = [
     "MCE_MIN_COUNT",
@@ -510,7 +510,8 @@ def run_study(
         The report folder: ``results.json``, ``report.md``, ``report.html``,
         ``figures/*.png``, plus ``models/``, ``predictions/`` and ``bayes/``
         for resuming (``bayes/`` also holds the posterior predictive curves
-        the report draws).
+        the report draws). It must take new files, checked before any work
+        (:func:`~uncertank.experiment.validation.check_output_folder`).
     resume : bool
         Reuse finished steps found in ``out_dir`` whose keys match.
     log : callable, optional
@@ -522,6 +523,12 @@ def run_study(
     -------
     StudyResult
         Also written to ``results.json`` (``StudyResult.to_dict()``).
+
+    Raises
+    ------
+    StudyConfigError
+        Before any work: what :func:`validate_config` refuses, or an
+        ``out_dir`` that cannot be written.
     """
     from uncertank._environment import environment
     from uncertank.experiment.analysis import significance
@@ -530,6 +537,9 @@ def run_study(
 
     say: Log = log or _quiet
     validate_config(config)
+    unwritable = check_output_folder(out_dir)  # before any work too: a run never fails writing its first step
+    if unwritable:
+        raise StudyConfigError(unwritable)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

