@@ -6,10 +6,18 @@ parameter that shaped it plus a data version, under ``$UNCERTANK_CACHE`` (or
 temporary file in the same folder, then ``os.replace``), so a reader never
 sees half a file. Texts are stored once in a table; contexts and candidates
 refer to it by index.
+
+Beside each file, ``<key>.json.sha256`` records the SHA-256 of its bytes (in
+the format of ``sha256sum``, so ``sha256sum -c`` checks it too). A file
+whose bytes differ from the record (edited, truncated, or written by
+something else), or that has no record, is not reused: it is rebuilt, with
+a warning naming it. The same record guards the cached steps of a study
+(:func:`write_checksum`, :func:`checksum_problem`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -20,11 +28,22 @@ from typing import Any
 
 import numpy as np
 
-from uncertank._io import atomic_path, json_digest
+from uncertank._io import atomic_path, atomic_write_text, json_digest
 from uncertank._io import file_digest as file_digest
 from uncertank._types import QuerySet
 
-__all__ = ["cache_dir", "cache_key", "clear_cache", "file_digest", "read_cached", "write_cached"]
+__all__ = [
+    "CHECKSUM_SUFFIX",
+    "cache_dir",
+    "cache_key",
+    "checksum_path",
+    "checksum_problem",
+    "clear_cache",
+    "file_digest",
+    "read_cached",
+    "write_cached",
+    "write_checksum",
+]
 
 #: Bump when the construction of a built-in set changes, so that old files are not reused.
 FORMAT_VERSION = 1
@@ -44,6 +63,59 @@ def cache_key(params: Mapping[str, Any]) -> str:
 
 def _path(key: str) -> Path:
     return cache_dir() / f"{key}.json"
+
+
+# -- the record of a file's bytes ------------------------------------------------------------------------------------
+
+#: The suffix of the file recording another file's SHA-256: ``preds.npz`` -> ``preds.npz.sha256``.
+CHECKSUM_SUFFIX = ".sha256"
+
+
+def checksum_path(path: str | os.PathLike[str]) -> Path:
+    """Where the SHA-256 of ``path`` is recorded: ``<path>.sha256`` beside it."""
+    p = Path(path)
+    return p.with_name(p.name + CHECKSUM_SUFFIX)
+
+
+def write_checksum(path: str | os.PathLike[str], data: bytes | None = None) -> None:
+    """Record the SHA-256 of ``path``'s bytes (``data``, when given, are those bytes) beside it, atomically.
+
+    The record is one line as ``sha256sum`` writes it: the hex digest, two
+    spaces, the file's name. Write it after the file itself: a file without
+    its record (the writer stopped between the two) is then not trusted.
+    """
+    p = Path(path)
+    digest = hashlib.sha256(data).hexdigest() if data is not None else file_digest(p)
+    atomic_write_text(checksum_path(p), f"{digest}  {p.name}\n")
+
+
+def checksum_problem(path: str | os.PathLike[str], data: bytes | None = None) -> str | None:
+    """Why ``path``'s bytes (``data``, when given) cannot be trusted; None when they match their record.
+
+    Returns
+    -------
+    str or None
+        ``"no record of its SHA-256 (<name>.sha256)"``, ``"its record
+        <name>.sha256 cannot be read (...)"``, or ``"its bytes differ from
+        those recorded in <name>.sha256 (SHA-256 ... instead of ...)"``;
+        None when the file's SHA-256 is the one recorded.
+    """
+    p = Path(path)
+    record = checksum_path(p)
+    try:
+        text = record.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return f"no record of its SHA-256 ({record.name})"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"its record {record.name} cannot be read ({type(exc).__name__}: {exc})"
+    expected = text.split(maxsplit=1)[0].lower() if text.strip() else ""
+    if len(expected) != 64 or any(ch not in "0123456789abcdef" for ch in expected):
+        return f"its record {record.name} holds no SHA-256"
+    actual = hashlib.sha256(data).hexdigest() if data is not None else file_digest(p)
+    if actual != expected:
+        return (f"its bytes differ from those recorded in {record.name} "
+                f"(SHA-256 {actual[:12]}... instead of {expected[:12]}...)")
+    return None
 
 
 def write_cached(key: str, qs: QuerySet) -> Path:
@@ -69,8 +141,10 @@ def write_cached(key: str, qs: QuerySet) -> Path:
         "candidate_ids": None if qs.candidate_ids is None else list(qs.candidate_ids),
     }
     target = _path(key)
-    with atomic_path(target) as tmp, tmp.open("w", encoding="utf-8") as fh:
-        json.dump(payload, fh, ensure_ascii=False, separators=(",", ":"))
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)
+    write_checksum(target, data)  # after the file: a file without its record is rebuilt
     return target
 
 
@@ -140,18 +214,23 @@ def read_cached(key: str) -> QuerySet | None:
 
     A file is unusable when it cannot be read or parsed, when its JSON does
     not have the structure :func:`write_cached` writes (``null``, a list, a
-    missing or mistyped field, a reference out of range), or when the set it
-    describes fails the :class:`~uncertank.QuerySet` checks; a warning names
-    the file and the reason.
+    missing or mistyped field, a reference out of range), when the set it
+    describes fails the :class:`~uncertank.QuerySet` checks, or when its
+    bytes are not those recorded in ``<key>.json.sha256`` when it was
+    written (an edited file, even one that still parses; a file without the
+    record); a warning names the file and the reason.
     """
     path = _path(key)
     if not path.exists():
         return None
     try:
-        with open(path, encoding="utf-8") as fh:
-            payload = json.load(fh)
-        return _decode(payload)
-    except (OSError, ValueError, TypeError) as exc:  # _BadCache and JSONDecodeError are ValueErrors
+        data = path.read_bytes()
+        qs = _decode(json.loads(data.decode("utf-8")))
+        problem = checksum_problem(path, data)
+        if problem is not None and qs is not None:
+            raise _BadCache(problem)
+        return qs
+    except (OSError, ValueError, TypeError) as exc:  # _BadCache, JSONDecodeError and UnicodeError are ValueErrors
         warnings.warn(
             f"ignoring unusable cache file {path} ({type(exc).__name__}: {exc}); it is rebuilt",
             RuntimeWarning, stacklevel=2,
@@ -160,12 +239,15 @@ def read_cached(key: str) -> QuerySet | None:
 
 
 def clear_cache() -> int:
-    """Delete every cached dataset file; return how many were removed."""
+    """Delete every cached dataset file (and its ``.sha256`` record); return how many sets were removed."""
     folder = cache_dir()
     if not folder.is_dir():
         return 0
     n = 0
     for path in folder.glob("*.json"):
         path.unlink(missing_ok=True)
+        checksum_path(path).unlink(missing_ok=True)
         n += 1
+    for orphan in folder.glob(f"*.json{CHECKSUM_SUFFIX}"):  # a record whose file is gone
+        orphan.unlink(missing_ok=True)
     return n
