@@ -30,17 +30,25 @@ of the step before it, and the versions of uncertank and of the plugin. A
 changed input recomputes that step and the steps after it, nothing else; a
 step's cost is that of the run that computed it, kept on resume. Every file is
 written atomically (a temporary file, then a rename).
+
+What a cached step holds is checked before it is reused: the SHA-256 of its
+bytes is recorded when it is written (``<file>.sha256`` beside a predictions
+or Bayesian file, ``step.json`` for a model's files), and a file that is
+missing, empty, corrupt, or whose bytes differ from the record (edited, even
+into another valid file) is recomputed, with a log line naming it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import io
 import json
 import os
 import shutil
 import time
 import warnings
+import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -50,7 +58,8 @@ import numpy as np
 
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._folders import MANIFEST, STUDY_RECORD, model_folder
-from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
+from uncertank._io import atomic_path, atomic_write_text, bytes_digest, file_digest, json_digest, to_jsonable
+from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.decisions import Decision, decide, with_decisions
 from uncertank.experiment.result import (
@@ -209,6 +218,37 @@ def _read_seconds(folder: Path) -> float:
         return float("nan")
 
 
+#: A model folder's own marks, left out of the digest of its files.
+_STEP_FILES = frozenset({"step.json", ".complete"})
+
+
+def _model_files_digest(folder: Path) -> str:
+    """SHA-256 over a model folder's files (relative path and bytes' digest), its step record and mark left out."""
+    files = sorted(f for f in folder.rglob("*") if f.is_file() and f.relative_to(folder).as_posix() not in _STEP_FILES)
+    return bytes_digest(f"{f.relative_to(folder).as_posix()}\0{file_digest(f)}\n".encode() for f in files)
+
+
+def _model_problem(folder: Path, key: str) -> str | None:
+    """Why the trained model in ``folder`` cannot be reused; None when its files are those ``step.json`` records."""
+    try:
+        record = json.loads((folder / "step.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"its step.json cannot be read ({type(exc).__name__})"
+    if not isinstance(record, dict) or record.get("key") != key:
+        return "its step.json records another key"
+    expected = record.get("sha256")
+    if not isinstance(expected, str):
+        return "its step.json records no SHA-256 of its files"
+    try:
+        actual = _model_files_digest(folder)
+    except OSError as exc:
+        return f"its files cannot be read ({type(exc).__name__}: {exc})"
+    if actual != expected:
+        return (f"its files differ from those recorded in step.json (SHA-256 {actual[:12]}... instead of "
+                f"{expected[:12]}...)")
+    return None
+
+
 SAVED_BY = STUDY_RECORD
 
 
@@ -285,11 +325,14 @@ def fit_rankers(
             rankers[rc.key] = ranker
             continue
         if resume and (folder / ".complete").exists() and callable(getattr(cls, "load", None)):
-            log(f"{rc.key}: loading the trained model from {folder}")
-            rankers[rc.key] = _quietly(cls.load, folder)
-            steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
-            _save_to(rc, folder, key, log)
-            continue
+            problem = _model_problem(folder, key)
+            if problem is None:
+                log(f"{rc.key}: loading the trained model from {folder}")
+                rankers[rc.key] = _quietly(cls.load, folder)
+                steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
+                _save_to(rc, folder, key, log)
+                continue
+            log(f"{rc.key}: the trained model in {folder} is not reused: {problem}; it is trained again")
         t0 = time.perf_counter()
         if rc.init_from is not None:
             log(f"{rc.key}: starting from the trained {rc.init_from}")
@@ -304,7 +347,8 @@ def fit_rankers(
             tmp = folder.with_name(folder.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             ranker.save(tmp)
-            atomic_write_text(tmp / "step.json", json.dumps({"key": key, "seconds": seconds}))
+            record = {"key": key, "seconds": seconds, "sha256": _model_files_digest(tmp)}
+            atomic_write_text(tmp / "step.json", json.dumps(record))
             (tmp / ".complete").write_text("ok\n")
             shutil.rmtree(folder, ignore_errors=True)
             os.replace(tmp, folder)
@@ -344,6 +388,35 @@ def _predict_one(ranker: Any, label: str) -> Callable[[QuerySet, str], RankerPre
     return run
 
 
+def _read_prediction(path: Path, qs: QuerySet, label: str) -> tuple[RankerPrediction, float] | str:
+    """The cached prediction in ``path`` and its seconds, or why it cannot be reused (a sentence).
+
+    Its bytes must be those recorded in ``<path>.sha256`` when it was written,
+    and its arrays those of a prediction on ``qs``.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"it cannot be read ({type(exc).__name__}: {exc})"
+    if not data:
+        return "it is empty"
+    problem = checksum_problem(path, data)
+    if problem is not None:
+        return problem
+    try:
+        with np.load(io.BytesIO(data)) as z:
+            mean = np.asarray(z["mean"], dtype=np.float64)
+            stochastic, probabilistic, seconds = bool(z["stochastic"]), bool(z["probabilistic"]), float(z["seconds"])
+            raw = np.asarray(z["samples"], dtype=np.float64) if stochastic else None
+    except (OSError, ValueError, EOFError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+        return f"it is not a predictions file ({type(exc).__name__}: {' '.join(str(exc).split())})"
+    if mean.shape != (qs.n_pairs,) or (raw is not None and (raw.ndim != 2 or raw.shape[1] != qs.n_pairs)):
+        got = mean.shape if raw is None or mean.shape != (qs.n_pairs,) else raw.shape
+        return f"its scores have shape {got}; the query set has {qs.n_pairs} pairs"
+    samples = None if raw is None else PredictiveSamples(raw, qs.offsets, ranker=label)
+    return RankerPrediction(mean, samples, probabilistic), seconds
+
+
 def predict_all(
     config: StudyConfig,
     data: StudyData,
@@ -376,14 +449,12 @@ def predict_all(
             key = digest([upstream, data.digests[split]])
             path = out / "predictions" / f"{file_stem(rc.key)}-{file_stem(split)}-{key}.npz"
             if resume and path.exists():
-                with np.load(path) as z:
-                    samples = PredictiveSamples(z["samples"], qs.offsets, ranker=rc.key) if bool(z["stochastic"]) \
-                        else None
-                    pred = RankerPrediction(z["mean"], samples, bool(z["probabilistic"]))
-                    seconds = float(z["seconds"])
-                preds[(rc.key, split)] = pred
-                steps[f"predict {rc.key} {split}"] = StepInfo(key, seconds, resumed=True)
-                continue
+                cached = _read_prediction(path, qs, rc.key)
+                if not isinstance(cached, str):
+                    preds[(rc.key, split)], seconds = cached
+                    steps[f"predict {rc.key} {split}"] = StepInfo(key, seconds, resumed=True)
+                    continue
+                log(f"{rc.key}: the cached predictions {path} are not reused: {cached}; they are recomputed")
             t0 = time.perf_counter()
             pred = run(qs, split)
             seconds = time.perf_counter() - t0
@@ -392,8 +463,11 @@ def predict_all(
                                       "probabilistic": pred.probabilistic, "seconds": seconds}
             if pred.samples is not None:
                 arrays["samples"] = pred.samples.samples
-            with atomic_path(path) as tmp, tmp.open("wb") as fh:
-                np.savez(fh, **arrays)
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays)
+            with atomic_path(path) as tmp:
+                tmp.write_bytes(buffer.getvalue())
+            write_checksum(path, buffer.getvalue())  # after the file: a file without its record is recomputed
             preds[(rc.key, split)] = pred
             steps[f"predict {rc.key} {split}"] = StepInfo(key, seconds)
     return preds, steps
@@ -513,7 +587,8 @@ def run_study(
         the report draws). It must take new files, checked before any work
         (:func:`~uncertank.experiment.validation.check_output_folder`).
     resume : bool
-        Reuse finished steps found in ``out_dir`` whose keys match.
+        Reuse finished steps found in ``out_dir`` whose keys match, and
+        whose files are those recorded when they were written.
     log : callable, optional
         Receives one line per step (progress); silent when None.
     smoke : bool

@@ -22,6 +22,7 @@ import numpy as np
 
 from uncertank import __version__
 from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
+from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import StudyConfig
 from uncertank.experiment.result import BayesOutcome, StepInfo
 
@@ -93,8 +94,11 @@ def compare_systems(
 
     Each fit is a cached step (``bayes/<family>-<key>.json``) beside its
     posterior predictive curves (``bayes/<family>-<key>-ppc.npz``, from which
-    the report draws the check); ArviZ's FutureWarning and PyTensor's BLAS
-    warning are silenced while it runs (:func:`quiet_bayes`).
+    the report draws the check), each file with the SHA-256 of its bytes in
+    ``<file>.sha256``: a fit whose files are missing, unreadable or differ
+    from their records is fitted again (a log line names the file). ArviZ's
+    FutureWarning and PyTensor's BLAS warning are silenced while it runs
+    (:func:`quiet_bayes`).
 
     Returns
     -------
@@ -105,6 +109,19 @@ def compare_systems(
     """
     with quiet_bayes():
         return _fit_families(config, out, resume, log)
+
+
+def _read_fit(out: Path, path: Path, ppc: str) -> tuple[BayesOutcome, float] | str:
+    """The cached fit in ``path`` and its seconds, or why it cannot be reused (a sentence naming the file)."""
+    for file in (path, out / ppc):
+        problem = checksum_problem(file) if file.is_file() else "it is missing"
+        if problem is not None:
+            return f"{file}: {problem}"
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        return BayesOutcome(**saved["outcome"]), float(saved["seconds"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"{path}: it is not a fit's record ({type(exc).__name__}: {exc})"
 
 
 def _fit_families(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict[str, BayesOutcome],
@@ -119,12 +136,14 @@ def _fit_families(config: StudyConfig, out: Path, resume: bool, log: Log) -> tup
         key = digest([family, asdict(config.bayes), config.seed, frame_key, __version__])
         path = out / "bayes" / f"{family}-{key}.json"
         ppc = f"bayes/{family}-{key}-ppc.npz"
-        if resume and path.exists() and (out / ppc).exists():
-            log(f"bayes: reusing the finished {family} fit")
-            saved = json.loads(path.read_text())
-            outcomes[family] = BayesOutcome(**saved["outcome"])
-            steps[f"bayes {family}"] = StepInfo(key, float(saved["seconds"]), resumed=True)
-            continue
+        if resume and path.exists():
+            cached = _read_fit(out, path, ppc)
+            if not isinstance(cached, str):
+                log(f"bayes: reusing the finished {family} fit")
+                outcomes[family], seconds = cached
+                steps[f"bayes {family}"] = StepInfo(key, seconds, resumed=True)
+                continue
+            log(f"bayes: the cached {family} fit is not reused: {cached}; it is fitted again")
         log(f"bayes: fitting the {family} model on TREC-COVID round 1 ({frame['system'].nunique()} pooled runs)")
         t0 = time.perf_counter()
         cmp = compare(frame, family=family, draws=config.bayes.draws, tune=config.bayes.tune,  # type: ignore[arg-type]
@@ -143,6 +162,7 @@ def _fit_families(config: StudyConfig, out: Path, resume: bool, log: Log) -> tup
         curves: dict[str, Any] = ppc_curves(cmp, config.seed)
         with atomic_path(out / ppc) as tmp, tmp.open("wb") as fh:
             np.savez(fh, **curves)
+        write_checksum(out / ppc)
         outcome = BayesOutcome(
             family=family, n_systems=len(cmp.systems),
             best_distinguishable=len(cmp.distinguishable(reference="best")),
@@ -154,6 +174,7 @@ def _fit_families(config: StudyConfig, out: Path, resume: bool, log: Log) -> tup
         )
         seconds = time.perf_counter() - t0
         atomic_write_text(path, json.dumps({"outcome": to_jsonable(asdict(outcome)), "seconds": seconds}, indent=2))
+        write_checksum(path)
         outcomes[family] = outcome
         steps[f"bayes {family}"] = StepInfo(key, seconds)
     return outcomes, steps
