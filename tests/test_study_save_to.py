@@ -110,10 +110,10 @@ def test_a_save_to_file_fails_at_the_door(tmp_path, no_data):
 
 def test_a_folder_uncertank_saved_a_model_into_passes_the_check(tmp_path, no_data):
     from uncertank.nn import NeuralRanker
-    from uncertank.nn.testing import tiny_config
+    from uncertank.nn.testing import tiny_config, toy_queries
 
     ck = tmp_path / "ck"
-    NeuralRanker(tiny_config(), max_length=32, show_progress=False).save(ck)
+    NeuralRanker(tiny_config(), max_length=32, epochs=1, show_progress=False).fit(toy_queries()).save(ck)
     validate_config(_config(_bert(ck), _bert(tmp_path / "new", label="b2"), _bert(tmp_path, label="b3",
                                                                                    overwrite=True)))
     (ck / "notes.txt").write_bytes(b"mine")
