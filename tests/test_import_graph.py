@@ -193,8 +193,8 @@ LAYERS: dict[str, int] = {
     "uncertank.recalibration": 4,
     # evaluators
     "uncertank.metrics": 5, "uncertank.stats": 5, "uncertank.evaluate": 5, "uncertank.bayes": 5,
-    # decisions
-    "uncertank.uncertainty": 6,
+    # decisions (conformal thresholds among them: their command reads TREC files through datasets)
+    "uncertank.uncertainty": 6, "uncertank.conformal": 6,
     # report, and the kit that exercises a plugin end to end
     "uncertank.experiment": 7, "uncertank.display": 7, "uncertank.cli": 7, "uncertank.testing": 7,
 }
