@@ -119,9 +119,11 @@ _RISK_WORDS = {"coverage": "miscoverage", "miss": "miss rate", "fdr": "false dis
 
 
 @click.command("threshold", cls=_OneLineCommand)
-@click.option("--run", "run", required=True, metavar="PATH", help="The TREC run file of the ranker (raw scores or probabilities).")
+@click.option("--run", "run", required=True, metavar="PATH",
+              help="The TREC run file of the ranker (raw scores or probabilities).")
 @click.option("--qrels", required=True, metavar="PATH", help="The TREC qrels file of its queries.")
-@click.option("--alpha", "alpha_text", default="0.1", show_default=True, metavar="FLOAT", help="The risk level, in (0, 1).")
+@click.option("--alpha", "alpha_text", default="0.1", show_default=True, metavar="FLOAT",
+              help="The risk level, in (0, 1).")
 @click.option("--delta", "delta_text", default="0.1", show_default=True, metavar="FLOAT",
               help="The failure probability of --risk fdr and abstain, in (0, 1).")
 @click.option("--risk", default="miss", show_default=True, metavar="[coverage|miss|fdr|abstain]",
