@@ -309,7 +309,8 @@ def test_plots(tmp_path: Path):
         ({"target_accept": 1.0}, ValueError, r"target_accept must lie in \(0, 1\)"),
         ({"drop_bottom": 1.0}, ValueError, r"drop_bottom must lie in \[0, 1\)"),
         ({"model_options": {"rank_effect": "linear"}}, ValueError,
-         r"model_options for family 'zoib' take \['sufficient', 'centred'\]; got unknown \['rank_effect'\]"),
+         r"model_options for family 'zoib' take \['sufficient', 'centred', 'system_effects'\]; "
+         r"got unknown \['rank_effect'\]"),
         ({"target_ess": 0}, ValueError, "target_ess must be a number > 0 or None; got 0"),
         ({"target_ess": 100, "time_budget": -1}, ValueError, "time_budget must be a number of seconds > 0"),
         ({"time_budget": 10}, ValueError, "time_budget applies with target_ess only"),

@@ -58,7 +58,7 @@ VARIANTS = pytest.mark.parametrize(("sufficient", "centred"), [(True, True), (Fa
 @VARIANTS
 def test_gaussian_logp_equals_scipy(sufficient, centred):
     y = np.random.default_rng(0).normal(0.5, 0.3, S * T)
-    model = gaussian(SYS, TOP, y, sufficient=sufficient, centred=centred)
+    model = gaussian(SYS, TOP, y, sufficient=sufficient, centred=centred, system_effects="pooled")
     assert model.coords["system"] == ("sys0", "sys1", "sys2")
     assert model.coords["topic"] == tuple(range(T))
     pt = _random_point(model, 1)
@@ -73,7 +73,7 @@ def test_gaussian_logp_equals_scipy(sufficient, centred):
 @VARIANTS
 def test_zoib_logp_equals_scipy(sufficient, centred):
     y = _scores()
-    model = zoib(SYS, TOP, y, sufficient=sufficient, centred=centred)
+    model = zoib(SYS, TOP, y, sufficient=sufficient, centred=centred, system_effects="pooled")
     pt = _random_point(model, 2)
     eff, prior = _effects(pt, np.repeat(np.arange(S), T), TOP)
     phi = np.exp(pt["phi_log__"])
@@ -94,7 +94,8 @@ def test_zoib_rank_logp_equals_scipy(rank_effect, sufficient, centred):
     rank = np.tile([1, 2, 3], S * T)
     y = np.random.default_rng(3).uniform(0.0, 0.2, rank.size)
     y[::4] = 0.0  # gains: many zeros, no ones
-    model = zoib_rank(sys_, top, rank, y, rank_effect=rank_effect, sufficient=sufficient, centred=centred)
+    model = zoib_rank(sys_, top, rank, y, rank_effect=rank_effect, sufficient=sufficient, centred=centred,
+                      system_effects="pooled")
     assert "coi" not in model.named_vars  # one_inflation defaults to False without ones
     assert model.coords["rank"] == (1, 2, 3)
     pt = _random_point(model, 4)
@@ -282,7 +283,8 @@ def test_posterior_predictive_moments_follow_the_likelihood():
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [({"sufficient": 1}, TypeError, "sufficient must be a bool; got int"),
-     ({"centred": "yes"}, TypeError, "centred must be a bool or None; got str")],
+     ({"centred": "yes"}, TypeError, "centred must be a bool or None; got str"),
+     ({"system_effects": "random"}, ValueError, "system_effects must be None, 'pooled' or 'fixed'; got 'random'")],
 )
 def test_model_option_errors(kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -307,7 +309,33 @@ def test_centred_rule_per_group(n_sys, n_top, reps, expected):
     d = design(sys_, top, np.full(sys_.size, 0.5), family="zoib")
     assert choose_centred(d) == expected
     assert choose_centred(d, False) == {"system": False, "topic": False}
-    model, _ = _build(d)
+    model, _ = _build(d, system_effects="pooled")  # the centring rule is about pooled effects
     for group, centred in expected.items():
         assert (f"z_{group}" in model.named_vars) is (not centred)
         assert (model[f"r_{group}"] in model.free_RVs) is centred
+
+
+@pytest.mark.parametrize("sufficient", [True, False])
+def test_fixed_system_effects_sum_to_zero_under_a_fixed_scale_prior(sufficient):
+    """Below 10 systems the default: r_system ~ ZeroSumNormal(s), its log-density written out in numpy."""
+    y = np.random.default_rng(0).normal(0.5, 0.3, S * T)
+    model = gaussian(SYS, TOP, y, sufficient=sufficient)  # 3 systems: fixed by default
+    assert "sd_system" not in model.named_vars and "sd_topic" in model.named_vars
+    pooled = gaussian(SYS, TOP, y, sufficient=sufficient, system_effects="pooled")
+    assert "sd_system" in pooled.named_vars
+    pt = _random_point(model, 2)
+    value = model.replace_rvs_by_values([model["r_system"]])[0]  # r_system at the point, not a draw
+    r = model.compile_fn(value, inputs=model.value_vars, mode="FAST_COMPILE", on_unused_input="ignore")(pt)
+    assert r.shape == (S,) and abs(r.sum()) < 1e-12
+    scale = max(2.5, 1.4826 * np.median(np.abs(y - np.median(y))))
+    # ZeroSumNormal's density on the (S - 1)-dimensional plane: S normal terms with S - 1 normalising constants
+    zero_sum = -0.5 * np.sum((r / scale) ** 2) - (S - 1) * (0.5 * np.log(2 * np.pi) + np.log(scale))
+    sd_t = np.exp(pt["sd_topic_log__"])
+    top = pt["r_topic"] if "r_topic" in pt else sd_t * pt["z_topic"]
+    topic_prior = _half_t(sd_t, scale) + (stats.norm.logpdf(pt["r_topic"], 0, sd_t).sum() if "r_topic" in pt
+                                          else stats.norm.logpdf(pt["z_topic"]).sum())
+    sigma = np.exp(pt["sigma_log__"])
+    eff = r[np.repeat(np.arange(S), T)] + top[TOP]
+    ref = (zero_sum + topic_prior + stats.t.logpdf(pt["Intercept"], 3, np.median(y), scale) + _half_t(sigma, scale)
+           + stats.norm.logpdf(y, pt["Intercept"] + eff, sigma).sum())
+    assert _logp(model, pt) == pytest.approx(ref, abs=1e-6)

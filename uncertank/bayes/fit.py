@@ -503,8 +503,10 @@ def compare(
     progressbar : bool
         Show the sampler's progress.
     model_options : dict, optional
-        Extra keyword arguments of the model function: ``sufficient`` and
-        ``centred`` for every family, plus ``rank_effect``,
+        Extra keyword arguments of the model function: ``sufficient``,
+        ``centred`` and ``system_effects`` (fixed sum-to-zero effects below
+        10 systems by default, :func:`~uncertank.bayes.gaussian`) for every
+        family, plus ``rank_effect``,
         ``one_inflation`` and ``rank_prior_scale`` for ``"zoib_rank"``.
     target_ess : float, optional
         Keep sampling until the smallest bulk ESS over the reported
