@@ -233,3 +233,17 @@ def test_importing_the_plugin_module_is_light():
             "print(sorted(m for m in ('torch', 'rerankers', 'uncertank_rerankers.ranker') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_the_own_ranker_rerankers_script_runs(trained_folder, capsys):
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "own-ranker.md").read_text()
+    section = page.split("## Your rerankers model", 1)[1].split("\n## ", 1)[0]
+    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    code = code.replace('"my-cross-encoder"', repr(str(trained_folder))).replace("max_queries=200", "max_queries=12")
+    exec(compile(code, "docs/own-ranker.md", "exec"), {"__name__": "rerankers_docs"})
+    out = capsys.readouterr().out
+    assert "P(relevant) = sigmoid of the cross-encoder's one logit" in out and "R_10@1" in out and "ECE" in out
