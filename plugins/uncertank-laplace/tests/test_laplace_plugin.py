@@ -293,3 +293,18 @@ def test_importing_the_plugin_module_is_light():
             "print(sorted(m for m in ('torch', 'uncertank.nn', 'uncertank_laplace.ranker') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_on_a_sentence_transformers_folder(tmp_path, queries):
+    st = pytest.importorskip("sentence_transformers")
+    base = tiny_classifier_folder(tmp_path / "hf")
+    folder = tmp_path / "st-cross-encoder"
+    ce = st.CrossEncoder(str(base), max_length=48, device="cpu")
+    ce.save(str(folder))
+    ranker = from_pretrained(folder, "laplace", show_progress=False, device="cpu").fit(queries)
+    assert ranker.training_config.max_length == 48  # the length sentence-transformers recorded
+    m, v = ranker.latent_mean_variance(queries)
+    index = queries.query_index.tolist()
+    pairs = [(" ".join(queries.contexts[q]), c) for q, c in zip(index, queries.candidates, strict=True)]
+    np.testing.assert_allclose(1 / (1 + np.exp(-m)), ce.predict(pairs, batch_size=32), atol=1e-5)
+    assert (v > 0).all()
