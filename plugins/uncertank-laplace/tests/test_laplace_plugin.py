@@ -308,3 +308,11 @@ def test_on_a_sentence_transformers_folder(tmp_path, queries):
     pairs = [(" ".join(queries.contexts[q]), c) for q, c in zip(index, queries.candidates, strict=True)]
     np.testing.assert_allclose(1 / (1 + np.exp(-m)), ce.predict(pairs, batch_size=32), atol=1e-5)
     assert (v > 0).all()
+
+
+def test_fit_runs_the_network_once_per_training_pair(exported, queries):
+    ranker = from_pretrained(exported, "laplace", show_progress=False, device="cpu")
+    seen = []
+    ranker.build_model().register_forward_hook(lambda module, args, out: seen.append(int(out.shape[0])))
+    ranker.fit(queries)
+    assert sum(seen) == ranker.posterior_.n_data == 20  # the features are computed once, in one pass
