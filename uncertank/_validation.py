@@ -163,12 +163,46 @@ def check_choice(value: Any, name: str, allowed: Iterable[E]) -> E:
     return value  # type: ignore[no-any-return]
 
 
-def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
-    """Raise unless ``value`` is an integer >= ``minimum``."""
+def check_positive_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Raise unless ``value`` is an integer >= ``minimum`` (and <= ``maximum`` when given)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be an integer from {minimum} to {maximum}; got {value}")
+    return int(value)
+
+
+#: What numpy's ``default_rng`` takes besides an integer: a generator, a bit generator or a seed sequence.
+_RANDOM_STATES = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+
+
+def check_seed(
+    value: Any, name: str = "seed", *, allow_none: bool = True, generator: bool = True, maximum: int | None = None
+) -> Any:
+    """Raise unless ``value`` is a seed: an integer >= 0 (<= ``maximum`` when given), or None.
+
+    With ``generator`` (the default) a :class:`numpy.random.Generator` (or a
+    bit generator or seed sequence) passes as it is; without it only an
+    integer does (scikit-learn's ``random_state`` takes integers below
+    ``2**32``: pass ``maximum=2**32 - 1``). Booleans, floats, strings and
+    negative integers are refused here, before numpy would refuse them in
+    its own words.
+    """
+    if value is None and allow_none:
+        return None
+    if generator and isinstance(value, _RANDOM_STATES):
+        return value
+    want = "an integer >= 0" + (f" and <= {maximum}" if maximum is not None else "")
+    if generator:
+        want += ", a numpy Generator"
+    if allow_none:
+        want += " or None"
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be {want}; got {type(value).__name__} {value!r}")
+    if value < 0 or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be {want}; got {value}")
     return int(value)
 
 

@@ -34,6 +34,7 @@ from uncertank._validation import (
     check_positive_int,
     check_probabilities,
     check_same_length,
+    check_seed,
 )
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "check_prediction",
     "check_probabilities",
     "check_same_length",
+    "check_seed",
 ]
 
 
