@@ -20,11 +20,16 @@ from uncertank.metrics.calibration import (
     Norm,
     Strategy,
     brier_score,
+    check_ece_options,
+    check_eps,
     expected_calibration_error,
     negative_log_likelihood,
 )
 from uncertank.metrics.metric import Metric
 from uncertank.metrics.ranking import (
+    _check_k,
+    _check_optional_k,
+    _check_p,
     mean_average_precision,
     mean_reciprocal_rank,
     ndcg_at_k,
@@ -131,27 +136,73 @@ def _pairs_accumulator(which: str) -> Any:
     return partial(_make_pairs_accumulator, which)
 
 
+# --------------------------------------------------------------------------- option checks
+# Each runs on a metric's bound options when it is resolved (Metric's ``check``), before any
+# scoring, with the same checks (and messages) as the metric function itself.
+
+
+def _check_cutoffs(options: Mapping[str, Any], *, k_required: bool) -> None:
+    if "k" in options:
+        (_check_k if k_required else _check_optional_k)(options["k"])
+    if "n" in options:
+        _check_optional_k(options["n"], "n")
+    if "rel" in options:
+        _check_k(options["rel"], "rel")
+
+
+def _cutoff_check(*, k_required: bool) -> Any:
+    return partial(_check_cutoffs, k_required=k_required)
+
+
+def _check_rbp(options: Mapping[str, Any]) -> None:
+    if "p" in options:
+        _check_p(options["p"])
+    for name in ("depth", "max_grade"):
+        if name in options:
+            _check_optional_k(options[name], name)
+
+
+def _check_ece(norm: Norm | None, options: Mapping[str, Any]) -> None:
+    check_ece_options(options.get("n_bins"), options.get("strategy", "uniform"),
+                      options.get("norm", "l1") if norm is None else norm, options.get("convention", "naeini"),
+                      balanced=options.get("balanced", False), seed=options.get("seed"),
+                      n_subsamples=options.get("n_subsamples", 1))
+
+
+def _ece_check(norm: Norm | None) -> Any:
+    return partial(_check_ece, norm)
+
+
+def _check_nll(options: Mapping[str, Any]) -> None:
+    if "eps" in options:
+        check_eps(options["eps"])
+
+
 BUILTIN_METRICS: dict[str, Metric] = {
     "recall_at_k": Metric(recall_at_k, name="recall_at_k", kind="ranking", label=_recall_label,
-                          options={"k": 1}),
+                          options={"k": 1}, check=_cutoff_check(k_required=True)),
     "precision": Metric(precision_at_k, name="precision", kind="ranking", label=_cutoff("P"),
-                        options={"k": 10}),
+                        options={"k": 10}, check=_cutoff_check(k_required=True)),
     "trec_recall_at_k": Metric(trec_recall_at_k, name="trec_recall_at_k", kind="ranking", label=_cutoff("Recall"),
-                               options={"k": 10}),
-    "map": Metric(mean_average_precision, name="map", kind="ranking", label=_cutoff("MAP")),
-    "mrr": Metric(mean_reciprocal_rank, name="mrr", kind="ranking", label=_cutoff("MRR")),
-    "ndcg": Metric(ndcg_at_k, name="ndcg", kind="ranking", label=_cutoff("nDCG"), options={"k": 10}),
-    "rbp": Metric(rbp, name="rbp", kind="ranking", label=_rbp_label("RBP")),
+                               options={"k": 10}, check=_cutoff_check(k_required=True)),
+    "map": Metric(mean_average_precision, name="map", kind="ranking", label=_cutoff("MAP"),
+                  check=_cutoff_check(k_required=False)),
+    "mrr": Metric(mean_reciprocal_rank, name="mrr", kind="ranking", label=_cutoff("MRR"),
+                  check=_cutoff_check(k_required=False)),
+    "ndcg": Metric(ndcg_at_k, name="ndcg", kind="ranking", label=_cutoff("nDCG"), options={"k": 10},
+                   check=_cutoff_check(k_required=False)),
+    "rbp": Metric(rbp, name="rbp", kind="ranking", label=_rbp_label("RBP"), check=_check_rbp),
     "rbp_residual": Metric(rbp_residual, name="rbp_residual", kind="ranking", higher_is_better=False,
-                           label=_rbp_label("RBP residual")),
+                           label=_rbp_label("RBP residual"), check=_check_rbp),
     "ece": Metric(expected_calibration_error, name="ece", kind="calibration", needs_probabilities=True,
-                  higher_is_better=False, label=_ece_label, accumulator=_calibration_accumulator(None)),
+                  higher_is_better=False, label=_ece_label, accumulator=_calibration_accumulator(None),
+                  check=_ece_check(None)),
     "mce": Metric(mce, name="mce", kind="calibration", needs_probabilities=True, higher_is_better=False,
-                  label=_mce_label, accumulator=_calibration_accumulator("max")),
+                  label=_mce_label, accumulator=_calibration_accumulator("max"), check=_ece_check("max")),
     "brier": Metric(brier_score, name="brier", kind="calibration", needs_probabilities=True,
                     higher_is_better=False, label="Brier", accumulator=_pairs_accumulator("brier")),
     "nll": Metric(negative_log_likelihood, name="nll", kind="calibration", needs_probabilities=True,
-                  higher_is_better=False, label="NLL", accumulator=_pairs_accumulator("nll")),
+                  higher_is_better=False, label="NLL", accumulator=_pairs_accumulator("nll"), check=_check_nll),
 }
 
 

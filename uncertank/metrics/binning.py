@@ -35,6 +35,7 @@ from uncertank._validation import check_choice, check_positive_int
 __all__ = [
     "CONVENTIONS",
     "DEFAULT_BINS",
+    "MAX_BINS",
     "NORMS",
     "STRATEGIES",
     "BinStats",
@@ -60,6 +61,9 @@ CONVENTIONS: tuple[Convention, ...] = ("naeini", "penha-hauff")
 #: Default number of bins under each convention.
 DEFAULT_BINS: dict[str, int] = {"naeini": 10, "penha-hauff": 50}
 
+#: The most bins an ECE takes: every bin holds three arrays of its sums.
+MAX_BINS = 1_000_000
+
 
 def check_binning(
     n_bins: Any, strategy: Any, norm: Any, convention: Any
@@ -70,13 +74,13 @@ def check_binning(
     ------
     ValueError
         An unknown strategy, norm or convention (the message lists the
-        allowed ones), ``n_bins < 1``, or ``convention="penha-hauff"`` with
+        allowed ones), ``n_bins`` outside [1, :data:`MAX_BINS`], or ``convention="penha-hauff"`` with
         equal-mass bins or a norm other than ``"l1"``.
     """
     convention = check_choice(convention, "convention", CONVENTIONS)
     strategy = check_choice(strategy, "strategy", STRATEGIES)
     norm = check_choice(norm, "norm", NORMS)
-    bins = DEFAULT_BINS[convention] if n_bins is None else check_positive_int(n_bins, "n_bins")
+    bins = DEFAULT_BINS[convention] if n_bins is None else check_positive_int(n_bins, "n_bins", maximum=MAX_BINS)
     if convention == "penha-hauff":
         if strategy != "uniform":
             raise ValueError(

@@ -56,7 +56,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
-from uncertank._validation import check_positive_int
+from uncertank._validation import check_positive_int, check_seed
 from uncertank.metrics._inputs import Lists, as_pairs, as_structured
 from uncertank.metrics.binning import (
     CONVENTIONS,
@@ -86,6 +86,39 @@ __all__ = [
 
 # The binning options live in uncertank.metrics.binning; still importable from here.
 _BINNING_OPTIONS = (CONVENTIONS, DEFAULT_BINS, NORMS, STRATEGIES)
+
+
+# --------------------------------------------------------------------------- options
+
+#: The most balanced subsamples an ECE averages (each is a full ECE of its pairs).
+MAX_SUBSAMPLES = 10_000
+
+
+def check_ece_options(
+    n_bins: Any, strategy: Any, norm: Any, convention: Any, *, balanced: Any = False, seed: Any = None,
+    n_subsamples: Any = 1,
+) -> tuple[int, Strategy, Norm, Convention, int]:
+    """The checked options of :func:`expected_calibration_error`: binning, ``balanced``, ``seed``, ``n_subsamples``.
+
+    Returns the binning of :func:`~uncertank.metrics.binning.check_binning`
+    and the number of subsamples; raises as :func:`expected_calibration_error` does.
+    """
+    c, strategy, norm, convention = check_binning(n_bins, strategy, norm, convention)
+    if not isinstance(balanced, (bool, np.bool_)):
+        raise TypeError(f"balanced must be a bool; got {type(balanced).__name__} {balanced!r}")
+    check_seed(seed)
+    n_sub = check_positive_int(n_subsamples, "n_subsamples", maximum=MAX_SUBSAMPLES)
+    if n_sub != 1 and not balanced:
+        raise ValueError(f"n_subsamples applies only with balanced=True; got n_subsamples={n_sub} with balanced=False")
+    return c, strategy, norm, convention, n_sub
+
+
+def check_eps(eps: Any) -> float:
+    """The clipping constant of :func:`negative_log_likelihood`: ``eps`` in (0, 0.5), machine epsilon for None."""
+    e = float(np.finfo(np.float64).eps) if eps is None else eps
+    if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
+        raise ValueError(f"eps must be a float in (0, 0.5); got {eps!r}")
+    return float(e)
 
 
 # --------------------------------------------------------------------------- balanced subsample
@@ -157,13 +190,13 @@ def expected_calibration_error(
         larger class at random (the balanced setting of Penha & Hauff's
         Table 1).
     seed : int or numpy.random.Generator, optional
-        Seeds the subsample of ``balanced=True``.
+        Seeds the subsample of ``balanced=True``; an integer must be ``>= 0``.
     convention : {"naeini", "penha-hauff"}
         ``"penha-hauff"`` reproduces Penha & Hauff's released code: it
         divides the l1 ECE by the number of bins once more (see the module
         notes).
     n_subsamples : int
-        With ``balanced=True``: the mean ECE over this many balanced
+        With ``balanced=True`` (at most :data:`MAX_SUBSAMPLES`): the mean ECE over this many balanced
         subsamples, drawn one after another from the generator ``seed``
         seeds (the first is the subsample of ``n_subsamples=1``). Which
         non-relevant pairs one subsample keeps moves its ECE: for 600
@@ -179,7 +212,12 @@ def expected_calibration_error(
     ------
     ValueError
         For ``n_subsamples`` other than 1 without ``balanced=True``, and for
-        ``balanced=True`` without both relevant and non-relevant pairs.
+        ``balanced=True`` without both relevant and non-relevant pairs; for
+        ``n_bins`` above :data:`~uncertank.metrics.binning.MAX_BINS`,
+        ``n_subsamples`` above :data:`MAX_SUBSAMPLES` and a negative ``seed``.
+    TypeError
+        For a ``seed`` that is neither an integer, a numpy Generator nor None,
+        and a ``balanced`` that is not a bool.
 
     Examples
     --------
@@ -192,10 +230,8 @@ def expected_calibration_error(
     >>> round(expected_calibration_error(probs, labels, n_bins=2, norm="max"), 6)  # MCE
     0.35
     """
-    c, strategy, norm, convention = check_binning(n_bins, strategy, norm, convention)
-    n_sub = check_positive_int(n_subsamples, "n_subsamples")
-    if n_sub != 1 and not balanced:
-        raise ValueError(f"n_subsamples applies only with balanced=True; got n_subsamples={n_sub} with balanced=False")
+    c, strategy, norm, convention, n_sub = check_ece_options(
+        n_bins, strategy, norm, convention, balanced=balanced, seed=seed, n_subsamples=n_subsamples)
     p, y = as_pairs(probs, labels)
     if balanced and n_sub > 1:
         rng = np.random.default_rng(seed)
@@ -307,7 +343,7 @@ def reliability_curve(
     >>> conf.round(2).tolist(), frac.tolist(), count.tolist()
     ([0.15, 0.85], [0.5, 1.0], [2, 2])
     """
-    c, strategy, _, _ = check_binning(n_bins, strategy, "l1", "naeini")
+    c, strategy, _, _, _ = check_ece_options(n_bins, strategy, "l1", "naeini", balanced=balanced, seed=seed)
     p, y = as_pairs(probs, labels)
     if balanced:
         p, y = _balanced_subset(p, y, seed)
@@ -403,9 +439,7 @@ def negative_log_likelihood(
     >>> round(negative_log_likelihood([0.5, 0.5], [0, 1]), 6)  # log 2
     0.693147
     """
-    e = float(np.finfo(np.float64).eps) if eps is None else eps
-    if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
-        raise ValueError(f"eps must be a float in (0, 0.5); got {eps!r}")
+    e = check_eps(eps)
     if per_query:
         lists, p, y = as_structured(probs, labels)
     else:
@@ -550,6 +584,7 @@ def imbalance_sweep(
     ([1, 2], [0.05, 0.233])
     """
     c, strategy, norm, convention = check_binning(n_bins, strategy, norm, convention)
+    check_seed(seed)
     lists, p, y = as_structured(probs, labels)
     neg = ~y
     qidx = lists.query_index()

@@ -115,6 +115,12 @@ class Metric:
         per-query values over chunks of whole queries).
     description : str, optional
         One line for listings; default the first line of ``fn``'s docstring.
+    check : callable, optional
+        ``check(options)``: raises ``ValueError`` (or ``TypeError``) naming
+        the option when a value is wrong (``k=0``). It runs on the default
+        options whenever they are set (here and by :meth:`bind`), so a bad
+        option is refused when the metric is resolved, before any scoring;
+        the options of a single call are checked by ``fn`` itself.
 
     Examples
     --------
@@ -128,7 +134,7 @@ class Metric:
     """
 
     __slots__ = (
-        "_accumulator", "_option_names", "_options", "_var_kw", "description", "fn", "higher_is_better",
+        "_accumulator", "_check", "_option_names", "_options", "_var_kw", "description", "fn", "higher_is_better",
         "kind", "label", "name", "needs_probabilities", "per_query",
     )
 
@@ -145,6 +151,7 @@ class Metric:
         per_query: bool | None = None,
         accumulator: Callable[..., Accumulator] | None = None,
         description: str | None = None,
+        check: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be callable; got {type(fn).__name__}")
@@ -160,8 +167,13 @@ class Metric:
             raise TypeError(f"label must be a format string or a callable; got {type(label).__name__}")
         self.per_query = _accepts_per_query(fn) if per_query is None else bool(per_query)
         self._option_names, self._var_kw = _option_names(fn)
+        if check is not None and not callable(check):
+            raise TypeError(f"check must be callable; got {type(check).__name__}")
+        self._check = check
         self._options: dict[str, Any] = {}
         self._options = self._check_options(dict(options or {}), "options")
+        if check is not None:
+            check(MappingProxyType(self._options))
         self._accumulator = accumulator
         if description is None:
             doc = inspect.getdoc(fn) or ""
@@ -204,7 +216,8 @@ class Metric:
         Raises
         ------
         ValueError
-            When an option is not one the metric accepts; the message lists them.
+            When an option is not one the metric accepts (the message lists
+            them), or its value is wrong (the message names the option).
         """
         merged = {**self._options, **self._check_options(options, "bind()")}
         return self._copy(options=merged)
@@ -218,6 +231,7 @@ class Metric:
             "name": self.name, "kind": self.kind, "needs_probabilities": self.needs_probabilities,
             "higher_is_better": self.higher_is_better, "label": self.label, "options": self._options,
             "per_query": self.per_query, "accumulator": self._accumulator, "description": self.description,
+            "check": self._check,
         }
         kw.update(changes)
         return Metric(self.fn, **kw)
@@ -355,8 +369,9 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
     ------
     ValueError
         An unknown name (the message lists the registered ones), an unknown
-        option (the message lists the metric's options), or an entry without
-        a name.
+        option (the message lists the metric's options), a wrong value of an
+        option (``k=0``, a cutoff or a number of bins beyond its bound; the
+        message names the option), or an entry without a name.
     TypeError
         An entry that is neither a str, a mapping nor a Metric.
 

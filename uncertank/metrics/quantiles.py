@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from uncertank._validation import check_positive_int
 from uncertank.metrics._inputs import as_pairs
+from uncertank.metrics.binning import MAX_BINS
 
 __all__ = [
     "chunk_probabilities",
@@ -201,7 +202,7 @@ def quantile_edges(chunks: Any, *, n_bins: int = 10) -> NDArray[np.float64]:
     >>> bool((quantile_edges(chunks, n_bins=4) == np.quantile(p, np.linspace(0, 1, 5))).all())
     True
     """
-    c = check_positive_int(n_bins, "n_bins")
+    c = check_positive_int(n_bins, "n_bins", maximum=MAX_BINS)
     source = reiterable(chunks)
 
     def run_pass(level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:

@@ -60,17 +60,27 @@ __all__ = [
 # --------------------------------------------------------------------------- options
 
 
+#: The largest cutoff, depth, list size or grade an option of a ranking metric takes (no list is longer).
+MAX_CUTOFF = 1_000_000_000
+
+
 def _check_k(k: Any, name: str = "k") -> int:
-    return check_positive_int(k, name)
+    return check_positive_int(k, name, maximum=MAX_CUTOFF)
 
 
 def _check_optional_k(k: Any, name: str = "k") -> int | None:
-    return None if k is None else check_positive_int(k, name)
+    return None if k is None else _check_k(k, name)
+
+
+def _check_p(p: Any) -> float:
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or not 0.0 < float(p) < 1.0:
+        raise ValueError(f"p must be a float in (0, 1); got {p!r}")
+    return float(p)
 
 
 def _lists(scores: Any, labels: Any, rel: Any) -> Lists:
     """The validated lists, with labels below ``rel`` (checked, ``>= 1``) set to 0."""
-    return as_lists(scores, labels).at_least(check_positive_int(rel, "rel"))
+    return as_lists(scores, labels).at_least(_check_k(rel, "rel"))
 
 
 def _finish(values: NDArray[np.float64], per_query: bool) -> float | NDArray[np.float64]:
@@ -523,13 +533,12 @@ def rank_biased_precision(
     >>> rank_biased_precision([[0.9, 0.5, 0.7]], [[1, 0, 0]], p=0.5, judged=[[True, True, False]])
     (0.5, 0.375)
     """
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.floating)) or not 0.0 < float(p) < 1.0:
-        raise ValueError(f"p must be a float in (0, 1); got {p!r}")
+    pp = _check_p(p)
     dd = _check_optional_k(depth, "depth")
     mg = _check_optional_k(max_grade, "max_grade")
     lists = as_lists(scores, labels)
     mask = None if judged is None else _judged_mask(judged, lists)
-    value, residual = _rbp_core(lists, float(p), dd, mg, mask)
+    value, residual = _rbp_core(lists, pp, dd, mg, mask)
     if per_query:
         return value, residual
     return float(value.mean()), float(residual.mean())
