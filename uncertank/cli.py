@@ -212,19 +212,32 @@ def evaluate_command(runs: tuple[str, ...], qrels: str, metrics: tuple[str, ...]
     """trec_eval-style effectiveness of TREC run files (see docs/trec.md); exit 2 on a bad file.
 
     A bad input (a missing, empty or unparsable file, a run file given twice,
-    an unknown metric) prints one line naming it and exits with status 2.
+    an unknown metric or a wrong option of one, a score outside [0, 1] with
+    --probabilities) prints one line naming it and exits with status 2,
+    before any metric is computed.
     """
     import sys
 
     from uncertank.evaluate import evaluate_runs, parse_metric
+    from uncertank.metrics import resolve_metrics
 
+    def fail(message: str) -> NoReturn:
+        click.echo(f"uncertank evaluate: {' '.join(message.split())}", err=True)
+        sys.exit(2)
+
+    entries = []
+    for spec in metrics:  # each -m alone, so that an error names the spec it came from
+        try:
+            entry = parse_metric(spec)
+            resolve_metrics([entry])
+        except (ValueError, TypeError) as exc:
+            fail(f"-m {spec!r}: {str(exc).replace(' (entry 0)', '').replace(' (in bind())', '')}")
+        entries.append(entry)
     try:
-        entries = [parse_metric(m) for m in metrics] or None
-        report = evaluate_runs(list(runs), qrels, metrics=entries, probabilities=probabilities, alpha=alpha,
+        report = evaluate_runs(list(runs), qrels, metrics=entries or None, probabilities=probabilities, alpha=alpha,
                                complete=complete)
     except (ValueError, TypeError, OSError) as exc:
-        click.echo(f"uncertank evaluate: {' '.join(str(exc).split())}", err=True)
-        sys.exit(2)
+        fail(str(exc))
     click.echo(report.render(fmt, per_query=per_query), nl=False)  # type: ignore[arg-type]
 
 

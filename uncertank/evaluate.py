@@ -430,7 +430,9 @@ def evaluate_runs(
         metric needs ``probabilities=True``.
     probabilities : bool
         The scores are probabilities of relevance in [0, 1]: calibration
-        metrics are computed (a score outside [0, 1] is an error).
+        metrics are computed. A score outside [0, 1] is an error whatever
+        the metrics, found when the runs are read, before any metric is
+        computed.
     alpha : float
         Significance level of the markers in the table, in (0, 1).
     complete : bool
@@ -507,7 +509,8 @@ def evaluate_runs(
         raise TypeError(f"complete must be a bool; got {type(complete).__name__}")
     qrels_df = qrels_frame(qrels, "qrels")
     all_queries = set(qrels_df["query_id"].astype(str))
-    results: list[RunScores] = []
+    # Every run is read and checked before any metric is computed.
+    loaded: list[tuple[str, RankedLists]] = []
     taken: set[str] = set()
     for i, path in enumerate(runs):
         name = _run_name(path, i, taken)
@@ -524,6 +527,17 @@ def evaluate_runs(
             lists = ranked_lists_from_run(frame, qrels_df)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
+        if probabilities:  # whatever the metrics: the flag says the scores are probabilities
+            bad = (lists.scores < 0) | (lists.scores > 1)
+            if bad.any():
+                raise ValueError(
+                    f"{where}: --probabilities needs scores in [0, 1]; "
+                    f"{int(bad.sum())} scores lie outside, e.g. {float(lists.scores[bad][0])!r}"
+                )
+        loaded.append((name, lists))
+
+    results: list[RunScores] = []
+    for name, lists in loaded:
         judged = _judged(lists, qrels_df)
         assert lists.query_ids is not None
         query_ids = list(lists.query_ids)
@@ -544,13 +558,6 @@ def evaluate_runs(
                 per_query[label] = values
                 summary[label] = float(values.mean())
             else:
-                if m.needs_probabilities:
-                    bad = (lists.scores < 0) | (lists.scores > 1)
-                    if bad.any():
-                        raise ValueError(
-                            f"{where}: --probabilities needs scores in [0, 1]; "
-                            f"{int(bad.sum())} scores lie outside, e.g. {float(lists.scores[bad][0])!r}"
-                        )
                 summary[label] = float(m(lists))
         results.append(RunScores(name, query_ids, per_query, summary, lists.n_pairs))
 
