@@ -17,7 +17,8 @@ before the new files are written, so a previous run's figures never sit
 beside new results; any other file in the folder is left alone.
 
 A bad input (an unreadable or malformed file, a missing column, an unknown
-system) prints one line naming it and exits with code 2; a fit that fails
+system, a ``--risk-r`` that gives no finite loss weight >= 0) prints one
+line naming it and exits with code 2, before the fit; a fit that fails
 ``--strict`` or a sampler that fails exits with code 1. PyMC is imported
 only when the command runs.
 """
@@ -192,16 +193,22 @@ def compare_command(
     """
     from uncertank.bayes.diagnostics import ConvergenceError, SamplingError
     from uncertank.bayes.fit import compare, default_sampler
+    from uncertank.bayes.risk_measures import loss_weight
     from uncertank.datasets.trec_covid import TREC_COVID_ROUND1_BM25_BASELINE
 
+    for r in risk_r:  # URisk is computed after the fit: its weights are checked before it
+        try:
+            loss_weight(r, convention)  # type: ignore[arg-type]
+        except (ValueError, TypeError) as exc:
+            raise click.BadParameter(_one_line(exc), param_hint="'--risk-r'") from None
+    if time_budget is not None and target_ess is None:
+        raise click.UsageError("--time-budget applies with --target-ess only")
     df, label = _load_source(source, qrels, family=family, all_systems=all_systems, phi=phi, depth=depth,
                              gain=gain)
     if baseline is None and label == BUNDLED:
         baseline = TREC_COVID_ROUND1_BM25_BASELINE
     if baseline is not None and baseline not in set(df["system"].astype(str)):
         raise InputError(f"--baseline: {baseline!r} is not a system of {label}")
-    if time_budget is not None and target_ess is None:
-        raise click.UsageError("--time-budget applies with --target-ess only")
     chosen = default_sampler() if sampler == "auto" else sampler
     gate = "" if target_ess is None else f", until bulk ESS {target_ess:g}"
     click.echo(f"fitting {family} on {label}: {df['system'].nunique()} systems, "
