@@ -20,9 +20,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from uncertank._io import require
 from uncertank._types import RankedLists
-from uncertank._validation import as_float_array, check_positive_int
+from uncertank._validation import as_float_array, check_positive_int, check_seed
 
 __all__ = ["NotaComparison", "NotaResult", "NotaTask", "compare_nota", "evaluate_nota", "make_nota_task"]
+
+
+def _label(v: float) -> str:
+    return repr(int(v)) if float(v).is_integer() else repr(float(v))
 
 
 @dataclass(frozen=True)
@@ -37,11 +41,37 @@ class NotaTask:
         Their predictive variances, in the same order as ``means``.
     y : ndarray of shape (n_queries,)
         1 for NOTA (the relevant candidate was removed), 0 for ANSW.
+
+    Raises
+    ------
+    ValueError
+        When ``means`` or ``variances`` hold NaN or inf (or are not 2-D),
+        ``variances`` is not of the shape of ``means``, ``y`` holds a label
+        other than 0 or 1, or ``y`` has not one label per row of ``means``;
+        the message names which.
+    TypeError
+        When a feature or ``y`` is not numeric.
     """
 
     means: NDArray[np.float64]
     variances: NDArray[np.float64] | None
     y: NDArray[np.int64]
+
+    def __post_init__(self) -> None:
+        means = as_float_array(self.means, "means", ndim=2)
+        variances = None if self.variances is None else as_float_array(self.variances, "variances", ndim=2)
+        if variances is not None and variances.shape != means.shape:
+            raise ValueError(f"variances must have the shape of means {means.shape}; got {variances.shape}")
+        y = as_float_array(self.y, "y")
+        if y.shape != (means.shape[0],):
+            raise ValueError(f"y must have one label per row of means, shape ({means.shape[0]},); got {y.shape}")
+        bad = (y != 0) & (y != 1)
+        if bad.any():
+            raise ValueError(f"y must hold 0 (ANSW) or 1 (NOTA) only; got {int(bad.sum())} other labels, "
+                             f"e.g. {_label(y[bad][0])}")
+        object.__setattr__(self, "means", means)
+        object.__setattr__(self, "variances", variances)
+        object.__setattr__(self, "y", y.astype(np.int64))
 
     def features(self, *, use_variance: bool) -> NDArray[np.float64]:
         """The feature matrix: sorted means, plus variances when asked."""
@@ -68,7 +98,8 @@ def make_nota_task(
     variances : array of shape (n_pairs,), optional
         Predictive variance of every pair.
     seed : int or Generator
-        Chooses the NOTA half and the removed negatives.
+        Chooses the NOTA half and the removed negatives; an integer must be
+        ``>= 0``.
 
     Examples
     --------
@@ -78,6 +109,7 @@ def make_nota_task(
     >>> task.means.shape, int(task.y.sum())
     ((2, 2), 1)
     """
+    check_seed(seed)
     if not ranked.is_dense:
         raise ValueError("ranked must have the same number of candidates in every query for NOTA")
     scores, labels = ranked.to_dense()
@@ -163,15 +195,33 @@ def evaluate_nota(
     n_estimators : int
         Trees in the forest.
     seed : int
-        Seeds the folds and the forest.
+        Seeds the folds and the forest: an integer from 0 to ``2**32 - 1``
+        (scikit-learn's ``random_state``).
+
+    Raises
+    ------
+    ValueError
+        ``n_splits < 2``, ``n_estimators < 1``, a seed out of range, or a
+        class (NOTA or ANSW) with fewer queries than ``n_splits``.
+    TypeError
+        ``task`` not a :class:`NotaTask`, or a seed that is not an integer.
     """
     require("sklearn", "all", what="NOTA prediction")
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.metrics import f1_score
     from sklearn.model_selection import StratifiedKFold
 
+    if not isinstance(task, NotaTask):
+        raise TypeError(f"task must be a NotaTask (make_nota_task); got {type(task).__name__}")
     check_positive_int(n_splits, "n_splits", minimum=2)
     check_positive_int(n_estimators, "n_estimators")
+    check_seed(seed, allow_none=False, generator=False, maximum=2**32 - 1)
+    counts = np.bincount(task.y, minlength=2)
+    if counts.min() < n_splits:
+        raise ValueError(
+            f"task.y must hold at least n_splits={n_splits} queries of each class for stratified folds; "
+            f"got {int(counts[0])} ANSW (0) and {int(counts[1])} NOTA (1)"
+        )
     x = task.features(use_variance=use_variance)
     folds = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
     scores = []
@@ -204,6 +254,8 @@ def compare_nota(task: NotaTask, *, n_splits: int = 5, n_estimators: int = 100, 
     """Does uncertainty help predict NOTA? Both feature sets on the same folds, paired t-test."""
     from scipy.stats import ttest_rel
 
+    if task.variances is None:
+        raise ValueError("compare_nota needs variances; make_nota_task got none")
     a = evaluate_nota(task, use_variance=False, n_splits=n_splits, n_estimators=n_estimators, seed=seed)
     b = evaluate_nota(task, use_variance=True, n_splits=n_splits, n_estimators=n_estimators, seed=seed)
     res = ttest_rel(b.f1_per_fold, a.f1_per_fold)

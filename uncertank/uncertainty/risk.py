@@ -164,17 +164,39 @@ def select_risk_aversion(
         one closest to 0 (the least change to the mean ranking) wins.
     weights : {"uniform", "dcg"} or array
         As in :func:`risk_aware_rerank`.
+
+    Raises
+    ------
+    ValueError
+        An empty grid or labels, labels of the wrong shape, or a ``metric``
+        that returns NaN or inf for a value of the grid (a validation set
+        on which it is undefined, e.g. without a relevant candidate): the
+        message names that ``b``.
+    TypeError
+        A ``metric`` that is not callable or returns something that is not
+        a real number.
     """
+    if not callable(metric):
+        raise TypeError(f"metric must be callable (RankedLists -> float); got {type(metric).__name__}")
     lab = as_label_array(labels, "labels")
     if lab.shape != (samples.n_pairs,):
         raise ValueError(f"labels must have shape ({samples.n_pairs},); got {lab.shape}")
     g = as_float_array(grid, "grid")
-    values = np.array(
-        [
-            float(metric(RankedLists(risk_aware_rerank(samples, b=b, weights=weights), lab, samples.offsets)))
-            for b in g
-        ]
-    )
+    _rank_weights(weights, int(np.diff(samples.offsets).max()))  # a bad weight is refused before any reranking
+    values = np.empty(g.size)
+    for i, b in enumerate(g):
+        value = metric(RankedLists(risk_aware_rerank(samples, b=b, weights=weights), lab, samples.offsets))
+        try:
+            values[i] = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"metric must return a real number; got {type(value).__name__} {value!r} at b={float(b)!r}"
+            ) from None
+        if not np.isfinite(values[i]):
+            raise ValueError(
+                f"metric must return a finite number to choose b; got {float(values[i])!r} at b={float(b)!r} "
+                "(is it defined on these labels, e.g. with a relevant candidate per query?)"
+            )
     tied = np.flatnonzero(values == values.max())
     best = int(tied[np.argmin(np.abs(g[tied]))])
     return RiskSelection(float(g[best]), g, values)
