@@ -19,13 +19,22 @@ beside new results; any other file in the folder is left alone.
 A bad input (an unreadable or malformed file, a missing column, an unknown
 system, a ``--risk-r`` that gives no finite loss weight >= 0) prints one
 line naming it and exits with code 2, before the fit; a fit that fails
-``--strict`` or a sampler that fails exits with code 1. PyMC is imported
-only when the command runs.
+``--strict`` or a sampler that fails exits with code 1.
+
+Convergence is a gate. A fit that fails a check (R-hat above 1.01, bulk or
+tail ESS under 100 per chain, any divergence) is fitted again with twice
+the draws and tuning steps and a target acceptance of 0.95, up to
+``--retries`` times (1 by default); if it still fails, no verdict is given:
+``results.json`` holds the diagnostics, the system effects (descriptive, not
+a verdict) and the refusal, the console names the failed checks and what to
+try, and the command exits with code 3. PyMC is imported only when the
+command runs.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,10 +47,12 @@ if TYPE_CHECKING:
 
     from uncertank.bayes.result import SystemComparison
 
-__all__ = ["BUNDLED", "OUTPUTS", "compare_command"]
+__all__ = ["BUNDLED", "OUTPUTS", "UNCONVERGED_EXIT", "compare_command"]
 
 #: The name that selects the bundled TREC-COVID round 1 data.
 BUNDLED = "trec-covid-round1"
+#: Exit status of ``uncertank compare`` when the fit fails its convergence checks: no verdict is given.
+UNCONVERGED_EXIT = 3
 #: The files ``uncertank compare`` writes into its output folder (and removes there before writing anew).
 OUTPUTS = ("results.json", "effects.csv", "posterior.nc", "effects.png", "ppc.png")
 _FAMILIES = ("gaussian", "zoib", "zoib_rank")
@@ -116,25 +127,39 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
     Returns
     -------
     dict
+        With ``"verdict"``: None when the fit passes its convergence
+        checks; otherwise the refusal, and ``distinguishable`` and
+        ``urisk`` are None.
     """
-    distinguishable: dict[str, Any] = {}
+    from uncertank.bayes.diagnostics import ConvergenceError
+
+    distinguishable: dict[str, Any] | None = {}
     effects = cmp.system_effects()
-    for ref in ("best", "worst"):
+    refusal: str | None = None
+    try:
+        cmp.check_converged("verdict")
+    except ConvergenceError as exc:
+        refusal = _one_line(exc)
+    for ref in ("best", "worst") if refusal is None else ():
+        assert distinguishable is not None
         entry: dict[str, Any] = {"system": effects["system"].iloc[0 if ref == "best" else -1]}
         for method in ("interval", "contrast"):
             d = cmp.distinguishable(ref, method=method)  # type: ignore[arg-type]
             entry[method] = len(d)
             entry[f"{method}_systems"] = d["system"].tolist()
         distinguishable[ref] = entry
+    if refusal is not None:
+        distinguishable = None
     out: dict[str, Any] = {
         "family": cmp.family, "sampler": cmp.sampler, "n_systems": len(cmp.systems),
         "n_topics": len(cmp.topics), "n_obs": len(cmp.data), "chains": cmp.n_chains,
         "draws": cmp.n_draws, "timings": cmp.timings, "diagnostics": cmp.diagnostics().to_dict(),
         "gate": None if cmp.gate is None else cmp.gate.to_dict(),
+        "verdict": refusal,
         "distinguishable": distinguishable,
         "effects": effects.to_dict(orient="records"),
     }
-    if baseline is not None:
+    if baseline is not None and refusal is None:
         out["urisk"] = {
             "baseline": baseline, "convention": convention,
             "tables": {f"r={r:g}": cmp.urisk(baseline, r=r, convention=convention).to_dict(orient="records")  # type: ignore[arg-type]
@@ -177,13 +202,17 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=Path("compare-results"),
               show_default=True, help="Output folder.")
 @click.option("--strict", is_flag=True, help="Fail when the fit misses a convergence threshold.")
+@click.option("--retries", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Fits again, each with twice the draws and tuning and target acceptance 0.95, "
+                   "while the fit fails its convergence checks; then no verdict (exit 3).")
 @click.option("--plots/--no-plots", default=True, show_default=True, help="Write effects.png and ppc.png.")
 @click.option("--progress/--no-progress", default=False, show_default=True, help="Show the sampler's progress.")
 def compare_command(
     source: str, qrels: str | None, family: str, draws: int, tune: int, chains: int, seed: int, sampler: str,
     target_ess: float | None, time_budget: float | None, drop_bottom: float, baseline: str | None,
     risk_r: tuple[float, ...], convention: str, phi: float,
-    depth: int | None, gain: str, all_systems: bool, output: Path, strict: bool, plots: bool, progress: bool,
+    depth: int | None, gain: str, all_systems: bool, output: Path, strict: bool, retries: int, plots: bool,
+    progress: bool,
 ) -> None:
     """Compare systems with a Bayesian hierarchical model (Benham, Moffat & Culpepper, ECIR 2021).
 
@@ -191,7 +220,7 @@ def compare_command(
     a folder of TREC run files (then QRELS is required), or trec-covid-round1
     for the bundled TREC-COVID round 1 data.
     """
-    from uncertank.bayes.diagnostics import ConvergenceError, SamplingError
+    from uncertank.bayes.diagnostics import ConvergenceError, ConvergenceWarning, SamplingError
     from uncertank.bayes.fit import compare, default_sampler
     from uncertank.bayes.risk_measures import loss_weight
     from uncertank.datasets.trec_covid import TREC_COVID_ROUND1_BM25_BASELINE
@@ -213,15 +242,26 @@ def compare_command(
     gate = "" if target_ess is None else f", until bulk ESS {target_ess:g}"
     click.echo(f"fitting {family} on {label}: {df['system'].nunique()} systems, "
                f"{df['topic'].nunique()} topics, {len(df)} rows ({chosen}, {chains}x{draws}{gate})", err=True)
-    try:
-        # Ctrl-C raises KeyboardInterrupt out of compare() whatever the sampler: nothing below runs
-        cmp = compare(df, family=family, draws=draws, tune=tune, chains=chains, seed=seed,  # type: ignore[arg-type]
-                      sampler=chosen, drop_bottom=drop_bottom, strict=strict,  # type: ignore[arg-type]
-                      progressbar=progress, target_ess=target_ess, time_budget=time_budget)
-    except (ConvergenceError, SamplingError) as exc:  # the input was fine; the fit was not
-        raise click.ClickException(_one_line(exc)) from None
-    except (ValueError, TypeError) as exc:
-        raise InputError(f"{label}: {_one_line(exc)}") from None
+    attempt_draws, attempt_tune, accept = draws, tune, 0.9
+    for attempt in range(retries + 1):
+        try:
+            # Ctrl-C raises KeyboardInterrupt out of compare() whatever the sampler: nothing below runs
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)  # the gate below reports the checks
+                cmp = compare(df, family=family, draws=attempt_draws, tune=attempt_tune,  # type: ignore[arg-type]
+                              chains=chains, seed=seed, sampler=chosen,  # type: ignore[arg-type]
+                              drop_bottom=drop_bottom, strict=strict, progressbar=progress, target_accept=accept,
+                              target_ess=target_ess, time_budget=time_budget)
+        except (ConvergenceError, SamplingError) as exc:  # the input was fine; the fit was not
+            raise click.ClickException(_one_line(exc)) from None
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"{label}: {_one_line(exc)}") from None
+        if cmp.converged or attempt == retries:
+            break
+        attempt_draws, attempt_tune, accept = 2 * attempt_draws, 2 * attempt_tune, 0.95
+        click.echo(f"the fit fails its convergence checks ({cmp.diagnostics().summary()}); fitting again with "
+                   f"{attempt_draws} draws and {attempt_tune} tuning steps per chain, target acceptance {accept}",
+                   err=True)
     if baseline is not None and baseline not in [str(s) for s in cmp.systems]:
         click.echo(f"baseline {baseline!r} was dropped by --drop-bottom; no URisk", err=True)
         baseline = None
@@ -230,15 +270,19 @@ def compare_command(
         click.echo(f"removed {', '.join(removed)} of a previous run from {output}", err=True)
     results = summarise(cmp, baseline=baseline, risk_r=tuple(risk_r), convention=convention)
     results["source"] = label
-    results["settings"] = {"tune": tune, "seed": seed, "drop_bottom": drop_bottom, "phi": phi, "depth": depth,
-                           "gain": gain, "all_systems": all_systems, "target_ess": target_ess,
-                           "time_budget": time_budget}
+    results["settings"] = {"tune": attempt_tune, "seed": seed, "drop_bottom": drop_bottom, "phi": phi,
+                           "depth": depth, "gain": gain, "all_systems": all_systems, "target_ess": target_ess,
+                           "time_budget": time_budget, "target_accept": accept, "fits": attempt + 1}
     atomic_write_text(output / "results.json", json.dumps(results, indent=2) + "\n")
     atomic_write_text(output / "effects.csv", cmp.system_effects().to_csv(index=False))
     cmp.to_netcdf(output / "posterior.nc")
     written = ["results.json", "effects.csv", "posterior.nc"]
     if plots:
         written += _write_plots(cmp, output)
+    if results["verdict"] is not None:
+        click.echo(f"{cmp.diagnostics().summary()}; wrote {', '.join(written)} to {output}", err=True)
+        click.echo(f"Error: {results['verdict']}", err=True)
+        raise SystemExit(UNCONVERGED_EXIT)
     d = results["distinguishable"]
     click.echo(
         f"best {d['best']['system']}: distinguishable from {d['best']['interval']} systems "

@@ -251,10 +251,13 @@ class SystemComparison:
         *,
         method: Literal["interval", "contrast"] = "interval",
         prob: float = 0.95,
+        allow_unconverged: bool = False,
     ) -> pd.DataFrame:
         """The systems the reference is credibly better or worse than.
 
-        See :func:`uncertank.bayes.summaries.distinguishable`.
+        See :func:`uncertank.bayes.summaries.distinguishable`. A verdict:
+        refused when the fit fails its convergence checks
+        (:meth:`check_converged`).
 
         Parameters
         ----------
@@ -265,15 +268,50 @@ class SystemComparison:
             or an interval of the difference that excludes 0.
         prob : float
             Credible mass.
+        allow_unconverged : bool
+            Give the table even from a fit that fails the checks (for
+            diagnosis only: such a table is not a verdict).
 
         Returns
         -------
         pandas.DataFrame
             One row per distinguishable system; ``len()`` is the paper's count.
+
+        Raises
+        ------
+        ConvergenceError
+            When the fit fails its convergence checks and ``allow_unconverged`` is false.
         """
+        if not allow_unconverged:
+            self.check_converged("distinguishable systems")
         return summaries.distinguishable(self._flat("r_system"), self.systems, reference, method=method, prob=prob)
 
     # ------------------------------------------------------------------ diagnostics
+    @property
+    def converged(self) -> bool:
+        """True when the fit passes every convergence check (:meth:`diagnostics`)."""
+        return self.diagnostics().ok
+
+    def check_converged(self, what: str = "a verdict") -> None:
+        """Raise :class:`ConvergenceError` unless the fit passes its convergence checks.
+
+        The message names ``what`` is refused, every failed check, and what
+        to try. Every verdict of a comparison (:meth:`distinguishable`,
+        :meth:`urisk`) calls it first: a posterior whose chains disagree or
+        diverge gives intervals that are not the posterior's.
+        """
+        d = self.diagnostics()
+        if d.ok:
+            return
+        hint = ("sample more (draws, or target_ess to sample until the bulk ESS is reached), raise target_accept "
+                "(0.95 to 0.99) against divergences")
+        if len(self.systems) < 10 and self.model_options.get("system_effects") == "pooled":
+            hint += ", or drop system_effects='pooled': below 10 systems the fixed effects are the default"
+        raise ConvergenceError(
+            f"no {what}: the {self.family} fit ({self.sampler}, {self.n_chains} chains x {self.n_draws} draws) "
+            f"fails its convergence checks ({'; '.join(d.problems)}). To try: {hint}"
+        )
+
     def diagnostics(self, *, strict: bool = False) -> Diagnostics:
         """R-hat, bulk and tail ESS, and divergences, checked against the usual thresholds.
 
@@ -369,22 +407,34 @@ class SystemComparison:
         prob: float = 0.95,
         n_draws: int | None = 1000,
         seed: int | None = None,
+        allow_unconverged: bool = False,
     ) -> pd.DataFrame:
         """URisk of every system against ``baseline`` on posterior predictive replicates.
 
         See :func:`uncertank.bayes.risk_measures.urisk_table` for the columns and the
-        method (Benham et al.'s Figure 3; ZRisk and GeoRisk beside it).
+        method (Benham et al.'s Figure 3; ZRisk and GeoRisk beside it). A
+        verdict: refused when the fit fails its convergence checks
+        (:meth:`check_converged`).
 
         Parameters
         ----------
         baseline, r, convention, prob, n_draws, seed
             As in :func:`uncertank.bayes.risk_measures.urisk_table`.
+        allow_unconverged : bool
+            As in :meth:`distinguishable`.
 
         Returns
         -------
         pandas.DataFrame
             One row per system other than the baseline, least risky first.
+
+        Raises
+        ------
+        ConvergenceError
+            When the fit fails its convergence checks and ``allow_unconverged`` is false.
         """
+        if not allow_unconverged:
+            self.check_converged("URisk")
         return risk_measures.urisk_table(self, baseline, r=r, convention=convention, prob=prob, n_draws=n_draws,
                                          seed=seed)
 
