@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from uncertank.cli import cli
 from uncertank.experiment import DEMO_STUDIES, demo_config, demo_study_path
+from uncertank.metrics import DEFAULT_STUDY_METRICS
 
 # What demo_config built on a full install (every plugin, the MiniLM, chitchat-dataset, nutpie) before the
 # studies became files, less the machine's absolute MiniLM path (the default backbone, now implied).
@@ -51,7 +52,8 @@ def _expected(name: str) -> dict[str, Any]:
         "rankers": tuple(rankers), "train_negatives": "bm25", "n_candidates": 10,
         "max_train_queries": s["train"], "max_valid_queries": s["valid"], "max_test_queries": s["test"],
         "max_context_turns": None, "n_bins": 10, "risk_grid": (-0.5, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.5),
-        "nota": True, "metrics": None, "recalibrators": None,
+        "nota": True, "metrics": DEFAULT_STUDY_METRICS,
+        "recalibrators": ("histogram", "isotonic", "platt", "temperature"),
         "bayes": {"enabled": True, "families": ("gaussian", "zoib"), "draws": s["draws"], "tune": s["draws"],
                   "chains": s["chains"], "sampler": "nutpie", "drop_bottom": 0.0, "baseline": None},
         "seed": 0, "reference": "bert",
@@ -105,3 +107,15 @@ def test_a_hidden_plugin_stops_the_demo_before_any_work(tmp_path):
         "uncertank-mcdropout, which is not installed, or UNCERTANK_PLUGINS=bert,ensemble leaves it out; "
         "install it with pip install -e ./plugins/uncertank-mcdropout"]
     assert not out.exists() and seconds < 60
+
+
+@pytest.mark.parametrize("name", DEMO_STUDIES)
+def test_each_demo_names_its_recalibrators_and_metrics_so_a_plugin_cannot_join(name):
+    """A recalibrator or metric an installed plugin registers never joins the demo (the example's `beta` did)."""
+    from uncertank import plugins
+
+    config = demo_config(name)
+    assert config.recalibrators == ("histogram", "isotonic", "platt", "temperature")
+    assert [m if isinstance(m, str) else dict(m) for m in config.metrics] == list(DEFAULT_STUDY_METRICS)
+    assert set(config.recalibrators) <= set(plugins.registry("recalibrators"))
+    assert "beta" not in config.recalibrators  # the example plugin's, registered when it is installed
