@@ -106,7 +106,8 @@ def make_result(*, seed: int = 0, n_queries: int = 60, smoke: bool = False, rank
             figures = [f"figures/bayes-{fam}-ppc.png"]
         effects = [{"system": f"run{i}", "mean": 0.1 * i - 0.5, "lower": 0.1 * i - 0.7, "upper": 0.1 * i - 0.3}
                    for i in range(12)]
-        bayes[fam] = BayesOutcome(fam, 12, 7 if fam == "gaussian" else 5, 6, fam == "gaussian",
+        converged = fam == "gaussian"  # the zoib fit failed its checks: no verdict from it
+        bayes[fam] = BayesOutcome(fam, 12, 7 if converged else None, 6 if converged else None, converged,
                                   {"max_rhat": 1.004 if fam == "gaussian" else 1.08, "min_ess_bulk": 812.0,
                                    "divergences": 0 if fam == "gaussian" else 3,
                                    "problems": [] if fam == "gaussian" else ["r-hat above 1.01"]},
@@ -352,7 +353,10 @@ def test_timings_bayes_and_risk_tables_hold_the_result(written):
     assert bayes[0][5:] == ["largest R-hat", "smallest bulk ESS", "divergent transitions"]  # labels, not field names
     assert "`zoib`, problems: r-hat above 1.01." in md and "`gaussian`, problems" not in md
     assert bayes[1][1:6] == ["12", "7", "6", "yes", "1.004"] and bayes[2][4] == "**no**" and bayes[2][7] == "3"
-    assert "the sampler did **not** converge" in md
+    assert bayes[2][2:4] == ["no verdict", "no verdict"]
+    assert ("with `zoib`, **no verdict**: the fit failed its convergence checks (r-hat above 1.01); sample more"
+            in md)
+    assert "with `gaussian`, 7 of 12 systems are credibly different from the best and 6 from the worst" in md
     assert "figures/bayes-zoib-ppc.png" in md
     risk = _table(md, "| condition | ranker | b |")
     mc = [r for r in risk[1:] if r[1] == "`mc_dropout`"]

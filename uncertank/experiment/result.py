@@ -343,8 +343,9 @@ class BayesOutcome:
         ``gaussian``, ``zoib`` or ``zoib_rank``.
     n_systems : int
         Systems compared.
-    best_distinguishable, worst_distinguishable : int
-        How many systems are credibly different from the best / the worst.
+    best_distinguishable, worst_distinguishable : int or None
+        How many systems are credibly different from the best / the worst;
+        None when the fit failed its convergence checks (no verdict is given).
     converged : bool
         R-hat <= 1.01, enough ESS and no divergences.
     diagnostics : dict
@@ -364,8 +365,8 @@ class BayesOutcome:
 
     family: str
     n_systems: int
-    best_distinguishable: int
-    worst_distinguishable: int
+    best_distinguishable: int | None
+    worst_distinguishable: int | None
     converged: bool
     diagnostics: dict[str, Any]
     effects: list[dict[str, Any]] = field(default_factory=list)

@@ -153,7 +153,10 @@ def _fit_families(config: StudyConfig, out: Path, resume: bool, log: Log) -> tup
         eff = cmp.system_effects()
         risk: dict[str, int] = {}
         baseline = config.bayes.baseline or "bm25_baseline"
-        if baseline in {str(x) for x in cmp.systems}:
+        if not diag.ok:  # convergence is a gate: no verdict from this fit, its diagnostics say why
+            log(f"bayes: the {family} fit fails its convergence checks ({'; '.join(diag.problems)}): "
+                "no verdict (distinguishable systems, URisk) is given")
+        if diag.ok and baseline in {str(x) for x in cmp.systems}:
             for r in (1, 2):
                 ur = cmp.urisk(baseline, r=r)
                 # Benham convention: URisk > 0 is riskier than the baseline.
@@ -165,8 +168,8 @@ def _fit_families(config: StudyConfig, out: Path, resume: bool, log: Log) -> tup
         write_checksum(out / ppc)
         outcome = BayesOutcome(
             family=family, n_systems=len(cmp.systems),
-            best_distinguishable=len(cmp.distinguishable(reference="best")),
-            worst_distinguishable=len(cmp.distinguishable(reference="worst")),
+            best_distinguishable=len(cmp.distinguishable(reference="best")) if diag.ok else None,
+            worst_distinguishable=len(cmp.distinguishable(reference="worst")) if diag.ok else None,
             converged=bool(diag.ok), diagnostics=to_jsonable(diag.to_dict()),
             effects=[{"system": str(row["system"]), "mean": float(row["mean"]), "lower": float(row["lower"]),
                       "upper": float(row["upper"])} for row in eff.to_dict("records")],

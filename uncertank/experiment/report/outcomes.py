@@ -230,14 +230,19 @@ def bayes(doc: Doc, result: StudyResult, figs: Figures, out: Path) -> None:
     list_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if not _scalar(v)))
     parts = []
     for b in fams:
-        parts.append(f"with `{b.family}`, {b.best_distinguishable} of {b.n_systems} systems are credibly different "
-                     f"from the best and {b.worst_distinguishable} from the worst"
-                     + ("" if b.converged else " (the sampler did **not** converge, so these counts are unreliable)"))
+        if b.converged and b.best_distinguishable is not None:
+            parts.append(f"with `{b.family}`, {b.best_distinguishable} of {b.n_systems} systems are credibly "
+                         f"different from the best and {b.worst_distinguishable} from the worst")
+        else:  # convergence is a gate: an unconverged fit gives no verdict
+            failed = "; ".join(str(p) for p in b.diagnostics.get("problems") or []) or "see the table"
+            parts.append(f"with `{b.family}`, **no verdict**: the fit failed its convergence checks ({failed}); "
+                         "sample more (`draws`, `tune`) for one")
     doc.text("On the TREC-COVID round 1 runs (Benham et al. 2021): " + "; ".join(parts) + ".")
     rows = []
     for b in fams:
-        row = [f"`{b.family}`", format_number(b.n_systems), format_number(b.best_distinguishable),
-               format_number(b.worst_distinguishable), "yes" if b.converged else "**no**"]
+        counts = [format_number(v) if v is not None and b.converged else "no verdict"
+                  for v in (b.best_distinguishable, b.worst_distinguishable)]
+        row = [f"`{b.family}`", format_number(b.n_systems), *counts, "yes" if b.converged else "**no**"]
         row += [format_number(b.diagnostics.get(k)) for k in diag_keys]
         rows.append(row)
     notes = ["Distinguishable: the 95% credible interval of the difference in system effects excludes 0. "
