@@ -177,7 +177,10 @@ def report_command(out_dir: str) -> None:
 
     The same bytes as the study wrote (``uncertank run`` or ``demo``); the
     report computes nothing, so a changed results.json shows in the report.
-    A folder without a readable results.json prints one line, exit status 2.
+    A folder without a readable results.json prints one line, exit status 2;
+    a results.json that is not a study's result is validated as a whole
+    first, one line per error naming the file and the JSON path at fault
+    (``evaluations[3].metrics.ECE``), exit status 2.
     """
     import sys
 
@@ -185,8 +188,9 @@ def report_command(out_dir: str) -> None:
 
     try:
         render_report(out_dir)
-    except (FileNotFoundError, ValueError) as exc:
-        click.echo(f"uncertank report: {' '.join(str(exc).split())}", err=True)
+    except (OSError, ValueError) as exc:
+        for line in str(exc).splitlines() or [""]:
+            click.echo(f"uncertank report: {' '.join(line.split())}", err=True)
         sys.exit(2)
     click.echo(f"Report: {out_dir}/report.html (and report.md, figures/)")
 

@@ -297,7 +297,7 @@ def test_report_command_on_a_folder_without_results_is_one_line_exit_2(tmp_path)
         "(uncertank run --out DIR)"]
     (tmp_path / "results.json").write_text('{"config": {}}')
     bad = CliRunner().invoke(cli, ["report", str(tmp_path)])
-    assert bad.exit_code == 2 and "is not a study's results (KeyError" in bad.output
+    assert bad.exit_code == 2 and f"{tmp_path / 'results.json'}: sizes: missing: this key is required" in bad.output
 
 
 def test_the_old_prediction_name_still_imports_with_a_warning():

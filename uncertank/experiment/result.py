@@ -10,12 +10,24 @@ one :class:`StepInfo` per cached step (its key, the cost of the run that
 computed it, and whether this run reused it). ``to_dict`` / ``from_dict``
 give the JSON form written to ``results.json``: the report is drawn from
 that file alone (``uncertank report DIR``).
+
+:meth:`StudyResult.from_json` (and ``from_dict``) validate the whole
+document before anything is built: every key the report reads, its type
+(a number, not a string; an integer, not a float; true or false, not 0 or
+1), no unknown key. Each error is one line with its JSON path
+(``evaluations[3].metrics.ECE: must be a number; got the string 'abc'``),
+raised together as a :class:`ResultsFileError`.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import re
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+from typing_extensions import NotRequired, TypedDict
 
 __all__ = [
     "BayesOutcome",
@@ -24,6 +36,7 @@ __all__ = [
     "Curve",
     "Evaluation",
     "NotaOutcome",
+    "ResultsFileError",
     "RiskOutcome",
     "RiskTest",
     "SelectiveOutcome",
@@ -31,6 +44,10 @@ __all__ = [
     "StepInfo",
     "StudyResult",
 ]
+
+
+#: Read by pydantic when ``results.json`` is validated: an unknown key is an error, not dropped.
+_STRICT: dict[str, Any] = {"extra": "forbid"}
 
 
 @dataclass
@@ -49,6 +66,8 @@ class StepInfo:
         True when this run reused the step instead of computing it.
     """
 
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
     key: str
     seconds: float
     resumed: bool = False
@@ -57,6 +76,8 @@ class StepInfo:
 @dataclass
 class Curve:
     """A reliability curve: only the bins that hold predictions."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     mean_confidence: list[float]
     fraction_relevant: list[float]
@@ -85,6 +106,8 @@ class CalibrationDetail:
         The largest gap over the bins holding at least ``mce_min_count``
         pairs; None when no bin holds that many.
     """
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     bias: float
     over_bins: int
@@ -130,6 +153,8 @@ class RiskOutcome:
         reference's means and risk-aware, and their paired t-test.
     """
 
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
     b: float
     valid_curve: dict[float, float]
     test_curve: dict[float, float]
@@ -156,6 +181,8 @@ class SelectiveOutcome:
     used to order the queries.
     """
 
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
     confidence: str
     coverage: list[float]
     risk: list[float]
@@ -166,6 +193,8 @@ class SelectiveOutcome:
 @dataclass
 class NotaOutcome:
     """NOTA prediction on the in-domain condition (macro-F1 over stratified folds)."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     f1_means: float
     f1_means_sd: float
@@ -197,6 +226,8 @@ class Evaluation:
     mean_std : float or None
         Mean predictive standard deviation over pairs (stochastic rankers).
     """
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     ranker: str
     condition: str
@@ -261,6 +292,8 @@ class Comparison:
         ``p_adjusted < alpha``.
     """
 
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
     ranker: str
     reference: str
     condition: str
@@ -282,6 +315,8 @@ class RiskTest:
     never differ), ``p_adjusted`` its Holm adjustment over every such test
     of the study, ``significant`` whether ``p_adjusted < alpha``.
     """
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     ranker: str
     condition: str
@@ -310,6 +345,8 @@ class Significance:
     risk : list of RiskTest
         Risk-aware against mean ranking, one family over the study.
     """
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     reference: str | None
     alpha: float
@@ -363,6 +400,8 @@ class BayesOutcome:
         from which the report draws the check.
     """
 
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
     family: str
     n_systems: int
     best_distinguishable: int | None
@@ -405,6 +444,8 @@ class StudyResult:
         trains keep their own in their training history.
     """
 
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
     config: dict[str, Any]
     sizes: dict[str, Any]
     metric_info: dict[str, dict[str, Any]]
@@ -437,19 +478,261 @@ class StudyResult:
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StudyResult:
-        """Rebuild from :meth:`to_dict` output (e.g. a parsed ``results.json``)."""
-        return cls(
-            config=d["config"],
-            sizes=d["sizes"],
-            metric_info=d["metric_info"],
-            evaluations=[Evaluation.from_dict(e) for e in d["evaluations"]],
-            bayes={k: BayesOutcome(**v) for k, v in d.get("bayes", {}).items()},
-            steps={k: StepInfo(**v) for k, v in d.get("steps", {}).items()},
-            smoke=bool(d.get("smoke", False)),
-            significance=None if d.get("significance") is None else Significance.from_dict(d["significance"]),
-            environment=dict(d.get("environment") or {}),
-        )
+    def from_dict(cls, d: dict[str, Any], *, source: str = "results") -> StudyResult:
+        """Rebuild from :meth:`to_dict` output (e.g. a parsed ``results.json``), validated as :meth:`from_json` does.
+
+        Raises
+        ------
+        ResultsFileError
+            When ``d`` is not a study's result; one line per error, with
+            its path (``evaluations[3].metrics.ECE``) under ``source``.
+        """
+        try:
+            text = json.dumps(d)
+        except (TypeError, ValueError) as exc:
+            raise ResultsFileError(source, [("", f"must hold JSON values only ({exc})")]) from None
+        return cls.from_json(text, source=source)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, source: str = "results.json") -> StudyResult:
+        """Validate the JSON text of ``results.json`` as a whole, then rebuild the result.
+
+        Every error is reported, each with its path in the document; nothing
+        is built from a document with one.
+
+        Parameters
+        ----------
+        text : str or bytes
+            The document.
+        source : str
+            What the errors name (the file's path).
+
+        Raises
+        ------
+        ResultsFileError
+            A ``ValueError``: the document is not JSON, or not a study's
+            result (a key missing or unknown, a value of the wrong type).
+        """
+        from pydantic import ValidationError
+
+        errors: list[tuple[str, str]] = []
+        result: StudyResult | None = None
+        try:
+            result = _adapters()[0].validate_json(text, strict=True)
+        except ValidationError as exc:
+            errors += _validation_errors(exc)
+        if not any(path == "" for path, _ in errors):  # JSON and an object: check what the report reads of the rest
+            try:
+                _adapters()[1].validate_json(text, strict=True)
+            except ValidationError as exc:
+                errors += [e for e in _validation_errors(exc) if e not in errors]
+        if result is not None and not errors:
+            errors = _inconsistencies(result)
+        if errors or result is None:
+            raise ResultsFileError(source, errors or [("", "is not a study's result")])
+        return result
+
+
+class ResultsFileError(ValueError):
+    """A ``results.json`` that is not a study's result: one line per error, each with its JSON path.
+
+    Attributes
+    ----------
+    source : str
+        The file (or what the caller named the document).
+    errors : tuple of (str, str)
+        ``(path, message)`` pairs such as
+        ``("evaluations[3].metrics.ECE", "must be a number; got the string 'abc'")``;
+        the path is ``""`` for the document as a whole.
+    """
+
+    #: The most errors the message lists (all are in ``errors``).
+    shown: ClassVar[int] = 20
+
+    def __init__(self, source: str, errors: list[tuple[str, str]]) -> None:
+        self.source = source
+        self.errors = tuple(errors)
+        lines = [f"{source}: {path}: {msg}" if path else f"{source}: {msg}" for path, msg in errors[: self.shown]]
+        if len(errors) > self.shown:
+            lines.append(f"{source}: ... and {len(errors) - self.shown} more errors")
+        super().__init__("\n".join(lines))
+
+
+# --------------------------------------------------------------------------- validation of results.json
+# The dataclasses above give the types; what they leave as ``dict[str, Any]`` but the report
+# reads (metric_info, the Bayesian effects, sizes, a few config keys) is typed here.
+
+
+class _MetricInfo(TypedDict):
+    kind: Literal["ranking", "calibration"]
+    higher_is_better: bool
+    needs_probabilities: bool
+    name: NotRequired[str]
+    options: NotRequired[dict[str, Any]]
+
+
+class _Effect(TypedDict):
+    system: str
+    mean: float
+    lower: float
+    upper: float
+
+
+class _Diagnostics(TypedDict):
+    problems: NotRequired[list[str]]
+
+
+class _Bayes(TypedDict):
+    effects: NotRequired[list[_Effect]]
+    diagnostics: NotRequired[_Diagnostics]
+
+
+class _Sizes(TypedDict):
+    train: NotRequired[int]
+    valid: NotRequired[int]
+    test: NotRequired[dict[str, int]]
+
+
+class _Config(TypedDict):
+    name: NotRequired[str | None]
+    reference: NotRequired[str | None]
+    n_bins: NotRequired[int]
+    n_candidates: NotRequired[int | None]
+
+
+class _ReportReads(TypedDict):
+    config: NotRequired[_Config]
+    sizes: NotRequired[_Sizes]
+    metric_info: NotRequired[dict[str, _MetricInfo]]
+    bayes: NotRequired[dict[str, _Bayes]]
+
+
+@functools.cache
+def _adapters() -> tuple[Any, Any]:
+    """The pydantic validators of the whole result and of the parts typed above (built once, on first use)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(StudyResult), TypeAdapter(_ReportReads)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _json_path(loc: tuple[str | int, ...]) -> str:
+    """``("evaluations", 3, "metrics", "ECE balanced")`` -> ``evaluations[3].metrics["ECE balanced"]``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part == "[key]":
+            out += " (a key)"
+        elif _IDENTIFIER.fullmatch(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(part)}]"
+    return out
+
+
+def _got(value: Any) -> str:
+    """What a JSON value is, for a message: ``the string 'abc'``, ``null``, ``an object``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _known_keys(loc: tuple[str | int, ...]) -> str:
+    """The keys allowed beside ``loc[-1]``: the fields of the dataclass that holds it."""
+    import typing
+
+    cls: Any = StudyResult
+    for part in loc[:-1]:
+        if cls is None:
+            break
+        if hasattr(cls, "__dataclass_fields__") and isinstance(part, str):
+            cls = typing.get_type_hints(cls).get(part)
+        else:  # a list's or dict's item: its value type
+            args = [a for a in typing.get_args(cls) if a is not type(None)]
+            cls = args[-1] if args else None
+        while cls is not None and not hasattr(cls, "__dataclass_fields__") and typing.get_args(cls) \
+                and typing.get_origin(cls) is not list and typing.get_origin(cls) is not dict:
+            cls = next((a for a in typing.get_args(cls) if a is not type(None)), None)  # X | None
+    if cls is None or not hasattr(cls, "__dataclass_fields__"):
+        return ""
+    return "; known: " + ", ".join(f.name for f in fields(cls))
+
+
+def _describe(err: Any) -> tuple[str, str]:
+    """One pydantic error as ``(JSON path, message)``."""
+    loc: tuple[str | int, ...] = tuple(err["loc"])
+    kind, ctx = err["type"], err.get("ctx") or {}
+    got = _got(err.get("input"))
+    if kind == "json_invalid":
+        return "", f"is not valid JSON: {ctx.get('error', err['msg'])}"
+    if kind in ("missing", "missing_argument"):
+        return _json_path(loc), "missing: this key is required"
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
+        return _json_path(loc), f"unknown key{_known_keys(loc)}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return _json_path(loc), f"must be an integer; got {got}"
+    if kind in ("float_type", "float_parsing"):
+        return _json_path(loc), f"must be a number; got {got}"
+    if kind in ("bool_type", "bool_parsing"):
+        return _json_path(loc), f"must be true or false; got {got}"
+    if kind in ("string_type", "string_unicode"):
+        return _json_path(loc), f"must be a string; got {got}"
+    if kind in ("dict_type", "dataclass_type", "dataclass_args_type", "model_type"):
+        what = "the document" if not loc else _json_path(loc)
+        return ("", f"{what} must be an object; got {got}") if not loc else (what, f"must be an object; got {got}")
+    if kind in ("list_type", "tuple_type", "iterable_type"):
+        return _json_path(loc), f"must be a list; got {got}"
+    if kind == "literal_error":
+        return _json_path(loc), f"must be one of {ctx.get('expected')}; got {got}"
+    return _json_path(loc), f"{err['msg'][:1].lower()}{err['msg'][1:]}; got {got}"
+
+
+def _inconsistencies(result: StudyResult) -> list[tuple[str, str]]:
+    """What is well-typed but cannot be drawn: a reference that is no ranker, an interval without its mean."""
+    out: list[tuple[str, str]] = []
+    reference = result.config.get("reference")
+    if reference is not None and reference not in result.rankers:
+        out.append(("config.reference", f"must be one of the rankers of evaluations {result.rankers}; "
+                                        f"got {reference!r}"))
+    for i, ev in enumerate(result.evaluations):
+        c = ev.reliability
+        if c is not None and not len(c.mean_confidence) == len(c.fraction_relevant) == len(c.count):
+            out.append((f"evaluations[{i}].reliability", "must hold as many fraction_relevant and count as "
+                        f"mean_confidence (one per bin); got {len(c.mean_confidence)}, {len(c.fraction_relevant)} "
+                        f"and {len(c.count)}"))
+        sel = ev.selective
+        if sel is not None and len(sel.coverage) != len(sel.risk):
+            out.append((f"evaluations[{i}].selective", "must hold one risk per coverage; got "
+                        f"{len(sel.coverage)} coverage and {len(sel.risk)} risk values"))
+    for fam, b in result.bayes.items():
+        for i, e in enumerate(b.effects):
+            if not e["lower"] <= e["mean"] <= e["upper"]:
+                out.append((_json_path(("bayes", fam, "effects", i)),
+                            f"must have lower <= mean <= upper; got lower {e['lower']!r}, mean {e['mean']!r}, "
+                            f"upper {e['upper']!r}"))
+    return out
+
+
+def _validation_errors(exc: Any) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for err in exc.errors():
+        line = _describe(err)
+        if line not in out:
+            out.append(line)
+    return out
 
 
 def _plain(obj: Any) -> Any:

@@ -47,7 +47,7 @@ from uncertank.experiment.report import outcomes, sections
 from uncertank.experiment.report.document import Doc, render_html, render_markdown
 from uncertank.experiment.report.figures import Figures
 from uncertank.experiment.report.formatting import format_number, format_pvalue, markdown_table
-from uncertank.experiment.result import StudyResult
+from uncertank.experiment.result import ResultsFileError, StudyResult
 
 __all__ = ["format_number", "format_pvalue", "markdown_table", "render_report", "write_report"]
 
@@ -103,19 +103,29 @@ def render_report(out: str | os.PathLike[str]) -> StudyResult:
     ------
     FileNotFoundError
         When ``out`` holds no ``results.json``.
-    ValueError
-        When ``results.json`` is not a study's result (the message names the file).
+    ResultsFileError
+        A ``ValueError``: ``results.json`` is a folder, cannot be read, is
+        not JSON or not a study's result. The document is validated as a
+        whole before anything is drawn: one line per error, each naming the
+        file and the JSON path of the key at fault
+        (``evaluations[3].metrics.ECE: must be a number; got the string 'abc'``).
     ImportError
         When matplotlib (the ``plot`` extra) is missing.
     """
     folder = Path(out)
     path = folder / RESULTS
+    if path.is_dir():
+        raise ResultsFileError(str(path), [("", "is a folder, not a file; give the folder that holds the "
+                                                "results.json a study wrote (uncertank run --out DIR)")])
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; give the folder a study wrote (uncertank run --out DIR)")
     try:
-        result = StudyResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{path} is not a study's results ({type(exc).__name__}: {exc})") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsFileError(str(path), [("", f"is not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
+    except OSError as exc:
+        raise ResultsFileError(str(path), [("", f"cannot be read: {exc.strerror or exc}")]) from None
+    result = StudyResult.from_json(text, source=str(path))
     figs = Figures(folder, result.rankers)
     ref = reference_ranker(result)
     doc = Doc()
