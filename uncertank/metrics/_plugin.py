@@ -27,9 +27,9 @@ from uncertank.metrics.calibration import (
 )
 from uncertank.metrics.metric import Metric
 from uncertank.metrics.ranking import (
-    _check_k,
-    _check_optional_k,
-    _check_p,
+    check_cutoff,
+    check_optional_cutoff,
+    check_persistence,
     mean_average_precision,
     mean_reciprocal_rank,
     ndcg_at_k,
@@ -143,11 +143,11 @@ def _pairs_accumulator(which: str) -> Any:
 
 def _check_cutoffs(options: Mapping[str, Any], *, k_required: bool) -> None:
     if "k" in options:
-        (_check_k if k_required else _check_optional_k)(options["k"])
+        (check_cutoff if k_required else check_optional_cutoff)(options["k"])
     if "n" in options:
-        _check_optional_k(options["n"], "n")
+        check_optional_cutoff(options["n"], "n")
     if "rel" in options:
-        _check_k(options["rel"], "rel")
+        check_cutoff(options["rel"], "rel")
 
 
 def _cutoff_check(*, k_required: bool) -> Any:
@@ -156,10 +156,10 @@ def _cutoff_check(*, k_required: bool) -> Any:
 
 def _check_rbp(options: Mapping[str, Any]) -> None:
     if "p" in options:
-        _check_p(options["p"])
+        check_persistence(options["p"])
     for name in ("depth", "max_grade"):
         if name in options:
-            _check_optional_k(options[name], name)
+            check_optional_cutoff(options[name], name)
 
 
 def _check_ece(norm: Norm | None, options: Mapping[str, Any]) -> None:

@@ -64,15 +64,18 @@ __all__ = [
 MAX_CUTOFF = 1_000_000_000
 
 
-def _check_k(k: Any, name: str = "k") -> int:
+def check_cutoff(k: Any, name: str = "k") -> int:
+    """A cutoff, depth or grade option: an integer from 1 to :data:`MAX_CUTOFF`, else an error naming it."""
     return check_positive_int(k, name, maximum=MAX_CUTOFF)
 
 
-def _check_optional_k(k: Any, name: str = "k") -> int | None:
-    return None if k is None else _check_k(k, name)
+def check_optional_cutoff(k: Any, name: str = "k") -> int | None:
+    """As :func:`check_cutoff`, None passing as None (no cutoff)."""
+    return None if k is None else check_cutoff(k, name)
 
 
-def _check_p(p: Any) -> float:
+def check_persistence(p: Any) -> float:
+    """RBP's persistence ``p``: a number in (0, 1)."""
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or not 0.0 < float(p) < 1.0:
         raise ValueError(f"p must be a float in (0, 1); got {p!r}")
     return float(p)
@@ -80,7 +83,7 @@ def _check_p(p: Any) -> float:
 
 def _lists(scores: Any, labels: Any, rel: Any) -> Lists:
     """The validated lists, with labels below ``rel`` (checked, ``>= 1``) set to 0."""
-    return as_lists(scores, labels).at_least(_check_k(rel, "rel"))
+    return as_lists(scores, labels).at_least(check_cutoff(rel, "rel"))
 
 
 def _finish(values: NDArray[np.float64], per_query: bool) -> float | NDArray[np.float64]:
@@ -154,7 +157,7 @@ def recall_at_k(
     >>> recall_at_k(scores, labels, k=1, n=2)  # first query keeps no relevant candidate
     0.5
     """
-    kk, nn = _check_k(k), _check_optional_k(n, "n")
+    kk, nn = check_cutoff(k), check_optional_cutoff(n, "n")
     return _finish(_recall_core(_lists(scores, labels, rel), kk, nn), per_query)
 
 
@@ -212,7 +215,7 @@ def precision_at_k(
     >>> precision_at_k(scores, labels, k=5, per_query=True)  # shorter lists still divide by 5
     array([0.4, 0.2])
     """
-    kk = _check_k(k)
+    kk = check_cutoff(k)
     return _finish(_precision_core(_lists(scores, labels, rel), kk), per_query)
 
 
@@ -270,7 +273,7 @@ def trec_recall_at_k(
     >>> recall_at_k([[0.9, 0.2, 0.4]], [[1, 0, 1]], k=1)  # Success@1: a hit
     1.0
     """
-    kk = _check_k(k)
+    kk = check_cutoff(k)
     return _finish(_trec_recall_core(_lists(scores, labels, rel), kk), per_query)
 
 
@@ -326,7 +329,7 @@ def mean_reciprocal_rank(
     >>> mean_reciprocal_rank(scores, labels, k=1)
     0.5
     """
-    kk = _check_optional_k(k)
+    kk = check_optional_cutoff(k)
     return _finish(_rr_core(_lists(scores, labels, rel), kk), per_query)
 
 
@@ -385,7 +388,7 @@ def mean_average_precision(
     >>> round(mean_average_precision([[0.9, 0.5, 0.7]], [[1, 1, 0]]), 4)
     0.8333
     """
-    kk = _check_optional_k(k)
+    kk = check_optional_cutoff(k)
     return _finish(_ap_core(_lists(scores, labels, rel), kk), per_query)
 
 
@@ -448,7 +451,7 @@ def ndcg_at_k(
     >>> round(ndcg_at_k([[0.9, 0.8, 0.7]], [[0, 2, 1]], k=3), 4)
     0.6697
     """
-    kk = _check_optional_k(k)
+    kk = check_optional_cutoff(k)
     return _finish(_ndcg_core(_lists(scores, labels, rel), kk), per_query)
 
 
@@ -533,9 +536,9 @@ def rank_biased_precision(
     >>> rank_biased_precision([[0.9, 0.5, 0.7]], [[1, 0, 0]], p=0.5, judged=[[True, True, False]])
     (0.5, 0.375)
     """
-    pp = _check_p(p)
-    dd = _check_optional_k(depth, "depth")
-    mg = _check_optional_k(max_grade, "max_grade")
+    pp = check_persistence(p)
+    dd = check_optional_cutoff(depth, "depth")
+    mg = check_optional_cutoff(max_grade, "max_grade")
     lists = as_lists(scores, labels)
     mask = None if judged is None else _judged_mask(judged, lists)
     value, residual = _rbp_core(lists, pp, dd, mg, mask)
