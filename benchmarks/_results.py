@@ -7,6 +7,8 @@ Each script runs as ``python benchmarks/bench_*.py``, so this folder is on
 from __future__ import annotations
 
 import re
+import statistics
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,3 +36,19 @@ def markdown_table(columns: Mapping[str, Callable[[Row], str]], rows: Iterable[R
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(r) for cell in columns.values()) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def paired(fa: Callable[[], Any], fb: Callable[[], Any], repeats: int) -> tuple[float, float, float, Any, Any]:
+    """Median CPU seconds of ``fa`` and ``fb`` run alternately, the median paired ratio ta / tb, and the results."""
+    ta, tb, ratios = [], [], []
+    a = b = None
+    for _ in range(repeats):
+        t0 = time.process_time()
+        a = fa()
+        t1 = time.process_time()
+        b = fb()
+        t2 = time.process_time()
+        ta.append(t1 - t0)
+        tb.append(t2 - t1)
+        ratios.append((t1 - t0) / max(t2 - t1, 1e-9))
+    return statistics.median(ta), statistics.median(tb), statistics.median(ratios), a, b

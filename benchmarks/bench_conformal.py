@@ -44,7 +44,6 @@ import datetime as _dt
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -52,28 +51,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _results import markdown_table, write_section
+from _results import markdown_table, paired, write_section
 
 HERE = Path(__file__).resolve().parent
 NAME = "bench_conformal"
 N_CAND = 10
 ALPHA = 0.1
-
-
-def paired(fa: Callable[[], Any], fb: Callable[[], Any], repeats: int) -> tuple[float, float, float, Any, Any]:
-    """Median CPU seconds of ``fa`` and ``fb`` run alternately, the median paired ratio ta / tb, and the results."""
-    ta, tb, ratios = [], [], []
-    a = b = None
-    for _ in range(repeats):
-        t0 = time.process_time()
-        a = fa()
-        t1 = time.process_time()
-        b = fb()
-        t2 = time.process_time()
-        ta.append(t1 - t0)
-        tb.append(t2 - t1)
-        ratios.append((t1 - t0) / max(t2 - t1, 1e-9))
-    return statistics.median(ta), statistics.median(tb), statistics.median(ratios), a, b
 
 
 def make_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -36,17 +36,15 @@ import datetime as _dt
 import os
 import platform
 import resource
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _results import write_section
+from _results import paired, write_section
 
 HERE = Path(__file__).resolve().parent
 NAME = "bench_streaming"
@@ -82,22 +80,6 @@ def make_chunk(rng: np.random.Generator, n_queries: int) -> tuple[np.ndarray, np
     p = rng.random((n_queries, N_CAND)) * 0.6
     p[:, 0] += 0.4 * rng.random(n_queries)
     return p, y
-
-
-def paired(fa: Callable[[], Any], fb: Callable[[], Any], repeats: int) -> tuple[float, float, float, Any, Any]:
-    """Median CPU seconds of ``fa`` and ``fb`` run alternately, the median paired ratio ta / tb, and the results."""
-    ta, tb, ratios = [], [], []
-    a = b = None
-    for _ in range(repeats):
-        t0 = time.process_time()
-        a = fa()
-        t1 = time.process_time()
-        b = fb()
-        t2 = time.process_time()
-        ta.append(t1 - t0)
-        tb.append(t2 - t1)
-        ratios.append((t1 - t0) / (t2 - t1))
-    return statistics.median(ta), statistics.median(tb), statistics.median(ratios), a, b
 
 
 def stream_run(pairs: int, chunk: int, repeats: int) -> dict[str, Any]:
