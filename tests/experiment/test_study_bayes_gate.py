@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("pymc")
 
 
 def _disagreeing_chains(df, **_):
-    """A Gaussian comparison of ``df`` whose first chain sits apart from the others: R-hat far above 1.01."""
-    import arviz as az
+    """The compare test's directly drawn comparison, with its first chain moved apart: R-hat far above 1.01."""
+    from tests.bayes.test_cli import _fitted
+    from uncertank.bayes import SystemComparison
 
-    from uncertank.bayes import SystemComparison, check_frame
-
-    data = check_frame(df, "gaussian")
-    systems, topics = sorted(data["system"].unique()), sorted(data["topic"].unique())
-    rng = np.random.default_rng(0)
-    shape = (4, 200)
-    r_system = 0.1 * rng.standard_normal((*shape, len(systems)))
-    r_system[0] += 1.0  # chain 0 disagrees
-    post = {"Intercept": 0.5 + 0.01 * rng.standard_normal(shape),
-            "sd_system": np.abs(0.2 + 0.01 * rng.standard_normal(shape)),
-            "sd_topic": np.abs(0.2 + 0.01 * rng.standard_normal(shape)),
-            "r_system": r_system, "r_topic": 0.1 * rng.standard_normal((*shape, len(topics))),
-            "sigma": np.abs(0.2 + 0.01 * rng.standard_normal(shape))}
-    idata = az.from_dict(posterior=post, sample_stats={"diverging": np.zeros(shape, dtype=bool)},
-                         coords={"system": systems, "topic": topics},
-                         dims={"r_system": ["system"], "r_topic": ["topic"]})
-    return SystemComparison(idata, data, family="gaussian", sampler="test")
+    cmp = _fitted(df)
+    cmp.idata.posterior["r_system"][0] += 1.0  # chain 0 disagrees
+    return SystemComparison(cmp.idata, cmp.data, family="gaussian", sampler="test")
 
 
 def test_an_unconverged_study_fit_records_no_verdict(tmp_path, monkeypatch):
