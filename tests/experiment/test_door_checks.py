@@ -250,15 +250,18 @@ def test_the_pool_sizes_are_those_of_the_bundled_data():
 
 
 def test_a_missing_dataset_file_is_refused(tmp_path, no_work, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"  # the study runs from another folder: its paths are the file's folder's
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     (tmp_path / "test.tsv").write_text("")
+    (elsewhere / "data").mkdir()
+    (elsewhere / "data" / "test.tsv").write_text("")  # beside the working directory, not the study file: not read
     conditions = ('[[conditions]]\nname = "mine"\ndataset = "tsv:data/{split}.tsv"\n'
                   f'[[conditions]]\nname = "there"\ndataset = "jsonl:{tmp_path}/gone.jsonl"\n'
                   '[[conditions]]\nname = "found"\ndataset = "tsv:test.tsv"\n')
     assert _refused(_study(tmp_path, conditions=conditions)) == [
-        "conditions[1].dataset: must name a file that exists; got 'tsv:data/{split}.tsv', and tsv: no such file "
-        "data/test.tsv (from 'data/{split}.tsv', split='test'); a relative path is read from the folder the study "
-        f"runs in, {tmp_path}",
+        f"conditions[1].dataset: must name a file that exists; got 'tsv:{tmp_path}/data/{{split}}.tsv', and tsv: no "
+        f"such file {tmp_path}/data/test.tsv (from '{tmp_path}/data/{{split}}.tsv', split='test')",
         f"conditions[2].dataset: must name a file that exists; got 'jsonl:{tmp_path}/gone.jsonl', and jsonl: no such "
         f"file {tmp_path}/gone.jsonl (from '{tmp_path}/gone.jsonl', split='test')",
     ]
@@ -270,6 +273,20 @@ def test_a_missing_training_file_is_named_once_per_file(tmp_path, no_work, monke
     path = tmp_path / "files.toml"
     path.write_text(study)
     assert _refused(path) == [
+        f"study.train_dataset: must name a file that exists; got 'tsv:{tmp_path}/t.tsv', and tsv: no such file "
+        f"{tmp_path}/t.tsv (from '{tmp_path}/t.tsv', split='train')"]
+
+
+def test_a_relative_file_in_a_study_built_in_python_is_read_from_the_working_directory(tmp_path, no_work,
+                                                                                         monkeypatch):
+    from dataclasses import replace
+
+    monkeypatch.chdir(tmp_path)
+    config = load_config(_study(tmp_path))
+    config = replace(config, train_dataset="tsv:t.tsv")  # no file to be relative to: the working directory
+    with pytest.raises(StudyConfigError) as info:
+        run_study(config, tmp_path / "out")
+    assert str(info.value).splitlines() == [
         "study.train_dataset: must name a file that exists; got 'tsv:t.tsv', and tsv: no such file t.tsv (from "
         f"'t.tsv', split='train'); a relative path is read from the folder the study runs in, {tmp_path}"]
 

@@ -11,8 +11,10 @@ distinct, ...), and :func:`study_schema` is their JSON schema, which
 documents the file format (docs/experiments.md shows it). :func:`load_config`
 reads a file and reports every error on one line with its path in the file
 (``rankers[2].params: must be a table ...; got the string 'n_passes=3'``) as
-a :class:`StudyConfigError`. What needs the installed plugins (names,
-parameters, checkpoints) is checked by
+a :class:`StudyConfigError`, and takes every path in the file (a file
+dataset's, a ranker's folders) relative to the file's folder, so a study
+file runs the same from any working directory. What needs the installed
+plugins (names, parameters, checkpoints) is checked by
 :func:`uncertank.experiment.validation.validate_config`, before any work.
 
 The demo's studies are files of this package (:data:`DEMO_STUDIES`,
@@ -440,8 +442,16 @@ def _errors(exc: ValidationError) -> list[tuple[str, str]]:
     return out
 
 
+#: The keys of a ``[[rankers]]`` table that name a folder.
+_FOLDER_KEYS = ("checkpoint", "pretrained", "save_to")
+
+
 def _resolve(value: Any, base: Path) -> Any:
-    """A folder path of a study file, taken relative to the file's folder (other values as they are)."""
+    """A path of a study file, taken relative to the file's folder ``base`` (other values as they are).
+
+    ``~`` is the user's home; an absolute path is kept as given (made
+    canonical). A list is resolved entry by entry.
+    """
     if isinstance(value, str) and value:
         return str((base / Path(value).expanduser()).resolve())
     if isinstance(value, list):
@@ -449,8 +459,38 @@ def _resolve(value: Any, base: Path) -> Any:
     return value
 
 
+def _dataset_path(name: Any, base: Path) -> Any:
+    """A file dataset's name with its path taken from ``base``: ``tsv:d/{split}.tsv`` -> ``tsv:<base>/d/{split}.tsv``.
+
+    A file dataset is one whose registered loader reads files, i.e. has
+    ``resolve(arg, split)`` (``tsv:``, ``jsonl:``, a plugin's prefix that
+    does the same); ``{split}`` is kept. Any other name (``ubuntu-sample``,
+    an unknown one, which :func:`~uncertank.experiment.validation.validate_config`
+    names) is returned as written.
+    """
+    if not isinstance(name, str) or ":" not in name:
+        return name
+    from uncertank.datasets._load import resolve_dataset
+    from uncertank.plugins import get_factory
+
+    try:
+        prefix, arg = resolve_dataset(name)
+        loader = get_factory("datasets", prefix)
+    except (ValueError, TypeError):
+        return name
+    if not arg or not callable(getattr(loader, "resolve", None)):
+        return name
+    return prefix + _resolve(arg, base)
+
+
 def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
-    """The file's tables as the keyword arguments of :class:`StudyConfig` (folders resolved)."""
+    """The file's tables as the keyword arguments of :class:`StudyConfig`, every path taken from the file's folder.
+
+    The paths of a study file: a file dataset's (``train_dataset``,
+    ``conditions[i].dataset``: ``tsv:PATH``, ``jsonl:PATH``) and a ranker's
+    ``checkpoint``, ``pretrained`` and ``save_to``. ``params`` are the
+    factory's own and passed as written.
+    """
     errors: list[tuple[str, str]] = []
     unknown = [k for k in raw if k not in ("study", *_TABLES)]
     for key in unknown:
@@ -469,10 +509,17 @@ def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     for key in _TABLES:
         if key in raw:
             data[key] = raw[key]
+    base = path.parent
+    if "train_dataset" in data:
+        data["train_dataset"] = _dataset_path(data["train_dataset"], base)
+    if isinstance(data.get("conditions"), list):
+        data["conditions"] = [
+            {**c, "dataset": _dataset_path(c["dataset"], base)} if isinstance(c, dict) and "dataset" in c else c
+            for c in data["conditions"]
+        ]
     if isinstance(data.get("rankers"), list):
         data["rankers"] = [
-            {**r, **{k: _resolve(r[k], path.parent) for k in ("checkpoint", "pretrained", "save_to") if k in r}}
-            if isinstance(r, dict) else r
+            {**r, **{k: _resolve(r[k], base) for k in _FOLDER_KEYS if k in r}} if isinstance(r, dict) else r
             for r in data["rankers"]
         ]
     return data
@@ -486,9 +533,11 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
     tables, and an optional ``[bayes]`` table (the JSON schema of
     :func:`study_schema`). Every key is checked: its type (``"4"`` is not an
     integer, ``"no"`` not a boolean), its range, and the cross-references
-    between rankers. A ranker's ``checkpoint`` and ``pretrained`` folders
-    are taken relative to the file's folder. What needs the installed
-    plugins is checked by
+    between rankers. Every path in the file (a file dataset's ``tsv:PATH``
+    or ``jsonl:PATH``, a ranker's ``checkpoint``, ``pretrained`` and
+    ``save_to``) is taken relative to the file's folder, wherever the study
+    runs from, and made absolute; an absolute path is kept. What needs the
+    installed plugins is checked by
     :func:`~uncertank.experiment.validation.validate_config` when the study
     runs, before any work.
 
