@@ -82,21 +82,33 @@ def _progress_logger() -> Callable[[str], None]:
     return log
 
 
+def _demo_folder(study: str) -> str:
+    """The folder ``uncertank demo`` writes a bundled study into: ``uncertank-demo``, ``uncertank-demo-quick``, ...
+
+    One folder per study, so that ``demo --quick`` never meets the default
+    study's report.
+    """
+    return "uncertank-demo" if study == "default" else f"uncertank-demo-{study}"
+
+
 @cli.command("demo")
 @click.option("--quick", is_flag=True, help="A smoke run (minutes): tiny sizes, numbers that are not evidence.")
 @click.option("--full", is_flag=True, help="The whole study: all 6 MiniLM layers, every query (hours on CPU).")
 @click.option("--gp", is_flag=True, help="The default study with the GP rankers (sngp, gpf_bert, pgdrr) added.")
 @click.option("--show", is_flag=True, help="Print the study file that would run, and stop.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="uncertank-demo", show_default=True,
-              help="Report folder.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Report folder.  [default: uncertank-demo, or uncertank-demo-quick, -full, -gp with that flag]")
 @click.option("--no-resume", is_flag=True, help="Recompute every step instead of reusing finished ones.")
 @click.option("--no-bayes", is_flag=True, help="Skip the Bayesian comparison of TREC-COVID systems.")
-def demo_command(quick: bool, full: bool, gp: bool, show: bool, out_dir: str, no_resume: bool,
-                 no_bayes: bool) -> None:
+@click.option("--force", is_flag=True, help="Write into a folder that holds another study's results, replacing them.")
+def demo_command(quick: bool, full: bool, gp: bool, show: bool, out_dir: str | None, no_resume: bool,
+                 no_bayes: bool, force: bool) -> None:
     """Run a study file shipped with uncertank on real data (no network needed) and write a report.
 
     The same study everywhere: a missing plugin or package stops it before
-    any work, naming the pip command that installs it (exit status 2).
+    any work, naming the pip command that installs it (exit status 2). Each
+    study has its own folder, and a folder that holds another study's
+    results is refused before any work (exit status 2) unless --force.
     """
     from dataclasses import replace
 
@@ -117,7 +129,7 @@ def demo_command(quick: bool, full: bool, gp: bool, show: bool, out_dir: str, no
     if quick:
         click.echo("uncertank demo --quick is a smoke run: it checks that everything runs; its numbers are not "
                    "evidence (run `uncertank demo` for a study with trained rankers).", err=True)
-    _run(config, out_dir, not no_resume, smoke=quick, source=source)
+    _run(config, out_dir or _demo_folder(name), not no_resume, smoke=quick, source=source, force=force)
 
 
 @cli.command("run")
@@ -125,17 +137,19 @@ def demo_command(quick: bool, full: bool, gp: bool, show: bool, out_dir: str, no
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Report folder (default: the config file's name without .toml).")
 @click.option("--no-resume", is_flag=True, help="Recompute every step instead of reusing finished ones.")
-def run_command(config_path: str, out_dir: str | None, no_resume: bool) -> None:
+@click.option("--force", is_flag=True, help="Write into a folder that holds another study's results, replacing them.")
+def run_command(config_path: str, out_dir: str | None, no_resume: bool, force: bool) -> None:
     """Run the study described in CONFIG_PATH (TOML) and write a report.
 
     The file is validated as a whole before any work (its format: the JSON
     schema in docs/experiments.md); each error is one line with its path in
-    the file, and the exit status is 2.
+    the file, and the exit status is 2. A folder that holds another study's
+    results is refused before any work too (exit status 2) unless --force.
     """
     from pathlib import Path
 
     config = _load_study(config_path, config_path)
-    _run(config, out_dir or Path(config_path).with_suffix("").name, not no_resume, source=config_path)
+    _run(config, out_dir or Path(config_path).with_suffix("").name, not no_resume, source=config_path, force=force)
 
 
 def _study_error(source: str, exc: Exception) -> NoReturn:
@@ -154,13 +168,14 @@ def _load_study(path: str | Path, source: str) -> StudyConfig:
         _study_error(source, exc)
 
 
-def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False, source: str = "study") -> None:
+def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False, source: str = "study",
+         force: bool = False) -> None:
     from uncertank.experiment import StudyConfigError, run_study
     from uncertank.formatting import format_fixed
 
     try:
-        result = run_study(config, out_dir, resume=resume, log=_progress_logger(), smoke=smoke)
-    except StudyConfigError as exc:  # raised by the validation, before any work
+        result = run_study(config, out_dir, resume=resume, log=_progress_logger(), smoke=smoke, force=force)
+    except StudyConfigError as exc:  # raised by the validation and the output folder's checks, before any work
         _study_error(source, exc)
     first = result.conditions[0]
     labels = [k for k in result.metric_info if k in ("R@1", "MAP", "ECE", "ECE balanced")]

@@ -571,6 +571,7 @@ def run_study(
     resume: bool = True,
     log: Log | None = None,
     smoke: bool = False,
+    force: bool = False,
 ) -> StudyResult:
     """Run ``config`` stage by stage and write its report into ``out_dir``.
 
@@ -584,7 +585,9 @@ def run_study(
         The report folder: ``results.json``, ``report.md``, ``report.html``,
         ``figures/*.png``, plus ``models/``, ``predictions/`` and ``bayes/``
         for resuming (``bayes/`` also holds the posterior predictive curves
-        the report draws). It must take new files, checked before any work
+        the report draws). It must take new files, and must not hold
+        another study's results (a ``results.json`` whose ``config.name``
+        is not ``config.name``), both checked before any work
         (:func:`~uncertank.experiment.validation.check_output_folder`).
     resume : bool
         Reuse finished steps found in ``out_dir`` whose keys match, and
@@ -593,6 +596,10 @@ def run_study(
         Receives one line per step (progress); silent when None.
     smoke : bool
         Mark the report as a smoke run whose numbers are not evidence.
+    force : bool
+        Run even when ``out_dir`` holds another study's results: its
+        ``results.json``, report and figures are replaced (its cached steps
+        stay, reused only where their keys match).
 
     Returns
     -------
@@ -602,8 +609,9 @@ def run_study(
     Raises
     ------
     StudyConfigError
-        Before any work: what :func:`validate_config` refuses, or an
-        ``out_dir`` that cannot be written.
+        Before any work: what :func:`validate_config` refuses, an
+        ``out_dir`` that cannot be written, or one that holds another
+        study's results (without ``force``).
     """
     from uncertank._environment import environment
     from uncertank.experiment.analysis import significance
@@ -612,9 +620,10 @@ def run_study(
 
     say: Log = log or _quiet
     validate_config(config)
-    unwritable = check_output_folder(out_dir)  # before any work too: a run never fails writing its first step
-    if unwritable:
-        raise StudyConfigError(unwritable)
+    # before any work too: a run never fails writing its first step, nor overwrites another study unasked
+    refused = check_output_folder(out_dir, study=config.name, force=force)
+    if refused:
+        raise StudyConfigError(refused)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

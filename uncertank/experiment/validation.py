@@ -304,13 +304,29 @@ def _nearest_folder(path: Path) -> Path:
 _OUTPUT_PARTS = ("models", "predictions", "bayes", "figures")
 
 
-def check_output_folder(out_dir: str | os.PathLike[str]) -> list[tuple[str, str]]:
+def check_output_folder(
+    out_dir: str | os.PathLike[str], *, study: str | None = None, force: bool = False
+) -> list[tuple[str, str]]:
     """Why a study cannot write its output into ``out_dir`` (an empty list when it can).
 
     The folder must be a folder (or not exist yet, and then the nearest
     existing folder above it must take a new folder), and the folder and
     its ``models/``, ``predictions/``, ``bayes/`` and ``figures/`` that exist
     must take new files; each is tried by creating a file and removing it.
+
+    With ``study`` (the name of the study about to run, ``config.name``), a
+    folder whose ``results.json`` is another study's is refused too, unless
+    ``force``: its results, report and figures would be replaced. The same
+    study's folder is the normal case of resuming, and passes.
+
+    Parameters
+    ----------
+    out_dir : path
+    study : str, optional
+        The name of the study that would write into ``out_dir``; None skips
+        the check for another study's results.
+    force : bool
+        Let a study replace another study's results in ``out_dir``.
 
     Returns
     -------
@@ -334,7 +350,32 @@ def check_output_folder(out_dir: str | os.PathLike[str]) -> list[tuple[str, str]
         if reason is not None:
             name = f"the output folder {out}" if folder == here else f"the output's folder {out / folder.name}"
             return [("", f"{name} cannot be written ({reason}); {remedy}")]
+    if study is not None and not force:
+        return _another_study(out, study)
     return []
+
+
+#: What a study writes anew in its folder each run (the cached steps in models/, predictions/, bayes/ are kept).
+_REPLACED = ("results.json", "report.md", "report.html", "figures/")
+
+
+def _another_study(out: Path, study: str) -> list[tuple[str, str]]:
+    """The refusal of a folder whose ``results.json`` is not the results of ``study`` (none when it is, or absent)."""
+    path = out / "results.json"
+    if not path.exists():
+        return []
+    try:
+        name = json.loads(path.read_text(encoding="utf-8"))["config"]["name"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        name = None
+    if name == study:
+        return []
+    whose = f"the results of another study, {name!r}" if isinstance(name, str) else \
+        "a results.json that names no study (no readable config.name)"
+    present = [p for p in _REPLACED if (out / p.rstrip("/")).exists()]
+    return [("", f"the output folder {out} holds {whose}; running {study!r} there would replace its "
+                 f"{', '.join(present)}; give another folder (uncertank run --out DIR), or --force "
+                 f"(run_study(..., force=True)) to replace them")]
 
 
 def _check_save_to(rc: RankerConfig, base: str, errors: list[tuple[str, str]]) -> None:
