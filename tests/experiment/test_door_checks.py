@@ -140,10 +140,10 @@ def bayes_installed(monkeypatch):
 
 
 def test_a_bayes_baseline_that_names_no_compared_system_is_refused(tmp_path, no_work, bayes_installed):
-    lines = _refused(_study(tmp_path, bayes="true", bayes_keys='baseline = "bm25_basline"'))
+    lines = _refused(_study(tmp_path, bayes="true", bayes_keys='systems = "trec_covid"\nbaseline = "bm25_basline"'))
     assert lines == ["bayes.baseline: must name one of the 42 systems compared (the pooled TREC-COVID round 1 runs; "
                      "close: 'bm25_baseline', 'baseline'); got 'bm25_basline'"]
-    lines = _refused(_study(tmp_path, bayes="true", bayes_keys='baseline = "nobody"'))
+    lines = _refused(_study(tmp_path, bayes="true", bayes_keys='systems = "trec_covid"\nbaseline = "nobody"'))
     assert len(lines) == 1 and lines[0].startswith("bayes.baseline: must name one of the 42 systems compared")
     assert lines[0].endswith("; got 'nobody'")
 
@@ -154,12 +154,39 @@ def test_a_bayes_baseline_that_drop_bottom_leaves_out_is_refused(tmp_path, no_wo
     frame = frame_from_trec_covid("gaussian")
     kept = set(drop_bottom_systems(frame, 0.5)["system"])
     dropped = sorted(set(frame["system"]) - kept)[0]
-    keys = f'families = ["gaussian"]\ndrop_bottom = 0.5\nbaseline = "{dropped}"'
+    keys = f'systems = "trec_covid"\nfamilies = ["gaussian"]\ndrop_bottom = 0.5\nbaseline = "{dropped}"'
     assert _refused(_study(tmp_path, bayes="true", bayes_keys=keys)) == [
         f"bayes.baseline: must name a system the comparison keeps; got {dropped!r}, one of the 21 lowest-scoring "
         "systems that drop_bottom = 0.5 leaves out (family 'gaussian'): lower drop_bottom or name another baseline"]
-    keys = f'families = ["gaussian"]\ndrop_bottom = 0.5\nbaseline = "{sorted(kept)[0]}"'
+    keys = f'systems = "trec_covid"\nfamilies = ["gaussian"]\ndrop_bottom = 0.5\nbaseline = "{sorted(kept)[0]}"'
     V.validate_config(load_config(_study(tmp_path, bayes="true", bayes_keys=keys)))
+
+
+
+TWO_RANKERS = '[[rankers]]\nname = "bm25"\n[[rankers]]\nname = "bm25"\nlabel = "other"\n'
+
+
+@pytest.mark.parametrize(("rankers", "keys", "expected"), [
+    ('[[rankers]]\nname = "bm25"\n', "", "bayes.enabled: comparing the study's rankers needs at least two; the study "
+     "has 1 ('bm25'): add a ranker, set enabled = false, or systems = \"trec_covid\" for the bundled example"),
+    (TWO_RANKERS, 'baseline = "bm25_baseline"', "bayes.baseline: must be the label of a ranker of the study ('bm25', "
+     "'other'); got 'bm25_baseline'"),
+    (TWO_RANKERS, 'families = ["gaussian", "zoib_rank"]', "bayes.families[1]: 'zoib_rank' models per-rank gains"),
+    (TWO_RANKERS, 'conditions = ["in-domain", "shifted"]', "bayes.conditions[1]: must name a condition of the "
+     "study ('in-domain'); got 'shifted'"),
+    (TWO_RANKERS, 'metric = "ECE"', "bayes.metric: must be the label of a ranking metric the study measures ("),
+    (TWO_RANKERS, 'systems = "trec_covid"\nmetric = "MAP"', "bayes.metric: applies to systems = \"study\""),
+])
+def test_a_comparison_of_the_studys_rankers_is_checked_at_the_door(tmp_path, no_work, bayes_installed, rankers,
+                                                                     keys, expected):
+    lines = _refused(_study(tmp_path, rankers, bayes="true", bayes_keys=keys))
+    assert len(lines) == 1 and lines[0].startswith(expected), lines
+
+
+def test_a_comparison_of_the_studys_rankers_passes_the_door(tmp_path, no_work, bayes_installed):
+    config = load_config(_study(tmp_path, TWO_RANKERS, bayes="true", bayes_keys='baseline = "other"\nmetric = "R@1"'))
+    V.validate_config(config)
+    assert (config.bayes.systems, config.bayes.baseline, config.bayes.metric) == ("study", "other", "R@1")
 
 
 # -- 3. and 4. pretrained and checkpoint folders ------------------------------------------------------------------
@@ -353,7 +380,7 @@ def test_every_door_error_is_reported_at_once_and_a_valid_study_passes(tmp_path,
     _folder(tmp_path / "hf", {"num_labels": 3})
     study = _study(tmp_path, '[[rankers]]\nname = "door"\ncheckpoint = "hf"\n[[rankers]]\nname = "door"\nlabel = '
                              '"d2"\npretrained = "hf"\n', study="n_candidates = 5000", bayes="true",
-                   bayes_keys='baseline = "nobody"')
+                   bayes_keys='systems = "trec_covid"\nbaseline = "nobody"')
     lines = _refused(study)
     assert [line.split(":")[0] for line in lines] == [
         "bayes.baseline", "study.n_candidates", "rankers[0].checkpoint", "rankers[1].pretrained"]

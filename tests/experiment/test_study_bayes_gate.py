@@ -20,17 +20,18 @@ def _disagreeing_chains(df, **_):
 def test_an_unconverged_study_fit_records_no_verdict(tmp_path, monkeypatch):
     import uncertank.bayes
     from uncertank.experiment import demo_config
-    from uncertank.experiment.systems import _fit_families
+    from uncertank.experiment.systems import compare_systems
 
     monkeypatch.setattr(uncertank.bayes, "compare", _disagreeing_chains)
     config = demo_config("quick")
     config = type(config)(**{**config.__dict__, "bayes": type(config.bayes)(
         **{**config.bayes.__dict__, "families": ("gaussian",)})})
     lines: list[str] = []
-    outcomes, steps = _fit_families(config, tmp_path, False, lines.append)
+    outcomes, steps = compare_systems(config, tmp_path, resume=False, log=lines.append)
     b = outcomes["gaussian"]
     assert not b.converged and any("R-hat" in p for p in b.diagnostics["problems"])
     assert b.best_distinguishable is None and b.worst_distinguishable is None and b.risk == {}
     assert len(b.effects) == b.n_systems  # the effects describe the fit; they decide nothing
     assert any("fails its convergence checks" in line and "no verdict" in line for line in lines)
+    assert b.fits == 2 and any("fitting again with 600 draws" in line for line in lines)  # one retry, then none
     assert "bayes gaussian" in steps

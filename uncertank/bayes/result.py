@@ -286,6 +286,38 @@ class SystemComparison:
             self.check_converged("distinguishable systems")
         return summaries.distinguishable(self._flat("r_system"), self.systems, reference, method=method, prob=prob)
 
+    def contrasts(self, reference: str, *, prob: float = 0.95, allow_unconverged: bool = False) -> pd.DataFrame:
+        """Every system against ``reference``: its effect minus the reference's, with a verdict.
+
+        See :func:`uncertank.bayes.summaries.contrasts`: the reading of a
+        comparison of a few systems (a study's rankers against its
+        reference). A verdict: refused when the fit fails its convergence
+        checks (:meth:`check_converged`).
+
+        Parameters
+        ----------
+        reference : str
+            ``"best"``, ``"worst"`` or a system name.
+        prob : float
+            Credible mass.
+        allow_unconverged : bool
+            As in :meth:`distinguishable`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per other system: ``system``, ``diff_mean``,
+            ``diff_lower``, ``diff_upper``, ``p_better``, ``verdict``.
+
+        Raises
+        ------
+        ConvergenceError
+            When the fit fails its convergence checks and ``allow_unconverged`` is false.
+        """
+        if not allow_unconverged:
+            self.check_converged("contrast")
+        return summaries.contrasts(self._flat("r_system"), self.systems, reference, prob=prob)
+
     # ------------------------------------------------------------------ diagnostics
     @property
     def converged(self) -> bool:

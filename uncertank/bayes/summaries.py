@@ -20,7 +20,7 @@ from uncertank._validation import check_choice
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["check_prob", "distinguishable", "quantiles", "system_effects"]
+__all__ = ["check_prob", "contrasts", "distinguishable", "quantiles", "system_effects"]
 
 
 def check_prob(prob: float) -> float:
@@ -138,3 +138,47 @@ def distinguishable(
         "p_better": (diff > 0).mean(axis=0)[keep],
     })
     return out.sort_values(["diff_mean", "system"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+def contrasts(
+    r: NDArray[np.float64], systems: Sequence[Any], reference: str, *, prob: float = 0.95
+) -> pd.DataFrame:
+    """Every system against ``reference``: the posterior of its effect minus the reference's.
+
+    The pairwise reading of a comparison of a few systems (a study's rankers
+    against its reference): unlike :func:`distinguishable`, every system is
+    a row, the undecided ones included.
+
+    Parameters
+    ----------
+    r, systems
+        As in :func:`system_effects`.
+    reference : str
+        ``"best"``, ``"worst"`` or a system name.
+    prob : float
+        Credible mass.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per system other than the reference, in the order of
+        ``systems``: ``system``, ``diff_mean``, ``diff_lower``,
+        ``diff_upper`` (the system's effect minus the reference's, with
+        its equal-tailed ``prob`` interval), ``p_better`` (posterior
+        probability that the system's effect is the larger) and
+        ``verdict``: ``"better"`` or ``"worse"`` when the interval
+        excludes 0, else ``"not distinguishable"``.
+    """
+    import pandas as pd
+
+    prob = check_prob(prob)
+    ref = reference_index(r, systems, reference)
+    diff = r - r[:, [ref]]
+    lo, hi = quantiles(diff, prob)
+    keep = np.arange(r.shape[1]) != ref
+    verdict = np.where(lo > 0, "better", np.where(hi < 0, "worse", "not distinguishable"))
+    return pd.DataFrame({
+        "system": np.asarray([str(s) for s in systems], dtype=object)[keep],
+        "diff_mean": diff.mean(axis=0)[keep], "diff_lower": lo[keep], "diff_upper": hi[keep],
+        "p_better": (diff > 0).mean(axis=0)[keep], "verdict": verdict[keep],
+    }).reset_index(drop=True)

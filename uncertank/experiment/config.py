@@ -210,9 +210,36 @@ _FAMILY = Literal["gaussian", "zoib", "zoib_rank"]
 
 @dataclass(frozen=True, config=_CONFIG)
 class BayesConfig:
-    """The Bayesian comparison of the bundled TREC-COVID round 1 systems (the ``[bayes]`` table)."""
+    """The Bayesian comparison of systems (the ``[bayes]`` table).
+
+    By default the systems are the study's own rankers: one fit per family
+    and condition of their per-query ``metric``, with URisk against the
+    ``baseline`` (the study's ``reference`` ranker unless named).
+    ``systems = "trec_covid"`` fits the bundled TREC-COVID round 1 runs
+    instead (Benham et al. 2021's setting: the worked example the demo
+    studies show).
+    """
 
     enabled: StrictBool = Field(default=True, description="Run the comparison.")
+    systems: Literal["study", "trec_covid"] = Field(
+        default="study",
+        description="What is compared: the study's rankers on each condition (\"study\"), or the bundled "
+        "TREC-COVID round 1 runs (\"trec_covid\", Benham et al. 2021's example).",
+    )
+    metric: StrictStr | None = Field(
+        default=None,
+        description="With systems = \"study\": the label of the per-query ranking metric compared (one of the "
+        "study's metrics, e.g. \"MAP\" or \"R@1\"); MAP when the study measures it, else its first ranking metric.",
+    )
+    conditions: tuple[StrictStr, ...] | None = Field(
+        default=None,
+        description="With systems = \"study\": the conditions compared (names of [[conditions]]); all by default.",
+    )
+    retries: Annotated[int, Strict(), Field(ge=0, le=5)] = Field(
+        default=1,
+        description="Fits again, with twice the draws and tuning steps and target acceptance 0.95, when a fit "
+        "fails its convergence checks; after the last, the fit gives no verdict.",
+    )
     families: Annotated[tuple[_FAMILY, ...], Field(min_length=1)] = Field(
         default=("gaussian", "zoib"), description="Models fitted, each once; distinct."
     )
@@ -226,7 +253,9 @@ class BayesConfig:
         default=0.0, description="Share of the worst systems left out, in [0, 1)."
     )
     baseline: StrictStr | None = Field(
-        default=None, description="The system URisk compares against; bm25_baseline when it is among the systems."
+        default=None,
+        description="The system URisk compares against: with systems = \"study\" a ranker's label (the study's "
+        "reference by default), with \"trec_covid\" a run (bm25_baseline by default).",
     )
 
     @model_validator(mode="after")
@@ -335,7 +364,35 @@ class StudyConfig:
         elif self.reference not in labels:
             raise _At(("reference",), f"must be the label of a ranker of the study ({', '.join(map(repr, labels))}); "
                       f"got {self.reference!r}")
+        self._check_bayes(labels, names)
         return self
+
+    def _check_bayes(self, labels: dict[str, int], conditions: dict[str, int]) -> None:
+        """``[bayes]`` against the study: what a comparison of the study's rankers needs of it."""
+        bayes = self.bayes
+        if not bayes.enabled:
+            return
+        if bayes.systems == "trec_covid":
+            for key in ("metric", "conditions"):
+                if getattr(bayes, key) is not None:
+                    raise _At(("bayes", key), 'applies to systems = "study" (the study\'s rankers); the TREC-COVID '
+                              "runs are compared by their own per-topic scores: leave it out")
+            return
+        if len(labels) < 2:
+            raise _At(("bayes", "enabled"), f"comparing the study's rankers needs at least two; the study has "
+                      f"{len(labels)} ({', '.join(map(repr, labels))}): add a ranker, set enabled = false, or "
+                      'systems = "trec_covid" for the bundled example')
+        if "zoib_rank" in bayes.families:
+            raise _At(("bayes", "families", bayes.families.index("zoib_rank")),
+                      "'zoib_rank' models per-rank gains of TREC runs, which a study's rankers do not give; "
+                      "use 'gaussian' or 'zoib' (or systems = \"trec_covid\")")
+        if bayes.baseline is not None and bayes.baseline not in labels:
+            raise _At(("bayes", "baseline"), f"must be the label of a ranker of the study "
+                      f"({', '.join(map(repr, labels))}); got {bayes.baseline!r}")
+        for i, cond in enumerate(bayes.conditions or ()):
+            if cond not in conditions:
+                raise _At(("bayes", "conditions", i), f"must name a condition of the study "
+                          f"({', '.join(map(repr, conditions))}); got {cond!r}")
 
 
 _TABLES = {"conditions": ConditionConfig, "rankers": RankerConfig, "bayes": BayesConfig}

@@ -372,7 +372,7 @@ class Significance:
 
 @dataclass
 class BayesOutcome:
-    """The Bayesian comparison of the TREC-COVID round 1 systems with one model family.
+    """One fit of the Bayesian comparison of systems: one model family (and, for a study's rankers, one condition).
 
     Attributes
     ----------
@@ -398,6 +398,26 @@ class BayesOutcome:
         The posterior predictive check's curves (an NPZ file relative to the
         report folder: ``grid``, ``observed``, ``replicates``, ``outside``),
         from which the report draws the check.
+    systems : {"trec_covid", "study"}
+        What was compared: the bundled TREC-COVID round 1 runs, or the
+        study's rankers (``[bayes] systems``).
+    condition, metric : str or None
+        For the study's rankers: the condition, and the label of the
+        per-query metric compared (its topics are the condition's queries).
+    baseline : str or None
+        The system URisk and ``against_baseline`` compare with.
+    against_baseline : list of dict
+        For the study's rankers, from a converged fit: one row per ranker
+        other than the baseline: ``system``, ``diff_mean``, ``diff_lower``,
+        ``diff_upper`` (its effect minus the baseline's, 95% interval, on
+        the model's link scale), ``p_better`` (posterior probability that
+        its effect is the larger), ``verdict`` (``"better"``, ``"worse"``
+        or ``"not distinguishable"``: whether the interval excludes 0) and,
+        for r = 1 and 2, ``urisk_r<r>``, ``urisk_r<r>_lower``,
+        ``urisk_r<r>_upper`` (Benham's convention: above 0 is riskier than
+        the baseline).
+    fits : int
+        Fits made: 1, plus one per retry after a fit failed its checks.
     """
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
@@ -412,6 +432,12 @@ class BayesOutcome:
     risk: dict[str, int] = field(default_factory=dict)
     figures: list[str] = field(default_factory=list)
     ppc: str | None = None
+    systems: Literal["trec_covid", "study"] = "trec_covid"
+    condition: str | None = None
+    metric: str | None = None
+    baseline: str | None = None
+    against_baseline: list[dict[str, Any]] = field(default_factory=list)
+    fits: int = 1
 
 
 @dataclass

@@ -640,7 +640,7 @@ def run_study(
                                             round(time.perf_counter() - t0, 2))
     bayes: dict[str, BayesOutcome] = {}
     if config.bayes.enabled:
-        bayes, bayes_steps = compare_systems(config, out, resume=resume, log=say)
+        bayes, bayes_steps = compare_systems(config, out, measured, resume=resume, log=say)
         steps.update(bayes_steps)
     result = StudyResult(
         config=to_jsonable(asdict(config)),

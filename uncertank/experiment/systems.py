@@ -1,9 +1,22 @@
 """The Bayesian comparison of systems, the last computing stage of a study (:func:`compare_systems`).
 
-Benham et al. (ECIR 2021) on the TREC-COVID round 1 runs, one fit per model
-family: system effects, distinguishable systems, convergence diagnostics,
-URisk against the baseline, and the curves of the posterior predictive check
-stored beside ``results.json`` for the report to draw.
+Benham et al. (ECIR 2021)'s hierarchical models of system and topic
+effects, one fit per model family, on one of two sets of systems
+(``[bayes] systems``):
+
+- ``"study"`` (the default): the study's own rankers, one fit per family and
+  condition, the condition's queries as topics and a per-query ranking
+  metric (``[bayes] metric``, :func:`bayes_metric`) as the score; each
+  ranker against the baseline (the study's reference ranker unless named):
+  the credible interval of the difference of effects and URisk.
+- ``"trec_covid"``: the bundled TREC-COVID round 1 runs, the paper's worked
+  example: distinguishable systems and URisk against ``bm25_baseline``.
+
+Convergence is a gate: a fit that fails its checks is made again with twice
+the draws and tuning steps at target acceptance 0.95 (``[bayes] retries``
+times), and a fit that still fails gives no verdict. The curves of the
+posterior predictive check are stored beside ``results.json`` for the report
+to draw.
 """
 
 from __future__ import annotations
@@ -24,9 +37,9 @@ from uncertank import __version__
 from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import StudyConfig
-from uncertank.experiment.result import BayesOutcome, StepInfo
+from uncertank.experiment.result import BayesOutcome, Evaluation, StepInfo
 
-__all__ = ["PPC_GRID", "PPC_REPLICATES", "compare_systems", "ppc_curves", "quiet_bayes"]
+__all__ = ["PPC_GRID", "PPC_REPLICATES", "bayes_metric", "compare_systems", "ppc_curves", "quiet_bayes"]
 
 Log = Callable[[str], None]
 
@@ -87,28 +100,133 @@ def ppc_curves(cmp: Any, seed: int) -> dict[str, np.ndarray]:
             "replicates": np.stack([gaussian_kde(row)(grid) for row in rep]), "outside": np.float64(outside)}
 
 
-def compare_systems(
-    config: StudyConfig, out: Path, *, resume: bool = True, log: Log = _quiet
-) -> tuple[dict[str, BayesOutcome], dict[str, StepInfo]]:
-    """The Bayesian comparison of the TREC-COVID round 1 systems with each family of ``config.bayes``.
+def bayes_metric(config: StudyConfig) -> str:
+    """The label of the per-query metric a comparison of the study's rankers fits.
 
-    Each fit is a cached step (``bayes/<family>-<key>.json``) beside its
-    posterior predictive curves (``bayes/<family>-<key>-ppc.npz``, from which
-    the report draws the check), each file with the SHA-256 of its bytes in
-    ``<file>.sha256``: a fit whose files are missing, unreadable or differ
-    from their records is fitted again (a log line names the file). ArviZ's
-    FutureWarning and PyTensor's BLAS warning are silenced while it runs
-    (:func:`quiet_bayes`).
+    ``[bayes] metric`` when given, else ``MAP`` when the study measures it,
+    else the study's first ranking metric.
+
+    Raises
+    ------
+    ValueError
+        When the label given is not one of the study's ranking metrics, or
+        the study measures none.
+    """
+    from uncertank.metrics import DEFAULT_STUDY_METRICS, resolve_metrics
+
+    entries = list(config.metrics) if config.metrics is not None else list(DEFAULT_STUDY_METRICS)
+    ranking = [m.display_label for m in resolve_metrics(entries) if m.kind == "ranking"]
+    chosen = config.bayes.metric
+    if chosen is None:
+        if not ranking:
+            raise ValueError("the study measures no ranking metric to compare its rankers by; add one to "
+                             "study.metrics (e.g. \"map\"), or set [bayes] enabled = false")
+        return "MAP" if "MAP" in ranking else ranking[0]
+    if chosen not in ranking:
+        raise ValueError(f"must be the label of a ranking metric the study measures ({', '.join(map(repr, ranking))}); "
+                         f"got {chosen!r}")
+    return chosen
+
+
+def compare_systems(
+    config: StudyConfig,
+    out: Path,
+    evaluations: list[Evaluation] | None = None,
+    *,
+    resume: bool = True,
+    log: Log = _quiet,
+) -> tuple[dict[str, BayesOutcome], dict[str, StepInfo]]:
+    """The Bayesian comparison of ``config.bayes``: the study's rankers, or the TREC-COVID round 1 runs.
+
+    Each fit is a cached step (``bayes/<family>[-<condition>]-<key>.json``,
+    keyed by the family, the ``[bayes]`` table, the seed and the data
+    compared) beside its posterior predictive curves (``...-ppc.npz``, from
+    which the report draws the check), each file with the SHA-256 of its
+    bytes in ``<file>.sha256``: a fit whose files are missing, unreadable or
+    differ from their records is fitted again (a log line names the file).
+    ArviZ's FutureWarning and PyTensor's BLAS warning are silenced while it
+    runs (:func:`quiet_bayes`).
+
+    Parameters
+    ----------
+    config : StudyConfig
+        The study; its ``[bayes]`` table says what is compared and how.
+    out : Path
+        The report folder.
+    evaluations : list of Evaluation, optional
+        The study's measurements (:func:`~uncertank.experiment.runner.measure`):
+        the per-query scores a comparison of the study's rankers fits.
+        Needed with ``systems = "study"``.
+    resume, log
+        As in :func:`~uncertank.experiment.runner.run_study`.
 
     Returns
     -------
     outcomes : dict
-        Family -> :class:`~uncertank.experiment.result.BayesOutcome`.
+        ``"<family>"`` (TREC-COVID) or ``"<family> <condition>"`` (the
+        study's rankers) -> :class:`~uncertank.experiment.result.BayesOutcome`.
     steps : dict
-        ``"bayes <family>"`` -> :class:`~uncertank.experiment.result.StepInfo`.
+        ``"bayes <family>[ <condition>]"`` -> :class:`~uncertank.experiment.result.StepInfo`.
+
+    Raises
+    ------
+    ValueError
+        With ``systems = "study"`` and no ``evaluations``, or evaluations
+        without the per-query metric of :func:`bayes_metric`.
     """
     with quiet_bayes():
-        return _fit_families(config, out, resume, log)
+        if config.bayes.systems == "trec_covid":
+            return _fit_all(config, out, _trec_covid_fits(config), resume, log)
+        if evaluations is None:
+            raise ValueError('evaluations: a comparison of the study\'s rankers (systems = "study") needs the '
+                             "study's per-query measurements; got None")
+        return _fit_all(config, out, _study_fits(config, evaluations), resume, log)
+
+
+class _Fit:
+    """One fit to make: its name, data and what its outcome records."""
+
+    def __init__(self, name: str, family: str, frame: Any, baseline: str | None, what: str, *,
+                 condition: str | None = None, metric: str | None = None) -> None:
+        self.name, self.family, self.frame, self.baseline, self.what = name, family, frame, baseline, what
+        self.condition, self.metric = condition, metric
+
+
+def _trec_covid_fits(config: StudyConfig) -> list[_Fit]:
+    from uncertank.bayes import frame_from_trec_covid
+
+    fits = []
+    for family in config.bayes.families:
+        frame = frame_from_trec_covid(family)
+        fits.append(_Fit(family, family, frame, config.bayes.baseline or "bm25_baseline",
+                         f"TREC-COVID round 1 ({frame['system'].nunique()} pooled runs)"))
+    return fits
+
+
+def _study_fits(config: StudyConfig, evaluations: list[Evaluation]) -> list[_Fit]:
+    import pandas as pd
+
+    metric = bayes_metric(config)
+    conditions = list(config.bayes.conditions or [c.name for c in config.conditions])
+    labels = [rc.key for rc in config.rankers]
+    baseline = config.bayes.baseline or config.reference
+    fits = []
+    for cond in conditions:
+        columns: dict[str, list[Any]] = {"system": [], "topic": [], "score": []}
+        for label in labels:
+            ev = next((e for e in evaluations if e.ranker == label and e.condition == cond), None)
+            if ev is None or metric not in ev.per_query:
+                raise ValueError(f"evaluations: no per-query {metric!r} of ranker {label!r} under {cond!r}")
+            scores = ev.per_query[metric]
+            columns["system"] += [label] * len(scores)
+            columns["topic"] += list(range(len(scores)))
+            columns["score"] += [float(x) for x in scores]
+        frame = pd.DataFrame(columns)
+        for family in config.bayes.families:
+            fits.append(_Fit(f"{family} {cond}", family, frame, baseline,
+                             f"the study's {len(labels)} rankers under {cond!r} (per-query {metric}, "
+                             f"{len(columns['score']) // len(labels)} queries)", condition=cond, metric=metric))
+    return fits
 
 
 def _read_fit(out: Path, path: Path, ppc: str) -> tuple[BayesOutcome, float] | str:
@@ -124,39 +242,78 @@ def _read_fit(out: Path, path: Path, ppc: str) -> tuple[BayesOutcome, float] | s
         return f"{path}: it is not a fit's record ({type(exc).__name__}: {exc})"
 
 
-def _fit_families(config: StudyConfig, out: Path, resume: bool, log: Log) -> tuple[dict[str, BayesOutcome],
-                                                                                 dict[str, StepInfo]]:
-    from uncertank.bayes import compare, frame_from_trec_covid
+def _fit(config: StudyConfig, fit: _Fit, log: Log) -> tuple[Any, Any, int]:
+    """``compare`` on ``fit``'s data, again with more draws while it fails its checks (``[bayes] retries``).
+
+    Returns the comparison, its diagnostics and the number of fits made;
+    the checks are reported by the stage's log lines, not as warnings.
+    """
+    from uncertank.bayes import ConvergenceWarning, compare
+
+    bayes = config.bayes
+    draws, tune, accept = bayes.draws, bayes.tune, 0.9
+    for attempt in range(bayes.retries + 1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # the gate below reports the checks
+            cmp = compare(fit.frame, family=fit.family, draws=draws, tune=tune,  # type: ignore[arg-type]
+                          chains=bayes.chains, seed=config.seed, sampler=bayes.sampler,  # type: ignore[arg-type]
+                          drop_bottom=bayes.drop_bottom, target_accept=accept)
+            diag = cmp.diagnostics()
+        if diag.ok or attempt == bayes.retries:
+            return cmp, diag, attempt + 1
+        draws, tune, accept = 2 * draws, 2 * tune, 0.95
+        log(f"bayes: the {fit.name} fit fails its convergence checks ({'; '.join(diag.problems)}); fitting again "
+            f"with {draws} draws and {tune} tuning steps per chain, target acceptance {accept}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _against_baseline(cmp: Any, baseline: str) -> list[dict[str, Any]]:
+    """Each other system's effect against ``baseline``'s, with URisk for r = 1 and 2 (a converged fit)."""
+    rows = {str(row["system"]): {k: (float(v) if k not in ("system", "verdict") else str(v)) for k, v in row.items()}
+            for row in cmp.contrasts(baseline).to_dict("records")}
+    for r in (1, 2):
+        ur = cmp.urisk(baseline, r=r)
+        for row in ur.to_dict("records"):
+            got = rows.get(str(row["system"]))
+            if got is not None:
+                got.update({f"urisk_r{r}": float(row["urisk"]), f"urisk_r{r}_lower": float(row["urisk_lower"]),
+                            f"urisk_r{r}_upper": float(row["urisk_upper"])})
+    return list(rows.values())
+
+
+def _fit_all(config: StudyConfig, out: Path, fits: list[_Fit], resume: bool, log: Log) -> tuple[
+        dict[str, BayesOutcome], dict[str, StepInfo]]:
+    from uncertank.experiment.runner import file_stem
 
     outcomes: dict[str, BayesOutcome] = {}
     steps: dict[str, StepInfo] = {}
-    for family in config.bayes.families:
-        frame = frame_from_trec_covid(family)
-        frame_key = digest(frame.to_csv(index=False))
-        key = digest([family, asdict(config.bayes), config.seed, frame_key, __version__])
-        path = out / "bayes" / f"{family}-{key}.json"
-        ppc = f"bayes/{family}-{key}-ppc.npz"
+    for fit in fits:
+        frame_key = digest(fit.frame.to_csv(index=False))
+        key = digest([fit.family, asdict(config.bayes), config.seed, frame_key, __version__])
+        stem = fit.family if fit.condition is None else f"{fit.family}-{file_stem(fit.condition)}"
+        path = out / "bayes" / f"{stem}-{key}.json"
+        ppc = f"bayes/{stem}-{key}-ppc.npz"
         if resume and path.exists():
             cached = _read_fit(out, path, ppc)
             if not isinstance(cached, str):
-                log(f"bayes: reusing the finished {family} fit")
-                outcomes[family], seconds = cached
-                steps[f"bayes {family}"] = StepInfo(key, seconds, resumed=True)
+                log(f"bayes: reusing the finished {fit.name} fit")
+                outcomes[fit.name], seconds = cached
+                steps[f"bayes {fit.name}"] = StepInfo(key, seconds, resumed=True)
                 continue
-            log(f"bayes: the cached {family} fit is not reused: {cached}; it is fitted again")
-        log(f"bayes: fitting the {family} model on TREC-COVID round 1 ({frame['system'].nunique()} pooled runs)")
+            log(f"bayes: the cached {fit.name} fit is not reused: {cached}; it is fitted again")
+        log(f"bayes: fitting the {fit.family} model on {fit.what}")
         t0 = time.perf_counter()
-        cmp = compare(frame, family=family, draws=config.bayes.draws, tune=config.bayes.tune,  # type: ignore[arg-type]
-                      chains=config.bayes.chains, seed=config.seed, sampler=config.bayes.sampler,  # type: ignore[arg-type]
-                      drop_bottom=config.bayes.drop_bottom)
-        diag = cmp.diagnostics()
+        cmp, diag, n_fits = _fit(config, fit, log)
         eff = cmp.system_effects()
         risk: dict[str, int] = {}
-        baseline = config.bayes.baseline or "bm25_baseline"
+        against: list[dict[str, Any]] = []
+        baseline = fit.baseline if fit.baseline in {str(x) for x in cmp.systems} else None
         if not diag.ok:  # convergence is a gate: no verdict from this fit, its diagnostics say why
-            log(f"bayes: the {family} fit fails its convergence checks ({'; '.join(diag.problems)}): "
+            log(f"bayes: the {fit.name} fit fails its convergence checks ({'; '.join(diag.problems)}): "
                 "no verdict (distinguishable systems, URisk) is given")
-        if diag.ok and baseline in {str(x) for x in cmp.systems}:
+        elif baseline is not None and fit.condition is not None:
+            against = _against_baseline(cmp, baseline)
+        elif baseline is not None:
             for r in (1, 2):
                 ur = cmp.urisk(baseline, r=r)
                 # Benham convention: URisk > 0 is riskier than the baseline.
@@ -167,17 +324,19 @@ def _fit_families(config: StudyConfig, out: Path, resume: bool, log: Log) -> tup
             np.savez(fh, **curves)
         write_checksum(out / ppc)
         outcome = BayesOutcome(
-            family=family, n_systems=len(cmp.systems),
+            family=fit.family, n_systems=len(cmp.systems),
             best_distinguishable=len(cmp.distinguishable(reference="best")) if diag.ok else None,
             worst_distinguishable=len(cmp.distinguishable(reference="worst")) if diag.ok else None,
             converged=bool(diag.ok), diagnostics=to_jsonable(diag.to_dict()),
             effects=[{"system": str(row["system"]), "mean": float(row["mean"]), "lower": float(row["lower"]),
                       "upper": float(row["upper"])} for row in eff.to_dict("records")],
-            risk=risk, ppc=ppc,
+            risk=risk, ppc=ppc, systems="trec_covid" if fit.condition is None else "study",
+            condition=fit.condition, metric=fit.metric, baseline=baseline, against_baseline=against, fits=n_fits,
         )
         seconds = time.perf_counter() - t0
         atomic_write_text(path, json.dumps({"outcome": to_jsonable(asdict(outcome)), "seconds": seconds}, indent=2))
         write_checksum(path)
-        outcomes[family] = outcome
-        steps[f"bayes {family}"] = StepInfo(key, seconds)
+        outcomes[fit.name] = outcome
+        steps[f"bayes {fit.name}"] = StepInfo(key, seconds)
     return outcomes, steps
+

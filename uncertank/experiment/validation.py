@@ -499,8 +499,8 @@ def _check_metric_options(entries: Any, errors: list[tuple[str, str]]) -> None:
 def _check_bayes_baseline(config: StudyConfig, errors: list[tuple[str, str]]) -> None:
     """``[bayes] baseline`` must name a system the comparison keeps (else URisk is silently left out)."""
     baseline = config.bayes.baseline
-    if not config.bayes.enabled or baseline is None:
-        return
+    if not config.bayes.enabled or baseline is None or config.bayes.systems != "trec_covid":
+        return  # a study's ranker as the baseline is checked with the study (StudyConfig)
     try:
         from uncertank.bayes.data import drop_bottom_systems, frame_from_trec_covid
 
@@ -527,6 +527,18 @@ def _check_bayes_baseline(config: StudyConfig, errors: list[tuple[str, str]]) ->
                                              f"{config.bayes.drop_bottom} leaves out (family {family!r}): lower "
                                              "drop_bottom or name another baseline"))
             return
+
+
+def _check_bayes_metric(config: StudyConfig, errors: list[tuple[str, str]]) -> None:
+    """``[bayes] metric`` must be the label of a ranking metric the study measures per query."""
+    if not config.bayes.enabled or config.bayes.systems != "study":
+        return
+    from uncertank.experiment.systems import bayes_metric
+
+    try:
+        bayes_metric(config)
+    except ValueError as exc:
+        errors.append(("bayes.metric", str(exc)))
 
 
 def _data_uses(config: StudyConfig) -> list[tuple[str, str, str, str]]:
@@ -689,6 +701,7 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
 
     _check_metric_options(entries, errors)
     _check_bayes_baseline(config, errors)
+    _check_bayes_metric(config, errors)
     _check_dataset_files(config, errors)
     _check_pool_sizes(config, errors)
 

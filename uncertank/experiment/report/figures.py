@@ -158,8 +158,12 @@ class Figures:
             ax.grid(axis="x", alpha=0.3)
         return self._save(fig, "bayes-system-effects.png")
 
-    def ppc(self, family: str, curves: dict[str, Any]) -> str:
-        """The posterior predictive check of one family from its stored curves (``grid``, ``observed``, ...)."""
+    def ppc(self, family: str, curves: dict[str, Any], *, condition: str | None = None) -> str:
+        """The posterior predictive check of one fit from its stored curves (``grid``, ``observed``, ...).
+
+        ``condition`` names the condition of a fit of the study's rankers
+        (in the title and the file name).
+        """
         grid = np.asarray(curves["grid"], dtype=float)
         replicates = np.asarray(curves["replicates"], dtype=float)
         outside = float(curves["outside"])
@@ -173,11 +177,13 @@ class Figures:
         if grid[-1] > 1.0:
             ax.axvspan(1.0, grid[-1], color="0.92", zorder=0)
         ax.set_xlim(grid[0], grid[-1])
-        title = f"posterior predictive check: {family}"
+        title = f"posterior predictive check: {family}" + ("" if condition is None else f", {condition}")
         if outside > 0:
             title += f"\n{outside:.1%} of replicated scores outside [0, 1]"
         ax.set_title(title, fontsize=9)
         ax.set(xlabel="score" if family != "zoib_rank" else "per-rank gain", ylabel="density")
         ax.legend(fontsize=7, frameon=False)
-        return self._save(fig, f"bayes-{family}-ppc.png")
+        stem = family if condition is None else f"{family}-" + "".join(
+            ch if ch.isalnum() or ch in "-_." else "-" for ch in condition)
+        return self._save(fig, f"bayes-{stem}-ppc.png")
 

@@ -19,7 +19,7 @@ from uncertank.experiment.report.document import Doc
 from uncertank.experiment.report.figures import Figures
 from uncertank.experiment.report.formatting import MARK, cell, names
 from uncertank.experiment.report.sections import conditions_of, open_section
-from uncertank.experiment.result import StudyResult
+from uncertank.experiment.result import BayesOutcome, StudyResult
 from uncertank.formatting import format_number, format_pvalue
 
 __all__ = ["DIAGNOSTIC_LABELS", "bayes", "imbalance", "nota", "reliability", "risk", "selective", "timings"]
@@ -220,11 +220,78 @@ def _scalar(v: Any) -> bool:
 
 
 def bayes(doc: Doc, result: StudyResult, figs: Figures, out: Path) -> None:
-    """The Bayesian comparison per family: distinguishable systems, convergence, URisk, effects and PPC."""
-    if not result.bayes:
-        return
+    """The Bayesian comparison: of the study's rankers (per condition), or of the TREC-COVID runs (per family)."""
+    study = [b for b in result.bayes.values() if b.systems == "study"]
+    trec = [b for b in result.bayes.values() if b.systems != "study"]
+    if study:
+        _bayes_rankers(doc, study, figs, out)
+    if trec:
+        _bayes_trec_covid(doc, trec, figs, out)
+
+
+def _interval(mean: Any, lower: Any, upper: Any) -> str:
+    return f"{format_number(mean)} [{format_number(lower)}, {format_number(upper)}]"
+
+
+def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path) -> None:
+    """The study's rankers against the baseline, per condition and family: contrasts, URisk, convergence."""
+    doc.heading(2, "Bayesian comparison of the rankers")
+    first = fits[0]
+    doc.text(f"A hierarchical model of ranker and query effects on the per-query `{first.metric}` of each "
+             f"condition (Benham et al. 2021), each ranker against `{first.baseline}`: its effect minus the "
+             "baseline's with the 95% credible interval, and URisk on the posterior predictive (above 0: "
+             "riskier than the baseline).")
+    said = []
+    for b in fits:
+        where = f"under `{b.condition}` (`{b.family}`)"
+        if not b.converged:
+            failed = "; ".join(str(p) for p in b.diagnostics.get("problems") or []) or "see the table"
+            said.append(f"{where}, **no verdict**: the fit failed its convergence checks after {b.fits} "
+                        f"fit{'s' if b.fits != 1 else ''} ({failed}); sample more (`draws`, `tune`) for one")
+            continue
+        better = [r["system"] for r in b.against_baseline if r.get("verdict") == "better"]
+        worse = [r["system"] for r in b.against_baseline if r.get("verdict") == "worse"]
+        parts = [f"{names([f'`{x}`' for x in better])} credibly better than `{b.baseline}`" if better else "",
+                 f"{names([f'`{x}`' for x in worse])} credibly worse" if worse else ""]
+        said.append(f"{where}: " + ("; ".join(p for p in parts if p) or
+                                      f"no ranker is credibly different from `{b.baseline}`"))
+    doc.text("; ".join(said) + ".")
+    rows = []
+    for b in fits:
+        if not b.converged:
+            rows.append([f"`{b.condition}`", f"`{b.family}`", "", "no verdict", "", "", "", "", "**no**"])
+            continue
+        for r in b.against_baseline:
+            rows.append([f"`{b.condition}`", f"`{b.family}`", f"`{r['system']}`",
+                         _interval(r["diff_mean"], r["diff_lower"], r["diff_upper"]), format_number(r["p_better"]),
+                         str(r["verdict"]), *[_interval(r.get(f"urisk_r{k}"), r.get(f"urisk_r{k}_lower"),
+                                                        r.get(f"urisk_r{k}_upper")) if f"urisk_r{k}" in r else ""
+                                              for k in (1, 2)], "yes"])
+    doc.table(["condition", "family", "ranker", f"effect − {first.baseline}", "P(better)", "verdict", "URisk r=1",
+               "URisk r=2", "converged"], rows,
+              [f"Effect − {first.baseline}: the posterior mean of the ranker's effect minus the baseline's, with "
+               "its 95% credible interval, on the model's scale (score units for `gaussian`, log-odds for "
+               "`zoib`); better or worse when the interval excludes 0. URisk (Benham et al. 2021's convention, "
+               "r = 1 and 2): above 0 is riskier than the baseline, losses weighted 1 + r. Converged: R-hat ≤ "
+               "1.01, enough effective sample size and no divergent transitions (a fit that failed was made again "
+               "with twice the draws before giving no verdict)."])
+    for b in fits:
+        if b.ppc is None:
+            continue
+        path = out / b.ppc
+        if not path.is_file():
+            doc.text(f"The posterior predictive curves of `{b.family}` under `{b.condition}` ({b.ppc}) are missing "
+                     "from the folder, so its check is not drawn.")
+            continue
+        with np.load(path) as z:
+            src = figs.ppc(b.family, {k: z[k] for k in z.files}, condition=b.condition)
+        doc.figure(src, f"`{b.family}` model under `{b.condition}`: posterior predictive check: densities of "
+                        f"replicated per-query {b.metric} over the observed ones.")
+
+
+def _bayes_trec_covid(doc: Doc, fams: list[BayesOutcome], figs: Figures, out: Path) -> None:
+    """The TREC-COVID round 1 comparison per family: distinguishable systems, convergence, URisk, effects and PPC."""
     doc.heading(2, "Bayesian comparison of systems")
-    fams = list(result.bayes.values())
     # ``ok`` is the "converged" column already
     diag_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if _scalar(v) and k != "ok"))
     list_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if not _scalar(v)))
