@@ -3,15 +3,18 @@
 Sections add blocks to a :class:`Doc`; :func:`render_markdown` and
 :func:`render_html` write the same blocks. Text is inline Markdown (```code```,
 ``**bold**``) in both. ``report.html`` is one self-contained page (its own
-small stylesheet, no scripts, no external requests); a table wider than the
-page scrolls inside its own box instead of widening the page.
+small stylesheet, no scripts, no external requests) that fits the screen:
+cells wrap at their spaces before a table is wider than the page, a table
+still too wide (on a phone) scrolls inside its own box, and the page itself
+never scrolls sideways. A column may carry a definition, shown as the
+header's tooltip (``title=``); every figure links to its full-size file.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from uncertank.experiment.report.formatting import markdown_lines
@@ -44,11 +47,17 @@ class Alert:
 
 @dataclass
 class Table:
-    """A table of inline-Markdown cells, with notes below it."""
+    """A table of inline-Markdown cells, with an optional title above it and notes below it.
+
+    ``tips`` maps a column to its definition: the header's tooltip in HTML
+    (the notes carry the definitions where a reader of the Markdown needs them).
+    """
 
     columns: list[str]
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
+    title: str = ""
+    tips: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,10 +97,11 @@ class Doc:
         """Add a warning box."""
         self.blocks.append(Alert(text))
 
-    def table(self, columns: list[str], rows: list[list[str]], notes: Sequence[str] = ()) -> None:
-        """Add a table with its notes."""
+    def table(self, columns: list[str], rows: list[list[str]], notes: Sequence[str] = (), *, title: str = "",
+              tips: Mapping[str, str] | None = None) -> None:
+        """Add a table with its notes, its title and the definitions of its columns (``tips``)."""
         self.n_tables += 1
-        self.blocks.append(Table(columns, rows, list(notes)))
+        self.blocks.append(Table(columns, rows, list(notes), title, dict(tips or {})))
 
     def figure(self, src: str, caption: str) -> None:
         """Add a figure; its caption gets the next figure number."""
@@ -113,6 +123,8 @@ def render_markdown(doc: Doc) -> str:
         elif isinstance(b, Alert):
             out.append(f"> **Warning.** {b.text}\n")
         elif isinstance(b, Table):
+            if b.title:
+                out.append(f"**{b.title}**\n")
             out.append(markdown_lines(b.columns, b.rows))
             out.extend(f"{n}\n" for n in b.notes)
         else:
@@ -126,30 +138,36 @@ def _inline_html(text: str) -> str:
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", s)
 
 
-#: The page's stylesheet. ``.table-wrap`` scrolls a wide table inside the page (``overflow-x: auto``).
+#: The page's stylesheet. Cells wrap at their spaces when a table would be wider than the page;
+#: ``.table-wrap`` scrolls a table that is still too wide inside the page (``overflow-x: auto``).
 CSS = """
 body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;margin:0;background:#fafafa}
-main{max-width:1080px;margin:0 auto;padding:1.5em 2em 4em;background:#fff;box-sizing:border-box;min-width:0}
+main{max-width:1200px;margin:0 auto;padding:1.5em 2em 4em;background:#fff;box-sizing:border-box;min-width:0}
 h1{font-size:1.7em;margin:.4em 0}h2{font-size:1.3em;margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 h3{font-size:1.1em;margin-top:1.5em}
+h1,h2,h3,p,li,figcaption{overflow-wrap:break-word}
 a.anchor{color:#bbb;text-decoration:none;margin-left:.35em;font-weight:normal;visibility:hidden}
 h1:hover a.anchor,h2:hover a.anchor,h3:hover a.anchor{visibility:visible}
 nav.toc{background:#f3f5f8;border:1px solid #e1e5eb;border-radius:6px;padding:.6em 1.2em;margin:1em 0}
 nav.toc ol{margin:.3em 0;padding-left:1.4em}
 .warning{background:#fff4e5;border:1px solid #f0a030;border-left:6px solid #e67e00;border-radius:4px;
 padding:.7em 1em;margin:1em 0}
-.table-wrap{overflow-x:auto;width:fit-content;max-width:100%;margin:.6em 0;border:1px solid #eee;
+p.table-title{margin:1.2em 0 .2em;font-size:.95em}
+.table-wrap{overflow-x:auto;width:fit-content;max-width:100%;margin:.3em 0 .6em;border:1px solid #eee;
 border-radius:4px}
 table{border-collapse:collapse;font-size:.9em;font-variant-numeric:tabular-nums}
-th,td{border-bottom:1px solid #e3e3e3;padding:.25em .7em;text-align:right;white-space:nowrap}
-th{border-bottom:2px solid #999;background:#f7f7f7}
+th,td{border-bottom:1px solid #e3e3e3;padding:.25em .6em;text-align:right;vertical-align:top}
+td:first-child{white-space:nowrap}
+th{border-bottom:2px solid #999;background:#f7f7f7;vertical-align:bottom}
+th[title]{cursor:help;text-decoration:underline dotted #888;text-underline-offset:3px}
 td:first-child,th:first-child,td.text,th.text{text-align:left}
 tbody tr:hover{background:#f5f9ff}
-p.note{font-size:.85em;color:#555;margin:.2em 0}
+p.note{font-size:.85em;color:#555;margin:.2em 0;max-width:60em}
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em;background:#f2f2f2;padding:0 .2em;
 border-radius:3px}
 figure{margin:1.2em 0;text-align:center}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.88em;color:#444;max-width:60em;margin:.3em auto;text-align:left}
+@media (max-width:640px){body{font-size:14px}main{padding:1em .8em 3em}th,td{padding:.2em .4em}}
 """
 
 
@@ -157,9 +175,10 @@ def _is_number(cell: str) -> bool:
     return bool(re.match(r"^\**[-+]?[\d.]", cell)) or cell in ("–", "n/a")
 
 
-def _html_cell(tag: str, text: str, left: bool) -> str:
+def _html_cell(tag: str, text: str, left: bool, tip: str = "") -> str:
     cls = ' class="text"' if left else ""
-    return f"<{tag}{cls}>{_inline_html(text)}</{tag}>"
+    title = f' title="{html.escape(tip)}"' if tip else ""
+    return f"<{tag}{cls}{title}>{_inline_html(text)}</{tag}>"
 
 
 def render_html(doc: Doc, title: str) -> str:
@@ -180,15 +199,19 @@ def render_html(doc: Doc, title: str) -> str:
         elif isinstance(b, Table):
             text_cols = {j for j in range(len(b.columns))
                          if j == 0 or any(j < len(r) and not _is_number(r[j]) for r in b.rows)}
-            head = "".join(_html_cell("th", c, j in text_cols) for j, c in enumerate(b.columns))
+            head = "".join(_html_cell("th", c, j in text_cols, b.tips.get(c, "")) for j, c in enumerate(b.columns))
             rows = "".join("<tr>" + "".join(_html_cell("td", c, j in text_cols) for j, c in enumerate(row)) + "</tr>"
                            for row in b.rows)
+            if b.title:
+                body.append(f'<p class="table-title"><strong>{_inline_html(b.title)}</strong></p>')
             body.append(f'<div class="table-wrap" tabindex="0"><table><thead><tr>{head}</tr></thead>'
                         f"<tbody>{rows}</tbody></table></div>")
             body.extend(f'<p class="note">{_inline_html(n)}</p>' for n in b.notes)
         else:
-            body.append(f'<figure><img src="{html.escape(b.src)}" alt="{html.escape(b.caption)}">'
-                        f"<figcaption>{_inline_html(b.caption)}</figcaption></figure>")
+            src = html.escape(b.src)
+            body.append(f'<figure><a href="{src}" title="open the full-size figure"><img src="{src}" '
+                        f'alt="{html.escape(b.caption)}"></a>'
+                        f"<figcaption>{_inline_html(b.caption)} <a href=\"{src}\">Full size</a>.</figcaption></figure>")
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

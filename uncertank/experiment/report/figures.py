@@ -3,6 +3,13 @@
 Each function draws one figure with matplotlib's object API (no pyplot
 state, no backend switch) and returns its path relative to the report
 folder. Nothing here computes a number the report states.
+
+A figure is drawn at the size it is shown at: panels at most
+:data:`COLUMNS` to a row (four conditions are two rows of two), so that a
+figure is at most about 1,100 pixels wide at :data:`DPI` and ``report.html``
+shows it unscaled on a laptop screen, with ticks and labels of
+:data:`FONT_SIZE` points and legends of :data:`LEGEND_SIZE` (about 14 and
+12 pixels); on a smaller screen the page links to the full-size file.
 """
 
 from __future__ import annotations
@@ -17,7 +24,22 @@ from uncertank._io import atomic_path
 from uncertank.experiment.result import BayesOutcome, Evaluation
 from uncertank.formatting import format_number
 
-__all__ = ["Figures"]
+__all__ = ["COLUMNS", "DPI", "FONT_SIZE", "Figures", "LEGEND_SIZE"]
+
+#: The most panels in a row of a figure.
+COLUMNS = 2
+#: Pixels per inch of the saved figures.
+DPI = 110
+#: Points of the tick labels, axis labels and titles (``FONT_SIZE * DPI / 72`` pixels).
+FONT_SIZE = 9.5
+#: Points of the legends' text.
+LEGEND_SIZE = 8.0
+
+
+def _grid(n_panels: int) -> tuple[int, int]:
+    """Rows and columns of ``n_panels`` panels, at most :data:`COLUMNS` to a row."""
+    cols = min(max(1, n_panels), COLUMNS)
+    return -(-max(1, n_panels) // cols), cols
 
 
 def _colours(rankers: Sequence[str]) -> dict[str, Any]:
@@ -48,22 +70,38 @@ class Figures:
         self.dir = out / "figures"
         self.colours = _colours(rankers)
 
-    def _new(self, n_panels: int, *, width: float = 4.2, height: float = 3.6) -> tuple[Any, list[Any]]:
-        fig = self.Figure(figsize=(min(width * max(1, n_panels), 15.0), height), layout="constrained")
-        return fig, [fig.add_subplot(1, max(1, n_panels), i + 1) for i in range(n_panels)]
+    def _figure(self, width: float, height: float) -> Any:
+        return self.Figure(figsize=(width, height), layout="constrained")
+
+    def _new(self, n_panels: int, *, width: float = 4.6, height: float = 3.6) -> tuple[Any, list[Any]]:
+        rows, cols = _grid(n_panels)
+        fig = self._figure(width * cols, height * rows)
+        return fig, [self._panel(fig, rows, cols, i + 1) for i in range(n_panels)]
+
+    def _panel(self, fig: Any, *args: Any, **kwargs: Any) -> Any:
+        ax = fig.add_subplot(*args, **kwargs)
+        ax.tick_params(labelsize=FONT_SIZE)
+        ax.xaxis.label.set_size(FONT_SIZE)
+        ax.yaxis.label.set_size(FONT_SIZE)
+        ax.title.set_size(FONT_SIZE + 1)
+        return ax
 
     def _save(self, fig: Any, name: str) -> str:
+        for ax in fig.axes:  # labels and titles set after the panel was made
+            ax.xaxis.label.set_size(FONT_SIZE)
+            ax.yaxis.label.set_size(FONT_SIZE)
+            ax.title.set_size(FONT_SIZE + 1)
         path = self.dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
+            fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
         return f"figures/{name}"
 
     def risk(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
         """Test R@1 against the risk aversion b, one panel per condition; a star at the chosen b."""
         curves = [e.risk.test_curve for e in evs if e.risk is not None]
         bs_all = [b for c in curves for b in c]
-        fig, axes = self._new(len(conds), width=4.3, height=3.4)
+        fig, axes = self._new(len(conds), width=4.8, height=3.6)
         for ax, cond in zip(axes, conds, strict=True):
             for e in evs:
                 if e.condition != cond or e.risk is None:
@@ -78,12 +116,12 @@ class Figures:
             if any(b > 0 for b in bs_all) and all(b >= 0 for b in bs_all):
                 ax.set_xscale("symlog", linthresh=min((b for b in bs_all if b > 0), default=1.0))
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=LEGEND_SIZE)
         return self._save(fig, "risk-r1-vs-b.png")
 
     def risk_coverage(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
         """Risk-coverage curves, one panel per condition, AURC in the legend."""
-        fig, axes = self._new(len(conds), width=4.3, height=3.4)
+        fig, axes = self._new(len(conds), width=4.8, height=3.6)
         for ax, cond in zip(axes, conds, strict=True):
             for e in evs:
                 if e.condition == cond and e.selective is not None:
@@ -93,17 +131,19 @@ class Figures:
                    xlim=(0, 1))
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7, title="ranker (AURC)", title_fontsize=7)
+            ax.legend(fontsize=LEGEND_SIZE, title="ranker (AURC)", title_fontsize=LEGEND_SIZE)
         return self._save(fig, "risk-coverage.png")
 
     def reliability(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
         """Reliability diagrams, rankers overlaid, one panel per condition, bin counts in a strip below."""
-        fig = self.Figure(figsize=(min(4.2 * len(conds), 16.0), 5.0), layout="constrained")
-        grid = fig.add_gridspec(2, len(conds), height_ratios=[3, 1])
+        rows, cols = _grid(len(conds))
+        fig = self._figure(4.8 * cols, 5.0 * rows)
+        grid = fig.add_gridspec(2 * rows, cols, height_ratios=[3, 1] * rows)
         total_max = max(sum(e.reliability.count) for e in evs if e.reliability)
         for j, cond in enumerate(conds):
-            ax = fig.add_subplot(grid[0, j])
-            strip = fig.add_subplot(grid[1, j], sharex=ax)
+            row, col = divmod(j, cols)
+            ax = self._panel(fig, grid[2 * row, col])
+            strip = self._panel(fig, grid[2 * row + 1, col], sharex=ax)
             ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfectly calibrated")
             for e in evs:
                 if e.condition != cond or e.reliability is None:
@@ -118,7 +158,7 @@ class Figures:
             ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="fraction relevant", title=cond)
             ax.tick_params(labelbottom=False)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7, loc="upper left")
+            ax.legend(fontsize=LEGEND_SIZE, loc="upper left")
             strip.set_yscale("log")
             strip.set_ylim(0.8, total_max * 2)
             strip.set(xlabel="mean predicted P(relevant)", ylabel="pairs in bin")
@@ -127,7 +167,7 @@ class Figures:
 
     def imbalance(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
         """ECE against non-relevant candidates per relevant one, one panel per condition."""
-        fig, axes = self._new(len(conds), width=4.2, height=3.4)
+        fig, axes = self._new(len(conds), width=4.8, height=3.6)
         for ax, cond in zip(axes, conds, strict=True):
             for e in evs:
                 if e.condition == cond and e.imbalance:
@@ -137,12 +177,12 @@ class Figures:
             ax.set(xlabel="non-relevant per relevant", ylabel="ECE", title=cond)
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=LEGEND_SIZE)
         return self._save(fig, "ece-imbalance.png")
 
     def system_effects(self, fams: Sequence[BayesOutcome]) -> str:
         """System effects with 95% intervals, one panel per model family."""
-        fig, axes = self._new(len(fams), width=5.0, height=1.0 + 0.17 * max(len(b.effects) for b in fams))
+        fig, axes = self._new(len(fams), width=5.2, height=1.2 + 0.2 * max(len(b.effects) for b in fams))
         for ax, b in zip(axes, fams, strict=True):
             eff = sorted(b.effects, key=lambda r: float(r["mean"]))
             y = np.arange(len(eff))
@@ -153,7 +193,7 @@ class Figures:
                         elinewidth=1, capsize=2)
             ax.axvline(0.0, color="#7570b3", lw=1)
             ax.set_yticks(y)
-            ax.set_yticklabels([str(r["system"]) for r in eff], fontsize=6)
+            ax.set_yticklabels([str(r["system"]) for r in eff], fontsize=LEGEND_SIZE)
             ax.set(xlabel="system effect (mean, 95% interval)", title=f"{b.family} ({b.n_systems} systems)")
             ax.grid(axis="x", alpha=0.3)
         return self._save(fig, "bayes-system-effects.png")
@@ -167,7 +207,7 @@ class Figures:
         grid = np.asarray(curves["grid"], dtype=float)
         replicates = np.asarray(curves["replicates"], dtype=float)
         outside = float(curves["outside"])
-        fig, (ax,) = self._new(1, width=5.0, height=2.8)
+        fig, (ax,) = self._new(1, width=5.6, height=3.2)
         for row in replicates:
             ax.plot(grid, row, color="#9ecae1", lw=0.5, alpha=0.5)
         ax.plot(grid, np.asarray(curves["observed"], dtype=float), color="#08306b", lw=1.8, label="observed")
@@ -180,9 +220,9 @@ class Figures:
         title = f"posterior predictive check: {family}" + ("" if condition is None else f", {condition}")
         if outside > 0:
             title += f"\n{outside:.1%} of replicated scores outside [0, 1]"
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title)
         ax.set(xlabel="score" if family != "zoib_rank" else "per-rank gain", ylabel="density")
-        ax.legend(fontsize=7, frameon=False)
+        ax.legend(fontsize=LEGEND_SIZE, frameon=False)
         stem = family if condition is None else f"{family}-" + "".join(
             ch if ch.isalnum() or ch in "-_." else "-" for ch in condition)
         return self._save(fig, f"bayes-{stem}-ppc.png")
