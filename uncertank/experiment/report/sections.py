@@ -6,28 +6,40 @@ Each section adds its heading, one generated sentence and its table to a
 marks come from ``result.significance`` (tests run by the study, never
 here). Metric columns come from ``result.metric_info``, so a plugin's
 metric shows up without a change here.
+
+The metrics of a condition are two tables, effectiveness and calibration,
+each of at most :data:`MAX_COLUMNS` metric columns (more are split into
+several tables), so that a table fits the page. Under each table: what is
+in bold, the significance marks, the definition of every column (also the
+header's tooltip, :mod:`~uncertank.experiment.report.glossary`), and the
+notes a reader needs: that ``MAP`` equals ``MRR`` when it does in every
+row, and that an ``MCE`` comes from a bin of few pairs. A ranker that ranks
+no better than chance (:mod:`~uncertank.experiment.report.chance`) is never
+marked best calibrated, and the text says why.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from uncertank.experiment.analysis import (
-    best_rankers,
     higher_is_better,
     measured_labels,
     metric_labels,
     relative_change,
 )
+from uncertank.experiment.report.chance import base_rate_sentence, set_aside
 from uncertank.experiment.report.document import Doc
 from uncertank.experiment.report.formatting import MARK, cell, names
+from uncertank.experiment.report.glossary import define
 from uncertank.experiment.result import Comparison, Evaluation, StudyResult
 from uncertank.formatting import format_number, format_percent, format_signed
 from uncertank.metrics.metric import MetricKind
 
 __all__ = [
+    "MAX_COLUMNS",
     "calibration_detail",
     "comparisons",
     "conditions_of",
@@ -37,6 +49,10 @@ __all__ = [
     "recalibration",
     "shifted",
 ]
+
+
+#: The most metric columns in one table; more are split into tables of about equal width.
+MAX_COLUMNS = 8
 
 
 # --------------------------------------------------------------------------- shared by the sections
@@ -125,53 +141,75 @@ def header(doc: Doc, result: StudyResult, ref: str | None) -> None:
 # --------------------------------------------------------------------------- effectiveness and calibration tables
 
 
-def _marker_notes(result: StudyResult, comps: list[Comparison], ref: str) -> list[str]:
+def _marker_notes(result: StudyResult, comps: list[Comparison], ref: str, labels: Sequence[str],
+                  family: str) -> list[str]:
+    """The significance mark's note when a metric of ``labels`` was tested, and the metrics that were not."""
     sig = result.significance
     n_tested = sum(c.p_value is not None for c in comps)
     correction = {"holm": "Holm-corrected", "bonferroni": "Bonferroni-corrected"}.get(
         sig.correction if sig else "holm", "uncorrected")
-    notes = [
-        f"{MARK}: differs from `{ref}` at α = {_alpha(result)} by a two-sided paired t-test over queries, "
-        f"{correction} over the {n_tested} tested comparisons of this table (p-values in results.json, "
-        "`significance`)."
-    ]
-    untested = sorted({c.metric for c in comps if c.p_value is None})
+    notes = []
+    if any(c.p_value is not None and c.metric in labels for c in comps):
+        notes.append(f"{MARK}: differs from `{ref}` at α = {_alpha(result)} by a two-sided paired t-test over "
+                     f"queries, {correction} over the {n_tested} tested comparisons of {family} (p-values in "
+                     "results.json, `significance`).")
+    untested = sorted({c.metric for c in comps if c.p_value is None and c.metric in labels})
     if untested:
         notes.append("Not tested (no paired per-query values; calibration metrics pool all pairs): "
                      + ", ".join(f"`{m}`" for m in untested) + ".")
     return notes
 
 
+def _best(result: StudyResult, cond: str, label: str, aside: Collection[str] = ()) -> list[str]:
+    """The rankers with the best value of ``label`` under ``cond``, leaving out ``aside`` (ties: all of them)."""
+    vals = {e.ranker: e.metrics[label] for e in result.evaluations
+            if e.condition == cond and e.ranker not in aside and label in e.metrics and math.isfinite(e.metrics[label])}
+    if not vals:
+        return []
+    target = max(vals.values()) if higher_is_better(result, label) else min(vals.values())
+    return [r for r, v in vals.items() if math.isclose(v, target, rel_tol=1e-12, abs_tol=1e-15)]
+
+
 def _headline(result: StudyResult, cond: str, kind: MetricKind) -> tuple[str | None, list[str]]:
-    """The first metric of ``kind`` measured under ``cond`` and the rankers best by it (None and [] without one)."""
+    """The first metric of ``kind`` measured under ``cond`` and the rankers best by it (None and [] without one).
+
+    For calibration the rankers set aside under ``cond`` (:func:`~uncertank.experiment.report.chance.set_aside`)
+    are never the best.
+    """
     labels = measured_labels(result, [cond], kind)
     if not labels:
         return None, []
-    return labels[0], best_rankers(result, cond, labels[0])
+    aside = set_aside(result, cond) if kind == "calibration" else {}
+    return labels[0], _best(result, cond, labels[0], aside)
 
 
 def _calibration_sentence(result: StudyResult, cond: str, ref: str | None, comps: list[Comparison]) -> str:
     head, best = _headline(result, cond, "calibration")
     if head is None:
         return "No ranker's scores are probabilities here, so calibration is not measured."
+    aside = set_aside(result, cond)
+    why = base_rate_sentence(result, cond, head)
+    why = f" {why[0].upper()}{why[1:]}" if why else ""
+    if not best:
+        return f"No ranker that ranks better than chance has a `{head}`, so none is called best calibrated.{why}"
     text = f"By `{head}`, {names(best)} {'is' if len(best) == 1 else 'are'} best calibrated"
-    if ref is None:
-        return text + "."
-    ref_ev = result.evaluation(ref, cond)
-    if ref_ev is None or head not in ref_ev.metrics:
-        return text + "."
-    better = [c for c in comps if c.condition == cond and c.metric == head and c.better]
+    if aside:
+        text += " of the rankers that rank better than chance"
+    ref_ev = result.evaluation(ref, cond) if ref is not None else None
+    if ref is None or ref_ev is None or head not in ref_ev.metrics:
+        return text + "." + why
+    better = [c for c in comps if c.condition == cond and c.metric == head and c.better and c.ranker not in aside]
     if not better:
-        return text + f"; no ranker is better calibrated than `{ref}` ({format_number(ref_ev.metrics[head])})."
+        return text + f"; no ranker is better calibrated than `{ref}` ({format_number(ref_ev.metrics[head])})." + why
     sig = [c.ranker for c in better if c.significant]
     tested = any(c.p_value is not None for c in better)
     text += (f"; {names([c.ranker for c in better])} {'is' if len(better) == 1 else 'are'} better calibrated than "
              f"`{ref}` ({format_number(ref_ev.metrics[head])})")
     if not tested:
-        return text + f" (`{head}` pools all pairs, so there is no per-query significance test)."
+        return text + f" (`{head}` pools all pairs, so there is no per-query significance test)." + why
     if sig:
-        return text + f", significantly for {names(sig)}."
-    return text + ", none significantly."
+        return text + f", significantly for {names(sig)}." + why
+    return text + ", none significantly." + why
 
 
 def _ranking_sentence(result: StudyResult, cond: str, ref: str | None, comps: list[Comparison]) -> str:
@@ -195,13 +233,14 @@ def _ranking_sentence(result: StudyResult, cond: str, ref: str | None, comps: li
 
 
 def _metric_rows(result: StudyResult, cond: str, labels: list[str], comps: list[Comparison], *,
-                 with_change: bool) -> list[list[str]]:
+                 with_change: bool, aside: Collection[str] = ()) -> list[list[str]]:
+    """One row per ranker with a value of one of ``labels`` under ``cond``; ``aside`` is never in bold."""
     by = {(c.ranker, c.metric): c for c in comps if c.condition == cond}
-    best = {m: set(best_rankers(result, cond, m)) for m in labels}
+    best = {m: set(_best(result, cond, m, aside)) for m in labels}
     rows = []
     for ranker in result.rankers:
         ev = result.evaluation(ranker, cond)
-        if ev is None:
+        if ev is None or not any(m in ev.metrics for m in labels):
             continue
         row = [f"`{ranker}`"]
         for m in labels:
@@ -222,30 +261,121 @@ def _untested_note(result: StudyResult) -> list[str]:
         "No significance tests are stored in this result (`significance` is empty), so no cell is marked."]
 
 
+def _groups(labels: list[str]) -> list[list[str]]:
+    """``labels`` in consecutive groups of at most :data:`MAX_COLUMNS`, as equal in size as can be."""
+    n = max(1, math.ceil(len(labels) / MAX_COLUMNS))
+    size = math.ceil(len(labels) / n) if labels else 0
+    return [labels[i:i + size] for i in range(0, len(labels), size)] if labels else []
+
+
+def _named(result: StudyResult, name: str, fallback: str) -> str | None:
+    """The label of the first metric registered as ``name`` (older results: the label ``fallback``)."""
+    for label, info in result.metric_info.items():
+        if info.get("name") == name and not (info.get("options") or {}).get("k"):
+            return label
+    if fallback in result.metric_info and "name" not in result.metric_info[fallback]:
+        return fallback
+    return None
+
+
+def _map_is_mrr(result: StudyResult, cond: str, labels: list[str]) -> str | None:
+    """A note when ``MAP`` and ``MRR`` are both in ``labels`` and equal for every ranker under ``cond``."""
+    ap, rr = _named(result, "map", "MAP"), _named(result, "mrr", "MRR")
+    if ap is None or rr is None or ap not in labels or rr not in labels:
+        return None
+    evs = [e for e in result.evaluations if e.condition == cond and ap in e.metrics and rr in e.metrics]
+    if not evs or not all(math.isclose(e.metrics[ap], e.metrics[rr], rel_tol=1e-9, abs_tol=1e-12) for e in evs):
+        return None
+    return (f"`{ap}` equals `{rr}` in every row: with one relevant candidate per list, the average precision of a "
+            "query is the reciprocal rank of that candidate, so the two columns say the same thing.")
+
+
+def _mce_note(result: StudyResult, cond: str, labels: list[str]) -> str | None:
+    """A note on the ``MCE`` column (when ``labels`` hold one): how many of its values come from a small bin."""
+    mce = next((m for m in labels if result.metric_info.get(m, {}).get("name") == "mce"
+                or (result.metric_info.get(m, {}).get("options") or {}).get("norm") == "max"), None)
+    if mce is None and "MCE" in labels and "name" not in result.metric_info.get("MCE", {}):
+        mce = "MCE"
+    if mce is None:
+        return None
+    details = [e.calibration for e in result.evaluations
+               if e.condition == cond and mce in e.metrics and e.calibration is not None]
+    if not details:
+        return (f"`{mce}` takes the largest gap of any bin, however few pairs it holds, so a bin of one pair can "
+                "set it near 1; read it with care.")
+    small = [d for d in details if d.mce is None or d.mce_all > d.mce + 1e-12]
+    k = details[0].mce_min_count
+    text = (f"`{mce}` takes the largest gap of any bin, however few pairs it holds: for {len(small)} of the "
+            f"{len(details)} rankers here it comes from a bin of fewer than {k} pairs, where the gap is mostly noise")
+    return text + ("; the MCE over bins of at least " f"{k} pairs is in *Calibration in detail*." if small else ".")
+
+
+def _metric_tables(doc: Doc, result: StudyResult, cond: str, comps: list[Comparison], ref: str | None, *,
+                   labels: list[str], in_domain: bool) -> None:
+    """The effectiveness table(s), then the calibration table(s), of ``cond``; ``labels`` in their columns."""
+    aside = set_aside(result, cond)
+    with_change = not in_domain and ref is not None
+    kinds: tuple[tuple[MetricKind, str], ...] = (("ranking", "Effectiveness"), ("calibration", "Calibration"))
+    for kind, what in kinds:
+        mine = [m for m in metric_labels(result, kind) if m in labels]
+        groups = _groups(mine)
+        for i, group in enumerate(groups):
+            rows = _metric_rows(result, cond, group, comps, with_change=with_change,
+                                aside=aside if kind == "calibration" else ())
+            if not rows:
+                continue
+            lower = [f"`{m}`" for m in group if not higher_is_better(result, m)]
+            notes = []
+            if with_change:
+                notes.append(f"Values with the relative change against `{ref}` in parentheses.")
+            notes.append("Best value per column in bold" + (f" (lower is better for {', '.join(lower)})" if lower
+                                                            else "") + ".")
+            if kind == "calibration":
+                left = [r for r in result.rankers if (e := result.evaluation(r, cond)) is not None
+                        and not any(m in e.metrics for m in group)]
+                if left:
+                    notes.append(f"Calibration is measured only for rankers whose scores are probabilities; not "
+                                 f"listed: {names(left)}.")
+                why = base_rate_sentence(result, cond, group[0], verb="is never in bold")
+                if why:
+                    notes.append(why[0].upper() + why[1:])
+                mce = _mce_note(result, cond, group)
+                if mce:
+                    notes.append(mce)
+            else:
+                same = _map_is_mrr(result, cond, group)
+                if same:
+                    notes.append(same)
+            if ref and comps:
+                notes += _marker_notes(result, comps, ref, group, "the in-domain tables" if in_domain
+                                       else "the tables of every shifted condition")
+            notes += _untested_note(result)
+            if in_domain:
+                notes.append("Columns. " + " ".join(f"`{m}`: {define(result, m)}." for m in group))
+            else:
+                notes.append("Columns as defined under the in-domain tables (each header's tooltip repeats its "
+                             "definition).")
+            part = f" ({i + 1} of {len(groups)})" if len(groups) > 1 else ""
+            doc.table(["ranker", *[f"`{m}`" for m in group]], rows, notes, title=f"{what}, `{cond}`{part}",
+                      tips={f"`{m}`": define(result, m) for m in group})
+
+
 def in_domain(doc: Doc, result: StudyResult, ref: str | None) -> None:
-    """The in-domain table (Penha & Hauff 2021, Table 1), best per column in bold, significance marked."""
+    """The in-domain tables (Penha & Hauff 2021, Table 1): effectiveness, then calibration, best in bold."""
     doc.heading(2, "In-domain effectiveness and calibration")
     if not result.conditions:
         doc.text("The study has no test condition.")
         return
     cond = result.conditions[0]
-    labels = measured_labels(result, [cond])
     comps = comparisons(result, "in-domain")
     lead = "In-domain: " if "in-domain" in cond.lower() else f"In-domain (`{cond}`): "
-    doc.text(lead + _ranking_sentence(result, cond, ref, comps) + " " + _calibration_sentence(result, cond, ref, comps))
-    lower = [f"`{m}`" for m in labels if not higher_is_better(result, m)]
-    notes = ["Best value per column in bold" + (f" (lower is better for {', '.join(lower)})" if lower else "")
-             + ". Calibration is measured only for rankers whose scores are probabilities (– otherwise). "
-             "As in Penha & Hauff (2021), Table 1."]
-    if ref and comps:
-        notes += _marker_notes(result, comps, ref)
-    notes += _untested_note(result)
-    doc.table(["ranker", *[f"`{m}`" for m in labels]], _metric_rows(result, cond, labels, comps, with_change=False),
-              notes)
+    doc.text(lead + _ranking_sentence(result, cond, ref, comps) + " " + _calibration_sentence(result, cond, ref, comps)
+             + " As in Penha & Hauff (2021), Table 1.")
+    _metric_tables(doc, result, cond, comps, ref, labels=measured_labels(result, [cond]), in_domain=True)
 
 
 def shifted(doc: Doc, result: StudyResult, ref: str | None) -> None:
-    """One table per shifted condition, relative change against the reference, significance marked."""
+    """Effectiveness and calibration per shifted condition, change against the reference, significance marked."""
     doc.heading(2, "Cross negative sampling and cross-domain")
     conds = result.conditions[1:]
     if not conds:
@@ -266,15 +396,11 @@ def shifted(doc: Doc, result: StudyResult, ref: str | None) -> None:
         s += " " + _ranking_sentence(result, cond, ref, comps)
         sentences.append(s + " " + _calibration_sentence(result, cond, ref, comps))
     doc.text(" ".join(sentences))
+    if ref is None:
+        doc.text("There is no probabilistic reference ranker, so the tables show no relative changes.")
     for cond in conds:
         doc.heading(3, f"Condition `{cond}`")
-        notes = [f"Values with the relative change against `{ref}` in parentheses; best per column in bold."
-                 if ref else "Best per column in bold (no probabilistic reference ranker, so no relative changes)."]
-        if ref and comps:
-            notes += _marker_notes(result, comps, ref)
-        notes += _untested_note(result)
-        doc.table(["ranker", *[f"`{m}`" for m in labels]],
-                  _metric_rows(result, cond, labels, comps, with_change=ref is not None), notes)
+        _metric_tables(doc, result, cond, comps, ref, labels=labels, in_domain=False)
 
 
 # --------------------------------------------------------------------------- calibration in detail
@@ -384,13 +510,15 @@ def recalibration(doc: Doc, result: StudyResult) -> None:
     rows: list[list[str]] = []
     lowered = 0
     wins: dict[str, int] = dict.fromkeys(["raw", *methods], 0)
+    aside_all: dict[str, dict[str, str]] = {}
     for cond in result.conditions:
+        aside = aside_all[cond] = set_aside(result, cond)
         for e in evs:
             if e.condition != cond:
                 continue
             variants = {"raw": e.metrics, **e.recalibrated}
             best: dict[str, set[str]] = {}
-            for m in labels:
+            for m in labels if e.ranker not in aside else ():  # never in bold: ranks no better than chance
                 vals = {k: v[m] for k, v in variants.items() if m in v and math.isfinite(v[m])}
                 if vals:
                     target = max(vals.values()) if higher_is_better(result, m) else min(vals.values())
@@ -408,6 +536,16 @@ def recalibration(doc: Doc, result: StudyResult) -> None:
                              *[cell(v.get(m), k in best.get(m, set())) for m in labels]])
     if head is not None:
         doc.text(_recalibration_sentence(result, evs, head, labels, methods, lowered, wins))
-    doc.table(["condition", "ranker", "scores", *[f"`{m}`" for m in labels]], rows,
-              ["`raw`: the ranker's own scores; the others: the same scores mapped by a recalibrator fitted on the "
-               "validation split. Best per ranker and condition in bold."])
+    notes = ["`raw`: the ranker's own scores; the others: the same scores mapped by a recalibrator fitted on the "
+             "validation split. Best per ranker and condition in bold."]
+    never = [f"`{r}` under `{c}`" for c, aside in aside_all.items() for r in aside
+             if any(e.ranker == r and e.condition == c for e in evs)]
+    if never:
+        notes.append(f"Never in bold: {', '.join(never)}, which "
+                     f"{'ranks' if len(never) == 1 else 'rank'} no better than chance or score every pair in one "
+                     "reliability bin (see the tables above): a recalibrator maps its scores to about the base rate, "
+                     "and a low calibration error there says nothing about telling relevant from non-relevant "
+                     "candidates.")
+    notes.append("Columns. " + " ".join(f"`{m}`: {define(result, m)}." for m in labels))
+    doc.table(["condition", "ranker", "scores", *[f"`{m}`" for m in labels]], rows, notes,
+              tips={f"`{m}`": define(result, m) for m in labels})
