@@ -24,6 +24,8 @@ destination and renamed into place; into an existing one (the current
 directory included) the model is written to a temporary folder inside it,
 and then each entry is renamed over its earlier version, the manifest
 last. A failure leaves the folder as it was and no temporary entry behind.
+A new folder gets the mode ``mkdir`` gives (the user's umask: 0755 under
+0022), not the 0700 of a bare ``tempfile.mkdtemp``.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from uncertank._io import temporary_folder
 
 __all__ = [
     "EXPORT_RECORD",
@@ -234,7 +237,7 @@ def model_folder(
     dest = Path(path)
     if not dest.exists():
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+        tmp = temporary_folder(prefix=f".{dest.name}.", dir=dest.parent)  # the user's umask, as mkdir
         try:
             yield tmp
             os.replace(tmp, dest)
@@ -243,7 +246,7 @@ def model_folder(
             raise
         return
     earlier = library_entries(dest)
-    work = Path(tempfile.mkdtemp(prefix=".uncertank-", suffix=".tmp", dir=dest))
+    work = temporary_folder(prefix=".uncertank-", dir=dest)
     try:
         new = work / "new"
         new.mkdir()

@@ -5,6 +5,9 @@
   and a failure leaves the previous version (or nothing) in place. The file
   gets the permissions a plain ``open(path, "w")`` would give it (the user's
   umask), or keeps those of the file it replaces.
+- :func:`temporary_folder`: ``tempfile.mkdtemp`` with the mode a plain
+  ``os.mkdir`` gives (the user's umask, not 0700), for a folder that is
+  renamed into place.
 - :func:`to_jsonable`: numpy scalars and arrays, tuples, mappings and
   dataclass-like objects (``to_dict``) to plain JSON values; non-finite
   floats become None.
@@ -40,6 +43,7 @@ __all__ = [
     "folder_digest",
     "json_digest",
     "require",
+    "temporary_folder",
     "to_jsonable",
 ]
 
@@ -96,6 +100,29 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def temporary_folder(*, prefix: str, suffix: str = ".tmp", dir: str | os.PathLike[str]) -> Path:
+    """A new, empty folder in ``dir`` with a unique name, and the mode ``os.mkdir`` would give it.
+
+    ``tempfile.mkdtemp`` makes its folder 0700 (private), which a folder
+    renamed into place as the final one must not keep: under a umask of
+    0022 it gets 0755 here, as ``mkdir`` gives.
+
+    Examples
+    --------
+    >>> import tempfile, stat
+    >>> folder = temporary_folder(prefix="model.", dir=tempfile.mkdtemp())
+    >>> stat.S_IMODE(folder.stat().st_mode) == 0o777 & ~current_umask()
+    True
+    """
+    folder = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=dir))
+    try:
+        os.chmod(folder, 0o777 & ~current_umask())
+    except BaseException:
+        folder.rmdir()
+        raise
+    return folder
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

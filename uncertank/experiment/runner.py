@@ -58,10 +58,20 @@ import numpy as np
 
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._folders import MANIFEST, STUDY_RECORD, model_folder
-from uncertank._io import atomic_path, atomic_write_text, bytes_digest, file_digest, json_digest, to_jsonable
+from uncertank._io import (
+    atomic_path,
+    atomic_write_text,
+    bytes_digest,
+    current_umask,
+    file_digest,
+    json_digest,
+    temporary_folder,
+    to_jsonable,
+)
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.decisions import Decision, decide, with_decisions
+from uncertank.experiment.logfile import LOG_FILE, run_log
 from uncertank.experiment.result import (
     BayesOutcome,
     CalibrationDetail,
@@ -72,6 +82,7 @@ from uncertank.experiment.result import (
 )
 from uncertank.experiment.stages import RankerPrediction, StudyData
 from uncertank.experiment.validation import SAVE_TO_REMEDY, check_output_folder, validate_config
+from uncertank.progress import machine_load, reporting
 
 __all__ = [
     "MCE_MIN_COUNT",
@@ -211,6 +222,13 @@ def _quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
 
+def _say_load(log: Log, label: str) -> None:
+    """Log, before a long step, that the machine is busy (so a slow step is named, not mysterious)."""
+    busy = machine_load()
+    if busy is not None:
+        log(f"{label}: {busy}")
+
+
 def _read_seconds(folder: Path) -> float:
     try:
         return float(json.loads((folder / "step.json").read_text())["seconds"])
@@ -289,10 +307,78 @@ def _training_queries(ranker: Any, n_queries: int) -> str:
     return f"{n_queries} queries"
 
 
+def _linked_record(folder: Path) -> dict[str, Any] | None:
+    """The record of a model used from its source folder (``step.json`` with ``source``); None for any other folder."""
+    try:
+        record = json.loads((folder / "step.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "source" in record else None
+
+
+def _link_problem(record: dict[str, Any], key: str) -> str | None:
+    """Why a record of a model's source folder does not stand for the model of ``key``; None when it does.
+
+    The key holds the digest of the source's files (:func:`_model_key`), so
+    a source edited since the record was written has another key.
+    """
+    if record.get("key") != key:
+        return "its step.json records another key"
+    if not isinstance(record.get("source"), list) or not isinstance(record.get("source_sha256"), list):
+        return "its step.json records no source folder and digest"
+    return None
+
+
+def _write_link(folder: Path, rc: RankerConfig, key: str, seconds: float) -> None:
+    """Record in ``folder`` that the model of ``key`` is the ``pretrained`` folder(s) of ``rc``, as they are.
+
+    ``step.json`` holds the key, the seconds, each source folder and the
+    SHA-256 of its files (:func:`uncertank._io.folder_digest`); no file is
+    copied. A model folder written by an earlier run under the same name is
+    replaced by the record.
+    """
+    from uncertank._io import folder_digest
+
+    sources = [rc.pretrained] if isinstance(rc.pretrained, str) else list(rc.pretrained or [])
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    record = {"key": key, "seconds": seconds, "source": [str(Path(f).resolve()) for f in sources],
+              "source_sha256": [folder_digest(f) for f in sources]}
+    atomic_write_text(tmp / "step.json", json.dumps(record))
+    (tmp / ".complete").write_text("ok\n")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+
+
+def _save_unsaved_to(rc: RankerConfig, ranker: Any, out: Path, key: str, log: Log) -> None:
+    """``save_to`` for a ranker used from its source folder: saved to a temporary folder, copied, removed."""
+    if rc.save_to is None:
+        return
+    try:
+        if json.loads((Path(rc.save_to) / SAVED_BY).read_text())["key"] == key:
+            return
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    work = temporary_folder(prefix=f".{file_stem(rc.key)}-", dir=out / "models")
+    try:
+        ranker.save(work / "model")
+        _save_to(rc, work / "model", key, log)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def fit_rankers(
     config: StudyConfig, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet
 ) -> tuple[dict[str, Any], dict[str, StepInfo]]:
     """Stage 2: train every ranker of ``config`` (or load it from ``out/models``).
+
+    A ranker trained here is saved under ``out/models/<label>-<key>``. One
+    built from the user's ``pretrained`` folder that needs no training (a
+    fine-tuned cross-encoder used as it is) is not copied there: its
+    ``step.json`` records the source folder and the SHA-256 of its files
+    (which the key holds too), and a resumed study builds it from the
+    source again.
 
     Returns
     -------
@@ -324,7 +410,18 @@ def fit_rankers(
         if not callable(getattr(ranker, "fit", None)):
             rankers[rc.key] = ranker
             continue
-        if resume and (folder / ".complete").exists() and callable(getattr(cls, "load", None)):
+        linked = _linked_record(folder) if resume and (folder / ".complete").exists() else None
+        if linked is not None:
+            problem = _link_problem(linked, key)
+            if problem is None and getattr(ranker, "is_fitted", False):
+                log(f"{rc.key}: using its pretrained folder as it is, as {folder}/step.json records (not copied)")
+                rankers[rc.key] = ranker
+                steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
+                _save_unsaved_to(rc, ranker, out, key, log)
+                continue
+            log(f"{rc.key}: the record in {folder} is not reused: {problem or 'the model is not fitted'}; "
+                "it is built again")
+        elif resume and (folder / ".complete").exists() and callable(getattr(cls, "load", None)):
             problem = _model_problem(folder, key)
             if problem is None:
                 log(f"{rc.key}: loading the trained model from {folder}")
@@ -338,15 +435,22 @@ def fit_rankers(
             log(f"{rc.key}: starting from the trained {rc.init_from}")
             # a from_ranker without the option passes on its source's options, show_progress among them
             ranker = _quietly(cls.from_ranker, rankers[rc.init_from], **rc.params)
-        if not getattr(ranker, "is_fitted", False):
+        trained = not getattr(ranker, "is_fitted", False)
+        if trained:
             log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}")
-            ranker.fit(data.train, data.valid)
+            _say_load(log, rc.key)
+            with reporting(log, prefix=f"{rc.key}: "):  # a line at most every 20 s while it trains
+                ranker.fit(data.train, data.valid)
         seconds = time.perf_counter() - t0
         log(f"{rc.key}: ready in {seconds:.1f} s")
-        if callable(getattr(ranker, "save", None)):
+        if not trained and rc.pretrained is not None:  # the user's folder as it is: recorded, not copied
+            _write_link(folder, rc, key, seconds)
+            _save_unsaved_to(rc, ranker, out, key, log)
+        elif callable(getattr(ranker, "save", None)):
             tmp = folder.with_name(folder.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             ranker.save(tmp)
+            os.chmod(tmp, 0o777 & ~current_umask())  # a plugin's save may make it private (tempfile.mkdtemp)
             record = {"key": key, "seconds": seconds, "sha256": _model_files_digest(tmp)}
             atomic_write_text(tmp / "step.json", json.dumps(record))
             (tmp / ".complete").write_text("ok\n")
@@ -456,7 +560,8 @@ def predict_all(
                     continue
                 log(f"{rc.key}: the cached predictions {path} are not reused: {cached}; they are recomputed")
             t0 = time.perf_counter()
-            pred = run(qs, split)
+            with reporting(log, prefix=f"{rc.key}: scoring {split}: "):
+                pred = run(qs, split)
             seconds = time.perf_counter() - t0
             log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s")
             arrays: dict[str, Any] = {"mean": pred.mean, "stochastic": pred.samples is not None,
@@ -593,7 +698,8 @@ def run_study(
         Reuse finished steps found in ``out_dir`` whose keys match, and
         whose files are those recorded when they were written.
     log : callable, optional
-        Receives one line per step (progress); silent when None.
+        Receives one line per step (progress) and, at the end, one line
+        counting what went to ``run.log``; silent when None.
     smoke : bool
         Mark the report as a smoke run whose numbers are not evidence.
     force : bool
@@ -606,6 +712,18 @@ def run_study(
     StudyResult
         Also written to ``results.json`` (``StudyResult.to_dict()``).
 
+    Notes
+    -----
+    While the stages run, the console keeps only the progress lines given
+    to ``log`` (and uncertank's own output): Python warnings, other
+    libraries' log records and their output (PyMC's sampler,
+    transformers' ``Loading weights`` bar) are written to
+    ``out_dir/run.log``, one timestamped line each, with every progress
+    line; ``log`` then gets one line counting them
+    (:func:`uncertank.experiment.logfile.run_log`). A resumed run appends
+    to the file. Warnings raised before the stages (by the checks) are
+    not redirected.
+
     Raises
     ------
     StudyConfigError
@@ -613,12 +731,6 @@ def run_study(
         ``out_dir`` that cannot be written, or one that holds another
         study's results (without ``force``).
     """
-    from uncertank._environment import environment
-    from uncertank.experiment.analysis import significance
-    from uncertank.experiment.report import write_report
-    from uncertank.experiment.systems import compare_systems
-
-    say: Log = log or _quiet
     validate_config(config)
     # before any work too: a run never fails writing its first step, nor overwrites another study unasked
     refused = check_output_folder(out_dir, study=config.name, force=force)
@@ -626,6 +738,18 @@ def run_study(
         raise StudyConfigError(refused)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with run_log(out / LOG_FILE, log, header=f"study {config.name!r}, uncertank {__version__}") as logged:
+        return _run_stages(config, out, resume=resume, log=logged.say, smoke=smoke)
+
+
+def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool) -> StudyResult:
+    """Stages 1 to 7 of :func:`run_study`, into the folder ``out`` it checked."""
+    from uncertank._environment import environment
+    from uncertank.experiment.analysis import significance
+    from uncertank.experiment.report import write_report
+    from uncertank.experiment.systems import compare_systems
+
+    say = log
     t0 = time.perf_counter()
     data = load_data(config, say)
     steps = {"data": StepInfo(digest(data.digests), round(time.perf_counter() - t0, 2))}
