@@ -71,7 +71,6 @@ from uncertank._io import (
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.decisions import Decision, decide, with_decisions
-from uncertank.experiment.logfile import LOG_FILE, run_log
 from uncertank.experiment.result import (
     BayesOutcome,
     CalibrationDetail,
@@ -82,7 +81,6 @@ from uncertank.experiment.result import (
 )
 from uncertank.experiment.stages import RankerPrediction, StudyData
 from uncertank.experiment.validation import SAVE_TO_REMEDY, check_output_folder, validate_config
-from uncertank.progress import machine_load, reporting
 
 __all__ = [
     "MCE_MIN_COUNT",
@@ -220,13 +218,6 @@ def _quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if "show_progress" not in str(exc):
             raise
         return fn(*args, **kwargs)
-
-
-def _say_load(log: Log, label: str) -> None:
-    """Log, before a long step, that the machine is busy (so a slow step is named, not mysterious)."""
-    busy = machine_load()
-    if busy is not None:
-        log(f"{label}: {busy}")
 
 
 def _read_seconds(folder: Path) -> float:
@@ -438,9 +429,7 @@ def fit_rankers(
         trained = not getattr(ranker, "is_fitted", False)
         if trained:
             log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}")
-            _say_load(log, rc.key)
-            with reporting(log, prefix=f"{rc.key}: "):  # a line at most every 20 s while it trains
-                ranker.fit(data.train, data.valid)
+            ranker.fit(data.train, data.valid)
         seconds = time.perf_counter() - t0
         log(f"{rc.key}: ready in {seconds:.1f} s")
         if not trained and rc.pretrained is not None:  # the user's folder as it is: recorded, not copied
@@ -560,8 +549,7 @@ def predict_all(
                     continue
                 log(f"{rc.key}: the cached predictions {path} are not reused: {cached}; they are recomputed")
             t0 = time.perf_counter()
-            with reporting(log, prefix=f"{rc.key}: scoring {split}: "):
-                pred = run(qs, split)
+            pred = run(qs, split)
             seconds = time.perf_counter() - t0
             log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s")
             arrays: dict[str, Any] = {"mean": pred.mean, "stochastic": pred.samples is not None,
@@ -698,8 +686,7 @@ def run_study(
         Reuse finished steps found in ``out_dir`` whose keys match, and
         whose files are those recorded when they were written.
     log : callable, optional
-        Receives one line per step (progress) and, at the end, one line
-        counting what went to ``run.log``; silent when None.
+        Receives one line per step (progress); silent when None.
     smoke : bool
         Mark the report as a smoke run whose numbers are not evidence.
     force : bool
@@ -712,18 +699,6 @@ def run_study(
     StudyResult
         Also written to ``results.json`` (``StudyResult.to_dict()``).
 
-    Notes
-    -----
-    While the stages run, the console keeps only the progress lines given
-    to ``log`` (and uncertank's own output): Python warnings, other
-    libraries' log records and their output (PyMC's sampler,
-    transformers' ``Loading weights`` bar) are written to
-    ``out_dir/run.log``, one timestamped line each, with every progress
-    line; ``log`` then gets one line counting them
-    (:func:`uncertank.experiment.logfile.run_log`). A resumed run appends
-    to the file. Warnings raised before the stages (by the checks) are
-    not redirected.
-
     Raises
     ------
     StudyConfigError
@@ -731,6 +706,12 @@ def run_study(
         ``out_dir`` that cannot be written, or one that holds another
         study's results (without ``force``).
     """
+    from uncertank._environment import environment
+    from uncertank.experiment.analysis import significance
+    from uncertank.experiment.report import write_report
+    from uncertank.experiment.systems import compare_systems
+
+    say: Log = log or _quiet
     validate_config(config)
     # before any work too: a run never fails writing its first step, nor overwrites another study unasked
     refused = check_output_folder(out_dir, study=config.name, force=force)
@@ -738,18 +719,6 @@ def run_study(
         raise StudyConfigError(refused)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with run_log(out / LOG_FILE, log, header=f"study {config.name!r}, uncertank {__version__}") as logged:
-        return _run_stages(config, out, resume=resume, log=logged.say, smoke=smoke)
-
-
-def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool) -> StudyResult:
-    """Stages 1 to 7 of :func:`run_study`, into the folder ``out`` it checked."""
-    from uncertank._environment import environment
-    from uncertank.experiment.analysis import significance
-    from uncertank.experiment.report import write_report
-    from uncertank.experiment.systems import compare_systems
-
-    say = log
     t0 = time.perf_counter()
     data = load_data(config, say)
     steps = {"data": StepInfo(digest(data.digests), round(time.perf_counter() - t0, 2))}
