@@ -43,6 +43,7 @@ __all__ = [
     "Significance",
     "StepInfo",
     "StudyResult",
+    "results_schema",
 ]
 
 
@@ -772,3 +773,34 @@ def _plain(obj: Any) -> Any:
     elif isinstance(obj, (list, tuple)):
         obj = [_plain(v) for v in obj]
     return to_jsonable(obj)
+
+
+def results_schema() -> dict[str, Any]:
+    """The JSON schema of ``results.json`` (:meth:`StudyResult.to_dict`), generated from the classes above.
+
+    The document must match both :class:`StudyResult` and the typing of
+    what the report reads inside its free-form parts (``metric_info``,
+    ``sizes``, a few ``config`` keys, the Bayesian effects): the two
+    validators :meth:`StudyResult.from_json` applies. The cross-checks of
+    :meth:`~StudyResult.from_json` (a reference that is a ranker, curves of
+    matching lengths, ``lower <= mean <= upper``) are not expressible here.
+    docs/results.schema.json is this schema; a test keeps the two equal.
+
+    Examples
+    --------
+    >>> schema = results_schema()
+    >>> schema["title"], sorted(schema["$defs"]["StudyResult"]["required"])
+    ('uncertank results.json', ['config', 'evaluations', 'metric_info', 'sizes'])
+    """
+    whole, reads = (adapter.json_schema() for adapter in _adapters())
+    defs = {**whole.pop("$defs", {}), **reads.pop("$defs", {})}
+    defs["StudyResult"], defs["ReportReads"] = whole, reads
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "uncertank results.json",
+        "description": "The record of a study (uncertank run, uncertank demo): StudyResult.to_dict(). "
+        "Validated as a whole by StudyResult.from_json when uncertank report reads it; "
+        "docs/results-schema.md describes every key.",
+        "allOf": [{"$ref": "#/$defs/StudyResult"}, {"$ref": "#/$defs/ReportReads"}],
+        "$defs": dict(sorted(defs.items())),
+    }
