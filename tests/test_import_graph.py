@@ -181,7 +181,7 @@ LAYERS: dict[str, int] = {
     "uncertank._types": 0, "uncertank._lists": 0, "uncertank._predictions": 0, "uncertank._owned": 0,
     "uncertank._validation": 0, "uncertank.validation": 0, "uncertank._io": 0, "uncertank._folders": 0,
     "uncertank._environment": 0,
-    "uncertank.formatting": 0,
+    "uncertank.formatting": 0, "uncertank.progress": 0,
     # the plugin host
     "uncertank.hookspecs": 1, "uncertank.plugins": 1, "uncertank._host": 1, "uncertank._plugin_entries": 1,
     "uncertank._plugin_digest": 1, "uncertank._listing": 1, "uncertank._lazy": 1,

@@ -50,9 +50,14 @@ def test_the_study_file_runs(cross_encoder_folder, tmp_path):
     study = cross_encoder_folder.parent / "my-model.toml"
     study.write_text(toml)
     result = run_study(load_config(study), tmp_path / "report")
-    assert result.rankers == ["bert", "mc_dropout", "sngp"]
-    for ranker in result.rankers:
+    assert result.rankers == ["bert", "mc_dropout", "sngp", "bm25"]
+    for ranker in result.rankers[:3]:
         ev = result.evaluation(ranker, "in-domain")
         assert ev is not None and ev.probabilistic and "ECE" in ev.metrics
     assert result.evaluation("mc_dropout", "in-domain").stochastic
     assert "fit bert" in result.steps
+    # the Bayes stage compares exactly these rankers, against the reference
+    (fit,) = result.bayes.values()
+    assert (fit.systems, fit.condition, fit.baseline) == ("study", "in-domain", "bert")
+    assert sorted(e["system"] for e in fit.effects) == sorted(result.rankers)
+    assert sorted(r["system"] for r in fit.against_baseline) == (["bm25", "mc_dropout", "sngp"] if fit.converged else [])

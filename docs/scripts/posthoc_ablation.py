@@ -67,7 +67,7 @@ def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
 
 def _scores(folder: Path, label: str, split: str) -> np.ndarray:
     """The stored mean scores of ``label`` on ``split`` (one file per ranker and split)."""
-    from uncertank.experiment.runner import file_stem  # how the runner names its files
+    from uncertank.experiment.stages import file_stem  # how the runner names its files
 
     found = sorted((folder / "predictions").glob(f"{file_stem(label)}-{file_stem(split)}-*.npz"))
     if len(found) != 1:
@@ -117,7 +117,7 @@ LISTS_REFERENCE = "bert head lists"
 
 def _learned_length_scale(folder: Path, label: str, key: str) -> float:
     """The kernel's length scale of the fitted model the study saved for ``label``."""
-    from uncertank.experiment.runner import file_stem
+    from uncertank.experiment.stages import file_stem
     from uncertank.nn import load_ranker
 
     return float(load_ranker(folder / "models" / f"{file_stem(label)}-{key}").kernel_length_scale)

@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 def _full_size(args: argparse.Namespace, valid: Any, probe: Any) -> int:
     from uncertank._io import atomic_write_text
     from uncertank.experiment import load_config
-    from uncertank.experiment.runner import file_stem  # how the runner names its model folders
+    from uncertank.experiment.stages import file_stem  # how the runner names its model folders
 
     config = load_config(ROOT / "docs" / "studies" / "lists_intercept.toml")
     steps = json.loads((args.full_size / "results.json").read_text())["steps"]

@@ -132,6 +132,25 @@ def _stop_after_sigint(**_: Any) -> None:
         raise KeyboardInterrupt
 
 
+def _draw_callback(track: Any, *, stop_on_sigint: bool) -> Callable[..., None]:
+    """PyMC's per-draw callback: count draws and divergences for :mod:`uncertank.progress`.
+
+    With ``stop_on_sigint`` (sequential chains) it also ends the chains
+    still to run after Ctrl-C (:func:`_stop_after_sigint`).
+    """
+    divergences = [0]
+
+    def callback(*, draw: Any = None, **rest: Any) -> None:
+        if stop_on_sigint:
+            _stop_after_sigint(**rest)
+        stats = getattr(draw, "stats", None) or [{}]
+        if not getattr(draw, "tuning", True) and bool(stats[0].get("diverging", False)):
+            divergences[0] += 1
+        track.advance(1, divergences=divergences[0])
+
+    return callback
+
+
 @contextlib.contextmanager
 def _sigint_handler(seen: dict[str, bool]) -> Iterator[None]:
     """Install the SIGINT handler that records into ``seen`` (main thread only)."""
@@ -388,9 +407,12 @@ def _pymc(
     if sampler == "numpyro":
         kwargs["nuts_sampler"] = "numpyro"
         kwargs["nuts_sampler_kwargs"] = {"chain_method": "sequential" if cores == 1 else "parallel"}
-    elif cores == 1:
-        kwargs["callback"] = _stop_after_sigint  # Ctrl-C ends the remaining sequential chains too
-    with model, warnings.catch_warnings():
+    from uncertank.progress import tracker
+
+    with model, warnings.catch_warnings(), tracker("sampling", total=(tune + draws) * chains,
+                                                   unit="draws (all chains, tuning included)") as track:
+        if sampler != "numpyro":
+            kwargs["callback"] = _draw_callback(track, stop_on_sigint=cores == 1)
         warnings.filterwarnings("ignore", message=".*[Nn]umber of samples is too small.*")
         idata = pm.sample(
             draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,

@@ -79,8 +79,9 @@ from uncertank.experiment.result import (
     StepInfo,
     StudyResult,
 )
-from uncertank.experiment.stages import RankerPrediction, StudyData
+from uncertank.experiment.stages import RankerPrediction, StudyData, file_stem
 from uncertank.experiment.validation import SAVE_TO_REMEDY, check_output_folder, validate_config
+from uncertank.progress import machine_load, reporting
 
 __all__ = [
     "MCE_MIN_COUNT",
@@ -218,6 +219,13 @@ def _quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if "show_progress" not in str(exc):
             raise
         return fn(*args, **kwargs)
+
+
+def _say_load(log: Log, label: str) -> None:
+    """Log, before a long step, that the machine is busy (so a slow step is named, not mysterious)."""
+    busy = machine_load()
+    if busy is not None:
+        log(f"{label}: {busy}")
 
 
 def _read_seconds(folder: Path) -> float:
@@ -429,7 +437,9 @@ def fit_rankers(
         trained = not getattr(ranker, "is_fitted", False)
         if trained:
             log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}")
-            ranker.fit(data.train, data.valid)
+            _say_load(log, rc.key)
+            with reporting(log, prefix=f"{rc.key}: "):  # a line at most every 20 s while it trains
+                ranker.fit(data.train, data.valid)
         seconds = time.perf_counter() - t0
         log(f"{rc.key}: ready in {seconds:.1f} s")
         if not trained and rc.pretrained is not None:  # the user's folder as it is: recorded, not copied
@@ -549,7 +559,8 @@ def predict_all(
                     continue
                 log(f"{rc.key}: the cached predictions {path} are not reused: {cached}; they are recomputed")
             t0 = time.perf_counter()
-            pred = run(qs, split)
+            with reporting(log, prefix=f"{rc.key}: scoring {split}: "):
+                pred = run(qs, split)
             seconds = time.perf_counter() - t0
             log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s")
             arrays: dict[str, Any] = {"mean": pred.mean, "stochastic": pred.samples is not None,
@@ -746,11 +757,6 @@ def run_study(
     write_report(result, out)
     say(f"report written to {out}")
     return result
-
-
-def file_stem(name: str) -> str:
-    """``name`` as a piece of a file name (anything but letters, digits, ``-_.`` becomes ``-``)."""
-    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)
 
 
 def __getattr__(name: str) -> Any:

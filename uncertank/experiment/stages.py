@@ -1,8 +1,9 @@
 """The data a study's stages pass on: its query sets (stage 1) and each ranker's scores (stage 3).
 
 Defined apart from :mod:`uncertank.experiment.runner`, which produces them,
-so that the stages consuming them (:mod:`uncertank.experiment.decisions`)
-import them without importing the runner.
+so that the stages consuming them (:mod:`uncertank.experiment.decisions`,
+:mod:`uncertank.experiment.systems`) import them without importing the
+runner; with them, how a stage names the files it caches (:func:`file_stem`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from uncertank import PredictiveSamples, QuerySet
 
-__all__ = ["RankerPrediction", "StudyData"]
+__all__ = ["RankerPrediction", "StudyData", "file_stem"]
 
 
 @dataclass
@@ -53,3 +54,8 @@ class RankerPrediction:
     mean: np.ndarray
     samples: PredictiveSamples | None
     probabilistic: bool
+
+
+def file_stem(name: str) -> str:
+    """``name`` as a piece of a file name (anything but letters, digits, ``-_.`` becomes ``-``)."""
+    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)

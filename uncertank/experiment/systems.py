@@ -38,6 +38,8 @@ from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonab
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import StudyConfig
 from uncertank.experiment.result import BayesOutcome, Evaluation, StepInfo
+from uncertank.experiment.stages import file_stem
+from uncertank.progress import reporting
 
 __all__ = ["PPC_GRID", "PPC_REPLICATES", "bayes_metric", "compare_systems", "ppc_curves", "quiet_bayes"]
 
@@ -283,8 +285,6 @@ def _against_baseline(cmp: Any, baseline: str) -> list[dict[str, Any]]:
 
 def _fit_all(config: StudyConfig, out: Path, fits: list[_Fit], resume: bool, log: Log) -> tuple[
         dict[str, BayesOutcome], dict[str, StepInfo]]:
-    from uncertank.experiment.runner import file_stem
-
     outcomes: dict[str, BayesOutcome] = {}
     steps: dict[str, StepInfo] = {}
     for fit in fits:
@@ -303,7 +303,8 @@ def _fit_all(config: StudyConfig, out: Path, fits: list[_Fit], resume: bool, log
             log(f"bayes: the cached {fit.name} fit is not reused: {cached}; it is fitted again")
         log(f"bayes: fitting the {fit.family} model on {fit.what}")
         t0 = time.perf_counter()
-        cmp, diag, n_fits = _fit(config, fit, log)
+        with reporting(log, prefix=f"bayes: {fit.name}: "):  # draws and divergences, a line at most every 20 s
+            cmp, diag, n_fits = _fit(config, fit, log)
         eff = cmp.system_effects()
         risk: dict[str, int] = {}
         against: list[dict[str, Any]] = []

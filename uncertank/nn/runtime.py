@@ -102,14 +102,38 @@ def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
     return contextlib.nullcontext()
 
 
+class _Progress:
+    """A tqdm bar that also reports to :mod:`uncertank.progress` (a study's periodic log lines)."""
+
+    def __init__(self, bar: Any, track: Any) -> None:
+        self.bar, self.track = bar, track
+
+    def set_postfix(self, **fields: Any) -> None:
+        self.bar.set_postfix(**fields)
+        self.track.fields.update(fields)
+
+    def update(self, n: int) -> None:
+        self.bar.update(n)
+        self.track.advance(n)
+
+
 @contextlib.contextmanager
-def progress(total: int, desc: str, *, enabled: bool = True) -> Iterator[Any]:
-    """A tqdm bar (or a silent stand-in when ``enabled`` is False)."""
+def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "pairs") -> Iterator[Any]:
+    """A tqdm bar (or a silent stand-in when ``enabled`` is False), reporting to :func:`uncertank.progress.tracker`.
+
+    The bar shows on a terminal when ``enabled``; the tracker prints
+    periodic lines whenever a reporter is installed
+    (:func:`uncertank.progress.reporting`, as a study does), whatever
+    ``enabled`` says.
+    """
     from tqdm.auto import tqdm
+
+    from uncertank.progress import tracker
 
     check_positive_int(total, "total", minimum=0)
     bar = tqdm(total=total, desc=desc, disable=not enabled, leave=False, dynamic_ncols=True)
     try:
-        yield bar
+        with tracker(desc, total=total, unit=unit) as track:
+            yield _Progress(bar, track)
     finally:
         bar.close()

@@ -481,8 +481,8 @@ def train_cross_encoder(
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 history.loss.append(float(loss.detach()))
-                bar.update(idx.size)
                 bar.set_postfix(loss=f"{history.loss[-1]:.4f}")
+                bar.update(idx.size)
         if valid is not None and valid_enc is not None:
             net = acc.unwrap_model(wrapped)
             probs = score_probabilities(

@@ -1,0 +1,112 @@
+"""Long steps report their progress as periodic lines: training, scoring, sampling."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+import uncertank.progress as P
+
+
+class Clock:
+    """A monotonic clock that moves ``step`` seconds at each reading."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0, "0 s"), (44.6, "45 s"), (200, "3 min 20 s"), (3900, "1 h 05 min"),
+                                               (float("nan"), "?"), (-1, "?")])
+def test_durations_read_as_a_person_says_them(seconds, text):
+    assert P.format_duration(seconds) == text
+
+
+def test_a_loop_prints_at_its_first_update_then_at_most_every_period(monkeypatch):
+    clock = Clock(1.0)
+    monkeypatch.setattr(P.time, "monotonic", clock)
+    lines: list[str] = []
+    with P.reporting(lines.append, every=10.0, prefix="bert: "), \
+            P.tracker("epoch 1/1", total=100, unit="pairs") as track:
+        for _ in range(100):
+            track.advance(1, loss="0.5")
+    # one reading per advance plus one per printed line: a line about every 10 s of the clock
+    assert 5 <= len(lines) <= 10
+    assert lines[0].startswith("bert: epoch 1/1: 1 of 100 pairs (1%), loss 0.5, ")
+    assert all(line.startswith("bert: epoch 1/1: ") and "elapsed" in line for line in lines)
+    assert "left" in lines[1]
+
+
+def test_the_estimate_counts_from_the_first_unit_done(monkeypatch):
+    """Time before the first unit (loading, compiling) does not slow the estimated rate."""
+    clock = Clock(0.0)
+    monkeypatch.setattr(P.time, "monotonic", clock)
+    lines: list[str] = []
+    with P.reporting(lines.append, every=1.0), P.tracker("sampling", total=10, unit="draws") as track:
+        clock.now = 100.0  # compiling took 100 s
+        track.advance(1)
+        clock.now = 101.0  # then one draw a second
+        track.advance(1)
+    assert lines[-1] == "sampling: 2 of 10 draws (20%), 1 min 41 s elapsed, about 8 s left"
+
+
+def test_without_a_reporter_a_tracker_counts_and_prints_nothing(capsys):
+    with P.tracker("scoring", total=3) as track:
+        track.advance(3)
+    assert track.done == 3 and capsys.readouterr() == ("", "")
+
+
+def test_the_period_must_be_a_positive_number():
+    for bad in (0, -1, "20", True):
+        with pytest.raises(ValueError, match="every must be a number of seconds > 0"):
+            P.ProgressReporter(print, every=bad)  # type: ignore[arg-type]
+
+
+def test_a_busy_machine_is_named(monkeypatch):
+    monkeypatch.setattr(P.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(P.os, "getloadavg", lambda: (8.0, 8.0, 8.0))
+    assert P.machine_load() == ("the machine is busy (load average 8.0 on 2 cores): steps may take about 4.0x as "
+                                "long as on an idle machine")
+    monkeypatch.setattr(P.os, "getloadavg", lambda: (1.5, 1.0, 1.0))
+    assert P.machine_load() is None
+
+
+def test_a_study_reports_training_and_scoring_as_they_run(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from uncertank.experiment import run_study
+    from uncertank.experiment.config import BayesConfig, ConditionConfig, RankerConfig, StudyConfig
+    from uncertank.nn.testing import tiny_config
+
+    ticks = itertools.count(step=30.0)  # 30 s between two readings: every update prints
+    monkeypatch.setattr(P.time, "monotonic", lambda: float(next(ticks)))
+    params = {"backbone": tiny_config(), "max_length": 32, "epochs": 1, "batch_size": 8, "device": "cpu"}
+    config = StudyConfig(
+        name="tiny", train_dataset="ubuntu-sample", conditions=(ConditionConfig("in-domain", "ubuntu-sample"),),
+        rankers=(RankerConfig("bert", params),), max_train_queries=4, max_valid_queries=2, max_test_queries=3,
+        nota=False, risk_grid=(0.0,), bayes=BayesConfig(enabled=False),
+    )
+    lines: list[str] = []
+    run_study(config, tmp_path / "out", log=lines.append)
+    training = [line for line in lines if line.startswith("bert: epoch 1/1: ")]
+    assert training and all("pairs" in line and "loss" in line for line in training)
+    assert re.match(r"bert: epoch 1/1: (\d+) of \1 pairs \(100%\), loss \d\.\d{4}, ", training[-1]), training[-1]
+    assert any(line.startswith("bert: scoring in-domain: ") and "of 30 pairs" in line for line in lines)
+
+
+def test_pymc_draws_and_divergences_are_counted():
+    from types import SimpleNamespace
+
+    from uncertank.bayes.fit import _draw_callback
+
+    lines: list[str] = []
+    with P.reporting(lines.append, every=1e9), P.tracker("sampling", total=4, unit="draws") as track:
+        callback = _draw_callback(track, stop_on_sigint=False)
+        for tuning, diverging in [(True, True), (False, True), (False, False), (False, True)]:
+            callback(trace=None, draw=SimpleNamespace(tuning=tuning, stats=[{"diverging": diverging}]))
+    assert track.done == 4 and track.fields == {"divergences": 2}  # a divergence while tuning does not count
+    assert lines == [lines[0]] and lines[0].startswith("sampling: 1 of 4 draws (25%), divergences 0, ")

@@ -1,0 +1,158 @@
+"""Progress of long steps as periodic log lines: training, scoring, sampling.
+
+A study (``uncertank run``, ``uncertank demo``) logs one line per step; a
+step can take many minutes on a CPU, and a run that prints nothing for that
+long looks hung. :func:`reporting` installs, for the calls inside it, a
+:class:`ProgressReporter` that turns the progress of every long loop into a
+line at most every ``every`` seconds (and at the first update): what is
+done out of how much, the rate, the elapsed time and an estimate of what is
+left, plus whatever the loop reports beside it (the training loss,
+divergent transitions so far).
+
+Loops report through :func:`tracker`, which works with or without a
+reporter installed (without one it does nothing), so library code calls it
+unconditionally::
+
+    with tracker("epoch 1/1", total=n_pairs, unit="pairs") as track:
+        for batch in batches:
+            ...
+            track.advance(len(batch), loss=f"{loss:.4f}")
+
+The reporter is held in a :class:`contextvars.ContextVar`: each thread (and
+each ``asyncio`` task) sees its own, and a Python user who calls the
+library directly gets no lines unless they install one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["ProgressReporter", "Tracker", "format_duration", "machine_load", "reporting", "tracker"]
+
+Log = Callable[[str], None]
+
+_REPORTER: contextvars.ContextVar[ProgressReporter | None] = contextvars.ContextVar("uncertank_progress",
+                                                                                    default=None)
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as ``"45 s"``, ``"3 min 20 s"`` or ``"1 h 05 min"``."""
+    if seconds != seconds or seconds < 0:  # NaN or negative: nothing to say
+        return "?"
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def machine_load() -> str | None:
+    """A sentence on the machine's load when it is busier than its cores, else None.
+
+    The 1-minute load average over the CPU cores this process may use: above
+    1.0 the run shares the cores with other work and each step takes
+    longer than on an idle machine, by about that ratio.
+    """
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):  # not on every platform
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    ratio = load / max(cores, 1)
+    if ratio <= 1.2:
+        return None
+    return (f"the machine is busy (load average {load:.1f} on {cores} cores): steps may take about {ratio:.1f}x "
+            "as long as on an idle machine")
+
+
+class Tracker:
+    """The progress of one loop: ``advance`` after each piece of work.
+
+    Made by :func:`tracker`; reports to the installed
+    :class:`ProgressReporter`, or to nothing.
+    """
+
+    def __init__(self, reporter: ProgressReporter | None, what: str, total: int | None, unit: str) -> None:
+        self.reporter, self.what, self.total, self.unit = reporter, what, total, unit
+        self.done = 0
+        self.started = time.monotonic()
+        self._last: float | None = None
+        self._first: tuple[float, int] | None = None  # when the first unit was done: the rate counts from there
+        self.fields: dict[str, Any] = {}
+
+    def advance(self, n: int = 1, **fields: Any) -> None:
+        """Count ``n`` more units done; ``fields`` (e.g. ``loss="0.41"``) are shown with the next line."""
+        self.done += n
+        self.fields.update(fields)
+        if self.reporter is None:
+            return
+        now = time.monotonic()
+        if self._first is None:  # what came before (loading, compiling) says nothing of the rate
+            self._first = (now, self.done)
+        if self._last is None or now - self._last >= self.reporter.every:
+            self._last = now
+            self.reporter.emit(self.line(now))
+
+    def line(self, now: float | None = None) -> str:
+        """What the reporter prints for this loop now."""
+        elapsed = (time.monotonic() if now is None else now) - self.started
+        done = f"{self.done:,}" + (f" of {self.total:,}" if self.total else "") + f" {self.unit}"
+        parts = [done]
+        if self.total:
+            parts[0] += f" ({100.0 * self.done / self.total:.0f}%)"
+        extra = ", ".join(f"{k} {v}" for k, v in self.fields.items())
+        if extra:
+            parts.append(extra)
+        parts.append(f"{format_duration(elapsed)} elapsed")
+        if self.total and self._first is not None and self._first[1] < self.done < self.total:
+            t0, n0 = self._first
+            rate = (self.done - n0) / max((time.monotonic() if now is None else now) - t0, 1e-9)
+            parts.append(f"about {format_duration((self.total - self.done) / rate)} left")
+        return f"{self.what}: " + ", ".join(parts)
+
+
+class ProgressReporter:
+    """Turns the progress of long loops into log lines, at most one per loop every ``every`` seconds.
+
+    Parameters
+    ----------
+    log : callable
+        Receives each line (a study's log).
+    every : float
+        Seconds between two lines of one loop (the first update of a loop
+        always prints, so that a step's start and its first rate show).
+    prefix : str
+        Put before each line (e.g. the ranker's label).
+    """
+
+    def __init__(self, log: Log, *, every: float = 20.0, prefix: str = "") -> None:
+        if isinstance(every, bool) or not isinstance(every, (int, float)) or not every > 0:
+            raise ValueError(f"every must be a number of seconds > 0; got {every!r}")
+        self.log, self.every, self.prefix = log, float(every), prefix
+
+    def emit(self, line: str) -> None:
+        """Log ``line`` with the prefix."""
+        self.log(f"{self.prefix}{line}")
+
+
+@contextlib.contextmanager
+def reporting(log: Log, *, every: float = 20.0, prefix: str = "") -> Iterator[ProgressReporter]:
+    """Report the progress of every long loop inside the block to ``log`` (see the module's docstring)."""
+    reporter = ProgressReporter(log, every=every, prefix=prefix)
+    token = _REPORTER.set(reporter)
+    try:
+        yield reporter
+    finally:
+        _REPORTER.reset(token)
+
+
+@contextlib.contextmanager
+def tracker(what: str, *, total: int | None = None, unit: str = "items") -> Iterator[Tracker]:
+    """A :class:`Tracker` for one loop, reporting to the installed reporter (if any)."""
+    yield Tracker(_REPORTER.get(), what, total, unit)
