@@ -150,6 +150,7 @@ a.anchor{color:#bbb;text-decoration:none;margin-left:.35em;font-weight:normal;vi
 h1:hover a.anchor,h2:hover a.anchor,h3:hover a.anchor{visibility:visible}
 nav.toc{background:#f3f5f8;border:1px solid #e1e5eb;border-radius:6px;padding:.6em 1.2em;margin:1em 0}
 nav.toc ol{margin:.3em 0;padding-left:1.4em}
+@media (min-width:700px){nav.toc ol{columns:2;column-gap:2.5em}}
 .warning{background:#fff4e5;border:1px solid #f0a030;border-left:6px solid #e67e00;border-radius:4px;
 padding:.7em 1em;margin:1em 0}
 p.table-title{margin:1.2em 0 .2em;font-size:.95em}
