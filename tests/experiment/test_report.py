@@ -388,3 +388,188 @@ def _write_md(result: StudyResult, out: Path) -> str:
 def _paragraph_after(md: str, heading: str) -> str:
     rest = md[md.index(heading) + len(heading):].strip()
     return rest.split("\n\n")[0]
+
+
+# --------------------------------------------------------------------------- calibration read with discrimination
+
+DEFAULT_METRIC_INFO = {
+    "R@1": ("ranking", "recall_at_k", {"k": 1}), "R@2": ("ranking", "recall_at_k", {"k": 2}),
+    "R@5": ("ranking", "recall_at_k", {"k": 5}), "MAP": ("ranking", "map", {}), "MRR": ("ranking", "mrr", {}),
+    "nDCG@10": ("ranking", "ndcg", {"k": 10}), "ECE": ("calibration", "ece", {}),
+    "ECE quantile": ("calibration", "ece", {"strategy": "quantile"}),
+    "ECE balanced": ("calibration", "ece", {"balanced": True, "seed": 0}),
+    "ECE Penha-Hauff": ("calibration", "ece", {"convention": "penha-hauff"}), "MCE": ("calibration", "mce", {}),
+    "Brier": ("calibration", "brier", {}), "NLL": ("calibration", "nll", {}),
+}
+
+
+def make_full_result(*, seed: int = 0, n_rankers: int = 7, constant: bool = False,
+                     n_candidates: int | None = 10) -> StudyResult:
+    """A synthetic study with every default metric of a study (thirteen columns), as the runner labels them.
+
+    MAP equals MRR in every row (one relevant candidate per list). With
+    ``constant``, the ranker ``base_rate`` scores every pair 0.1 (the base
+    rate of lists of 10) and ``half`` every pair 0.5: both rank at chance
+    (R@1 0.1); ``base_rate`` has the lowest ECE, ``half`` the lowest
+    balanced ECE (its classes balanced, 0.5 is their base rate).
+    """
+    from uncertank.experiment.result import CalibrationDetail
+
+    names = ["bm25", "bert", "mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr", "bert lists"][:n_rankers]
+    rankers: dict[str, tuple[bool, bool, float, float | None]] = {
+        n: (n != "bm25", n in ("mc_dropout", "ensemble"), 0.3 + 0.05 * i, 0.1 + 0.03 * i) for i, n in enumerate(names)}
+    rankers["bm25"] = RANKERS["bm25"]
+    if constant:
+        rankers |= {"base_rate": (True, False, 0.1, 0.0), "half": (True, False, 0.1, 0.4)}
+    base = make_result(seed=seed, rankers=rankers)
+    info = {label: {"kind": kind, "higher_is_better": kind == "ranking", "needs_probabilities": kind != "ranking",
+                    "name": name, "options": opts} for label, (kind, name, opts) in DEFAULT_METRIC_INFO.items()}
+    rng = np.random.default_rng(seed)
+    evs = []
+    for e in base.evaluations:
+        hits = np.asarray(e.per_query["R@1"])
+        rr = np.where(hits == 1, 1.0, rng.choice([0.5, 1 / 3, 0.25, 0.1], size=hits.size))
+        if e.ranker in ("base_rate", "half"):
+            hits = (np.arange(hits.size) % 10 == 0).astype(float)  # R@1 = 0.1 exactly: chance
+            rr = np.where(hits == 1, 1.0, 0.15)
+        pq = {"R@1": hits, "R@2": np.maximum(hits, rr >= 0.5), "R@5": np.maximum(hits, rr >= 0.2),
+              "MAP": rr, "MRR": rr, "nDCG@10": np.clip(rr * 1.1, 0, 1)}
+        per_query = {k: np.asarray(v, dtype=float).tolist() for k, v in pq.items()}
+        metrics = {k: float(np.mean(v)) for k, v in per_query.items()}
+        detail = None
+        if e.probabilistic:
+            ece = e.metrics["ECE"]
+            metrics |= {"ECE": ece, "ECE quantile": ece * 1.02, "ECE balanced": e.metrics["ECE balanced"],
+                        "ECE Penha-Hauff": ece / 50, "MCE": 0.3 + ece, "Brier": 0.08 + ece / 4, "NLL": 0.3 + ece}
+            detail = CalibrationDetail(bias=ece / 2, over_bins=3, filled_bins=4, mce_all=0.3 + ece, mce_min_count=50,
+                                       mce=0.2 + ece if e.ranker != "bert" else 0.3 + ece)
+            if e.ranker == "base_rate":
+                metrics |= {"ECE": 0.0012, "ECE quantile": 0.0012, "ECE balanced": 0.4, "ECE Penha-Hauff": 0.00002,
+                            "MCE": 0.0012, "Brier": 0.09, "NLL": 0.325}
+                detail = CalibrationDetail(0.0012, 1, 1, 0.0012, 50, 0.0012)
+                e.reliability = Curve([0.1], [0.0988], [600])
+            elif e.ranker == "half":
+                metrics |= {"ECE": 0.4, "ECE quantile": 0.4, "ECE balanced": 0.0006, "ECE Penha-Hauff": 0.008,
+                            "MCE": 0.4, "Brier": 0.25, "NLL": 0.693}
+                detail = CalibrationDetail(0.4, 1, 1, 0.4, 50, 0.4)
+                e.reliability = Curve([0.5], [0.1], [600])
+        evs.append(replace(e, metrics=metrics, per_query=per_query, calibration=detail))
+    config = {**base.config} | ({"n_candidates": n_candidates} if n_candidates else {})
+    full = replace(base, metric_info=info, evaluations=evs, config=config)
+    return replace(full, significance=significance(full))
+
+
+def _bold(row: list[str], j: int) -> bool:
+    return row[j].startswith("**")
+
+
+def _tables_after(md: str, title: str) -> list[list[str]]:
+    """The rows of the table under the bold title line ``**title**``."""
+    return _table(md[md.index(f"**{title}**"):], "| ranker")
+
+
+@pytest.mark.slow  # two whole reports
+def test_a_constant_predictor_is_never_called_best_calibrated(tmp_path):
+    md = _write_md(make_full_result(n_rankers=4, constant=True), tmp_path / "a")
+    rows = _tables_after(md, "Calibration, `in-domain`")
+    header = [c.strip("`") for c in rows[0]]
+    by = {r[0].strip("`"): r for r in rows[1:]}
+    ece, bal = header.index("ECE"), header.index("ECE balanced")
+    assert by["base_rate"][ece] == "0.0012" and not _bold(by["base_rate"], ece)  # the lowest ECE, not bold
+    assert by["half"][bal] == "0.0006" and not _bold(by["half"], bal)  # the lowest balanced ECE, not bold
+    assert _bold(by["bert"], ece) and _bold(by["bert"], bal)  # the best of the rankers that rank
+    first = _paragraph_after(md, "## In-domain effectiveness and calibration")
+    assert "By `ECE`, `bert` is best calibrated of the rankers that rank better than chance" in first
+    assert "`base_rate` is best" not in first and "`base_rate` are best" not in first
+    assert ("`base_rate` (`ECE` 0.0012) is not named: it ranks no better than chance (`R@1` 0.1000, chance "
+            "0.1000: 1/10 with one relevant among 10 candidates) and scores every pair in one bin") in first
+    assert "its `ECE` is low because it predicts about the base rate (mean score minus fraction relevant: +0.0012)" \
+        in first
+    assert "`half` (`ECE` 0.4000) is not named" in first
+    note = next(line for line in md.splitlines() if line.startswith("`base_rate` (`ECE` 0.0012) is never in bold"))
+    assert "predicts about the base rate" in note
+    recal = _table(md, "| condition | ranker | scores")
+    for row in recal[1:]:
+        if row[1] in ("`base_rate`", "`half`"):
+            assert not any(c.startswith("**") for c in row[3:]), row
+    assert "Never in bold: `base_rate` under `in-domain`" in md
+    # The same numbers without a list length or the one-bin detail: nothing says it is at chance, and the
+    # constant predictor is named (the gate above is what keeps it out).
+    bare = make_full_result(n_rankers=4, constant=True, n_candidates=None)
+    bare = replace(bare, evaluations=[replace(e, calibration=None, reliability=None) for e in bare.evaluations])
+    first2 = _paragraph_after(_write_md(bare, tmp_path / "b"), "## In-domain effectiveness and calibration")
+    assert "By `ECE`, `base_rate` is best calibrated" in first2
+
+
+def test_chance_level_follows_the_studys_metrics_and_list_length():
+    from uncertank.experiment.report.chance import chance_level, set_aside
+
+    result = make_full_result(n_rankers=3, constant=True)
+    level = chance_level(result)
+    assert level is not None and (level.label, level.value) == ("R@1", 0.1)
+    assert set(set_aside(result, CONDITIONS[0])) == {"base_rate", "half"}
+    no_r = replace(result, metric_info={k: v for k, v in result.metric_info.items() if not k.startswith("R@")})
+    mrr = chance_level(no_r)
+    assert mrr is not None and mrr.label == "MRR" and mrr.value == pytest.approx(sum(1 / r for r in range(1, 11)) / 10)
+    assert chance_level(replace(result, config={})) is None
+    r2 = replace(result, metric_info={**result.metric_info,
+                                      "R_2@1": {**result.metric_info["R@1"], "options": {"k": 1, "n": 2}}})
+    assert chance_level(r2) == level  # R@1 of lists of 10 comes first: the smallest k, then the order
+
+
+def test_notes_say_map_equals_mrr_and_where_the_mce_comes_from(tmp_path):
+    result = make_full_result(n_rankers=4)
+    md = _write_md(result, tmp_path / "a")
+    in_domain = md[md.index("## In-domain"):md.index("## Cross negative")]
+    assert "`MAP` equals `MRR` in every row" in in_domain
+    # bert's MCE is its largest gap over bins of 50 pairs; the other two probabilistic rankers' come from smaller bins
+    assert ("`MCE` takes the largest gap of any bin, however few pairs it holds: for 2 of the 3 rankers here it "
+            "comes from a bin of fewer than 50 pairs") in in_domain
+    # One row where MAP and MRR differ: no note.
+    evs = list(result.evaluations)
+    i = next(i for i, e in enumerate(evs) if e.ranker == "bert" and e.condition == CONDITIONS[0])
+    evs[i] = replace(evs[i], metrics={**evs[i].metrics, "MAP": evs[i].metrics["MAP"] + 0.01})
+    md2 = _write_md(replace(result, evaluations=evs), tmp_path / "b")
+    in_domain2 = md2[md2.index("## In-domain"):md2.index("## Cross negative")]
+    assert "equals `MRR`" not in in_domain2
+
+
+def test_every_metric_column_is_defined_under_its_table_and_in_its_tooltip(tmp_path):
+    result = make_full_result(n_rankers=3)
+    out = tmp_path / "r"
+    md = _write_md(result, out)
+    page = (out / "report.html").read_text()
+    in_domain = md[md.index("## In-domain"):md.index("## Cross negative")]
+    for label in DEFAULT_METRIC_INFO:
+        assert re.search(rf"`{re.escape(label)}`: [a-zA-Z]", in_domain), label
+        assert re.search(rf'<th title="[^"]+"><code>{re.escape(label)}</code></th>', page), label
+    assert "about 50x smaller than `ECE`" in in_domain and "Penha &amp; Hauff's released code (EACL 2021)" in page
+    # effectiveness and calibration are two tables; every condition has both
+    for cond in CONDITIONS:
+        assert f"**Effectiveness, `{cond}`**" in md and f"**Calibration, `{cond}`**" in md
+    assert max(len(r) for r in _tables_after(md, "Calibration, `in-domain`")) == 1 + 7
+
+
+def test_more_than_eight_columns_are_split_into_tables_of_equal_width(tmp_path):
+    result = make_result()
+    extra = [f"plugin metric {i}" for i in range(12)]
+    info = {**result.metric_info, **{m: {"kind": "ranking", "higher_is_better": True, "needs_probabilities": False}
+                                     for m in extra}}
+    evs = [replace(e, metrics={**e.metrics, **dict.fromkeys(extra, 0.5)}) for e in result.evaluations]
+    md = _write_md(replace(result, metric_info=info, evaluations=evs), tmp_path)
+    first, second = (_tables_after(md, f"Effectiveness, `in-domain` ({i} of 2)") for i in (1, 2))
+    assert (len(first[0]), len(second[0])) == (1 + 8, 1 + 7)  # 15 ranking columns: 8 and 7, and the ranker
+    assert "`plugin metric 11`" in second[0]
+
+
+def test_figures_link_to_their_full_size_file_and_are_not_too_wide(written):
+    _, out = written
+    page = (out / "report.html").read_text()
+    figures = re.findall(r"<figure>(.*?)</figure>", page, flags=re.S)
+    assert len(figures) >= 5
+    for fig in figures:
+        src = re.findall(r'<img src="([^"]+)"', fig)[0]
+        assert f'<a href="{src}"' in fig.split("<img")[0]  # the image itself is the link
+    for png in (out / "figures").glob("*.png"):
+        width = int.from_bytes(png.read_bytes()[16:20], "big")
+        assert width <= 1150, (png.name, width)  # shown unscaled in a 1,280 px window
