@@ -138,18 +138,35 @@ def demo_command(quick: bool, full: bool, gp: bool, show: bool, out_dir: str | N
               help="Report folder (default: the config file's name without .toml).")
 @click.option("--no-resume", is_flag=True, help="Recompute every step instead of reusing finished ones.")
 @click.option("--force", is_flag=True, help="Write into a folder that holds another study's results, replacing them.")
-def run_command(config_path: str, out_dir: str | None, no_resume: bool, force: bool) -> None:
+@click.option("--dry-run", is_flag=True,
+              help="Check the study and print what it would train, score and reuse, with a cost estimate; "
+                   "nothing is trained and no model is loaded.")
+def run_command(config_path: str, out_dir: str | None, no_resume: bool, force: bool, dry_run: bool) -> None:
     """Run the study described in CONFIG_PATH (TOML) and write a report.
 
     The file is validated as a whole before any work (its format: the JSON
     schema in docs/experiments.md); each error is one line with its path in
     the file, and the exit status is 2. A folder that holds another study's
     results is refused before any work too (exit status 2) unless --force.
+    With --dry-run the same checks run, then the study's data is counted,
+    the steps cached in the output folder are found and the others'
+    cost estimated (uncertank.experiment.plan); exit status 0.
     """
     from pathlib import Path
 
     config = _load_study(config_path, config_path)
-    _run(config, out_dir or Path(config_path).with_suffix("").name, not no_resume, source=config_path, force=force)
+    out = out_dir or Path(config_path).with_suffix("").name
+    if dry_run:
+        from uncertank.experiment import StudyConfigError
+        from uncertank.experiment.plan import plan_study
+
+        try:
+            plan = plan_study(config, out, resume=not no_resume, force=force)
+        except StudyConfigError as exc:
+            _study_error(config_path, exc)
+        click.echo(plan.render())
+        return
+    _run(config, out, not no_resume, source=config_path, force=force)
 
 
 def _study_error(source: str, exc: Exception) -> NoReturn:

@@ -1,0 +1,151 @@
+"""``uncertank run --dry-run``: the run's checks, what it would train, score and reuse, and a cost estimate.
+
+Nothing is trained and no model is loaded: the tests make training and building a network fail them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from uncertank.cli import cli
+from uncertank.experiment import plan as P
+
+pytest.importorskip("bm25s")
+
+STUDY = """
+[study]
+train_dataset = "tsv:data/{split}.tsv"
+train_negatives = "file"
+n_candidates = 4
+nota = false
+metrics = ["map"]
+recalibrators = []
+
+[[conditions]]
+name = "in-domain"
+dataset = "tsv:data/{split}.tsv"
+negatives = "file"
+
+[[conditions]]
+name = "embedded"
+dataset = "tsv:data/{split}.tsv"
+negatives = "embedding"
+
+[[rankers]]
+name = "bm25"
+{more}
+[bayes]
+enabled = false
+"""
+
+_WORDS = ["disk", "mount", "kernel", "wifi", "driver", "sound", "grub", "boot", "apt", "python", "screen", "mouse"]
+
+
+@pytest.fixture
+def study(tmp_path, monkeypatch):
+    monkeypatch.setenv("UNCERTANK_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "data").mkdir()
+    for split, n in (("train", 10), ("valid", 6), ("test", 8)):
+        lines = []
+        for q in range(n):
+            lines.append(f"1\thow do I fix my {_WORDS[q]}\tcheck the {_WORDS[q]} settings")
+            lines += [f"0\thow do I fix my {_WORDS[q]}\ttry the {_WORDS[(q + j) % 12]} tool" for j in (1, 2, 3)]
+        (tmp_path / "data" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+
+    def write(more: str = "", *, embedded: bool = True) -> str:
+        text = STUDY.replace("{more}", more)
+        if not embedded:
+            text = text.replace('[[conditions]]\nname = "embedded"\ndataset = "tsv:data/{split}.tsv"\n'
+                                'negatives = "embedding"\n', "")
+        (tmp_path / "study.toml").write_text(text)
+        return str(tmp_path / "study.toml")
+
+    return write
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Training, building a network and drawing embedding negatives fail the test."""
+    from uncertank.datasets import sampling
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("work done in a dry run")
+
+    monkeypatch.setattr(sampling, "get_sampler", refuse, raising=False)
+    try:
+        from uncertank.nn.ranker import NeuralRanker
+    except ImportError:
+        return
+    monkeypatch.setattr(NeuralRanker, "fit", refuse)
+    monkeypatch.setattr(NeuralRanker, "build_model", refuse)
+
+
+def test_a_dry_run_counts_the_data_and_estimates_the_steps(study, tmp_path, no_work):
+    pytest.importorskip("uncertank_bert")
+    path = study('[[rankers]]\nname = "bert"\nparams = { device = "cpu" }\n')
+    result = CliRunner().invoke(cli, ["run", path, "--out", str(tmp_path / "out"), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "  train        tsv:" + str(tmp_path) + "/data/{split}.tsv, file negatives: 10 queries, 40 pairs" in lines
+    assert "  valid        tsv:" + str(tmp_path) + "/data/{split}.tsv, file negatives: 6 queries, 24 pairs" in lines
+    assert any(line.startswith("  embedded ") and line.endswith("8 queries, 32 pairs (counted with random "
+                                                                  "negatives: its sampler needs a model)")
+               for line in lines)
+    assert "  bert: bert; trains on 10 queries; scores 88 pairs" in lines
+    fit = 2051.7 / 9539 * 10
+    assert f"  fit bert: runs, about {fit:.0f} s (at the real run's rate)" in lines
+    assert "  predict bert embedded: runs unless cached (its data is not built), about 0 s (at the real run's " \
+           "rate)" in lines
+    assert lines[-1].startswith("Estimated time: about ") and "2 CPU cores" in lines[-1]
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_a_dry_run_after_a_run_shows_the_cached_steps_and_their_seconds(study, tmp_path):
+    path = study(embedded=False)
+    out = tmp_path / "out"
+    assert CliRunner().invoke(cli, ["run", path, "--out", str(out)]).exit_code == 0
+    result = CliRunner().invoke(cli, ["run", path, "--out", str(out), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "  predict bm25 valid: cached, reused" in result.output.splitlines()
+    assert result.output.splitlines()[-1] == "Estimated time: none; every step is cached and would be reused."
+    result = CliRunner().invoke(cli, ["run", path, "--out", str(out), "--dry-run", "--no-resume"])
+    seconds = json.loads((out / "results.json").read_text())["steps"]["predict bm25 in-domain"]["seconds"]
+    assert f"  predict bm25 in-domain: runs, about {seconds:.0f} s (as the previous run)" in result.output.splitlines()
+
+
+def test_a_dry_run_refuses_what_a_run_refuses_with_exit_2(study, tmp_path):
+    path = study('[[rankers]]\nname = "bm25"\nlabel = "b"\nparams = { k9 = 1 }\n')
+    result = CliRunner().invoke(cli, ["run", path, "--out", str(tmp_path / "out"), "--dry-run"])
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"Error: {path}: rankers[1].params.k9: unknown parameter of 'bm25'; known: k1, b, method, stopwords"]
+
+
+def test_a_dry_run_names_a_data_file_it_cannot_read(study, tmp_path):
+    path = study()
+    (tmp_path / "data" / "train.tsv").write_text("not a label\tq\ta\n")
+    result = CliRunner().invoke(cli, ["run", path, "--out", str(tmp_path / "out"), "--dry-run"])
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"Error: {path}: study.train_dataset: its train split cannot be loaded: {tmp_path}/data/train.tsv, line 1: "
+        "the label must be an integer >= 0; got 'not a label'"]
+
+
+def test_the_rates_are_those_of_the_real_run():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "docs" / "results"
+    run = json.loads((root / "real_run.json").read_text())
+    ens = json.loads((root / "real_run_ensemble.json").read_text())
+    n_train = run["sizes"]["train"]
+    pairs = run["sizes"]["test"]["in-domain"] * 10
+    steps = run["step_seconds"]
+    for name in ("bert", "sngp", "gpf_bert", "pgdrr"):
+        assert P.RATES[name] == (steps[f"fit {name}"] / n_train, steps[f"predict {name} in-domain"] / pairs)
+    assert P.RATES["mc_dropout"] == (steps["fit bert"] / n_train, steps["predict mc_dropout in-domain"] / pairs)
+    assert P.RATES["ensemble"] == (ens["step_seconds"]["fit ensemble"] / ens["sizes"]["train"],
+                                   ens["step_seconds"]["predict ensemble in-domain"] / pairs)
+    assert P.RATES["bm25"][1] == steps["predict bm25 valid"] / (run["sizes"]["valid"] * 10)

@@ -1,0 +1,240 @@
+"""What a study would do, without doing it: ``uncertank run --dry-run``.
+
+:func:`plan_study` runs the checks a run makes at the door
+(:func:`~uncertank.experiment.validation.validate_config` and
+:func:`~uncertank.experiment.validation.check_output_folder`), then counts
+the queries and pairs of every split, finds the steps already cached in the
+output folder (by the keys the run would compute) and estimates the cost of
+the others. It loads no model and trains nothing: the data is built as the
+run builds it (and cached the same way) when its negatives need no model
+(:data:`MODEL_FREE_NEGATIVES`); a split whose sampler needs one is counted
+with random negatives instead, and its steps are shown as not known to be
+cached.
+
+The cost of a step comes, in order, from the seconds a previous run in the
+output folder recorded for the same step (``results.json``'s ``steps``),
+scaled by the sizes, or from :data:`RATES`, measured on the real run of
+docs/results/real_run.json and docs/results/real_run_ensemble.json (two CPU
+cores): an estimate that scales with the machine and the rankers' settings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from uncertank import __version__
+from uncertank.experiment.config import StudyConfig, StudyConfigError
+from uncertank.experiment.stages import StudyData
+from uncertank.experiment.validation import check_output_folder, validate_config
+
+__all__ = ["MODEL_FREE_NEGATIVES", "RATES", "StepPlan", "StudyPlan", "plan_study"]
+
+#: Negative samplers that need no model: a dry run builds their data as the run does.
+MODEL_FREE_NEGATIVES = frozenset({"random", "bm25", "file", "given"})
+
+#: Seconds per training query of ``fit`` and per scored pair of ``predict``, by ranker name, measured on the
+#: real run (docs/results/real_run.json: 9,539 training queries; 200 validation and 4 x 600 test queries of 10
+#: candidates; the six-layer MiniLM, max_length 64, one epoch, mc_dropout with 10 passes; two CPU cores) and
+#: docs/results/real_run_ensemble.json (the ensemble of five). fit bert: 2051.7 s / 9539; predict bert
+#: in-domain: 35.8 s / 6000 pairs; and so on (tests/experiment/test_dry_run.py recomputes them).
+RATES: dict[str, tuple[float, float]] = {
+    "bm25": (0.0, 0.3 / 2000),
+    "bert": (2051.7 / 9539, 35.8 / 6000),
+    "mc_dropout": (2051.7 / 9539, 395.9 / 6000),
+    "sngp": (1049.8 / 9539, 35.7 / 6000),
+    "gpf_bert": (929.4 / 9539, 36.3 / 6000),
+    "pgdrr": (689.8 / 9539, 35.5 / 6000),
+    "ensemble": (2306.5 / 9539, 159.2 / 6000),
+}
+_RATE = "at the real run's rate"
+_RATE_SOURCE = ("an estimate from a real run on 2 CPU cores (docs/results/real_run.json); it scales with the "
+                "machine and with the rankers' settings (layers, max_length, epochs, passes)")
+
+
+@dataclass
+class StepPlan:
+    """One step the study would take: its name, its key (None when not known), whether it is cached, its cost."""
+
+    name: str
+    key: str | None
+    cached: bool
+    seconds: float | None
+    source: str = ""
+
+
+@dataclass
+class StudyPlan:
+    """What :func:`plan_study` found: the splits' sizes, every step, and where the costs come from."""
+
+    name: str
+    out: Path
+    splits: list[tuple[str, str, int, int, bool]]  # (split, what, queries, pairs, exact)
+    rankers: list[tuple[str, str]]  # (label, what happens to it)
+    steps: list[StepPlan] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        """The estimated seconds of the steps that would run (those with an estimate)."""
+        return sum(s.seconds or 0.0 for s in self.steps if not s.cached)
+
+    def render(self) -> str:
+        """The plan as the lines ``uncertank run --dry-run`` prints."""
+        lines = [f"Dry run of the study {self.name!r} into {self.out}: the checks passed; nothing is trained "
+                 "and no model is loaded.", "", "Data:"]
+        for split, what, queries, pairs, exact in self.splits:
+            note = "" if exact else " (counted with random negatives: its sampler needs a model)"
+            lines.append(f"  {split:<12} {what}: {queries} queries, {pairs} pairs{note}")
+        lines += ["", "Rankers:"] + [f"  {label}: {what}" for label, what in self.rankers]
+        lines += ["", "Steps:"]
+        for s in self.steps:
+            state = "cached, reused" if s.cached else ("runs" if s.key is not None else "runs unless cached "
+                                                                                        "(its data is not built)")
+            cost = "" if s.cached else (f", about {_duration(s.seconds)} ({s.source})" if s.seconds is not None
+                                        else ", cost unknown (no rate for this ranker)")
+            lines.append(f"  {s.name}: {state}{cost}")
+        unknown = sum(1 for s in self.steps if not s.cached and s.seconds is None)
+        if all(s.cached for s in self.steps):
+            return "\n".join([*lines, "", "Estimated time: none; every step is cached and would be reused."])
+        lines += ["", f"Estimated time: about {_duration(self.seconds)}"
+                  + (f", plus {unknown} step{'s' if unknown != 1 else ''} of unknown cost" if unknown else "")
+                  + "; " + ("the real run's rate is " + _RATE_SOURCE if any(s.source == _RATE for s in self.steps)
+                            else "from the seconds the previous run recorded")
+                  + "."]
+        return "\n".join(lines)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _previous(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The steps and sizes a previous run in ``out`` recorded (empty when none can be read)."""
+    try:
+        doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        return dict(doc.get("steps") or {}), dict(doc.get("sizes") or {})
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}, {}
+
+
+def _load_counted(name: str, split: str, negatives: str, cap: int | None, config: StudyConfig,
+                  where: str) -> tuple[Any, bool]:
+    """The query set the run would load (or, for a sampler needing a model, one with random negatives)."""
+    from uncertank.experiment.runner import _load
+
+    model_free = negatives in MODEL_FREE_NEGATIVES
+    try:
+        return _load(name, split, negatives if model_free else "random", cap, config), model_free
+    except (OSError, ValueError) as exc:  # a file that is there but cannot be read as a dataset
+        said = " ".join(str(exc).split())
+        raise StudyConfigError([(where, f"its {split} split cannot be loaded: {said}")]) from None
+
+
+def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: bool = True,
+               force: bool = False) -> StudyPlan:
+    """What ``run_study(config, out_dir)`` would train, score and reuse, and an estimate of its cost.
+
+    Parameters
+    ----------
+    config : StudyConfig
+    out_dir : path
+        The output folder the run would write into (it is only read).
+    resume : bool
+        False: every step counts as to be run, as with ``--no-resume``.
+    force : bool
+        As ``run_study``'s: accept a folder holding another study's results.
+
+    Raises
+    ------
+    StudyConfigError
+        What the run would refuse at the door, the same lines.
+    """
+    from uncertank.experiment.runner import _model_key, _ranker_code, digest, file_stem
+    from uncertank.plugins import make_ranker
+
+    validate_config(config)
+    refused = check_output_folder(out_dir, study=config.name, force=force)
+    if refused:
+        raise StudyConfigError(refused)
+    out = Path(out_dir)
+    train, exact_train = _load_counted(config.train_dataset, "train", config.train_negatives,
+                                       config.max_train_queries, config, "study.train_dataset")
+    valid, exact_valid = _load_counted(config.train_dataset, "valid", config.train_negatives,
+                                       config.max_valid_queries, config, "study.train_dataset")
+    tests, exact = {}, {"train": exact_train, "valid": exact_valid}
+    for i, cond in enumerate(config.conditions):
+        tests[cond.name], exact[cond.name] = _load_counted(cond.dataset, "test", cond.negatives,
+                                                           config.max_test_queries, config, f"conditions[{i}].dataset")
+    digests = {"train": train.digest(), "valid": valid.digest(), **{k: v.digest() for k, v in tests.items()}}
+    data = StudyData(train, valid, tests, digests)
+    sets = {"valid": valid, **tests}
+    splits = [("train", f"{config.train_dataset}, {config.train_negatives} negatives", train.n_queries,
+               train.n_pairs, exact_train),
+              ("valid", f"{config.train_dataset}, {config.train_negatives} negatives", valid.n_queries,
+               valid.n_pairs, exact_valid)]
+    splits += [(c.name, f"{c.dataset} test, {c.negatives} negatives", tests[c.name].n_queries,
+                tests[c.name].n_pairs, exact[c.name]) for c in config.conditions]
+    before, sizes = _previous(out)
+
+    def cost(step: str, ranker: str, kind: str, amount: int, recorded_amount: int | None) -> tuple[float | None, str]:
+        old = before.get(step)
+        if isinstance(old, dict) and isinstance(old.get("seconds"), (int, float)) and math.isfinite(old["seconds"]):
+            scale = amount / recorded_amount if recorded_amount else 1.0
+            return float(old["seconds"]) * scale, "as the previous run"
+        if amount == 0:
+            return 0.0, "nothing to train"
+        rate = RATES.get(ranker)
+        if rate is None:
+            return None, ""
+        return (rate[0] if kind == "fit" else rate[1]) * amount, _RATE
+
+    def recorded(split: str) -> int | None:
+        size = sizes.get(split) if split in ("train", "valid") else (sizes.get("test") or {}).get(split)
+        return size * config.n_candidates if isinstance(size, int) and split != "train" else size
+
+    plan = StudyPlan(config.name, out, splits, [])
+    keys: dict[str, str | None] = {}
+    known = exact["train"] and exact["valid"]
+    n_pairs = sum(qs.n_pairs for qs in sets.values())
+    for rc in config.rankers:
+        ranker = make_ranker(rc.name, **rc.params, **({} if rc.pretrained is None else {"pretrained": rc.pretrained}))
+        upstream = keys.get(rc.init_from) if rc.init_from else None
+        key = _model_key(rc, data, upstream) if known and (rc.init_from is None or upstream is not None) else None
+        if rc.checkpoint is not None:
+            step, what = f"load {rc.key}", f"loads its checkpoint {rc.checkpoint}"
+            seconds, source = cost(step, "", "fit", 0, None)
+            plan.steps.append(StepPlan(step, key, False, seconds, source))
+        elif callable(getattr(ranker, "fit", None)):
+            step = f"fit {rc.key}"
+            if rc.pretrained is not None:
+                what, amount = f"uses {rc.pretrained} as it is when already fitted, else trains on it", 0
+            elif rc.init_from is not None:
+                what = f"starts from {rc.init_from} (from_ranker), then trains if it is not fitted"
+                amount = 0 if rc.name == "mc_dropout" else train.n_queries  # mc_dropout shares the weights
+            else:
+                what, amount = f"trains on {train.n_queries} queries", train.n_queries
+            folder = out / "models" / f"{file_stem(rc.key)}-{key}"
+            cached = resume and key is not None and (folder / ".complete").exists()
+            seconds, source = cost(step, rc.name, "fit", amount, recorded("train") if amount else None)
+            plan.steps.append(StepPlan(step, key, cached, seconds, source))
+        else:
+            what, key = "is not trained", digest([rc.name, rc.params, __version__, _ranker_code(rc.name)])
+        keys[rc.key] = key
+        plan.rankers.append((rc.key, f"{rc.name}; {what}; scores {n_pairs} pairs"))
+        for split, qs in sets.items():
+            pkey = digest([key, digests[split]]) if exact[split] and key is not None else None
+            path = out / "predictions" / f"{file_stem(rc.key)}-{file_stem(split)}-{pkey}.npz"
+            step = f"predict {rc.key} {split}"
+            seconds, source = cost(step, rc.name, "predict", qs.n_pairs, recorded(split))
+            plan.steps.append(StepPlan(step, pkey, resume and pkey is not None and path.exists(), seconds, source))
+    return plan
