@@ -2,6 +2,7 @@
 
     python docs/scripts/report_screenshots.py                          # from docs/results/real_run.json
     python docs/scripts/report_screenshots.py .cache/real_run/study    # from a study folder's results.json
+    python docs/scripts/report_screenshots.py uncertank-demo --top docs/img/demo-report.png
 
 copies the results into a temporary folder, draws the report there with
 ``uncertank report FOLDER`` (report.html from results.json, as a study
@@ -10,11 +11,13 @@ does), and opens it in headless Chromium (tests/browser.py's flags):
 - ``docs/img/report-1280.png``: the top of the page in a 1,280 x 900 window;
 - ``docs/img/report-1280-table.png``: the widest table, a shifted
   condition's calibration with the relative changes, in the same window;
-- ``docs/img/report-390.png``: a 390 x 844 phone window (drawn at twice the
-  pixels) at the in-domain calibration table.
+- ``docs/img/report-390.png``: a 390 x 780 phone window at the in-domain
+  calibration table.
 
 It also prints the page's width and each table's at both widths, and fails
-when the page scrolls sideways.
+when the page scrolls sideways. With ``--top PNG`` it saves only the top of
+the page at 1,280 px (``docs/img/demo-report.png``: the default demo's
+report, ``uncertank demo``).
 
 Without a folder, results.json is assembled from docs/results/real_run.json,
 the summary ``docs/scripts/full_study_summary.py`` wrote of the real run
@@ -129,7 +132,7 @@ def shoot(html: Path) -> None:
             page.screenshot(path=str(IMG / "report-1280-table.png"), full_page=True,
                             clip={"x": 0, "y": a["y"] - 16, "width": 1280, "height": height})
             page.close()
-            phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
+            phone = browser.new_page(viewport={"width": 390, "height": 780})
             phone.goto(html.as_uri(), wait_until="load")
             seen = phone.evaluate(_WIDTHS)
             print(f"390: page {seen['page']} px, widest table {max(seen['tables'])} px")
@@ -144,10 +147,28 @@ def shoot(html: Path) -> None:
         print(f"{IMG / name}: {(IMG / name).stat().st_size // 1024} KiB")
 
 
+def shoot_top(html: Path, png: Path) -> None:
+    """The top of ``html`` in a 1,280 x 900 window, saved as ``png``."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import CHROMIUM_ARGS, chromium_path
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=list(CHROMIUM_ARGS))
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(html.as_uri(), wait_until="load")
+            page.screenshot(path=str(png))
+        finally:
+            browser.close()
+    print(f"{png}: {png.stat().st_size // 1024} KiB")
+
+
 def main() -> None:
     """Assemble or copy results.json, draw the report with ``uncertank report``, take the screenshots."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", type=Path, help="a study folder holding results.json")
+    parser.add_argument("--top", type=Path, help="only the top of the page at 1,280 px, saved here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report"
@@ -162,7 +183,10 @@ def main() -> None:
             (out / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
         exe = shutil.which("uncertank") or str(Path(sys.executable).with_name("uncertank"))
         subprocess.run([exe, "report", str(out)], check=True)
-        shoot(out / "report.html")
+        if args.top is not None:
+            shoot_top(out / "report.html", args.top)
+        else:
+            shoot(out / "report.html")
 
 
 if __name__ == "__main__":

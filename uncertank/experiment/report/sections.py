@@ -191,7 +191,8 @@ def _calibration_sentence(result: StudyResult, cond: str, ref: str | None, comps
     why = base_rate_sentence(result, cond, head)
     why = f" {why[0].upper()}{why[1:]}" if why else ""
     if not best:
-        return f"No ranker that ranks better than chance has a `{head}`, so none is called best calibrated.{why}"
+        return (f"No ranker that ranks better than chance has a value of `{head}`, so none is called best "
+                f"calibrated.{why}")
     text = f"By `{head}`, {names(best)} {'is' if len(best) == 1 else 'are'} best calibrated"
     if aside:
         text += " of the rankers that rank better than chance"
