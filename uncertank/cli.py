@@ -71,15 +71,31 @@ def plugins_command(kind: str | None, as_json: bool) -> None:
 
 
 def _progress_logger() -> Callable[[str], None]:
-    from rich.console import Console
+    """A study's progress lines on stderr, each with the seconds since the start.
 
-    console = Console(stderr=True)
+    On a terminal, rich draws them (the time dimmed, long lines left to the
+    terminal to wrap); into a file or a pipe, each is written as it is, one
+    line, never wrapped.
+    """
+    import sys
+
+    stream = sys.stderr
     start = time.perf_counter()
+    if not stream.isatty():
+        def log(msg: str) -> None:
+            stream.write(f"{time.perf_counter() - start:7.1f}s {msg}\n")
+            stream.flush()
 
-    def log(msg: str) -> None:
-        console.print(f"[dim]{time.perf_counter() - start:7.1f}s[/dim] {msg}")
+        return log
+    from rich.console import Console
+    from rich.markup import escape
 
-    return log
+    console = Console(file=stream, soft_wrap=True, highlight=False)
+
+    def log_rich(msg: str) -> None:
+        console.print(f"[dim]{time.perf_counter() - start:7.1f}s[/dim] {escape(msg)}")
+
+    return log_rich
 
 
 def _demo_folder(study: str) -> str:

@@ -71,6 +71,7 @@ from uncertank._io import (
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.decisions import Decision, decide, with_decisions
+from uncertank.experiment.logfile import LOG_FILE, run_log
 from uncertank.experiment.result import (
     BayesOutcome,
     CalibrationDetail,
@@ -697,7 +698,8 @@ def run_study(
         Reuse finished steps found in ``out_dir`` whose keys match, and
         whose files are those recorded when they were written.
     log : callable, optional
-        Receives one line per step (progress); silent when None.
+        Receives one line per step (progress) and, at the end, one line
+        counting what went to ``run.log``; silent when None.
     smoke : bool
         Mark the report as a smoke run whose numbers are not evidence.
     force : bool
@@ -710,6 +712,18 @@ def run_study(
     StudyResult
         Also written to ``results.json`` (``StudyResult.to_dict()``).
 
+    Notes
+    -----
+    While the stages run, the console keeps only the progress lines given
+    to ``log`` (and uncertank's own output): Python warnings, other
+    libraries' log records and their output (PyMC's sampler,
+    transformers' ``Loading weights`` bar) are written to
+    ``out_dir/run.log``, one timestamped line each, with every progress
+    line; ``log`` then gets one line counting them
+    (:func:`uncertank.experiment.logfile.run_log`). A resumed run appends
+    to the file. Warnings raised before the stages (by the checks) are
+    not redirected.
+
     Raises
     ------
     StudyConfigError
@@ -717,12 +731,6 @@ def run_study(
         ``out_dir`` that cannot be written, or one that holds another
         study's results (without ``force``).
     """
-    from uncertank._environment import environment
-    from uncertank.experiment.analysis import significance
-    from uncertank.experiment.report import write_report
-    from uncertank.experiment.systems import compare_systems
-
-    say: Log = log or _quiet
     validate_config(config)
     # before any work too: a run never fails writing its first step, nor overwrites another study unasked
     refused = check_output_folder(out_dir, study=config.name, force=force)
@@ -730,6 +738,18 @@ def run_study(
         raise StudyConfigError(refused)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with run_log(out / LOG_FILE, log, header=f"study {config.name!r}, uncertank {__version__}") as logged:
+        return _run_stages(config, out, resume=resume, log=logged.say, smoke=smoke)
+
+
+def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool) -> StudyResult:
+    """Stages 1 to 7 of :func:`run_study`, into the folder ``out`` it checked."""
+    from uncertank._environment import environment
+    from uncertank.experiment.analysis import significance
+    from uncertank.experiment.report import write_report
+    from uncertank.experiment.systems import compare_systems
+
+    say = log
     t0 = time.perf_counter()
     data = load_data(config, say)
     steps = {"data": StepInfo(digest(data.digests), round(time.perf_counter() - t0, 2))}
