@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from uncertank import __version__
 from uncertank.experiment.config import StudyConfig, StudyConfigError
 from uncertank.experiment.stages import StudyData
 from uncertank.experiment.validation import check_output_folder, validate_config
@@ -130,11 +129,15 @@ def _previous(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 def _load_counted(name: str, split: str, negatives: str, cap: int | None, config: StudyConfig,
                   where: str) -> tuple[Any, bool]:
     """The query set the run would load (or, for a sampler needing a model, one with random negatives)."""
-    from uncertank.experiment.runner import _load
+    from uncertank.datasets import load
 
     model_free = negatives in MODEL_FREE_NEGATIVES
+    options: dict[str, Any] = {} if cap is None else {"max_queries": cap}  # as the runner's load_data passes them
+    if config.max_context_turns is not None:
+        options["max_context_turns"] = config.max_context_turns
     try:
-        return _load(name, split, negatives if model_free else "random", cap, config), model_free
+        return load(name, split=split, negatives=negatives if model_free else "random",
+                    n_candidates=config.n_candidates, seed=config.seed, **options), model_free
     except (OSError, ValueError) as exc:  # a file that is there but cannot be read as a dataset
         said = " ".join(str(exc).split())
         raise StudyConfigError([(where, f"its {split} split cannot be loaded: {said}")]) from None
@@ -159,7 +162,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     StudyConfigError
         What the run would refuse at the door, the same lines.
     """
-    from uncertank.experiment.runner import _model_key, _ranker_code, digest, file_stem
+    from uncertank.experiment.runner import digest, file_stem, fit_key, unfitted_key
     from uncertank.plugins import make_ranker
 
     validate_config(config)
@@ -209,7 +212,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     for rc in config.rankers:
         ranker = make_ranker(rc.name, **rc.params, **({} if rc.pretrained is None else {"pretrained": rc.pretrained}))
         upstream = keys.get(rc.init_from) if rc.init_from else None
-        key = _model_key(rc, data, upstream) if known and (rc.init_from is None or upstream is not None) else None
+        key = fit_key(rc, data, upstream) if known and (rc.init_from is None or upstream is not None) else None
         if rc.checkpoint is not None:
             step, what = f"load {rc.key}", f"loads its checkpoint {rc.checkpoint}"
             seconds, source = cost(step, "", "fit", 0, None)
@@ -228,7 +231,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             seconds, source = cost(step, rc.name, "fit", amount, recorded("train") if amount else None)
             plan.steps.append(StepPlan(step, key, cached, seconds, source))
         else:
-            what, key = "is not trained", digest([rc.name, rc.params, __version__, _ranker_code(rc.name)])
+            what, key = "is not trained", unfitted_key(rc)
         keys[rc.key] = key
         plan.rankers.append((rc.key, f"{rc.name}; {what}; scores {n_pairs} pairs"))
         for split, qs in sets.items():

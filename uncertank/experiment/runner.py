@@ -368,6 +368,20 @@ def _save_unsaved_to(rc: RankerConfig, ranker: Any, out: Path, key: str, log: Lo
         shutil.rmtree(work, ignore_errors=True)
 
 
+def fit_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
+    """The key of the ``fit`` (or ``load``) step of ``rc`` on ``data``; ``upstream`` is its ``init_from``'s key.
+
+    The name of its folder under ``models/`` and the start of its
+    predictions' keys (what ``uncertank run --dry-run`` looks for).
+    """
+    return _model_key(rc, data, upstream)
+
+
+def unfitted_key(rc: RankerConfig) -> str:
+    """What stands for the fit key in the predictions' keys of a ranker without ``fit`` (name, params, code)."""
+    return digest([rc.name, rc.params, __version__, _ranker_code(rc.name)])
+
+
 def fit_rankers(
     config: StudyConfig, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet
 ) -> tuple[dict[str, Any], dict[str, StepInfo]]:
