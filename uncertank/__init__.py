@@ -15,7 +15,7 @@ from uncertank.hookspecs import hookimpl
 from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
 from uncertank.protocols import NotFittedError, Ranker, StochasticRanker, TrainableRanker
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the only place the version is written: pyproject.toml reads it from here
 
 __all__ = [
     "CallableRanker",
