@@ -50,6 +50,7 @@ __all__ = [
     "DEMO_STUDIES",
     "BayesConfig",
     "ConditionConfig",
+    "ConformalConfig",
     "RankerConfig",
     "StudyConfig",
     "StudyConfigError",
@@ -94,7 +95,7 @@ class _At(ValueError):
 
 def _path(loc: tuple[str | int, ...], *, top: str = "study") -> str:
     """``("rankers", 2, "params")`` -> ``rankers[2].params``; a scalar of the study -> ``study.<key>``."""
-    if loc and loc[0] not in ("conditions", "rankers", "bayes") and top:
+    if loc and loc[0] not in ("conditions", "rankers", "bayes", "conformal") and top:
         loc = (top, *loc)
     out = ""
     for part in loc:
@@ -268,9 +269,68 @@ class BayesConfig:
         return self
 
 
+_Level = Annotated[_Number, Field(gt=0.0, lt=1.0)]
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class ConformalConfig:
+    """Thresholds with a guarantee (the ``[conformal]`` table): a stage of its own after the decisions.
+
+    For every ranker and condition, split conformal candidate sets and
+    conformal abstention are calibrated on the study's validation queries
+    (the training domain) and measured on the condition's test queries
+    (:mod:`uncertank.experiment.guarantees`, docs/conformal.md, "In a study").
+    """
+
+    enabled: StrictBool = Field(default=True, description="Run the stage.")
+    alpha: _Level = Field(
+        default=0.1,
+        description="Miscoverage level in (0, 1): a candidate set holds a relevant candidate with probability "
+        ">= 1 - alpha; conformal abstention keeps the error rate among answered queries <= alpha.",
+    )
+    delta: _Level = Field(
+        default=0.1, description="Abstention's guarantee holds with probability >= 1 - delta over the calibration "
+        "draw (Learn-then-Test), in (0, 1).",
+    )
+    alphas: Annotated[tuple[_Level, ...], Field(min_length=1)] = Field(
+        default=(0.05, 0.1, 0.15, 0.2, 0.25, 0.3),
+        description="Miscoverage levels of the coverage curve (coverage against 1 - alpha, for the figure); distinct.",
+    )
+    score: Literal["mean", "quantile", "lower"] = Field(
+        default="mean",
+        description="The conformity score of a stochastic ranker: its predictive mean, a quantile of its draws, or "
+        "the mean minus k_std standard deviations (a deterministic ranker's scores are used as they are).",
+    )
+    quantile: Annotated[_Number, Field(ge=0.0, le=1.0)] | None = Field(
+        default=None, description='With score = "quantile": the quantile of the draws, in [0, 1]; 0.1 when absent.'
+    )
+    k_std: Annotated[_Number, Field(ge=0.0)] | None = Field(
+        default=None,
+        description='With score = "lower": standard deviations subtracted from the mean, >= 0; 1 when absent.',
+    )
+    weighted: StrictBool = Field(
+        default=True,
+        description="Also weighted split conformal sets under the shifted conditions (every condition but the "
+        "first), with likelihood ratios from a domain classifier of validation against test queries.",
+    )
+
+    @model_validator(mode="after")
+    def _checks(self) -> ConformalConfig:
+        seen: dict[float, int] = {}
+        for i, a in enumerate(self.alphas):
+            if a in seen:
+                raise _At(("alphas", i), f"{a:g} is already alphas[{seen[a]}]; give each level once")
+            seen[a] = i
+        if self.score != "quantile" and self.quantile is not None:
+            raise _At(("quantile",), f'applies to score = "quantile"; got score = "{self.score}": leave it out')
+        if self.score != "lower" and self.k_std is not None:
+            raise _At(("k_std",), f'applies to score = "lower"; got score = "{self.score}": leave it out')
+        return self
+
+
 @dataclass(frozen=True, config=_CONFIG)
 class StudyConfig:
-    """Everything a study needs: the ``[study]`` table's keys, ``[[conditions]]``, ``[[rankers]]`` and ``[bayes]``.
+    """Everything a study needs: ``[study]``, ``[[conditions]]``, ``[[rankers]]``, ``[bayes]``, ``[conformal]``.
 
     Every field is described in the JSON schema (:func:`study_schema`,
     shown in docs/experiments.md). ``reference`` is filled in with the first
@@ -316,6 +376,7 @@ class StudyConfig:
         default=None, description="Registered recalibrators fitted on validation predictions; every one when absent."
     )
     bayes: Annotated[BayesConfig, Field(description="The [bayes] table.")] = BayesConfig()
+    conformal: Annotated[ConformalConfig, Field(description="The [conformal] table.")] = ConformalConfig()
     seed: Annotated[int, Strict(), Field(ge=0)] = Field(
         default=0, description="Seeds data subsets, negative sampling, training and sampling."
     )
@@ -395,7 +456,10 @@ class StudyConfig:
                           f"({', '.join(map(repr, conditions))}); got {cond!r}")
 
 
-_TABLES = {"conditions": ConditionConfig, "rankers": RankerConfig, "bayes": BayesConfig}
+_TABLES = {"conditions": ConditionConfig, "rankers": RankerConfig, "bayes": BayesConfig,
+           "conformal": ConformalConfig}
+#: The tables given once (``[bayes]``), not as a list (``[[rankers]]``).
+_SINGLE = ("bayes", "conformal")
 
 
 # -- reading a study file --------------------------------------------------------------------------------------------
@@ -469,7 +533,7 @@ def _describe(err: Any) -> tuple[tuple[str | int, ...], str]:
     if kind in ("dict_type", "dataclass_type", "dataclass_args_type", "model_type"):
         return loc, f"must be a table; got {got}"
     if kind in ("tuple_type", "list_type", "iterable_type"):
-        if loc and loc[-1] in _TABLES and loc[-1] != "bayes":
+        if loc and loc[-1] in _TABLES and loc[-1] not in _SINGLE:
             return loc, f"must be a list of [[{loc[-1]}]] tables; got {got}"
         hint = f' (write ["{value}"])' if isinstance(value, str) else ""
         return loc, f"must be a list{hint}; got {got}"
@@ -558,7 +622,7 @@ def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
         study = {}
     for key in _TABLES:
         if key in study:
-            form = "[bayes] table" if key == "bayes" else f"[[{key}]] tables"
+            form = f"[{key}] table" if key in _SINGLE else f"[[{key}]] tables"
             errors.append((f"study.{key}", f"give {key} as {form}, not inside [study]"))
     if errors:
         raise StudyConfigError(errors)
@@ -587,7 +651,7 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
 
     The file has a ``[study]`` table with the scalar fields of
     :class:`StudyConfig`, ``[[conditions]]`` and ``[[rankers]]`` arrays of
-    tables, and an optional ``[bayes]`` table (the JSON schema of
+    tables, and optional ``[bayes]`` and ``[conformal]`` tables (the JSON schema of
     :func:`study_schema`). Every key is checked: its type (``"4"`` is not an
     integer, ``"no"`` not a boolean), its range, and the cross-references
     between rankers. Every path in the file (a file dataset's ``tsv:PATH``
@@ -615,7 +679,7 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
 
 
 def study_schema() -> dict[str, Any]:
-    """The JSON schema of a study file (its ``[study]``, ``[[conditions]]``, ``[[rankers]]`` and ``[bayes]``).
+    """The JSON schema of a study file (``[study]``, ``[[conditions]]``, ``[[rankers]]``, ``[bayes]``, ``[conformal]``).
 
     Generated from :class:`StudyConfig`; docs/experiments.md shows it and a
     test keeps the two equal.
@@ -623,7 +687,7 @@ def study_schema() -> dict[str, Any]:
     Examples
     --------
     >>> sorted(study_schema()["properties"])
-    ['bayes', 'conditions', 'rankers', 'study']
+    ['bayes', 'conditions', 'conformal', 'rankers', 'study']
     """
     full = TypeAdapter(StudyConfig).json_schema()
     defs = full.pop("$defs", {})
@@ -640,7 +704,7 @@ def study_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "uncertank study file",
         "description": "A study for `uncertank run`: a [study] table, [[conditions]] and [[rankers]] tables, "
-        "and an optional [bayes] table. TOML has no null: a key whose value may be null is left out.",
+        "and optional [bayes] and [conformal] tables. TOML has no null: a key whose value may be null is left out.",
         "type": "object",
         "properties": {"study": study, **tables},
         "required": ["study", "conditions", "rankers"],
