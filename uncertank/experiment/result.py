@@ -4,7 +4,7 @@ A :class:`StudyResult` holds one :class:`Evaluation` per ranker and test
 condition (every metric, per-query values for significance tests,
 recalibrated calibration, the reliability curve with its
 :class:`CalibrationDetail`, ECE against the imbalance ratio, risk-aware
-reranking, selective prediction, NOTA), the :class:`Significance` of the
+reranking, selective prediction, NOTA, thresholds with a guarantee), the :class:`Significance` of the
 comparisons the report marks, the Bayesian comparison per model family, and
 one :class:`StepInfo` per cached step (its key, the cost of the run that
 computed it, and whether this run reused it). ``to_dict`` / ``from_dict``
@@ -33,6 +33,7 @@ __all__ = [
     "BayesOutcome",
     "CalibrationDetail",
     "Comparison",
+    "ConformalOutcome",
     "Curve",
     "Evaluation",
     "NotaOutcome",
@@ -205,6 +206,103 @@ class NotaOutcome:
 
 
 @dataclass
+class ConformalOutcome:
+    """Thresholds with a guarantee for one ranker under one condition (:mod:`uncertank.experiment.guarantees`).
+
+    Calibrated on the study's validation queries, measured on the
+    condition's test queries; see docs/conformal.md, "In a study".
+
+    Attributes
+    ----------
+    score : str
+        The conformity score thresholded: ``"score"`` (a deterministic
+        ranker's scores), ``"mean"``, ``"quantile"`` or ``"lower"`` (of a
+        stochastic ranker's draws).
+    alpha, delta : float
+        The miscoverage level (target coverage ``1 - alpha``) and the
+        probability that abstention's guarantee fails.
+    n_calibration, n_test : int
+        Validation queries calibrated on; test queries measured.
+    threshold : float or None
+        The split conformal threshold on the score: the set of a query is
+        its candidates scoring ``>=`` it. None when no finite threshold is
+        valid (too few calibration queries, or too many without a relevant
+        candidate): every candidate is kept.
+    feasible : bool
+        False when coverage ``1 - alpha`` cannot be reached on these
+        calibration queries.
+    coverage, coverage_lower, coverage_upper : float
+        The share of test queries whose set holds a relevant candidate,
+        with its Clopper-Pearson 95% interval.
+    mean_size : float
+        Mean candidates per set over the test queries.
+    abstain_threshold : float or None
+        Conformal abstention's threshold on the top candidate's score; None
+        when no threshold is certified (abstain on every query).
+    answer_rate : float
+        The share of test queries answered (top score ``>=`` the threshold).
+    error_rate : float or None
+        The share of answered test queries whose top candidate is not
+        relevant; None when none is answered.
+    exchangeable : bool
+        False when the Kolmogorov-Smirnov test of the queries' top scores
+        rejects exchangeability of calibration and test queries at 0.05.
+    exchangeability_statistic, exchangeability_p : float
+        Its distance and p-value.
+    weighted_coverage, weighted_coverage_lower, weighted_coverage_upper : float or None
+        Weighted split conformal (likelihood ratios from a domain
+        classifier) under a shifted condition: coverage and its interval;
+        None under the first condition or without ``[conformal] weighted``.
+    weighted_mean_size : float or None
+        Mean size of the weighted sets.
+    effective_size : float or None
+        The effective calibration size of the weights, ``(sum w)^2 / sum w^2``.
+    curve_alpha, curve_coverage, curve_size : list of float
+        The coverage curve: per level of ``[conformal] alphas``, the test
+        coverage and mean set size.
+    reference : str or None
+        The study's reference ranker the set sizes are compared with; None
+        for the reference itself (or when it was not evaluated).
+    reference_mean_size : float or None
+        Its mean set size on the same test queries, at the same ``alpha``.
+    size_p_value : float or None
+        Two-sided paired t-test over test queries of the set sizes against
+        the reference's; None when the sizes never differ.
+    """
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
+    score: str
+    alpha: float
+    delta: float
+    n_calibration: int
+    n_test: int
+    threshold: float | None
+    feasible: bool
+    coverage: float
+    coverage_lower: float
+    coverage_upper: float
+    mean_size: float
+    abstain_threshold: float | None
+    answer_rate: float
+    error_rate: float | None
+    exchangeable: bool
+    exchangeability_statistic: float
+    exchangeability_p: float
+    weighted_coverage: float | None = None
+    weighted_coverage_lower: float | None = None
+    weighted_coverage_upper: float | None = None
+    weighted_mean_size: float | None = None
+    effective_size: float | None = None
+    curve_alpha: list[float] = field(default_factory=list)
+    curve_coverage: list[float] = field(default_factory=list)
+    curve_size: list[float] = field(default_factory=list)
+    reference: str | None = None
+    reference_mean_size: float | None = None
+    size_p_value: float | None = None
+
+
+@dataclass
 class Evaluation:
     """Everything measured for one ranker under one test condition.
 
@@ -226,6 +324,9 @@ class Evaluation:
         Recalibrator name -> calibration label -> value (fitted on validation).
     mean_std : float or None
         Mean predictive standard deviation over pairs (stochastic rankers).
+    conformal : ConformalOutcome or None
+        Thresholds with a guarantee (None when the study did not run the
+        stage, as in results written before it existed).
     """
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
@@ -244,6 +345,7 @@ class Evaluation:
     nota: NotaOutcome | None = None
     mean_std: float | None = None
     calibration: CalibrationDetail | None = None
+    conformal: ConformalOutcome | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Evaluation:
@@ -264,6 +366,8 @@ class Evaluation:
             d["nota"] = NotaOutcome(**d["nota"])
         if d.get("calibration") is not None:
             d["calibration"] = CalibrationDetail(**d["calibration"])
+        if d.get("conformal") is not None:
+            d["conformal"] = ConformalOutcome(**d["conformal"])
         return cls(**d)
 
 
@@ -744,6 +848,10 @@ def _inconsistencies(result: StudyResult) -> list[tuple[str, str]]:
         if sel is not None and len(sel.coverage) != len(sel.risk):
             out.append((f"evaluations[{i}].selective", "must hold one risk per coverage; got "
                         f"{len(sel.coverage)} coverage and {len(sel.risk)} risk values"))
+        conf = ev.conformal
+        if conf is not None and not len(conf.curve_alpha) == len(conf.curve_coverage) == len(conf.curve_size):
+            out.append((f"evaluations[{i}].conformal", "must hold one curve_coverage and curve_size per curve_alpha; "
+                        f"got {len(conf.curve_alpha)}, {len(conf.curve_coverage)} and {len(conf.curve_size)}"))
     for fam, b in result.bayes.items():
         for i, e in enumerate(b.effects):
             if not e["lower"] <= e["mean"] <= e["upper"]:

@@ -1,4 +1,4 @@
-"""Run a study in stages: load, fit or load, predict, measure, decide, test, report.
+"""Run a study in stages: load, fit or load, predict, measure, decide, guarantee, test, report.
 
 Each stage is a function of this module (or of the module named) returning a
 typed result of its own; no stage edits what an earlier one returned, and
@@ -17,9 +17,12 @@ typed result of its own; no stage edits what an earlier one returned, and
    the signed bias and a minimum-count MCE, ECE against the imbalance ratio.
 5. :func:`decide`: what the uncertainty is worth: risk-aware reranking, NOTA,
    selective prediction (:class:`Decision` per ranker and condition).
-6. :func:`~uncertank.experiment.analysis.significance`: the paired t-tests
+6. :func:`~uncertank.experiment.guarantees.guarantees`: thresholds with a
+   guarantee (``[conformal]``): conformal sets and abstention calibrated on
+   the validation queries and measured under every condition.
+7. :func:`~uncertank.experiment.analysis.significance`: the paired t-tests
    and their Holm correction, for every cell the report marks.
-7. :func:`~uncertank.experiment.report.write_report`: ``results.json``, then
+8. :func:`~uncertank.experiment.report.write_report`: ``results.json``, then
    ``report.md``, ``report.html`` and the figures drawn from that file (and
    the curve data stored beside it) alone, as ``uncertank report DIR`` does.
 
@@ -71,6 +74,7 @@ from uncertank._io import (
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.decisions import Decision, decide, with_decisions
+from uncertank.experiment.guarantees import guarantees, with_guarantees
 from uncertank.experiment.logfile import LOG_FILE, run_log
 from uncertank.experiment.result import (
     BayesOutcome,
@@ -757,7 +761,7 @@ def run_study(
 
 
 def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool) -> StudyResult:
-    """Stages 1 to 7 of :func:`run_study`, into the folder ``out`` it checked."""
+    """Stages 1 to 8 of :func:`run_study`, into the folder ``out`` it checked."""
     from uncertank._environment import environment
     from uncertank.experiment.analysis import significance
     from uncertank.experiment.report import write_report
@@ -772,6 +776,7 @@ def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke
     t0 = time.perf_counter()
     measured, metric_info = measure(config, data, preds)
     decisions = decide(config, data, preds)
+    guaranteed = guarantees(config, data, preds)
     steps.update(fit_steps)
     steps.update(pred_steps)
     steps["evaluate and decide"] = StepInfo(digest([s.key for s in steps.values()]),
@@ -784,8 +789,8 @@ def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke
         config=to_jsonable(asdict(config)),
         sizes={"train": data.train.n_queries, "valid": data.valid.n_queries,
                "test": {name: qs.n_queries for name, qs in data.tests.items()}},
-        metric_info=metric_info, evaluations=with_decisions(measured, decisions), bayes=bayes, steps=steps,
-        smoke=smoke, environment=environment(),
+        metric_info=metric_info, evaluations=with_guarantees(with_decisions(measured, decisions), guaranteed),
+        bayes=bayes, steps=steps, smoke=smoke, environment=environment(),
     )
     result = replace(result, significance=significance(result))
     write_report(result, out)

@@ -599,6 +599,25 @@ def _check_pool_sizes(config: StudyConfig, errors: list[tuple[str, str]]) -> Non
                                              f"n_candidates - 1 negatives are drawn; got {config.n_candidates}"))
 
 
+def _check_conformal(config: StudyConfig, built: dict[str, Any], errors: list[tuple[str, str]]) -> None:
+    """``[conformal] score`` other than the mean reads a stochastic ranker's draws: one must give them.
+
+    A ranker is stochastic when it offers ``predict_samples``
+    (:class:`~uncertank.protocols.StochasticRanker`), as the study's
+    predictions stage decides.
+    """
+    from uncertank.protocols import StochasticRanker
+
+    conf = config.conformal
+    if not conf.enabled or conf.score == "mean" or len(built) < len(config.rankers):
+        return
+    if not any(isinstance(r, StochasticRanker) for r in built.values()):
+        labels = ", ".join(repr(rc.key) for rc in config.rankers)
+        errors.append(("conformal.score", f"{conf.score!r} reads a stochastic ranker's draws, and none of the "
+                                          f"study's rankers ({labels}) gives draws; leave score out (the mean) "
+                                          "or add a stochastic ranker"))
+
+
 def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | None = None) -> None:
     """Check ``config`` against the installed plugins and packages, before any data is loaded.
 
@@ -624,7 +643,8 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
     that is a Hugging Face folder (``config.json``, no ``uncertank.json``)
     is named as one, to be given as ``pretrained``; ``n_candidates`` fits
     the response pool of every bundled split sampled from
-    (:data:`POOL_SIZES`); a file dataset's files exist.
+    (:data:`POOL_SIZES`); a file dataset's files exist; a ``[conformal]``
+    score other than the mean has a stochastic ranker's draws to read.
 
     Parameters
     ----------
@@ -729,6 +749,7 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
             elif not callable(getattr(type(ranker), "from_ranker", None)):
                 errors.append((f"{base}.init_from", f"{rc.name!r} offers no from_ranker(trained, **params) to "
                                                     "start from another ranker"))
+    _check_conformal(config, built, errors)
     if errors:
         raise StudyConfigError(errors)
     index = {r.key: j for j, r in enumerate(config.rankers)}
