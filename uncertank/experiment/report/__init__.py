@@ -20,11 +20,13 @@ Benham et al. (ECIR 2021):
 5. risk-aware reranking (b chosen on validation; test R@1 against b);
 6. NOTA prediction with and without variances;
 7. selective prediction (risk-coverage curves, AURC);
-8. reliability diagrams, rankers overlaid, one panel per condition;
-9. ECE against the imbalance ratio (their Figure 2);
-10. the Bayesian comparison per model family (system effects, posterior
+8. thresholds with a guarantee (conformal sets and abstention calibrated on
+   the validation queries; coverage against 1 - alpha per condition);
+9. reliability diagrams, rankers overlaid, one panel per condition;
+10. ECE against the imbalance ratio (their Figure 2);
+11. the Bayesian comparison per model family (system effects, posterior
     predictive check, convergence, URisk);
-11. the timings, cache keys and reuse of every step.
+12. the timings, cache keys and reuse of every step.
 
 Modules: :mod:`~uncertank.experiment.report.formatting` (numbers and
 Markdown cells), :mod:`~uncertank.experiment.report.document` (the document
@@ -32,7 +34,8 @@ model, its Markdown and HTML renderers and the stylesheet),
 :mod:`~uncertank.experiment.report.figures`,
 :mod:`~uncertank.experiment.report.sections` (the metric tables) and
 :mod:`~uncertank.experiment.report.outcomes` (what the uncertainty is worth,
-the Bayesian comparison, the timings).
+the Bayesian comparison, the timings) and
+:mod:`~uncertank.experiment.report.guarantees` (thresholds with a guarantee).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from pathlib import Path
 
 from uncertank._io import atomic_write_text
 from uncertank.experiment.analysis import reference_ranker
-from uncertank.experiment.report import outcomes, sections
+from uncertank.experiment.report import guarantees, outcomes, sections
 from uncertank.experiment.report.document import Doc, render_html, render_markdown
 from uncertank.experiment.report.figures import Figures
 from uncertank.experiment.report.formatting import format_number, format_pvalue, markdown_table
@@ -137,6 +140,7 @@ def render_report(out: str | os.PathLike[str]) -> StudyResult:
     outcomes.risk(doc, result, figs)
     outcomes.nota(doc, result)
     outcomes.selective(doc, result, figs)
+    guarantees.thresholds(doc, result, figs)
     outcomes.reliability(doc, result, figs)
     outcomes.imbalance(doc, result, figs)
     outcomes.bayes(doc, result, figs, folder)

@@ -134,6 +134,41 @@ class Figures:
             ax.legend(fontsize=LEGEND_SIZE, title="ranker (AURC)", title_fontsize=LEGEND_SIZE)
         return self._save(fig, "risk-coverage.png")
 
+    def coverage(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
+        """Test coverage of the conformal sets against the target ``1 - alpha``, one panel per condition.
+
+        The diagonal marks coverage equal to the target (the guarantee holds
+        on or above it); a hollow marker is a weighted set's coverage at the
+        study's ``alpha``.
+        """
+        fig, axes = self._new(len(conds), width=4.8, height=3.6)
+        for ax, cond in zip(axes, conds, strict=True):
+            low, weighted = 1.0, False
+            for e in evs:
+                c = e.conformal
+                if e.condition != cond or c is None or not c.curve_alpha:
+                    continue
+                target = [1.0 - a for a in c.curve_alpha]
+                order = np.argsort(target)
+                colour = self.colours[e.ranker]
+                ax.plot(np.asarray(target)[order], np.asarray(c.curve_coverage)[order], marker="o", ms=3,
+                        color=colour, label=e.ranker)
+                low = min(low, *target, *c.curve_coverage)
+                if c.weighted_coverage is not None:
+                    ax.plot([1.0 - c.alpha], [c.weighted_coverage], marker="o", ms=7, linestyle="none",
+                            markerfacecolor="none", markeredgecolor=colour)
+                    low, weighted = min(low, c.weighted_coverage), True
+            if weighted:
+                ax.plot([], [], marker="o", ms=7, linestyle="none", markerfacecolor="none", markeredgecolor="grey",
+                        label="weighted sets")
+            low = max(0.0, low - 0.05)
+            ax.plot([low, 1.0], [low, 1.0], ls="--", color="grey", lw=1, label="coverage = target")
+            ax.set(xlabel="target coverage 1 - α", ylabel="test coverage", title=cond, xlim=(low, 1.0),
+                   ylim=(low, 1.0))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=LEGEND_SIZE, loc="upper left")
+        return self._save(fig, "conformal-coverage.png")
+
     def reliability(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
         """Reliability diagrams, rankers overlaid, one panel per condition, bin counts in a strip below."""
         rows, cols = _grid(len(conds))
