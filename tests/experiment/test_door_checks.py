@@ -386,3 +386,16 @@ def test_every_door_error_is_reported_at_once_and_a_valid_study_passes(tmp_path,
         "bayes.baseline", "study.n_candidates", "rankers[0].checkpoint", "rankers[1].pretrained"]
     V.validate_config(load_config(_study(tmp_path)), out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_study_without_an_enabled_key_compares_its_rankers_when_it_has_two(tmp_path):
+    one = tmp_path / "one.toml"
+    one.write_text(HEAD.format(study="", conditions="", bayes="false", bayes_keys="").replace(
+        "enabled = false\n", "") + '[[rankers]]\nname = "bm25"\n')
+    assert load_config(one).bayes.enabled is False  # nothing to compare: the stage is off, no error
+    two = tmp_path / "two.toml"
+    two.write_text(one.read_text() + '[[rankers]]\nname = "bm25"\nlabel = "other"\n')
+    assert load_config(two).bayes.enabled is True
+    trec = tmp_path / "trec.toml"
+    trec.write_text(one.read_text().replace("[bayes]\n", '[bayes]\nsystems = "trec_covid"\n'))
+    assert load_config(trec).bayes.enabled is True

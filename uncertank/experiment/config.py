@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from importlib import resources
 from os import PathLike
 from pathlib import Path
@@ -221,7 +221,11 @@ class BayesConfig:
     studies show).
     """
 
-    enabled: StrictBool = Field(default=True, description="Run the comparison.")
+    enabled: StrictBool | None = Field(
+        default=None,
+        description="Run the comparison (true or false); left out, it runs when there is something to compare: "
+        "two rankers or more, or systems = \"trec_covid\". The study's config records what was decided.",
+    )
     systems: Literal["study", "trec_covid"] = Field(
         default="study",
         description="What is compared: the study's rankers on each condition (\"study\"), or the bundled "
@@ -429,8 +433,15 @@ class StudyConfig:
         return self
 
     def _check_bayes(self, labels: dict[str, int], conditions: dict[str, int]) -> None:
-        """``[bayes]`` against the study: what a comparison of the study's rankers needs of it."""
+        """``[bayes]`` against the study: what a comparison of the study's rankers needs of it.
+
+        An ``enabled`` left out is decided here: on when there is something
+        to compare (two rankers or more, or the TREC-COVID runs).
+        """
         bayes = self.bayes
+        if bayes.enabled is None:
+            bayes = replace(bayes, enabled=bayes.systems == "trec_covid" or len(labels) >= 2)
+            object.__setattr__(self, "bayes", bayes)
         if not bayes.enabled:
             return
         if bayes.systems == "trec_covid":
