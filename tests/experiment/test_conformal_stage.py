@@ -200,7 +200,8 @@ def test_weighting_restores_coverage_under_a_covariate_shift():
 
     (valid, vs), (test, ts) = mixed(3000, 0.15), mixed(1500, 0.85)
     data = StudyData(valid, valid, {"in-domain": valid, "shifted": test})
-    preds = {("ref", "valid"): RankerPrediction(vs, None, False), ("ref", "in-domain"): RankerPrediction(vs, None, False),
+    preds = {("ref", "valid"): RankerPrediction(vs, None, False),
+             ("ref", "in-domain"): RankerPrediction(vs, None, False),
              ("ref", "shifted"): RankerPrediction(ts, None, False)}
     config = replace(_config(alpha=0.1), rankers=(RankerConfig("ref"),))
     s = guarantees(config, data, preds)[("ref", "shifted")]
@@ -408,7 +409,7 @@ def test_a_coverage_curve_of_unequal_lengths_is_refused_with_its_path():
         StudyResult.from_dict(document)
 
 
-# -- a whole study ------------------------------------------------------------------------------------------------------
+# -- a whole study ---------------------------------------------------------------------------------------------------
 
 _WORDS = ["disk", "mount", "kernel", "wifi", "driver", "sound", "grub", "boot", "apt", "python", "screen", "mouse",
           "printer", "network", "update", "user", "shell", "font", "theme", "clock"]
