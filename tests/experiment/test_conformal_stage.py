@@ -447,3 +447,18 @@ def test_a_study_with_bm25_reports_thresholds_with_a_guarantee(tmp_path, monkeyp
         assert e.conformal is not None and e.conformal.coverage == c["coverage"]
     md = (tmp_path / "out" / "report.md").read_text()
     assert "## Thresholds with a guarantee" in md and "| `again` | `bm25` | score |" in md
+
+
+def test_the_domain_classifier_recovers_a_known_likelihood_ratio():
+    """Calibration features N(0, 1), test N(1, 1): the likelihood ratio is exp(x - 1/2)."""
+    from uncertank.conformal import domain_weights
+    from uncertank.experiment.guarantees import _DomainClassifier
+
+    rng = np.random.default_rng(2)
+    cal, test = rng.normal(size=(4000, 1)), rng.normal(loc=1.0, size=(4000, 1))
+    weights = domain_weights(cal, test, classifier=_DomainClassifier())
+    grid = np.array([[-1.0], [0.0], [1.0], [2.0]])
+    fitted = _DomainClassifier().fit(np.vstack([cal, test]), np.repeat([0, 1], 4000)).predict_proba(grid)[:, 1]
+    assert fitted / (1 - fitted) == pytest.approx(np.exp(grid[:, 0] - 0.5), rel=0.15)
+    central = np.abs(cal[:, 0]) < 2.0  # the estimate is loosest in the tails, where few points lie
+    assert weights.calibration[central] == pytest.approx(np.exp(cal[central, 0] - 0.5), rel=0.15)

@@ -114,6 +114,7 @@ class _DomainClassifier:
 
     def fit(self, x: NDArray[np.float64], y: NDArray[np.int64]) -> _DomainClassifier:
         from scipy.optimize import minimize
+        from scipy.special import expit
 
         x = np.asarray(x, dtype=np.float64)
         self.centre = x.mean(axis=0)
@@ -124,7 +125,7 @@ class _DomainClassifier:
         def loss(w: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
             eta = z @ w
             nll = float(np.sum(np.logaddexp(0.0, eta) - t * eta)) + 0.5 * float(w[:-1] @ w[:-1])
-            grad = z.T @ (1.0 / (1.0 + np.exp(-eta)) - t)
+            grad = z.T @ (expit(eta) - t)
             grad[:-1] += w[:-1]
             return nll, grad
 
@@ -132,8 +133,10 @@ class _DomainClassifier:
         return self
 
     def predict_proba(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        from scipy.special import expit
+
         z = (np.asarray(x, dtype=np.float64) - self.centre) / self.scale
-        p = 1.0 / (1.0 + np.exp(-(z @ self.coef[:-1] + self.coef[-1])))
+        p = expit(z @ self.coef[:-1] + self.coef[-1])
         return np.column_stack([1.0 - p, p])
 
 
