@@ -326,8 +326,8 @@ def test_compare_nutpie_huge_target_stops_at_the_budget(tmp_path):
     assert res.exit_code == 0, res.output
     assert "ESS gate: time budget of 5 s ran out after" in res.output
     gate = json.loads((out / "results.json").read_text())["gate"]
+    # stopped by the budget (how far past it: benchmarks/bench_time_budget.py), not by the 200 GB allocation
     assert gate["budget_exhausted"] is True and gate["met"] is False and gate["draws"] >= 20
-    assert gate["elapsed_s"] < 5 + 10  # stopped at the budget, give or take a look at the trace
 
 
 @pytest.mark.slow

@@ -134,8 +134,13 @@ def test_gate_keeps_at_least_draws(fake_nutpie):
     assert cmp.gate.met and cmp.n_draws >= 1200
 
 
-def test_gate_time_budget_runs_out(fake_nutpie):
+def test_gate_time_budget_runs_out(fake_nutpie, monkeypatch):
     fake_nutpie.run_kwargs = {"step": 20}
+    # a clock that moves 20 ms per reading: the budget runs out after a fixed number of looks, however busy
+    # the machine is, and the test waits for no real time
+    ticks = itertools.count()
+    monkeypatch.setattr(fit_mod, "time", types.SimpleNamespace(perf_counter=lambda: 0.02 * next(ticks),
+                                                                sleep=lambda s: None))
     with pytest.warns(ConvergenceWarning, match=r"missed target_ess=1e\+06: time budget of 0.3 s ran out"):
         cmp = compare(_frame(), family="zoib", sampler="nutpie", draws=10, tune=10, chains=2,
                       target_ess=1e6, time_budget=0.3)
