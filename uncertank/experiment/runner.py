@@ -146,12 +146,13 @@ def _load(name: str, split: str, negatives: str, cap: int | None, config: StudyC
 def load_data(config: StudyConfig, log: Log = _quiet) -> StudyData:
     """Stage 1: load (building and caching on first use) every query set of ``config``."""
     log(f"data: {config.train_dataset} train/valid with {config.train_negatives} negatives")
-    train = _load(config.train_dataset, "train", config.train_negatives, config.max_train_queries, config)
-    valid = _load(config.train_dataset, "valid", config.train_negatives, config.max_valid_queries, config)
-    tests: dict[str, QuerySet] = {}
-    for cond in config.conditions:
-        log(f"data: condition {cond.name!r} = {cond.dataset} test with {cond.negatives} negatives")
-        tests[cond.name] = _load(cond.dataset, "test", cond.negatives, config.max_test_queries, config)
+    with reporting(log, prefix="data: "):  # building a cache (embedding negatives) can take minutes
+        train = _load(config.train_dataset, "train", config.train_negatives, config.max_train_queries, config)
+        valid = _load(config.train_dataset, "valid", config.train_negatives, config.max_valid_queries, config)
+        tests: dict[str, QuerySet] = {}
+        for cond in config.conditions:
+            log(f"data: condition {cond.name!r} = {cond.dataset} test with {cond.negatives} negatives")
+            tests[cond.name] = _load(cond.dataset, "test", cond.negatives, config.max_test_queries, config)
     digests = {"train": train.digest(), "valid": valid.digest(), **{k: v.digest() for k, v in tests.items()}}
     return StudyData(train, valid, tests, digests)
 
