@@ -110,3 +110,13 @@ def test_pymc_draws_and_divergences_are_counted():
             callback(trace=None, draw=SimpleNamespace(tuning=tuning, stats=[{"diverging": diverging}]))
     assert track.done == 4 and track.fields == {"divergences": 2}  # a divergence while tuning does not count
     assert lines == [lines[0]] and lines[0].startswith("sampling: 1 of 4 draws (25%), divergences 0, ")
+
+
+def test_a_heartbeat_says_how_long_without_a_count(monkeypatch):
+    clock = Clock(30.0)
+    monkeypatch.setattr(P.time, "monotonic", clock)
+    lines: list[str] = []
+    with P.reporting(lines.append, every=20.0), P.tracker("sampling (nutpie)", unit=None) as track:
+        track.advance(0)
+        track.advance(0)
+    assert lines == ["sampling (nutpie): 30 s elapsed", "sampling (nutpie): 1 min 00 s elapsed"]

@@ -78,7 +78,7 @@ class Tracker:
     :class:`ProgressReporter`, or to nothing.
     """
 
-    def __init__(self, reporter: ProgressReporter | None, what: str, total: int | None, unit: str) -> None:
+    def __init__(self, reporter: ProgressReporter | None, what: str, total: int | None, unit: str | None) -> None:
         self.reporter, self.what, self.total, self.unit = reporter, what, total, unit
         self.done = 0
         self.started = time.monotonic()
@@ -102,10 +102,11 @@ class Tracker:
     def line(self, now: float | None = None) -> str:
         """What the reporter prints for this loop now."""
         elapsed = (time.monotonic() if now is None else now) - self.started
-        done = f"{self.done:,}" + (f" of {self.total:,}" if self.total else "") + f" {self.unit}"
-        parts = [done]
-        if self.total:
-            parts[0] += f" ({100.0 * self.done / self.total:.0f}%)"
+        parts = []
+        if self.unit is not None:  # None: a heartbeat of a loop that cannot count its work
+            parts.append(f"{self.done:,}" + (f" of {self.total:,}" if self.total else "") + f" {self.unit}")
+            if self.total:
+                parts[0] += f" ({100.0 * self.done / self.total:.0f}%)"
         extra = ", ".join(f"{k} {v}" for k, v in self.fields.items())
         if extra:
             parts.append(extra)
@@ -153,6 +154,10 @@ def reporting(log: Log, *, every: float = 20.0, prefix: str = "") -> Iterator[Pr
 
 
 @contextlib.contextmanager
-def tracker(what: str, *, total: int | None = None, unit: str = "items") -> Iterator[Tracker]:
-    """A :class:`Tracker` for one loop, reporting to the installed reporter (if any)."""
+def tracker(what: str, *, total: int | None = None, unit: str | None = "items") -> Iterator[Tracker]:
+    """A :class:`Tracker` for one loop, reporting to the installed reporter (if any).
+
+    ``unit=None`` makes a heartbeat: lines with the elapsed time only, for
+    work that runs elsewhere and cannot be counted (``advance(0)``).
+    """
     yield Tracker(_REPORTER.get(), what, total, unit)

@@ -245,6 +245,12 @@ def _nutpie(
     if gate is None:
         run = start(draws)
         try:
+            from uncertank.progress import tracker
+
+            with tracker("sampling (nutpie)", unit=None) as track:  # nutpie runs in the background: a heartbeat
+                while not _finished(run):
+                    time.sleep(0.5)
+                    track.advance(0)
             idata = run.wait()
         except BaseException:
             with contextlib.suppress(Exception):  # the run may be over already; keep the first error
