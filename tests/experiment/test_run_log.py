@@ -225,3 +225,14 @@ def test_progress_lines_are_never_wrapped(monkeypatch, tty):
     log(long)
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1 and long in lines[0]  # one line, and rich markup left as written
+
+
+def test_the_warnings_of_a_run_are_kept_in_results_json_and_the_report(tmp_path, chatty):
+    import json
+
+    run_study(_config(), tmp_path / "out")
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["warnings"] == [{"category": "ConvergenceWarning", "message": "the sampler did not converge: max "
+                                  "R-hat 1.08", "count": 1}]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Warnings during the run" in report and "the sampler did not converge: max R-hat 1.08" in report

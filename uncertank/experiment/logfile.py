@@ -52,6 +52,9 @@ class RunLog:
         The log file.
     warnings : Counter
         Python warnings written to the file, by category name.
+    messages : list of dict
+        The distinct warnings, in the order first seen: ``category``,
+        ``message`` and ``count`` (a study keeps them in ``results.json``).
     lines : int
         Lines of other libraries' log records and output written to the file.
     """
@@ -59,6 +62,7 @@ class RunLog:
     def __init__(self, path: Path, file: TextIO, log: Callable[[str], None] | None) -> None:
         self.path = path
         self.warnings: Counter[str] = Counter()
+        self.messages: list[dict[str, Any]] = []
         self.lines = 0
         self._file = file
         self._log = log
@@ -122,6 +126,12 @@ class RunLog:
                  file: TextIO | None = None, line: str | None = None) -> None:
         """:func:`warnings.showwarning` while the run lasts: the warning, without its source line, into the file."""
         self.warnings[category.__name__] += 1
+        text = " ".join(str(message).split())
+        seen = next((m for m in self.messages if m["category"] == category.__name__ and m["message"] == text), None)
+        if seen is None:
+            self.messages.append({"category": category.__name__, "message": text, "count": 1})
+        else:
+            seen["count"] += 1
         self.write(f"{category.__name__}: {message} ({filename}:{lineno})", source="warning")
 
 

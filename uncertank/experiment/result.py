@@ -573,6 +573,12 @@ class StudyResult:
         kernels and threads when a neural ranker ran). Steps resumed from
         an earlier run were computed by that run's; the models a study
         trains keep their own in their training history.
+    warnings : list of dict
+        The distinct Python warnings raised while the study ran (also in
+        ``run.log``): ``category``, ``message`` and ``count``, e.g. a
+        ``PostHocHeadWarning`` naming a post-hoc head that ranks the
+        validation queries worse than the model's own head. Steps resumed
+        from an earlier run raise none again.
     """
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
@@ -586,6 +592,7 @@ class StudyResult:
     smoke: bool = False
     significance: Significance | None = None
     environment: dict[str, Any] = field(default_factory=dict)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rankers(self) -> list[str]:

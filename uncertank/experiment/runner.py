@@ -758,11 +758,13 @@ def run_study(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with run_log(out / LOG_FILE, log, header=f"study {config.name!r}, uncertank {__version__}") as logged:
-        return _run_stages(config, out, resume=resume, log=logged.say, smoke=smoke)
+        return _run_stages(config, out, resume=resume, log=logged.say, smoke=smoke,
+                           warned=lambda: [dict(m) for m in logged.messages])
 
 
-def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool) -> StudyResult:
-    """Stages 1 to 8 of :func:`run_study`, into the folder ``out`` it checked."""
+def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool,
+                warned: Callable[[], list[dict[str, Any]]]) -> StudyResult:
+    """Stages 1 to 8 of :func:`run_study`, into the folder ``out`` it checked; ``warned()``: the warnings so far."""
     from uncertank._environment import environment
     from uncertank.experiment.analysis import significance
     from uncertank.experiment.report import write_report
@@ -791,7 +793,7 @@ def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke
         sizes={"train": data.train.n_queries, "valid": data.valid.n_queries,
                "test": {name: qs.n_queries for name, qs in data.tests.items()}},
         metric_info=metric_info, evaluations=with_guarantees(with_decisions(measured, decisions), guaranteed),
-        bayes=bayes, steps=steps, smoke=smoke, environment=environment(),
+        bayes=bayes, steps=steps, smoke=smoke, environment=environment(), warnings=warned(),
     )
     result = replace(result, significance=significance(result))
     write_report(result, out)

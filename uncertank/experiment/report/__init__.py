@@ -26,7 +26,8 @@ Benham et al. (ECIR 2021):
 10. ECE against the imbalance ratio (their Figure 2);
 11. the Bayesian comparison per model family (system effects, posterior
     predictive check, convergence, URisk);
-12. the timings, cache keys and reuse of every step.
+12. the timings, cache keys and reuse of every step;
+13. the warnings raised while the study ran (when there were any).
 
 Modules: :mod:`~uncertank.experiment.report.formatting` (numbers and
 Markdown cells), :mod:`~uncertank.experiment.report.document` (the document
@@ -145,6 +146,7 @@ def render_report(out: str | os.PathLike[str]) -> StudyResult:
     outcomes.imbalance(doc, result, figs)
     outcomes.bayes(doc, result, figs, folder)
     outcomes.timings(doc, result)
+    outcomes.run_warnings(doc, result)
     atomic_write_text(folder / "report.md", render_markdown(doc))
     atomic_write_text(folder / "report.html", render_html(doc, str(result.config.get("name") or "Study report")))
     return result

@@ -22,7 +22,8 @@ from uncertank.experiment.report.sections import conditions_of, open_section
 from uncertank.experiment.result import BayesOutcome, StudyResult
 from uncertank.formatting import format_number, format_pvalue
 
-__all__ = ["DIAGNOSTIC_LABELS", "bayes", "imbalance", "nota", "reliability", "risk", "selective", "timings"]
+__all__ = ["DIAGNOSTIC_LABELS", "bayes", "imbalance", "nota", "reliability", "risk", "run_warnings", "selective",
+           "timings"]
 
 #: Human labels of the Bayesian fit's diagnostics (:meth:`uncertank.bayes.Diagnostics.to_dict` keys).
 DIAGNOSTIC_LABELS = {
@@ -371,3 +372,17 @@ def timings(doc: Doc, result: StudyResult) -> None:
     doc.table(["step", "seconds", "resumed", "cache key"], rows,
               ["Seconds: wall time of the run that computed the step (kept when a later run resumes it). The cache "
                "key digests everything the step depends on; a changed input changes it and recomputes the step."])
+
+
+def run_warnings(doc: Doc, result: StudyResult) -> None:
+    """The warnings raised while the study ran (``results.json``'s ``warnings``), when there were any."""
+    if not result.warnings:
+        return
+    doc.heading(2, "Warnings during the run")
+    n = sum(int(w.get("count", 1)) for w in result.warnings)
+    doc.text(f"The run raised {n} warning{'s' if n != 1 else ''} ({len(result.warnings)} distinct), kept in "
+             "`results.json` (`warnings`) and, with their source, in `run.log`. Read each before trusting the "
+             "numbers it concerns.")
+    doc.table(["category", "message", "times"],
+              [[f"`{w.get('category', '')}`", str(w.get("message", "")), format_number(w.get("count", 1))]
+               for w in result.warnings])
