@@ -183,8 +183,7 @@ LAYERS: dict[str, int] = {
     "uncertank._environment": 0,
     "uncertank.formatting": 0, "uncertank.progress": 0,
     # the plugin host
-    "uncertank.hookspecs": 1, "uncertank.plugins": 1, "uncertank._host": 1, "uncertank._plugin_entries": 1,
-    "uncertank._plugin_digest": 1, "uncertank._listing": 1, "uncertank._lazy": 1,
+    "uncertank.hookspecs": 1, "uncertank.plugins": 1,
     # data
     "uncertank.datasets": 2,
     # rankers

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import uncertank
-from uncertank import _plugin_digest, hookimpl
+from uncertank import hookimpl
 from uncertank import plugins as host
 from uncertank.metrics import Metric, mean_reciprocal_rank, resolve_metrics
 from uncertank.testing import FakeEntryPoint, fake_entry_points
@@ -222,14 +222,14 @@ def test_editing_a_file_of_a_plugin_package_changes_the_digest(tmp_path, monkeyp
 
 def test_the_digest_of_an_editable_first_party_plugin_follows_its_source_tree():
     pytest.importorskip("uncertank_bert")
-    files = _plugin_digest._package_files("uncertank_bert.plugin")
+    files = host._package_files("uncertank_bert.plugin")
     assert "uncertank_bert/plugin.py" in files and "uncertank_bert/__init__.py" in files
-    assert _plugin_digest._distribution_files("uncertank-bert") == {}  # editable: RECORD lists no code
-    assert _plugin_digest._distribution_files("no-such-distribution") == {}
+    assert host._distribution_files("uncertank-bert") == {}  # editable: RECORD lists no code
+    assert host._distribution_files("no-such-distribution") == {}
 
 
 def test_the_digest_reads_a_normal_installs_record():
-    files = _plugin_digest._distribution_files("pluggy")
+    files = host._distribution_files("pluggy")
     assert "pluggy/__init__.py" in files and files["pluggy/__init__.py"].is_file()
 
 

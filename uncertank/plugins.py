@@ -22,13 +22,11 @@ What a misbehaving plugin costs is that plugin only:
   :class:`~uncertank.metrics.Metric` or a function) is refused with an error
   naming the plugin and the entry; see :func:`check_entry`.
 
-The host lives in modules of its own, each public name importable from
-here: the manager, registration and lookups in :mod:`uncertank._host`, the
-records, the rule for entries and :class:`Registry` in
-:mod:`uncertank._plugin_entries`, :func:`plugin_source_digest` in
-:mod:`uncertank._plugin_digest`, the ``uncertank plugins`` listing in
-:mod:`uncertank._listing`, and :func:`lazy_exports` (for light plugin
-packages) in :mod:`uncertank._lazy`.
+The module reads top to bottom: the kinds, the records (:class:`PluginInfo`,
+:class:`PluginFailure`, :class:`NameClash`), the rule for hook entries and
+:class:`Registry`; the manager, registration and lookups; the source digest
+of a plugin (:func:`plugin_source_digest`); :func:`lazy_exports` (for light
+plugin packages); and the ``uncertank plugins`` listing.
 
 The environment variable ``UNCERTANK_PLUGINS`` (a comma-separated list of
 entry-point names) restricts which third-party plugins load; the built-ins
@@ -36,42 +34,36 @@ always do, and a listed name that no installed distribution provides is
 warned about.
 """
 
-
 from __future__ import annotations
 
-from uncertank._host import (
-    BUILTIN_PLUGINS,
-    get_factory,
-    get_plugin_manager,
-    make_ranker,
-    name_clashes,
-    plugin_failures,
-    register,
-    registry,
-    unregister,
-)
-from uncertank._lazy import lazy_exports
-from uncertank._listing import list_plugins, plugin_report, render_plugin_report
-from uncertank._plugin_digest import plugin_source_digest
-from uncertank._plugin_entries import (
-    ENTRY_POINT_GROUP,
-    ENV_ALLOW,
-    KINDS,
-    DuplicateNameError,
-    Kind,
-    NameClash,
-    PluginFailure,
-    PluginInfo,
-    Registry,
-    UnknownNameError,
-    check_entry,
-)
+import functools
+import hashlib
+import importlib
+import importlib.metadata
+import inspect
+import json
+import os
+import sys
+import textwrap
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
+from typing import Any, Literal
+
+import pluggy
+
+from uncertank import hookspecs
 
 __all__ = [
+    "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
     "ENV_ALLOW",
     "KINDS",
     "DuplicateNameError",
+    "Kind",
     "NameClash",
     "PluginFailure",
     "PluginInfo",
@@ -93,5 +85,1011 @@ __all__ = [
     "unregister",
 ]
 
-#: Kept importable from here (not exported): the built-in plugin modules and the kind type.
-_INTERNAL = (BUILTIN_PLUGINS, Kind)
+#: The entry-point group a distribution announces its plugin module in.
+ENTRY_POINT_GROUP = "uncertank"
+#: The environment variable restricting which entry points load.
+ENV_ALLOW = "UNCERTANK_PLUGINS"
+
+Kind = Literal["rankers", "datasets", "negative_samplers", "recalibrators", "metrics"]
+#: The kinds of things plugins register, one hook ``uncertank_<kind>`` each.
+KINDS: tuple[Kind, ...] = ("rankers", "datasets", "negative_samplers", "recalibrators", "metrics")
+
+class UnknownNameError(ValueError, KeyError):
+    """A name that no registered plugin provides; the message lists those that exist.
+
+    Raised by :func:`get_factory` (and so by :func:`make_ranker`,
+    :func:`uncertank.datasets.load`, ...) and by ``registry(kind)[name]``.
+    A subclass of :class:`ValueError` and of :class:`KeyError` (so that
+    ``registry(kind).get(name)`` gives None).
+    """
+
+    __str__ = ValueError.__str__  # KeyError's would quote the message
+
+
+class DuplicateNameError(ValueError):
+    """A name registered by two or more plugins for the same kind.
+
+    The name is disabled (every other name keeps working); looking it up with
+    :func:`get_factory` raises this error, whose message names every plugin
+    and distribution that registers it. A subclass of :class:`ValueError`.
+    """
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One registered factory.
+
+    Attributes
+    ----------
+    name : str
+        The name users pass (``make_ranker(name)``).
+    kind : str
+        One of :data:`KINDS`.
+    plugin : str
+        The plugin that provides it (entry-point name, or the built-in module).
+    distribution : str
+        The installed distribution it comes from.
+    version : str
+        That distribution's version.
+    factory : callable
+        The class or function registered.
+    """
+
+    name: str
+    kind: str
+    plugin: str
+    distribution: str
+    version: str
+    factory: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    """A plugin that could not be loaded, or one of its hooks that failed.
+
+    Attributes
+    ----------
+    plugin : str
+        The plugin's name (its entry-point name for an installed plugin).
+    distribution : str
+        The distribution it comes from (``"?"`` when unknown).
+    error : str
+        ``"ExceptionType: message"`` (or what was wrong with the hook's result).
+    hook : str or None
+        The hook that failed, such as ``"uncertank_rankers"``; None when the
+        plugin itself failed to import.
+    """
+
+    plugin: str
+    distribution: str
+    error: str
+    hook: str | None = None
+
+
+@dataclass(frozen=True)
+class NameClash:
+    """A name registered by several plugins for one kind: that name is disabled.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    name : str
+        The clashing name.
+    providers : tuple of PluginInfo
+        Every registration of the name, in registration order.
+    """
+
+    kind: str
+    name: str
+    providers: tuple[PluginInfo, ...]
+
+    def describe(self) -> str:
+        """One sentence naming every plugin and distribution involved."""
+        who = " and ".join(
+            f"plugin {p.plugin!r} (distribution {p.distribution} {p.version})" for p in self.providers
+        )
+        return (
+            f"{singular(self.kind)} name {self.name!r} is registered by both {who}; "
+            f"the name is disabled until one of them is uninstalled or unregistered "
+            f"(every other name keeps working)"
+        )
+
+
+def singular(kind: str) -> str:
+    """The singular of a kind, for messages (``"negative_samplers"`` -> ``"negative sampler"``)."""
+    return kind[:-1].replace("_", " ")
+
+
+def check_kind(kind: str) -> Kind:
+    """``kind`` if it is one of :data:`KINDS`; ValueError listing them otherwise."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
+    return kind  # type: ignore[return-value]
+
+
+_FUNCTION_TYPES = (FunctionType, BuiltinFunctionType, MethodType, functools.partial)
+
+
+def entry_problem(kind: str, entry: Any) -> str | None:
+    """What is wrong with ``entry`` as a registry entry of ``kind``, or None; see :func:`check_entry`."""
+    if kind == "metrics":
+        # The host sits below the metrics package and does not import it: a Metric
+        # can exist only once its module is loaded, so the module is looked up there.
+        metric_module = sys.modules.get("uncertank.metrics.metric")
+        if isinstance(entry, _FUNCTION_TYPES) or (
+            metric_module is not None and isinstance(entry, metric_module.Metric)
+        ):
+            return None
+        want = "a uncertank.metrics.Metric or a function"
+    else:
+        if isinstance(entry, type) or isinstance(entry, _FUNCTION_TYPES):
+            return None
+        if kind == "datasets" and callable(entry) and callable(getattr(entry, "cache_token", None)):
+            return None  # a cacheable loader object, like the built-in "tsv:"
+        want = "a class or a function (a factory)"
+        if kind == "datasets":
+            want += ", or a callable loader object with a cache_token method"
+    if isinstance(entry, type):
+        got = f"the class {entry.__qualname__}"
+    elif callable(entry):
+        got = f"an instance of {type(entry).__qualname__} (a callable object); register its class or a function"
+    else:
+        got = f"{type(entry).__name__} {entry!r}"[:200]
+    return f"must be {want}; got {got}"
+
+
+def check_entry(kind: Kind, name: Any, entry: Any, *, plugin: str = "?") -> None:
+    """Check one entry of a hook's mapping against the rule for hook entries.
+
+    The rule (docs/plugins.md, "What a hook returns"): a name is a non-empty
+    str; an entry of ``uncertank_rankers``, ``uncertank_datasets``,
+    ``uncertank_negative_samplers`` or ``uncertank_recalibrators`` is a
+    class or a function (a plain function, a bound method, a builtin or a
+    ``functools.partial``) that the host calls when it needs an object; a
+    dataset may also be a callable loader object with a ``cache_token``
+    method (so that :func:`uncertank.datasets.load` can cache it); an entry
+    of ``uncertank_metrics`` is a :class:`uncertank.metrics.Metric` or a
+    function (wrapped by :func:`uncertank.metrics.as_metric`). Anything else,
+    a callable instance of some other class say, is refused.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    name : str
+        The entry's name.
+    entry : object
+        What the hook maps the name to.
+    plugin : str
+        The plugin's name, for the message.
+
+    Raises
+    ------
+    TypeError
+        Naming the plugin, the hook, the entry and what was wrong.
+
+    Examples
+    --------
+    >>> check_entry("rankers", "bm25", object(), plugin="mine")
+    Traceback (most recent call last):
+    TypeError: plugin 'mine': uncertank_rankers() entry 'bm25' must be a class or a function (a factory); got object <object object at ...>
+    """  # noqa: E501
+    check_kind(kind)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"plugin {plugin!r}: uncertank_{kind}() must map non-empty str names to entries; "
+                        f"got the name {name!r}")
+    problem = entry_problem(kind, entry)
+    if problem is not None:
+        raise TypeError(f"plugin {plugin!r}: uncertank_{kind}() entry {name!r} {problem}")
+
+
+class Registry(Mapping[str, PluginInfo]):
+    """The registered names of one kind: what :func:`registry` returns.
+
+    A read-only mapping from name to :class:`PluginInfo`. A name that
+    several plugins register is in it (``name in reg`` is True) but
+    disabled: ``reg[name]`` and ``reg.get(name)`` raise
+    :class:`DuplicateNameError` naming every provider. An unknown name gives
+    :class:`UnknownNameError` (a KeyError, so ``reg.get(name)`` is None).
+    Iterating ``items()`` or ``values()`` therefore raises on a clash;
+    :meth:`usable` gives the names that resolve.
+    """
+
+    def __init__(self, kind: str, usable: Mapping[str, PluginInfo], clashes: Mapping[str, NameClash],
+                 order: list[str]) -> None:
+        self.kind = kind
+        self._usable = dict(usable)
+        self._clashes = dict(clashes)
+        self._order = list(order)
+
+    def __getitem__(self, name: str) -> PluginInfo:
+        if name in self._usable:
+            return self._usable[name]
+        if name in self._clashes:
+            raise DuplicateNameError(self._clashes[name].describe())
+        known = ", ".join(sorted(self._order)) or "(none)"
+        raise UnknownNameError(
+            f"unknown {singular(self.kind)} {name!r}; known: {known}. "
+            f"Install a plugin that provides it, or check `uncertank plugins`."
+        )
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._usable or name in self._clashes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def usable(self) -> dict[str, PluginInfo]:
+        """The names that resolve (every name but the clashing ones), as a fresh dict."""
+        return dict(self._usable)
+
+    def copy(self) -> Registry:
+        """A fresh registry of the same names."""
+        return Registry(self.kind, self._usable, self._clashes, self._order)
+
+    def __repr__(self) -> str:
+        clashing = f", clashing={sorted(self._clashes)}" if self._clashes else ""
+        return f"Registry({self.kind!r}, names={sorted(self._usable)}{clashing})"
+
+# --------------------------------------------------------------------------- the manager, registration and lookups
+
+#: Modules holding the built-in hookimpls, registered like any third-party plugin.
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "uncertank.metrics._plugin",
+    "uncertank.datasets._plugin",
+    "uncertank.recalibration",
+    "uncertank.baselines",
+)
+
+
+class _HostPluginManager(pluggy.PluginManager):
+    """A pluggy manager whose ``register``/``unregister`` invalidate the cached registries."""
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        out = super().register(plugin, name)
+        _invalidate()
+        return out
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
+        out = super().unregister(plugin, name)
+        _invalidate()
+        return out
+
+
+_lock = threading.RLock()
+_state: dict[str, Any] = {}
+#: Plugins added with :func:`register`: (plugin, name, distribution, version). They survive a refresh.
+_runtime: list[tuple[object, str, str, str]] = []
+
+
+def _invalidate() -> None:
+    with _lock:
+        if "registries" in _state:
+            _state["registries"] = {}
+            _state["hook_failures"] = {}
+            _state["clashes"] = {}
+
+
+def _dist_of(module: object) -> tuple[str, str]:
+    return _state.get("dists", {}).get(id(module), ("uncertank", _own_version()))  # type: ignore[no-any-return]
+
+
+def _own_version() -> str:
+    try:
+        return importlib.metadata.version("uncertank")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def _allow_list() -> set[str] | None:
+    raw = os.environ.get(ENV_ALLOW, "").strip()
+    if not raw:
+        return None
+    return {name.strip() for name in raw.split(",") if name.strip()}
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def get_plugin_manager(*, refresh: bool = False) -> pluggy.PluginManager:
+    """Return the process-wide plugin manager, building it on first use.
+
+    Building adds the hookspecs, registers the built-ins, loads the entry
+    points of the group :data:`ENTRY_POINT_GROUP` (restricted by
+    ``UNCERTANK_PLUGINS``), re-adds the plugins given to :func:`register` and
+    calls ``check_pending()``, so that a hookimpl named after no hook (a typo
+    such as ``uncertank_rankerz``) fails loudly.
+
+    Parameters
+    ----------
+    refresh : bool
+        Rebuild from scratch (after installing a plugin, or changing
+        ``UNCERTANK_PLUGINS``). Plugins added with :func:`register` are kept.
+
+    Returns
+    -------
+    pluggy.PluginManager
+        Its ``register`` and ``unregister`` invalidate the cached registries,
+        like :func:`register` and :func:`unregister` do.
+
+    Raises
+    ------
+    pluggy.PluginValidationError
+        When a plugin implements a hook that does not exist.
+    """
+    with _lock:
+        if refresh:
+            _state.clear()
+        if "pm" in _state:
+            return _state["pm"]  # type: ignore[no-any-return]
+        pm = _HostPluginManager(hookspecs.PROJECT)
+        pm.add_hookspecs(hookspecs)
+        dists: dict[int, tuple[str, str]] = {}
+        failures: list[PluginFailure] = []
+        own = ("uncertank", _own_version())
+        for modname in BUILTIN_PLUGINS:
+            module = importlib.import_module(modname)
+            pm.register(module, name=modname)
+            dists[id(module)] = own
+        allow = _allow_list()
+        seen: set[str] = set()
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            seen.add(ep.name)
+            if allow is not None and ep.name not in allow:
+                continue
+            dist = getattr(ep, "dist", None)
+            dist_info = (dist.name, dist.version) if dist is not None else ("?", "?")
+            if pm.has_plugin(ep.name):
+                failures.append(PluginFailure(
+                    ep.name, dist_info[0],
+                    f"an entry point of this name was already loaded (from {_dist_of(pm.get_plugin(ep.name))[0]})",
+                ))
+                _warn(f"uncertank plugin {ep.name!r} (distribution {dist_info[0]}) skipped: {failures[-1].error}")
+                continue
+            try:
+                plugin = ep.load()
+                pm.register(plugin, name=ep.name)
+            except (Exception, SystemExit) as exc:  # a broken plugin must not take the host down
+                msg = f"{type(exc).__name__}: {exc}"
+                failures.append(PluginFailure(ep.name, dist_info[0], msg))
+                _warn(f"uncertank plugin {ep.name!r} (distribution {dist_info[0]}) failed to load: {msg}")
+                continue
+            dists[id(plugin)] = dist_info
+        if allow is not None:
+            missing = sorted(allow - seen)
+            if missing:
+                _warn(
+                    f"{ENV_ALLOW} names {', '.join(map(repr, missing))}, but no installed distribution "
+                    f"has an entry point of that name in group {ENTRY_POINT_GROUP!r}; "
+                    f"installed: {', '.join(sorted(seen)) or '(none)'}"
+                )
+        for plugin, name, dist_name, version in list(_runtime):
+            try:
+                pm.register(plugin, name=name)
+            except ValueError as exc:  # an entry point of that name (or that module) loaded meanwhile
+                failures.append(PluginFailure(name, dist_name, f"not registered again: {exc}"))
+                _warn(f"uncertank plugin {name!r} (added with register()) not registered again: {exc}")
+                _runtime.remove((plugin, name, dist_name, version))
+                continue
+            dists[id(plugin)] = (dist_name, version)
+        pm.check_pending()
+        _state.update(pm=pm, dists=dists, failures=failures, registries={}, hook_failures={}, clashes={})
+        return pm
+
+
+def _guess_distribution(plugin: object) -> tuple[str, str]:
+    module = plugin.__name__ if isinstance(plugin, ModuleType) else getattr(plugin, "__module__", None)
+    top = str(module or "").split(".")[0]
+    if top:
+        try:
+            names = importlib.metadata.packages_distributions().get(top, [])
+        except Exception:  # pragma: no cover - broken metadata elsewhere must not break register()
+            names = []
+        if names:
+            try:
+                return names[0], importlib.metadata.version(names[0])
+            except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+                return names[0], "?"
+    return "(not installed)", "-"
+
+
+def register(
+    plugin: object,
+    name: str | None = None,
+    *,
+    distribution: str | None = None,
+    version: str | None = None,
+) -> str:
+    """Add a plugin (a module, class or object with hookimpls) in this process.
+
+    Registries built before are invalidated, so a name looked up before
+    registering is found afterwards. The plugin stays registered across
+    ``get_plugin_manager(refresh=True)`` until :func:`unregister`.
+
+    Parameters
+    ----------
+    plugin : module or object
+        Anything with functions marked ``@uncertank.hookimpl``.
+    name : str, optional
+        The plugin's name in reports; pluggy's default (the module's name,
+        or an id) when omitted.
+    distribution, version : str, optional
+        Shown by ``uncertank plugins``; looked up from the installed
+        distribution that provides the plugin's top-level package when
+        omitted (``"(not installed)"`` when none does).
+
+    Returns
+    -------
+    str
+        The name the plugin is registered under.
+
+    Raises
+    ------
+    ValueError
+        When the plugin, or another plugin of that name, is already registered.
+    pluggy.PluginValidationError
+        When the plugin implements a hook that does not exist (it is then
+        not registered).
+    TypeError
+        When one of its hooks returns something other than a mapping, or an
+        entry that breaks the rule of :func:`check_entry`; the message names
+        the plugin and the entry, and the plugin is not registered. (The
+        plugin's hooks are called once here, so that a mistake is named at
+        once; an exception a hook raises is passed on the same way.)
+
+    Examples
+    --------
+    >>> import types, uncertank
+    >>> from uncertank.plugins import register, unregister, registry
+    >>> mod = types.ModuleType("constant_plugin")
+    >>> @uncertank.hookimpl
+    ... def uncertank_rankers():
+    ...     return {"constant": lambda: uncertank.CallableRanker(lambda c, x: [0.5] * len(x))}
+    >>> mod.uncertank_rankers = uncertank_rankers
+    >>> "constant" in registry("rankers")
+    False
+    >>> register(mod)
+    'constant_plugin'
+    >>> "constant" in registry("rankers")
+    True
+    >>> unregister(mod)
+    >>> "constant" in registry("rankers")
+    False
+    """
+    with _lock:
+        pm = get_plugin_manager()
+        if distribution is None or version is None:
+            guess = _guess_distribution(plugin)
+            distribution = guess[0] if distribution is None else distribution
+            version = guess[1] if version is None else version
+        registered = pm.register(plugin, name=name)
+        if registered is None:  # pragma: no cover - pluggy returns None only for blocked names
+            raise ValueError(f"plugin name {name!r} is blocked in this plugin manager")
+        try:
+            pm.check_pending()
+            _check_hooks_now(pm, plugin, registered)
+        except BaseException:
+            pm.unregister(plugin)
+            raise
+        _state["dists"][id(plugin)] = (distribution, version)
+        _runtime.append((plugin, registered, distribution, version))
+        return registered
+
+
+def _check_hooks_now(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+    """Call ``plugin``'s hooks and check every entry (:func:`check_entry`); raise TypeError naming it."""
+    for caller in pm.get_hookcallers(plugin) or []:
+        kind = caller.name.removeprefix("uncertank_")
+        if kind not in KINDS:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.plugin is not plugin:
+                continue
+            result = impl.function()
+            if result is None:
+                continue
+            if not isinstance(result, Mapping):
+                raise TypeError(f"plugin {name!r}: {caller.name}() must return a mapping of names to entries; "
+                                f"got {type(result).__name__}")
+            for key, entry in result.items():
+                check_entry(kind, key, entry, plugin=name)  # type: ignore[arg-type]
+
+
+def unregister(plugin: object | None = None, *, name: str | None = None) -> None:
+    """Remove a plugin added with :func:`register` (or any plugin, by name).
+
+    Parameters
+    ----------
+    plugin : module or object, optional
+        The plugin object.
+    name : str, optional
+        Or its registered name.
+
+    Raises
+    ------
+    ValueError
+        When neither or both are given, or no such plugin is registered.
+    """
+    if (plugin is None) == (name is None):
+        raise ValueError("unregister needs exactly one of plugin or name; got "
+                         + ("neither" if plugin is None else "both"))
+    with _lock:
+        pm = get_plugin_manager()
+        if plugin is not None and not pm.is_registered(plugin):
+            raise ValueError(f"plugin {plugin!r} is not registered")
+        if name is not None:
+            plugin = pm.get_plugin(name)
+            if plugin is None:
+                known = ", ".join(sorted(n for n, _ in pm.list_name_plugin())) or "(none)"
+                raise ValueError(f"no plugin named {name!r} is registered; registered: {known}")
+        pm.unregister(plugin)
+        _runtime[:] = [entry for entry in _runtime if entry[0] is not plugin]
+        _state["dists"].pop(id(plugin), None)
+
+
+def _build_registry(kind: Kind, pm: pluggy.PluginManager) -> tuple[
+    Registry, list[PluginFailure], list[NameClash]
+]:
+    hook = f"uncertank_{kind}"
+    caller = getattr(pm.hook, hook)
+    found: dict[str, list[PluginInfo]] = {}
+    failures: list[PluginFailure] = []
+
+    def fail(plugin_name: str, dist: str, error: str) -> None:
+        failures.append(PluginFailure(plugin_name, dist, error, hook))
+        _warn(f"uncertank plugin {plugin_name!r} (distribution {dist}): {hook}() {error}")
+
+    # get_hookimpls() lists implementations in registration order.
+    for impl in caller.get_hookimpls():
+        plugin_name = impl.plugin_name
+        dist, version = _dist_of(impl.plugin)
+        try:
+            result = impl.function()
+        except (Exception, SystemExit) as exc:  # a broken hook must not take the host down
+            fail(plugin_name, dist, f"raised {type(exc).__name__}: {exc}")
+            continue
+        if result is None:
+            continue
+        if not isinstance(result, Mapping):
+            fail(plugin_name, dist, f"must return a mapping of names to factories; got {type(result).__name__}")
+            continue
+        for name, factory in result.items():
+            if not isinstance(name, str) or not name:
+                fail(plugin_name, dist, f"must map non-empty str names to entries; got the name {name!r} "
+                                        "(entry skipped)")
+                continue
+            problem = entry_problem(kind, factory)
+            if problem is not None:
+                fail(plugin_name, dist, f"entry {name!r} {problem} (entry skipped)")
+                continue
+            found.setdefault(name, []).append(PluginInfo(name, kind, plugin_name, dist, version, factory))
+    out: dict[str, PluginInfo] = {}
+    clashes: list[NameClash] = []
+    for name, infos in found.items():
+        if len(infos) == 1:
+            out[name] = infos[0]
+        else:
+            clash = NameClash(kind, name, tuple(infos))
+            clashes.append(clash)
+            _warn(clash.describe())
+    return Registry(kind, out, {c.name: c for c in clashes}, list(found)), failures, clashes
+
+
+def _entry(kind: Kind) -> tuple[Registry, list[PluginFailure], list[NameClash]]:
+    pm = get_plugin_manager()
+    with _lock:
+        cache: dict[str, Registry] = _state["registries"]
+        if kind not in cache:
+            reg, failures, clashes = _build_registry(kind, pm)
+            cache[kind] = reg
+            _state["hook_failures"][kind] = failures
+            _state["clashes"][kind] = clashes
+        return cache[kind], _state["hook_failures"][kind], _state["clashes"][kind]
+
+
+def registry(kind: Kind) -> Registry:
+    """Every registered name of one kind.
+
+    A name registered by more than one plugin is listed but disabled:
+    looking it up raises :class:`DuplicateNameError` naming them all (see
+    :class:`Registry` and :func:`name_clashes`); it is never reported as
+    unknown. Hooks that raise or return something malformed, and entries
+    that break the rule of :func:`check_entry`, are skipped and reported
+    (see :func:`plugin_failures`). The result is cached until a plugin is
+    registered or unregistered.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+
+    Returns
+    -------
+    Registry
+        A read-only mapping of name to :class:`PluginInfo`, a fresh copy.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
+    check_kind(kind)
+    return _entry(kind)[0].copy()
+
+
+def plugin_failures() -> list[PluginFailure]:
+    """Plugins that failed to import, and hooks that failed when called.
+
+    Calls every hook once (they only return factories) so that the list is complete.
+    """
+    get_plugin_manager()
+    hook_failures = [f for kind in KINDS for f in _entry(kind)[1]]
+    return list(_state["failures"]) + hook_failures
+
+
+def name_clashes(kind: Kind | None = None) -> list[NameClash]:
+    """Names disabled because several plugins register them.
+
+    Parameters
+    ----------
+    kind : str, optional
+        Restrict to one of :data:`KINDS`.
+    """
+    kinds = KINDS if kind is None else (check_kind(kind),)
+    return [clash for k in kinds for clash in _entry(k)[2]]
+
+
+def get_factory(kind: Kind, name: str) -> Callable[..., Any]:
+    """The factory registered under ``name`` for ``kind``.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    name : str
+        A registered name.
+
+    Returns
+    -------
+    callable
+        The class or function the plugin registered (not called).
+
+    Raises
+    ------
+    UnknownNameError
+        When no plugin provides ``name``; the message lists the known names.
+    DuplicateNameError
+        When several plugins register ``name``; the message names them all.
+
+    Examples
+    --------
+    >>> get_factory("recalibrators", "platt").__name__
+    'PlattScaling'
+    """
+    check_kind(kind)
+    return _entry(kind)[0][name].factory
+
+
+def make_ranker(name: str, **params: Any) -> Any:
+    """Build the ranker registered as ``name`` with ``params``.
+
+    Parameters
+    ----------
+    name : str
+        A registered ranker name (``uncertank plugins --kind rankers``).
+    **params
+        Passed to the factory.
+
+    Returns
+    -------
+    Ranker
+        The built ranker, checked to satisfy :class:`uncertank.Ranker` (a
+        ``name`` str attribute and a callable ``predict``).
+
+    Raises
+    ------
+    UnknownNameError
+        When no plugin provides ``name``.
+    DuplicateNameError
+        When several plugins do.
+    TypeError
+        When the factory returns something that is not a ranker; the
+        message names the plugin and what is missing.
+
+    Examples
+    --------
+    >>> make_ranker("no-such-ranker")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    UnknownNameError: unknown ranker 'no-such-ranker'; known: ...
+    """
+    factory = get_factory("rankers", name)
+    ranker = factory(**params)
+    problems = []
+    if not isinstance(getattr(ranker, "name", None), str):
+        problems.append(f"a str attribute 'name' (got {type(getattr(ranker, 'name', None)).__name__})")
+    if not callable(getattr(ranker, "predict", None)):
+        problems.append("a callable 'predict(queries)'")
+    if problems:
+        info = registry("rankers")[name]
+        raise TypeError(
+            f"ranker factory {name!r} of plugin {info.plugin!r} (distribution {info.distribution}) returned "
+            f"{type(ranker).__name__}, which does not satisfy uncertank.Ranker: it lacks {' and '.join(problems)}"
+        )
+    return ranker
+
+# --------------------------------------------------------------------------- the source digest of a plugin
+
+def _defining_module(obj: Any) -> str | None:
+    """The module that defines a registry entry: its own for a class or function, else its class's."""
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    fn = getattr(obj, "fn", None)  # a Metric: the function it wraps
+    if fn is not None and not isinstance(obj, (type, FunctionType)) and callable(fn):
+        obj = fn
+    if isinstance(obj, MethodType):
+        obj = obj.__func__
+    if isinstance(obj, (type, FunctionType, BuiltinFunctionType)):
+        return getattr(obj, "__module__", None)
+    return type(obj).__module__
+
+
+def _package_files(module_name: str) -> dict[str, Path]:
+    """The .py files of ``module_name``'s top-level package (or the module's own file), by relative name."""
+    top = sys.modules.get(module_name.split(".")[0])
+    own = sys.modules.get(module_name)
+    out: dict[str, Path] = {}
+    top_file = getattr(top, "__file__", None)
+    if top is not None and top_file and getattr(top, "__path__", None) is not None:
+        root = Path(top_file).resolve().parent
+        for f in root.rglob("*.py"):
+            if "__pycache__" not in f.parts:
+                out[f"{root.name}/{f.relative_to(root).as_posix()}"] = f
+    own_file = getattr(own, "__file__", None)
+    if own_file and Path(own_file).suffix == ".py" and Path(own_file).is_file():
+        path = Path(own_file).resolve()
+        if path not in out.values():
+            out[f"{module_name.replace('.', '/')}{'/__init__' if path.name == '__init__.py' else ''}.py"] = path
+    return out
+
+
+def _distribution_files(dist_name: str) -> dict[str, Path]:
+    """The .py files a distribution's RECORD lists (none for an editable install, whose code is elsewhere)."""
+    try:
+        dist = importlib.metadata.distribution(dist_name)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return {}
+    out: dict[str, Path] = {}
+    for f in dist.files or []:
+        if f.suffix == ".py" and not f.name.startswith("__editable__") and ".." not in f.parts:
+            path = Path(str(dist.locate_file(f)))
+            if path.is_file():
+                out[f.as_posix()] = path
+    return out
+
+
+def plugin_source_digest(kind: Kind, name: str) -> str:
+    """Hex SHA-256 of the source of the plugin that provides ``name``: changes whenever its code does.
+
+    The files digested, each by its path relative to its package's parent
+    folder and the SHA-256 of its bytes:
+
+    - every ``.py`` file of the top-level package that defines the factory
+      (for a :class:`~uncertank.metrics.Metric`, of its function; for a
+      callable object, of its class), and of the package of the plugin
+      module that registers it (for a module outside any package: that
+      file);
+    - every ``.py`` file the distribution providing the plugin lists in its
+      metadata (a normal install). An editable install lists none of its
+      code; its files are the package folders above, found from the
+      modules' ``__file__``, in the source tree.
+
+    A study's cache key includes it, so that editing a plugin's code, not
+    only bumping its version, makes its cached steps stale. A factory with
+    no source file anywhere (defined at an interactive prompt) is digested
+    by its ``inspect.getsource`` text where there is one, and otherwise by
+    its qualified name only, with a RuntimeWarning: such a step cannot be
+    told stale.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    name : str
+        A registered name.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+
+    Raises
+    ------
+    UnknownNameError, DuplicateNameError
+        As :func:`get_factory`.
+
+    Examples
+    --------
+    >>> len(plugin_source_digest("rankers", "bm25"))
+    64
+    """
+    check_kind(kind)
+    info = registry(kind)[name]
+    plugin = get_plugin_manager().get_plugin(info.plugin)
+    modules = [_defining_module(info.factory)]
+    if plugin is not None:
+        modules.append(plugin.__name__ if isinstance(plugin, ModuleType) else _defining_module(plugin))
+    files: dict[str, Path] = {}
+    for module in modules:
+        if module:
+            files.update(_package_files(module))
+    files.update(_distribution_files(info.distribution))
+    h = hashlib.sha256()
+    if files:
+        by_path: dict[Path, str] = {}
+        for rel, path in sorted(files.items()):
+            by_path.setdefault(path.resolve(), rel)
+        for path, rel in sorted(by_path.items(), key=lambda item: item[1]):
+            h.update(f"{rel}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+        return h.hexdigest()
+    try:
+        source = inspect.getsource(info.factory)
+    except (OSError, TypeError):
+        warnings.warn(f"no source found for {singular(kind)} {name!r} of plugin {info.plugin!r}: its digest is that "
+              "of its qualified name only, so an edit to it cannot be detected", RuntimeWarning, stacklevel=2)
+        source = f"{modules[0]}.{getattr(info.factory, '__qualname__', type(info.factory).__qualname__)}"
+    h.update(json.dumps(["source", source]).encode())
+    return h.hexdigest()
+
+# --------------------------------------------------------------------------- light plugin packages
+
+def lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that imports each exported name from its module when first used.
+
+    A plugin package's ``__init__.py`` stays light this way: importing the
+    package, or its entry-point module inside it, does not import the modules
+    that need torch (PEP 562 module attributes).
+
+    Parameters
+    ----------
+    package : str
+        The package's ``__name__``, for the error message.
+    homes : mapping of str to str
+        Exported name -> the module that defines it.
+
+    Returns
+    -------
+    callable
+        ``__getattr__(name)``: the attribute ``name`` of ``homes[name]``,
+        imported then; AttributeError for a name not in ``homes``.
+
+    Examples
+    --------
+    In a package's ``__init__.py``:
+
+    >>> __getattr__ = lazy_exports("uncertank_demo", {"dumps": "json"})
+    >>> __getattr__("dumps")([1])
+    '[1]'
+    >>> __getattr__("loads")
+    Traceback (most recent call last):
+    AttributeError: module 'uncertank_demo' has no attribute 'loads'
+    """
+    homes = dict(homes)
+
+    def __getattr__(name: str) -> Any:
+        if name in homes:
+            return getattr(importlib.import_module(homes[name]), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
+# --------------------------------------------------------------------------- the `uncertank plugins` listing
+
+def list_plugins(kind: Kind | None = None) -> list[PluginInfo]:
+    """Everything registered and usable, sorted by kind then name.
+
+    Parameters
+    ----------
+    kind : str, optional
+        Restrict to one of :data:`KINDS`.
+    """
+    kinds = KINDS if kind is None else (check_kind(kind),)
+    return [info for k in kinds for _, info in sorted(registry(k).usable().items())]
+
+
+def plugin_report(kind: Kind | None = None) -> dict[str, Any]:
+    """What ``uncertank plugins --json`` prints: registered names, failures and clashes.
+
+    Parameters
+    ----------
+    kind : str, optional
+        Restrict the registered names and clashes to one of :data:`KINDS`
+        (failures are always all listed).
+
+    Returns
+    -------
+    dict
+        ``{"registered": [{"name", "kind", "plugin", "distribution",
+        "version"}, ...], "failed": [{"plugin", "distribution", "hook",
+        "error"}, ...], "clashes": [{"kind", "name", "plugins",
+        "distributions"}, ...]}``, JSON-serialisable.
+    """
+    with warnings.catch_warnings():  # the report carries every failure and clash the host would warn about
+        warnings.simplefilter("ignore", RuntimeWarning)
+        infos = list_plugins(kind)
+        failures = plugin_failures()
+        clashes = name_clashes(kind)
+    return {
+        "registered": [
+            {"name": i.name, "kind": i.kind, "plugin": i.plugin, "distribution": i.distribution, "version": i.version}
+            for i in infos
+        ],
+        "failed": [
+            {"plugin": f.plugin, "distribution": f.distribution, "hook": f.hook, "error": f.error}
+            for f in failures
+        ],
+        "clashes": [
+            {"kind": c.kind, "name": c.name, "plugins": [p.plugin for p in c.providers],
+             "distributions": [p.distribution for p in c.providers]}
+            for c in clashes
+        ],
+    }
+
+
+def render_plugin_report(report: Mapping[str, Any], *, width: int = 80) -> str:
+    """Lay out :func:`plugin_report` as text no wider than ``width`` where words allow.
+
+    Names are never broken: rows grouped by kind show ``name``, the
+    distribution and version, and the plugin, in columns when they fit in
+    ``width`` and otherwise on a second, indented line wrapped between words.
+
+    Parameters
+    ----------
+    report : mapping
+        The output of :func:`plugin_report`.
+    width : int
+        Columns available (a terminal's width); at least 20 is used.
+
+    Returns
+    -------
+    str
+        The text, ending without a newline.
+    """
+    width = max(int(width), 20)
+    lines = textwrap.wrap("name, distribution and version, plugin; by kind", width)
+    rows = list(report.get("registered", []))
+    for kind in KINDS:
+        group = [r for r in rows if r["kind"] == kind]
+        if not group:
+            continue
+        lines.extend(["", f"{kind} ({len(group)})"])
+        cells = [(r["name"], f"{r['distribution']} {r['version']}", r["plugin"]) for r in group]
+        w0 = max(len(c[0]) for c in cells)
+        w1 = max(len(c[1]) for c in cells)
+        for name, dist, plugin in cells:
+            row = f"  {name:<{w0}}  {dist:<{w1}}  {plugin}"
+            if len(row) <= width:
+                lines.append(row)
+                continue
+            lines.append(f"  {name}")
+            detail = f"from {dist}, plugin {plugin}"
+            lines.extend(textwrap.wrap(detail, width, initial_indent="      ", subsequent_indent="      ",
+                                       break_long_words=False, break_on_hyphens=False))
+    for clash in report.get("clashes", []):
+        who = " and ".join(f"{p} ({d})" for p, d in zip(clash["plugins"], clash["distributions"], strict=True))
+        text = f"disabled {singular(clash['kind'])} name {clash['name']!r}: registered by both {who}"
+        lines.extend(textwrap.wrap(text, width, subsequent_indent="    ", break_long_words=False,
+                                   break_on_hyphens=False))
+    for failure in report.get("failed", []):
+        where = f" hook {failure['hook']}()" if failure.get("hook") else ""
+        text = (f"failed: plugin {failure['plugin']!r} (distribution {failure['distribution']}){where}: "
+                f"{failure['error']}")
+        lines.extend(textwrap.wrap(text, width, subsequent_indent="    ", break_long_words=False,
+                                   break_on_hyphens=False))
+    if not rows:
+        lines.append("no plugins registered")
+    return "\n".join(lines)

