@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import uncertank._predictions as predictions
+import uncertank._types as predictions
 from uncertank import PredictiveSamples
 from uncertank.uncertainty import risk_aware_rerank
 
