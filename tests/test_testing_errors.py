@@ -63,6 +63,7 @@ class Above1(Fine):
 
 class FitRaises(Fine):
     name = "fit-raises"
+    is_fitted = False
 
     def fit(self, train, valid=None):
         raise RuntimeError("no GPU")

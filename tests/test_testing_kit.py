@@ -192,6 +192,8 @@ class Good:
     def predict(self, queries: QuerySet) -> Predictions:
         return Predictions(self._scores(queries), queries.offsets, ranker=self.name)
 
+    is_fitted = False  # the kit refuses fit without is_fitted (uncertank.Trainable)
+
     def fit(self, train, valid=None):
         self.offset = 0.0
         return self

@@ -13,7 +13,16 @@ from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLis
 from uncertank.adapters import CallableRanker, CrossEncoderRanker, EnsembleRanker
 from uncertank.hookspecs import hookimpl
 from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
-from uncertank.protocols import NotFittedError, Ranker, StochasticRanker, TrainableRanker
+from uncertank.protocols import (
+    NotFittedError,
+    Probabilistic,
+    Ranker,
+    Saveable,
+    StochasticRanker,
+    Trainable,
+    TrainableRanker,
+    WarmStartable,
+)
 
 __version__ = "0.1.0"  # the only place the version is written: pyproject.toml reads it from here
 
@@ -25,11 +34,15 @@ __all__ = [
     "NotFittedError",
     "PredictiveSamples",
     "Predictions",
+    "Probabilistic",
     "QuerySet",
     "RankedLists",
     "Ranker",
+    "Saveable",
     "StochasticRanker",
+    "Trainable",
     "TrainableRanker",
+    "WarmStartable",
     "__version__",
     "get_plugin_manager",
     "hookimpl",

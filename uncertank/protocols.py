@@ -1,11 +1,32 @@
-"""The ranker protocols every plugin implements.
+"""The ranker protocols every plugin implements, one per capability.
 
 They are :class:`typing.Protocol` classes checked structurally at run time
-(``isinstance(obj, Ranker)``): a ranker need not inherit from anything.
+(``isinstance(obj, Ranker)``): a ranker need not inherit from anything. A
+ranker offers :class:`Ranker` and any of the capabilities below; what a study
+does with each is in docs/plugins.md ("What a study uses of a ranker"):
+
+- :class:`Trainable` (``fit``, ``is_fitted``): trained on the study's
+  training queries unless already fitted.
+- :class:`Saveable` (``save``, classmethod ``load``): its trained model is
+  kept under ``models/`` and reused on resume; it can read a ``checkpoint``.
+- :class:`WarmStartable` (classmethod ``from_ranker``): it can start from
+  another ranker of the study (``init_from``).
+- :class:`StochasticRanker` (``predict_samples``): joint draws of its scores.
+- :class:`Probabilistic` (``probabilistic``): says whether its scores are
+  probabilities before it predicts.
+- A factory (or ``load``, or ``from_ranker``) that names the keyword
+  ``show_progress`` in its signature has its progress bars turned off by a
+  study (:func:`takes_show_progress`).
+
+A ranker that offers one member of a capability without the other
+(``fit`` without ``is_fitted``, ``save`` without ``load``) is refused by
+:func:`check_capabilities` rather than half used.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
@@ -13,7 +34,18 @@ from typing_extensions import Self
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 
-__all__ = ["NotFittedError", "Ranker", "StochasticRanker", "TrainableRanker"]
+__all__ = [
+    "NotFittedError",
+    "Probabilistic",
+    "Ranker",
+    "Saveable",
+    "StochasticRanker",
+    "Trainable",
+    "TrainableRanker",
+    "WarmStartable",
+    "check_capabilities",
+    "takes_show_progress",
+]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -56,12 +88,47 @@ class StochasticRanker(Ranker, Protocol):
 
 
 @runtime_checkable
-class TrainableRanker(Ranker, Protocol):
-    """A ranker that can be fitted, saved and loaded."""
+class Probabilistic(Protocol):
+    """A ranker that says, before predicting, whether its scores are probabilities of relevance.
+
+    A study reads the flag of a :class:`StochasticRanker` to tell its
+    samples' kind; without it, the mean of the samples decides (all in
+    [0, 1]: probabilities). A ranker whose samples lie in [0, 1] but are not
+    probabilities sets ``probabilistic = False``.
+
+    Attributes
+    ----------
+    probabilistic : bool
+        True when the scores are P(relevant), False for other scores.
+    """
+
+    @property
+    def probabilistic(self) -> bool:
+        """Whether the scores are probabilities of relevance."""
+        ...
+
+
+@runtime_checkable
+class Trainable(Protocol):
+    """A ranker that is trained on labelled queries.
+
+    A study calls :meth:`fit` unless :attr:`is_fitted` is already True (a
+    fine-tuned model used as it is, a ranker loaded from a checkpoint).
+    """
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
         """Train on labelled queries; return self."""
         ...
+
+    @property
+    def is_fitted(self) -> bool:
+        """True once the ranker can predict without :meth:`fit` (trained, loaded, or given trained weights)."""
+        ...
+
+
+@runtime_checkable
+class Saveable(Protocol):
+    """A ranker that writes itself to a folder and is rebuilt from it."""
 
     def save(self, path: str | PathLike[str]) -> None:
         """Write everything needed to rebuild the ranker into the folder ``path``."""
@@ -77,3 +144,114 @@ class TrainableRanker(Ranker, Protocol):
         ``load(folder, **params)`` (the checkpoint contract, docs/plugins.md).
         """
         ...
+
+
+@runtime_checkable
+class WarmStartable(Protocol):
+    """A ranker built from another, trained one (a study's ``init_from``)."""
+
+    @classmethod
+    def from_ranker(cls, ranker: Any, **params: Any) -> Self:
+        """A new ranker of this class, built with the constructor parameters ``params``, starting from ``ranker``.
+
+        What it takes over (weights, an encoder, a first ensemble member)
+        is the class's to say; it refuses a ``ranker`` it cannot start from.
+        """
+        ...
+
+
+@runtime_checkable
+class TrainableRanker(Ranker, Trainable, Saveable, Protocol):
+    """A ranker that can be fitted, saved and loaded: :class:`Ranker`, :class:`Trainable` and :class:`Saveable`."""
+
+
+#: The members of each capability: offering some without the others is an error.
+_CAPABILITIES: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (Trainable, ("fit", "is_fitted")),
+    (Saveable, ("save", "load")),
+)
+
+
+def check_capabilities(ranker: Any) -> None:
+    """Refuse a ranker that offers part of a capability (``fit`` without ``is_fitted``, ``save`` without ``load``).
+
+    A study would otherwise use half of it: train a ranker it cannot tell is
+    fitted, or save a model it cannot read back.
+
+    Parameters
+    ----------
+    ranker : Ranker
+        A built ranker.
+
+    Raises
+    ------
+    TypeError
+        Naming the ranker, the members it has and the member it lacks.
+    """
+    for proto, members in _CAPABILITIES:
+        have = [m for m in members if hasattr(ranker, m)]
+        if have and len(have) < len(members):
+            lacks = [m for m in members if m not in have]
+            raise TypeError(
+                f"ranker {type(ranker).__name__} offers {' and '.join(have)} but not {' and '.join(lacks)}; "
+                f"uncertank.{proto.__name__} needs {' and '.join(members)} (docs/plugins.md)"
+            )
+
+
+def _keywords(fn: Callable[..., Any]) -> tuple[bool, bool]:
+    """(whether ``fn``'s signature names ``show_progress`` as a keyword, whether it takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): it declares nothing
+        return False, False
+    named = "show_progress" in params and params["show_progress"].kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return named, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def takes_show_progress(factory: Callable[..., Any], *, constructor: type | None = None) -> bool:
+    """Whether ``factory`` declares the keyword ``show_progress`` (False turns the ranker's progress bars off).
+
+    A ranker declares it by naming ``show_progress`` in its factory's
+    signature. Only signatures are read; nothing is called:
+
+    - a class: its ``__init__``, and, while an ``__init__`` takes
+      ``**kwargs`` (passed on to ``super().__init__``), the next one up its
+      MRO. A class without an ``__init__`` of its own reads its bases'; one
+      whose MRO defines none (``object``'s) declares nothing.
+    - a function or method: its own signature; with ``constructor``, a
+      ``**kwargs`` stands for the constructor's parameters, as the ``params``
+      of :meth:`Saveable.load` and :meth:`WarmStartable.from_ranker` do.
+
+    Parameters
+    ----------
+    factory : callable
+        A ranker class, a factory function, or a bound ``load`` / ``from_ranker``.
+    constructor : type, optional
+        The class whose constructor a ``**kwargs`` of ``factory`` feeds.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> class Quiet:
+    ...     def __init__(self, *, show_progress: bool = True) -> None: ...
+    >>> class Plain:
+    ...     name = "plain"
+    >>> takes_show_progress(Quiet), takes_show_progress(Plain)
+    (True, False)
+    """
+    if isinstance(factory, type):
+        for cls in factory.__mro__:
+            if cls is object or "__init__" not in vars(cls):
+                continue
+            named, passes_on = _keywords(vars(cls)["__init__"])
+            if named or not passes_on:
+                return named
+        return False
+    named, passes_on = _keywords(factory)
+    if named:
+        return True
+    return passes_on and constructor is not None and takes_show_progress(constructor)

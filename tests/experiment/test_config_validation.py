@@ -40,6 +40,8 @@ class Toy:
             raise ValueError(f"depth must be >= 0; got {depth}")
         self.depth = depth
 
+    is_fitted = False
+
     def fit(self, train, valid=None):
         return self
 

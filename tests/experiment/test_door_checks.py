@@ -46,6 +46,8 @@ class Door:
     def __init__(self, *, pretrained: str | None = None) -> None:
         self.pretrained = pretrained
 
+    is_fitted = False
+
     def fit(self, train, valid=None):
         raise AssertionError("trained")
 

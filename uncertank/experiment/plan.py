@@ -30,6 +30,7 @@ from typing import Any
 from uncertank.experiment.config import StudyConfig, StudyConfigError
 from uncertank.experiment.stages import StudyData
 from uncertank.experiment.validation import check_output_folder, validate_config
+from uncertank.protocols import Trainable
 
 __all__ = ["MODEL_FREE_NEGATIVES", "RATES", "StepPlan", "StudyPlan", "plan_study"]
 
@@ -217,7 +218,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             step, what = f"load {rc.key}", f"loads its checkpoint {rc.checkpoint}"
             seconds, source = cost(step, "", "fit", 0, None)
             plan.steps.append(StepPlan(step, key, False, seconds, source))
-        elif callable(getattr(ranker, "fit", None)):
+        elif isinstance(ranker, Trainable):
             step = f"fit {rc.key}"
             if rc.pretrained is not None:
                 what, amount = f"uses {rc.pretrained} as it is when already fitted, else trains on it", 0

@@ -44,7 +44,6 @@ into another valid file) is recomputed, with a log line naming it.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import io
 import json
 import os
@@ -87,6 +86,16 @@ from uncertank.experiment.result import (
 from uncertank.experiment.stages import RankerPrediction, StudyData, file_stem
 from uncertank.experiment.validation import SAVE_TO_REMEDY, check_output_folder, validate_config
 from uncertank.progress import machine_load, reporting
+from uncertank.protocols import (
+    Probabilistic,
+    Ranker,
+    Saveable,
+    StochasticRanker,
+    Trainable,
+    WarmStartable,
+    check_capabilities,
+    takes_show_progress,
+)
 
 __all__ = [
     "MCE_MIN_COUNT",
@@ -164,7 +173,7 @@ def _plugin_version(name: str) -> str:
     from uncertank.plugins import registry
 
     info = registry("rankers").get(name)
-    return "" if info is None else f"{getattr(info, 'distribution', '')} {getattr(info, 'version', '')}"
+    return "" if info is None else f"{info.distribution} {info.version}"
 
 
 def _ranker_code(name: str) -> str:
@@ -182,8 +191,7 @@ def _ranker_code(name: str) -> str:
 
 
 def _pretrained_kwargs(rc: RankerConfig) -> dict[str, Any]:
-    pretrained = getattr(rc, "pretrained", None)
-    return {} if pretrained is None else {"pretrained": pretrained}
+    return {} if rc.pretrained is None else {"pretrained": rc.pretrained}
 
 
 def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
@@ -200,31 +208,21 @@ def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
                    __version__, _ranker_code(rc.name), *(["pretrained", weights] if weights else [])])
 
 
-def _quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` with ``show_progress=False`` added where ``fn`` takes it.
+def _quiet_params(
+    factory: Callable[..., Any], params: dict[str, Any], constructor: type | None = None
+) -> dict[str, Any]:
+    """``params`` with ``show_progress=False`` added where ``factory`` declares the keyword.
 
     A study logs one line per step; a ranker's own progress bars would
     interleave with them. The option changes no output, so no cache key
-    holds it, and a study that sets it keeps its own value. ``fn`` takes it
-    when its signature names it; a ``**kwargs`` that passes it on to a
-    callee without the option is told by that callee's TypeError naming it.
+    holds it, and a study that sets it keeps its own value. ``factory``
+    declares it in its signature (:func:`uncertank.protocols.takes_show_progress`);
+    ``constructor`` is the class whose parameters a ``**kwargs`` of
+    ``factory`` takes (``load``, ``from_ranker``).
     """
-    if "show_progress" in kwargs:
-        return fn(*args, **kwargs)
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # no signature to read: call it as given
-        return fn(*args, **kwargs)
-    if "show_progress" in params:
-        return fn(*args, **kwargs, show_progress=False)
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return fn(*args, **kwargs)
-    try:
-        return fn(*args, **kwargs, show_progress=False)
-    except TypeError as exc:
-        if "show_progress" not in str(exc):
-            raise
-        return fn(*args, **kwargs)
+    if "show_progress" in params or not takes_show_progress(factory, constructor=constructor):
+        return params
+    return {**params, "show_progress": False}
 
 
 def _say_load(log: Log, label: str) -> None:
@@ -407,14 +405,16 @@ def fit_rankers(
         ``"fit <label>"`` (or ``"load <label>"`` for a ranker loaded from its
         ``checkpoint``) -> :class:`StepInfo`; rankers without ``fit`` have none.
     """
-    from uncertank.plugins import make_ranker
+    from uncertank.plugins import get_factory, make_ranker
 
     rankers: dict[str, Any] = {}
     keys: dict[str, str] = {}
     steps: dict[str, StepInfo] = {}
     for rc in config.rankers:
         # Building a ranker is cheap (models load lazily); its class gives fit, load and from_ranker.
-        ranker = _quietly(make_ranker, rc.name, **rc.params, **_pretrained_kwargs(rc))
+        params = {**rc.params, **_pretrained_kwargs(rc)}
+        ranker = make_ranker(rc.name, **_quiet_params(get_factory("rankers", rc.name), params))
+        check_capabilities(ranker)
         cls = type(ranker)
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = _model_key(rc, data, upstream)
@@ -423,16 +423,20 @@ def fit_rankers(
         if rc.checkpoint is not None:
             t0 = time.perf_counter()
             log(f"{rc.key}: loading the checkpoint {rc.checkpoint}")
-            rankers[rc.key] = _quietly(cls.load, Path(rc.checkpoint), **rc.params)
+            if not isinstance(ranker, Saveable):
+                raise TypeError(f"{rc.key}: {rc.name!r} offers no load(folder) to read the checkpoint "
+                                f"{rc.checkpoint} with (uncertank.Saveable)")
+            load = type(ranker).load
+            rankers[rc.key] = load(Path(rc.checkpoint), **_quiet_params(load, dict(rc.params), cls))
             steps[f"load {rc.key}"] = StepInfo(key, time.perf_counter() - t0)
             continue
-        if not callable(getattr(ranker, "fit", None)):
+        if not isinstance(ranker, Trainable):
             rankers[rc.key] = ranker
             continue
         linked = _linked_record(folder) if resume and (folder / ".complete").exists() else None
         if linked is not None:
             problem = _link_problem(linked, key)
-            if problem is None and getattr(ranker, "is_fitted", False):
+            if problem is None and ranker.is_fitted:
                 log(f"{rc.key}: using its pretrained folder as it is, as {folder}/step.json records (not copied)")
                 rankers[rc.key] = ranker
                 steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
@@ -440,11 +444,12 @@ def fit_rankers(
                 continue
             log(f"{rc.key}: the record in {folder} is not reused: {problem or 'the model is not fitted'}; "
                 "it is built again")
-        elif resume and (folder / ".complete").exists() and callable(getattr(cls, "load", None)):
+        elif resume and (folder / ".complete").exists() and isinstance(ranker, Saveable):
             problem = _model_problem(folder, key)
             if problem is None:
                 log(f"{rc.key}: loading the trained model from {folder}")
-                rankers[rc.key] = _quietly(cls.load, folder)
+                load = type(ranker).load
+                rankers[rc.key] = load(folder, **_quiet_params(load, {}, cls))
                 steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
                 _save_to(rc, folder, key, log)
                 continue
@@ -452,9 +457,16 @@ def fit_rankers(
         t0 = time.perf_counter()
         if rc.init_from is not None:
             log(f"{rc.key}: starting from the trained {rc.init_from}")
-            # a from_ranker without the option passes on its source's options, show_progress among them
-            ranker = _quietly(cls.from_ranker, rankers[rc.init_from], **rc.params)
-        trained = not getattr(ranker, "is_fitted", False)
+            if not isinstance(ranker, WarmStartable):
+                raise TypeError(f"{rc.key}: {rc.name!r} offers no from_ranker(trained, **params) to start from "
+                                f"{rc.init_from} with (uncertank.WarmStartable)")
+            from_ranker = type(ranker).from_ranker
+            ranker = from_ranker(rankers[rc.init_from], **_quiet_params(from_ranker, dict(rc.params), cls))
+            check_capabilities(ranker)
+            if not isinstance(ranker, Trainable):
+                raise TypeError(f"{rc.key}: {cls.__name__}.from_ranker returned a {type(ranker).__name__}, "
+                                "which has no fit and is_fitted (uncertank.Trainable)")
+        trained = not ranker.is_fitted
         if trained:
             log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}")
             _say_load(log, rc.key)
@@ -465,7 +477,7 @@ def fit_rankers(
         if not trained and rc.pretrained is not None:  # the user's folder as it is: recorded, not copied
             _write_link(folder, rc, key, seconds)
             _save_unsaved_to(rc, ranker, out, key, log)
-        elif callable(getattr(ranker, "save", None)):
+        elif isinstance(ranker, Saveable):
             tmp = folder.with_name(folder.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             ranker.save(tmp)
@@ -484,27 +496,32 @@ def fit_rankers(
 # -- stage 3: predict ------------------------------------------------------------------------------------------------
 
 
-def _predict_one(ranker: Any, label: str) -> Callable[[QuerySet, str], RankerPrediction]:
-    """Score a query set and check the output at once (before anything is cached), naming ranker and split."""
+def _predict_one(ranker: Ranker, label: str) -> Callable[[QuerySet, str], RankerPrediction]:
+    """Score a query set and check the output at once (before anything is cached), naming ranker and split.
+
+    A :class:`~uncertank.protocols.StochasticRanker` is asked for samples, and
+    its :class:`~uncertank.protocols.Probabilistic` flag, where it has one,
+    tells their kind; any other ranker for its scores.
+    """
     from uncertank.validation import InvalidPredictionError, check_prediction
 
-    def call(method: str, qs: QuerySet, split: str) -> Any:
+    def call(method: str, fn: Callable[[QuerySet], Any], qs: QuerySet, split: str) -> Any:
         try:
-            return getattr(ranker, method)(qs)
+            return fn(qs)
         except ValueError as err:  # e.g. the output types refusing NaN or a score outside [0, 1]
             said = " ".join(str(err).split())
             raise InvalidPredictionError(label, split, f"{method} raised {type(err).__name__}: {said}") from err
 
     def run(qs: QuerySet, split: str) -> RankerPrediction:
-        if callable(getattr(ranker, "predict_samples", None)):
-            flag = getattr(ranker, "probabilistic", None)
-            ps = check_prediction(call("predict_samples", qs, split), qs, ranker=label, condition=split,
-                                  samples=True, probabilistic=None if flag is None else bool(flag))
+        if isinstance(ranker, StochasticRanker):
+            flag = bool(ranker.probabilistic) if isinstance(ranker, Probabilistic) else None
+            drawn = call("predict_samples", ranker.predict_samples, qs, split)
+            ps = check_prediction(drawn, qs, ranker=label, condition=split, samples=True, probabilistic=flag)
             assert isinstance(ps, PredictiveSamples)
             mean = ps.mean()
             prob = bool(((mean >= 0) & (mean <= 1)).all()) if flag is None else bool(flag)
             return RankerPrediction(mean, ps, prob)
-        pred = check_prediction(call("predict", qs, split), qs, ranker=label, condition=split)
+        pred = check_prediction(call("predict", ranker.predict, qs, split), qs, ranker=label, condition=split)
         assert isinstance(pred, Predictions)
         return RankerPrediction(pred.scores, None, bool(pred.probabilistic))
 

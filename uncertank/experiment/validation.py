@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
+from uncertank.protocols import Saveable, Trainable, WarmStartable, check_capabilities
 
 __all__ = ["POOL_SIZES", "SAVE_TO_REMEDY", "check_output_folder", "validate_config"]
 
@@ -192,9 +193,9 @@ def _build(factory: Callable[..., Any], rc: RankerConfig, base: str, errors: lis
 
 def _check_load_params(rc: RankerConfig, built: Any, base: str, errors: list[tuple[str, str]]) -> None:
     """A checkpoint with ``params`` is read by ``load(folder, **params)``: the class's ``load`` must take them."""
-    load = getattr(type(built), "load", None)
-    if rc.checkpoint is None or not rc.params or not callable(load):
+    if rc.checkpoint is None or not rc.params or not isinstance(built, Saveable):
         return
+    load = type(built).load
     try:
         params = inspect.signature(load).parameters.values()
     except (TypeError, ValueError):
@@ -217,7 +218,7 @@ def _is_neural(ranker: Any) -> bool:
 def _check_folders(rc: RankerConfig, built: Any, base: str, errors: list[tuple[str, str]]) -> None:
     if rc.checkpoint is not None:
         folder = Path(rc.checkpoint)
-        if not callable(getattr(type(built), "load", None)):
+        if not isinstance(built, Saveable):
             errors.append((f"{base}.checkpoint", f"{rc.name!r} offers no load(folder) to read a checkpoint with"))
         elif not folder.is_dir() or not any(folder.iterdir()):
             state = "empty" if folder.is_dir() else "no such folder"
@@ -737,11 +738,15 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
         ranker = _build(factories[i], rc, base, errors)
         if ranker is None:
             continue
+        try:
+            check_capabilities(ranker)
+        except TypeError as exc:
+            errors.append((f"{base}.name", str(exc)))
+            continue
         built[rc.key] = ranker
         _check_folders(rc, ranker, base, errors)
         _check_load_params(rc, ranker, base, errors)
-        if rc.save_to is not None and not (callable(getattr(ranker, "fit", None))
-                                           and callable(getattr(ranker, "save", None))):
+        if rc.save_to is not None and not (isinstance(ranker, Trainable) and isinstance(ranker, Saveable)):
             errors.append((f"{base}.save_to", f"{rc.name!r} is not trained by the study and saved (it needs fit "
                                               "and save): nothing to write"))
         elif rc.save_to is not None:
@@ -749,10 +754,10 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
         if rc.init_from is not None:
             source = built.get(rc.init_from)
             source_rc = next(r for r in config.rankers if r.key == rc.init_from)
-            if source is not None and source_rc.checkpoint is None and not callable(getattr(source, "fit", None)):
+            if source is not None and source_rc.checkpoint is None and not isinstance(source, Trainable):
                 errors.append((f"{base}.init_from", f"must name a trained ranker of the study (a neural one, such "
                                                     f"as bert); {rc.init_from!r} is not trained"))
-            elif not callable(getattr(type(ranker), "from_ranker", None)):
+            elif not isinstance(ranker, WarmStartable):
                 errors.append((f"{base}.init_from", f"{rc.name!r} offers no from_ranker(trained, **params) to "
                                                     "start from another ranker"))
     _check_conformal(config, built, errors)

@@ -9,7 +9,7 @@ from typing import Any, cast
 import numpy as np
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
-from uncertank.protocols import Ranker, StochasticRanker
+from uncertank.protocols import Probabilistic, Ranker, Saveable, StochasticRanker, Trainable, check_capabilities
 from uncertank.testing._errors import ConformanceError, guard
 from uncertank.validation import InvalidPredictionError, check_prediction
 
@@ -133,11 +133,16 @@ def _run_checks(
             need = "predict(queries) and predict_samples(queries, *, n_samples=None)" if stochastic else \
                 "predict(queries)"
             raise _fail(ranker, "protocol", f"does not satisfy uncertank.{proto.__name__}: it needs {need}")
+        try:
+            check_capabilities(ranker)
+        except TypeError as exc:
+            raise _fail(ranker, "protocol", str(exc)) from exc
     done.append("protocol")
     if train is not None:
         with _step(ranker, "fit"):
-            if not callable(getattr(ranker, "fit", None)):
-                raise _fail(ranker, "fit", "train was given but the ranker has no fit(train, valid=None)")
+            if not isinstance(ranker, Trainable):
+                raise _fail(ranker, "fit", "train was given but the ranker has no fit(train, valid=None) and "
+                                           "is_fitted (uncertank.Trainable)")
             fitted = ranker.fit(train, valid)
             if fitted is not ranker:
                 raise _fail(ranker, "fit", f"fit must return the ranker itself (self); got {type(fitted).__name__}")
@@ -145,7 +150,7 @@ def _run_checks(
     before = _fingerprint(queries)
     with _step(ranker, "predict"):
         pred = _check_predictions(ranker, ranker.predict(queries), queries, "predict")
-        flag = getattr(ranker, "probabilistic", None)
+        flag = ranker.probabilistic if isinstance(ranker, Probabilistic) else None
         if flag is not None and bool(flag) != pred.probabilistic:
             raise _fail(ranker, "predict", f"the ranker's attribute probabilistic={flag!r} contradicts its "
                                            f"predictions' probabilistic={pred.probabilistic}")
@@ -183,7 +188,7 @@ def _run_checks(
         raise _fail(ranker, "input unchanged", "predicting must not modify the QuerySet it is given")
     done.append("input unchanged")
     # save and load, as `uncertank run` does: save into a folder that does not exist yet, type(r).load(it)
-    if callable(getattr(ranker, "save", None)) and callable(getattr(type(ranker), "load", None)):
+    if isinstance(ranker, Saveable):
         with _step(ranker, "save/load"), tempfile.TemporaryDirectory(prefix="uncertank-conformance-") as tmp:
             folder = Path(tmp) / "ranker"
             ranker.save(folder)
@@ -260,9 +265,12 @@ def check_ranker(
     The checks, in order (a failing one raises, naming the ranker and the check):
 
     ``protocol``
-        ``isinstance(ranker, uncertank.Ranker)``, with a non-empty str ``name``.
+        ``isinstance(ranker, uncertank.Ranker)``, with a non-empty str ``name``,
+        and no capability half offered (``fit`` without ``is_fitted``,
+        ``save`` without ``load``: :func:`uncertank.protocols.check_capabilities`).
     ``fit`` (only with ``train``)
-        ``ranker.fit(train, valid)`` returns the ranker itself.
+        The ranker is :class:`uncertank.Trainable` and ``ranker.fit(train, valid)``
+        returns the ranker itself.
     ``predict``
         ``predict(queries)`` returns :class:`~uncertank.Predictions` with one
         finite score per pair, shape (n_pairs,), the QuerySet's offsets, and
@@ -275,7 +283,7 @@ def check_ranker(
         The scores of the queries with their labels removed are the same.
     ``input unchanged``
         The QuerySet is not modified.
-    ``save/load`` (when the ranker has ``save`` and its class ``load``)
+    ``save/load`` (when the ranker is :class:`uncertank.Saveable`)
         ``save`` into a folder that does not exist yet, ``type(ranker).load``
         of it, and the loaded ranker predicts the same scores (within ``atol``).
     ``load with params`` (with ``params``, when the ranker has ``save`` and ``load``)

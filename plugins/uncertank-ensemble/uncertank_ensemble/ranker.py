@@ -61,6 +61,10 @@ class DeepEnsembleRanker:
         are: e.g. fine-tunes from different seeds. Members may differ in
         architecture and tokenizer; each then reads the pairs in its own
         format.
+    show_progress : bool or None
+        Progress bars while training and scoring, as in
+        :class:`uncertank.nn.NeuralRanker` (None: its default); named here so
+        that a study can turn them off (:func:`uncertank.protocols.takes_show_progress`).
     **params
         Every other parameter of :class:`uncertank.nn.NeuralRanker`.
     """
@@ -74,8 +78,11 @@ class DeepEnsembleRanker:
         n_members: int | None = None,
         stacked: bool | None = None,
         pretrained: Sequence[str | os.PathLike[str]] | None = None,
+        show_progress: bool | None = None,
         **params: Any,
     ) -> None:
+        if show_progress is not None:
+            params["show_progress"] = show_progress
         folders = _check_folders(pretrained, n_members)
         if folders is not None and backbone is not None:
             raise ValueError(f"give pretrained or backbone, not both (got backbone={backbone!r})")

@@ -117,6 +117,11 @@ class TfidfRanker:
         """Whether the scores are probabilities of relevance (``link``); ``uncertank run`` reads it."""
         return self.link
 
+    @property
+    def is_fitted(self) -> bool:
+        """True once :meth:`fit` ran or :meth:`load` read a fitted ranker; ``uncertank run`` fits it otherwise."""
+        return self.vocabulary_ is not None and self.doc_terms_ is not None
+
     # -- fitting ---------------------------------------------------------------------
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
