@@ -179,7 +179,7 @@ def test_no_import_circles():
 LAYERS: dict[str, int] = {
     # the data model
     "uncertank._types": 0,
-    "uncertank._validation": 0, "uncertank.validation": 0, "uncertank._io": 0, "uncertank._folders": 0,
+    "uncertank.validation": 0, "uncertank._io": 0, "uncertank._folders": 0,
     "uncertank._environment": 0,
     "uncertank.formatting": 0, "uncertank.progress": 0,
     # the plugin host

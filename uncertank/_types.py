@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._validation import (
+from uncertank.validation import (
     as_float_array,
     as_label_array,
     check_name,

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
-from uncertank._validation import as_float_array, check_positive_int
 from uncertank.protocols import Ranker
+from uncertank.validation import as_float_array, check_positive_int
 
 __all__ = ["CallableRanker", "CrossEncoderRanker", "EnsembleRanker"]
 

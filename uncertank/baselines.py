@@ -73,7 +73,7 @@ class BM25Ranker:
             raise ValueError(f"k1 must be >= 0; got {k1}")
         if not 0 <= b <= 1:
             raise ValueError(f"b must lie in [0, 1]; got {b}")
-        from uncertank._validation import check_choice
+        from uncertank.validation import check_choice
 
         self.method = check_choice(method, "method", ("lucene", "robertson", "atire"))
         self.k1 = float(k1)

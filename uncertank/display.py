@@ -13,13 +13,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from uncertank._types import RankedLists
-from uncertank._validation import check_choice
 from uncertank.metrics.calibration import (
     ReliabilityCurve,
     Strategy,
     expected_calibration_error,
     reliability_curve,
 )
+from uncertank.validation import check_choice
 
 __all__ = ["ReliabilityDisplay"]
 

@@ -56,8 +56,8 @@ from numpy.typing import NDArray
 
 from uncertank._io import to_jsonable
 from uncertank._types import RankedLists
-from uncertank._validation import check_choice
 from uncertank.formatting import format_fixed
+from uncertank.validation import check_choice
 
 if TYPE_CHECKING:
     import pandas as pd

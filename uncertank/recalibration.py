@@ -82,7 +82,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._io import require
-from uncertank._validation import (
+from uncertank.hookspecs import hookimpl
+from uncertank.validation import (
     as_float_array,
     as_label_array,
     check_choice,
@@ -90,7 +91,6 @@ from uncertank._validation import (
     check_probabilities,
     check_same_length,
 )
-from uncertank.hookspecs import hookimpl
 
 __all__ = [
     "DegenerateDataWarning",

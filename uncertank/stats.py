@@ -28,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._validation import as_float_array, check_choice, check_positive_int
+from uncertank.validation import as_float_array, check_choice, check_positive_int
 
 __all__ = [
     "SignificanceResult",

@@ -2,6 +2,8 @@
 
 Every check raises ``ValueError`` (or ``TypeError``) naming the argument, what
 was expected and what arrived, so a plugin's errors read like the library's.
+They are the checks uncertank runs on its own inputs: the data model, the
+evaluators and the plugins all import them from here. None uses ``assert``.
 
 :func:`check_prediction` checks what a ranker returned, right after
 ``predict`` or ``predict_samples``: ``uncertank run`` calls it before it
@@ -21,27 +23,19 @@ ValueError: n_passes must be an integer >= 1; got 0
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 import numpy as np
-
-from uncertank._types import Predictions, PredictiveSamples, QuerySet
-from uncertank._validation import (
-    as_float_array,
-    as_label_array,
-    check_choice,
-    check_offsets,
-    check_positive_int,
-    check_probabilities,
-    check_same_length,
-    check_seed,
-)
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "InvalidPredictionError",
     "as_float_array",
     "as_label_array",
     "check_choice",
+    "check_name",
     "check_offsets",
     "check_positive_int",
     "check_prediction",
@@ -49,6 +43,206 @@ __all__ = [
     "check_same_length",
     "check_seed",
 ]
+
+E = TypeVar("E", bound=str)
+
+
+def _example(values: NDArray[Any]) -> str:
+    """Format the first offending value for an error message."""
+    v = values.ravel()[0]
+    return repr(float(v)) if np.issubdtype(values.dtype, np.floating) else repr(v.item())
+
+
+def _check_rank(arr: NDArray[Any], name: str, ndim: int | tuple[int, ...]) -> None:
+    """Raise unless ``arr`` has one of the ranks ``ndim`` and at least one value."""
+    ndims = (ndim,) if isinstance(ndim, int) else ndim
+    if arr.ndim not in ndims:
+        want = " or ".join(f"{d}-D" for d in ndims)
+        raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty; got an array of shape {arr.shape}")
+
+
+def as_float_array(x: ArrayLike, name: str, *, ndim: int | tuple[int, ...] = 1) -> NDArray[np.float64]:
+    """Convert ``x`` to a float64 array, rejecting NaN, inf, empties, wrong ranks and non-numbers.
+
+    Strings, bytes, complex numbers and dates are rejected with a
+    TypeError (``np.asarray(["0.5"], dtype=float)`` would parse the string).
+    """
+    try:
+        raw = np.asarray(x)
+        if raw.dtype.kind in "USVcMm":
+            raise TypeError(f"dtype {raw.dtype}")
+        if raw.dtype == object:
+            odd = next((v for v in raw.ravel() if isinstance(v, (str, bytes, complex))), None)
+            if odd is not None:
+                raise TypeError(f"values of dtype object such as {odd!r}")
+        arr = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be numeric (real numbers); got {type(x).__name__} ({exc})") from None
+    _check_rank(arr, name, ndim)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise ValueError(
+            f"{name} must be finite; got {int(bad.sum())} NaN or inf values, "
+            f"e.g. {_example(arr[bad])}"
+        )
+    return arr
+
+
+def as_label_array(x: ArrayLike, name: str = "labels", *, ndim: int | tuple[int, ...] = 1) -> NDArray[np.int64]:
+    """Convert ``x`` to an int64 array of non-negative integer labels.
+
+    Integer and boolean arrays pass; a float array passes only when every
+    value is a whole number (``1.0``), never truncated (``0.5`` is an error);
+    strings, complex numbers and objects are a TypeError.
+    """
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be integers >= 0; got {type(x).__name__} ({exc})") from None
+    if arr.dtype == object:
+        try:
+            arr = np.asarray(arr.tolist(), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be integers >= 0; got values of dtype object") from None
+    _check_rank(arr, name, ndim)
+    if arr.dtype == bool:
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be integers >= 0; got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise ValueError(f"{name} must be finite integers; got {int(bad.sum())} NaN or inf values")
+        huge = np.abs(arr) >= 2.0**63
+        if huge.any():
+            raise ValueError(f"{name} must be integers >= 0 below 2**63; got {_example(arr[huge])}")
+        frac = arr != np.round(arr)
+        if frac.any():
+            raise ValueError(
+                f"{name} must be integers >= 0; got {int(frac.sum())} non-integer values, "
+                f"e.g. {_example(arr[frac])}"
+            )
+    out = arr.astype(np.int64, copy=False)
+    neg = out < 0
+    if neg.any():
+        raise ValueError(
+            f"{name} must be integers >= 0; got {int(neg.sum())} negative values, "
+            f"e.g. {_example(out[neg])}"
+        )
+    return out
+
+
+def check_probabilities(probs: NDArray[np.float64], name: str = "probs") -> None:
+    """Raise unless every value lies in [0, 1]."""
+    bad = (probs < 0.0) | (probs > 1.0)
+    if bad.any():
+        raise ValueError(
+            f"{name} must lie in [0, 1]; got {int(bad.sum())} values outside, "
+            f"e.g. {_example(probs[bad])}"
+        )
+
+
+def check_offsets(offsets: ArrayLike, n_pairs: int, name: str = "offsets") -> NDArray[np.int64]:
+    """Validate CSR-style ``offsets`` for ``n_pairs`` flat items.
+
+    ``offsets`` must be 1-D integers of length ``n_queries + 1`` (at least 2),
+    start at 0, end at ``n_pairs`` and increase strictly (no empty query).
+    """
+    arr = np.asarray(offsets)
+    if arr.ndim != 1 or arr.size < 2:
+        raise ValueError(
+            f"{name} must be 1-D of shape (n_queries + 1,) with n_queries >= 1; "
+            f"got shape {arr.shape}"
+        )
+    if not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"{name} must be integers; got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr[0] != 0:
+        raise ValueError(f"{name} must start at 0; got {int(arr[0])}")
+    if arr[-1] != n_pairs:
+        raise ValueError(
+            f"{name} must end at the number of pairs ({n_pairs}); got {int(arr[-1])}"
+        )
+    lengths = np.diff(arr)
+    if (lengths <= 0).any():
+        q = int(np.flatnonzero(lengths <= 0)[0])
+        if (lengths < 0).any():
+            raise ValueError(f"{name} must be non-decreasing; it decreases at query {q}")
+        raise ValueError(f"every query needs at least one candidate; query {q} has none")
+    return arr
+
+
+def check_same_length(a: NDArray[Any], a_name: str, b: NDArray[Any], b_name: str) -> None:
+    """Raise unless ``a`` and ``b`` have the same shape."""
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{a_name} and {b_name} must have the same shape; got {a.shape} and {b.shape}"
+        )
+
+
+def check_choice(value: Any, name: str, allowed: Iterable[E]) -> E:
+    """Raise unless ``value`` is one of ``allowed``; the error lists them."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ValueError(
+            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}"
+        )
+    return value  # type: ignore[no-any-return]
+
+
+def check_positive_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Raise unless ``value`` is an integer >= ``minimum`` (and <= ``maximum`` when given)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be an integer from {minimum} to {maximum}; got {value}")
+    return int(value)
+
+
+#: What numpy's ``default_rng`` takes besides an integer: a generator, a bit generator or a seed sequence.
+_RANDOM_STATES = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+
+
+def check_seed(
+    value: Any, name: str = "seed", *, allow_none: bool = True, generator: bool = True, maximum: int | None = None
+) -> Any:
+    """Raise unless ``value`` is a seed: an integer >= 0 (<= ``maximum`` when given), or None.
+
+    With ``generator`` (the default) a :class:`numpy.random.Generator` (or a
+    bit generator or seed sequence) passes as it is; without it only an
+    integer does (scikit-learn's ``random_state`` takes integers below
+    ``2**32``: pass ``maximum=2**32 - 1``). Booleans, floats, strings and
+    negative integers are refused here, before numpy would refuse them in
+    its own words.
+    """
+    if value is None and allow_none:
+        return None
+    if generator and isinstance(value, _RANDOM_STATES):
+        return value
+    want = "an integer >= 0" + (f" and <= {maximum}" if maximum is not None else "")
+    if generator:
+        want += ", a numpy Generator"
+    if allow_none:
+        want += " or None"
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be {want}; got {type(value).__name__} {value!r}")
+    if value < 0 or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be {want}; got {value}")
+    return int(value)
+
+
+def check_name(name: object, what: str = "name") -> str:
+    """Raise unless ``name`` (a container's ``name`` or ``ranker``, named ``what``) is a str."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a str; got {type(name).__name__} {name!r}")
+    return name
 
 
 class InvalidPredictionError(ValueError):
@@ -94,16 +288,27 @@ def _outside(values: np.ndarray) -> str:
     return f"got {int(bad.sum())} values outside, e.g. {float(values[bad].ravel()[0])!r}"
 
 
+def _containers() -> Any:
+    """The data model's module, where it is loaded (None otherwise: then nothing is one of its containers).
+
+    The data model (:mod:`uncertank._types`) builds on the checks above, so
+    this module does not import it, not even inside a function: that would
+    be an import circle. An object can only be a QuerySet or a Predictions
+    once that module is loaded, so it is looked up in ``sys.modules``.
+    """
+    return sys.modules.get("uncertank._types")
+
+
 def check_prediction(
     pred: Any,
-    queries: QuerySet,
+    queries: Any,
     *,
     ranker: str,
     condition: str | None = None,
     samples: bool = False,
     n_samples: int | None = None,
     probabilistic: bool | None = None,
-) -> Predictions | PredictiveSamples:
+) -> Any:
     """Check what a ranker returned for ``queries``, right after ``predict`` or ``predict_samples``.
 
     With ``samples=False`` (the output of ``predict``): a
@@ -162,7 +367,8 @@ def check_prediction(
     ...     print(exc)
     ranker 'mine' on toy/test: predict must return uncertank.Predictions; got ndarray of shape (3,)
     """
-    if not isinstance(queries, QuerySet):
+    containers = _containers()
+    if containers is None or not isinstance(queries, containers.QuerySet):
         raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
     if not isinstance(ranker, str):
         raise TypeError(f"ranker must be a str (the ranker's name); got {type(ranker).__name__}")
@@ -176,7 +382,7 @@ def check_prediction(
 
     n = queries.n_pairs
     if not samples:
-        if not isinstance(pred, Predictions):
+        if not isinstance(pred, containers.Predictions):
             raise fail(f"predict must return uncertank.Predictions; got {_describe(pred)}")
         scores = np.asarray(pred.scores)
         if scores.shape != (n,):
@@ -192,7 +398,7 @@ def check_prediction(
                 (scores < 0.0) | (scores > 1.0)).any():
             raise fail(f"probabilistic scores must lie in [0, 1]; {_outside(scores)}")
         return pred
-    if not isinstance(pred, PredictiveSamples):
+    if not isinstance(pred, containers.PredictiveSamples):
         raise fail(f"predict_samples must return uncertank.PredictiveSamples; got {_describe(pred)}")
     s = np.asarray(pred.samples)
     if s.ndim != 2 or s.shape[1] != n or s.shape[0] < 1:

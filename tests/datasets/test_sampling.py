@@ -77,7 +77,7 @@ def test_redraw_keeps_the_list_length_unless_told():
 
 
 def test_split_is_checked_once_by_load_and_named_on_a_direct_call(monkeypatch):
-    import uncertank._validation as validation
+    import uncertank.validation as validation
     from uncertank.datasets import _load
 
     calls = []

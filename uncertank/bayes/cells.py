@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._validation import as_float_array, check_choice
+from uncertank.validation import as_float_array, check_choice
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._validation import check_choice
+from uncertank.validation import check_choice
 
 if TYPE_CHECKING:
     import pandas as pd

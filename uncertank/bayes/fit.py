@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from uncertank._validation import check_choice, check_positive_int
 from uncertank.bayes._deps import require_pymc
 from uncertank.bayes.cells import FAMILIES
 from uncertank.bayes.data import check_frame, drop_bottom_systems
@@ -55,6 +54,7 @@ from uncertank.bayes.diagnostics import (
 )
 from uncertank.bayes.models import check_model_options, model_for
 from uncertank.bayes.result import Gate, SystemComparison
+from uncertank.validation import check_choice, check_positive_int
 
 if TYPE_CHECKING:
     import pandas as pd

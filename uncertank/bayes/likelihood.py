@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from uncertank._validation import as_float_array
+from uncertank.validation import as_float_array
 
 if TYPE_CHECKING:
     from pytensor.tensor import TensorVariable

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from uncertank._validation import check_positive_int
+from uncertank.validation import check_positive_int
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -18,9 +18,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from uncertank._validation import check_positive_int
 from uncertank.bayes.cells import Design, linear_predictor
 from uncertank.bayes.likelihood import zoib_rvs
+from uncertank.validation import check_positive_int
 
 if TYPE_CHECKING:
     from uncertank.bayes._fitted import Fitted

@@ -30,7 +30,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._io import atomic_path
-from uncertank._validation import check_choice
 from uncertank.bayes import plots, predictive, risk_measures, summaries
 from uncertank.bayes._deps import require_arviz
 from uncertank.bayes.cells import FAMILIES, Design, design_from_frame
@@ -41,6 +40,7 @@ from uncertank.bayes.diagnostics import (
     diagnose,
     validate_trace,
 )
+from uncertank.validation import check_choice
 
 if TYPE_CHECKING:
     import arviz as az

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from uncertank._validation import check_choice
+from uncertank.validation import check_choice
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._validation import check_choice
+from uncertank.validation import check_choice
 
 if TYPE_CHECKING:
     import pandas as pd

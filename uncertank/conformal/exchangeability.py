@@ -24,9 +24,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import Predictions, RankedLists
-from uncertank._validation import check_choice
 from uncertank.conformal.levels import check_level
 from uncertank.conformal.lists import query_index, query_max
+from uncertank.validation import check_choice
 
 __all__ = ["ExchangeabilityCheck", "exchangeability_test"]
 

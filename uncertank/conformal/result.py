@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._validation import as_label_array
+from uncertank.validation import as_label_array
 
 __all__ = ["Answers", "CandidateSets", "ConformalThreshold", "WeightedSets"]
 

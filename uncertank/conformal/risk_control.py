@@ -30,10 +30,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import RankedLists
-from uncertank._validation import check_choice
 from uncertank.conformal.levels import check_level
 from uncertank.conformal.lists import pair_ranks, query_index
 from uncertank.conformal.result import ConformalThreshold
+from uncertank.validation import check_choice
 
 __all__ = ["conformal_risk_control", "miss_weights"]
 

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
-from uncertank._validation import as_float_array, as_label_array, check_choice
+from uncertank.validation import as_float_array, as_label_array, check_choice
 
 __all__ = ["SCORES", "Score", "conformity_scores", "labelled_scores", "resolve_score"]
 

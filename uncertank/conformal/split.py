@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
-from uncertank._validation import check_offsets, check_positive_int
+from uncertank.validation import check_offsets, check_positive_int
 
 __all__ = ["QuerySplit", "query_positions", "split_queries"]
 

@@ -28,7 +28,6 @@ from typing import Any, Literal
 from numpy.typing import ArrayLike
 
 from uncertank._types import Predictions, PredictiveSamples, RankedLists
-from uncertank._validation import check_choice
 from uncertank.conformal.abstention import abstention_data, answer, conformal_abstention
 from uncertank.conformal.fdr import fdr_control
 from uncertank.conformal.levels import check_level
@@ -36,6 +35,7 @@ from uncertank.conformal.result import Answers, CandidateSets, ConformalThreshol
 from uncertank.conformal.risk_control import conformal_risk_control
 from uncertank.conformal.scores import Score, conformity_scores, labelled_scores, resolve_score
 from uncertank.conformal.sets import candidate_sets, split_conformal
+from uncertank.validation import check_choice
 
 __all__ = ["RISKS", "apply_threshold", "calibrate_threshold"]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from uncertank._types import QuerySet
-from uncertank._validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_positive_int
 
 __all__ = ["cacheable", "list_datasets", "load", "resolve_dataset"]
 

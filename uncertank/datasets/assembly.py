@@ -17,7 +17,6 @@ import numpy as np
 
 from uncertank import plugins
 from uncertank._types import QuerySet
-from uncertank._validation import check_positive_int
 from uncertank.datasets.dialogues import (
     MAX_CONTEXT_TURNS,
     MAX_INSTANCES_PER_DIALOGUE,
@@ -27,6 +26,7 @@ from uncertank.datasets.dialogues import (
 )
 from uncertank.datasets.duplicates import normalize_text
 from uncertank.datasets.sampling import NegativeSampling
+from uncertank.validation import check_positive_int
 
 __all__ = ["assemble_query_set", "build_query_set", "candidate_ids_or_positions", "redraw_negatives"]
 

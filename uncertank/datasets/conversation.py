@@ -49,7 +49,6 @@ from importlib import resources
 from typing import Any
 
 from uncertank._types import QuerySet
-from uncertank._validation import check_choice, check_positive_int
 from uncertank.datasets.assembly import assemble_query_set, build_query_set, redraw_negatives
 from uncertank.datasets.dialogues import (
     MAX_CONTEXT_TURNS,
@@ -63,6 +62,7 @@ from uncertank.datasets.dialogues import (
 )
 from uncertank.datasets.duplicates import DuplicateStats, duplicate_stats, normalize_text
 from uncertank.datasets.sampling import NegativeSampling
+from uncertank.validation import check_choice, check_positive_int
 
 __all__ = [
     "SPLITS",

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from uncertank._validation import check_positive_int
 from uncertank.datasets._load import SPLITS
+from uncertank.validation import check_positive_int
 
 __all__ = [
     "MAX_CONTEXT_TURNS",

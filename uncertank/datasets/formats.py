@@ -47,10 +47,10 @@ import numpy as np
 
 from uncertank._io import atomic_path
 from uncertank._types import QuerySet
-from uncertank._validation import check_choice, check_positive_int
 from uncertank.datasets._lines import read_lines
 from uncertank.datasets.assembly import candidate_ids_or_positions, redraw_negatives
 from uncertank.datasets.sampling import NegativeSampling
+from uncertank.validation import check_choice, check_positive_int
 
 __all__ = [
     "FileLoader",

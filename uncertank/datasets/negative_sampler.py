@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._validation import check_positive_int
 from uncertank.datasets.duplicates import normalize_text
+from uncertank.validation import check_positive_int
 
 __all__ = ["NegativeSampler"]
 

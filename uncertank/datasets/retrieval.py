@@ -276,7 +276,7 @@ class SentenceEncoder:
     def __init__(
         self, model: str | None = None, *, batch_size: int = 64, max_length: int = 128, progress: bool | None = None
     ) -> None:
-        from uncertank._validation import check_positive_int
+        from uncertank.validation import check_positive_int
 
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.max_length = check_positive_int(max_length, "max_length", minimum=8)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from uncertank._validation import check_positive_int
+from uncertank.validation import check_positive_int
 
 __all__ = ["DEFAULT_N_CANDIDATES", "DEFAULT_NEGATIVES", "NegativeSampling"]
 

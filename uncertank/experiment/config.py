@@ -752,7 +752,7 @@ def demo_study_path(name: DemoStudy = "default") -> Path:
     >>> demo_study_path("quick").name
     'quick.toml'
     """
-    from uncertank._validation import check_choice
+    from uncertank.validation import check_choice
 
     check_choice(name, "name", DEMO_STUDIES)
     return Path(str(resources.files("uncertank.experiment").joinpath("studies", f"{name}.toml")))

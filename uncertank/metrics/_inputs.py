@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
-from uncertank._validation import as_float_array, as_label_array, check_offsets, check_probabilities
+from uncertank.validation import as_float_array, as_label_array, check_offsets, check_probabilities
 
 __all__ = ["Lists", "as_lists", "as_pairs", "as_structured"]
 

@@ -52,7 +52,6 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._validation import check_positive_int
 from uncertank.metrics._inputs import as_pairs, as_structured
 from uncertank.metrics.binning import (
     BinStats,
@@ -65,6 +64,7 @@ from uncertank.metrics.binning import (
 )
 from uncertank.metrics.calibration import ReliabilityCurve
 from uncertank.metrics.ranks import pair_ranks
+from uncertank.validation import check_positive_int
 
 __all__ = [
     "Accumulator",

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_positive_int
 
 __all__ = [
     "CONVENTIONS",

@@ -56,7 +56,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
-from uncertank._validation import check_positive_int, check_seed
 from uncertank.metrics._inputs import Lists, as_pairs, as_structured
 from uncertank.metrics.binning import (
     CONVENTIONS,
@@ -72,6 +71,7 @@ from uncertank.metrics.binning import (
     ece_from_stats,
 )
 from uncertank.metrics.ranks import pair_ranks
+from uncertank.validation import check_positive_int, check_seed
 
 __all__ = [
     "ImbalanceSweep",

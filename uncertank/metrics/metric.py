@@ -33,9 +33,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank import plugins
-from uncertank._validation import check_choice
 from uncertank.metrics.accumulators import Accumulator, PerQueryMean
 from uncertank.metrics.names import IR_MEASURES, parse_ir_measure
+from uncertank.validation import check_choice
 
 __all__ = [
     "DEFAULT_STUDY_METRICS",

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._validation import check_positive_int
 from uncertank.metrics._inputs import as_pairs
 from uncertank.metrics.binning import MAX_BINS
+from uncertank.validation import check_positive_int
 
 __all__ = [
     "chunk_probabilities",

@@ -43,9 +43,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
-from uncertank._validation import check_positive_int
 from uncertank.metrics._inputs import Lists, as_lists
 from uncertank.metrics.ranks import pair_ranks, relevant_ranks
+from uncertank.validation import check_positive_int
 
 __all__ = [
     "mean_average_precision",

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from uncertank._io import require
 from uncertank._types import RankedLists
-from uncertank._validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_positive_int
 
 __all__ = ["read_scored_pairs"]
 

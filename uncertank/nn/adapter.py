@@ -19,10 +19,10 @@ import torch
 from numpy.typing import NDArray
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
-from uncertank._validation import as_float_array, check_positive_int
 from uncertank.adapters import CallableRanker
 from uncertank.nn.dropout import fast_mc_dropout, fast_path_problem
 from uncertank.nn.inference import check_active_dropout, dropout_owners, mc_dropout
+from uncertank.validation import as_float_array, check_positive_int
 
 __all__ = ["TorchDropoutRanker"]
 

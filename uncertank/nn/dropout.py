@@ -54,7 +54,7 @@ import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from uncertank._validation import check_positive_int
+from uncertank.validation import check_positive_int
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "DropoutMasks", "fast_mc_dropout", "fast_path_problem"]
 

@@ -21,10 +21,10 @@ import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from uncertank._validation import check_choice, check_positive_int
 from uncertank.nn.dropout import fast_mc_dropout, fast_path_problem
 from uncertank.nn.inputs import EncodedPairs
 from uncertank.nn.runtime import autocast, progress
+from uncertank.validation import check_choice, check_positive_int
 
 __all__ = [
     "MC_IMPLEMENTATIONS",

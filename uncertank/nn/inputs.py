@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import QuerySet
-from uncertank._validation import check_positive_int
+from uncertank.validation import check_positive_int
 
 __all__ = [
     "TURN_TOKEN",

@@ -134,7 +134,7 @@ def build_backbone(
     if num_hidden_layers is not None:
         from transformers import AutoConfig
 
-        from uncertank._validation import check_positive_int
+        from uncertank.validation import check_positive_int
 
         check_positive_int(num_hidden_layers, "num_hidden_layers")
         full = config if config is not None else AutoConfig.from_pretrained(source, local_files_only=True)

@@ -30,8 +30,8 @@ import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from uncertank._validation import check_positive_int
 from uncertank.nn.inputs import EncodedPairs
+from uncertank.validation import check_positive_int
 
 __all__ = [
     "ACTIVATIONS",

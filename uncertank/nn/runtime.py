@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from uncertank._validation import check_positive_int
+from uncertank.validation import check_positive_int
 
 __all__ = [
     "autocast",

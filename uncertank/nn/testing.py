@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from uncertank._types import QuerySet
-from uncertank._validation import check_positive_int
+from uncertank.validation import check_positive_int
 
 __all__ = [
     "BF16_PROBABILITY_ATOL",

@@ -29,10 +29,10 @@ from numpy.typing import NDArray
 
 from uncertank._environment import environment
 from uncertank._types import QuerySet
-from uncertank._validation import check_positive_int
 from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_pairs
 from uncertank.nn.runtime import progress
+from uncertank.validation import check_positive_int
 
 __all__ = [
     "TrainingConfig",

@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from uncertank._io import require
 from uncertank._types import RankedLists
-from uncertank._validation import as_float_array, check_positive_int, check_seed
+from uncertank.validation import as_float_array, check_positive_int, check_seed
 
 __all__ = ["NotaComparison", "NotaResult", "NotaTask", "compare_nota", "evaluate_nota", "make_nota_task"]
 

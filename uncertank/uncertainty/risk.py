@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import PredictiveSamples, RankedLists
-from uncertank._validation import as_float_array, as_label_array, check_choice
+from uncertank.validation import as_float_array, as_label_array, check_choice
 
 __all__ = ["RiskSelection", "risk_aware_rerank", "select_risk_aversion"]
 
