@@ -6,8 +6,8 @@ import pytest
 from tests.optional import given, settings, st
 from uncertank import RankedLists
 from uncertank.metrics import reliability_curve, resolve_metrics
+from uncertank.metrics.accumulators import ReliabilityAccumulator
 from uncertank.metrics.sharded import evaluate_dask
-from uncertank.metrics.streaming import ReliabilityAccumulator
 
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")

@@ -17,17 +17,17 @@ from uncertank.metrics import (
     resolve_metrics,
 )
 from uncertank.metrics import quantiles as Q
-from uncertank.metrics.streaming import (
+from uncertank.metrics.accumulators import (
     BrierAccumulator,
     CalibrationByRankAccumulator,
     ECEAccumulator,
     NLLAccumulator,
     PerQueryMean,
     ReliabilityAccumulator,
-    evaluate_stream,
-    quantile_edges,
-    read_scored_pairs,
 )
+from uncertank.metrics.quantiles import quantile_edges
+from uncertank.metrics.scored_pairs import read_scored_pairs
+from uncertank.metrics.streaming import evaluate_stream
 
 ALL_METRICS = [
     {"name": "recall_at_k", "k": 1}, {"name": "recall_at_k", "k": 3, "n": 4}, "map", {"name": "map", "k": 2},

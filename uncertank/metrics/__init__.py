@@ -16,14 +16,27 @@ from __future__ import annotations
 
 # Each submodule's ``__all__`` is its public API, re-exported here as listed there.
 from uncertank.metrics import calibration, ranking, sharded, streaming
+from uncertank.metrics.accumulators import (
+    Accumulator,
+    BrierAccumulator,
+    CalibrationByRankAccumulator,
+    ECEAccumulator,
+    NLLAccumulator,
+    PerQueryMean,
+    ReliabilityAccumulator,
+)
 from uncertank.metrics.calibration import *  # noqa: F403
 from uncertank.metrics.metric import DEFAULT_STUDY_METRICS, Metric, as_metric, resolve_metrics
 from uncertank.metrics.names import IR_MEASURES, parse_ir_measure
+from uncertank.metrics.quantiles import quantile_edges
 from uncertank.metrics.ranking import *  # noqa: F403
+from uncertank.metrics.scored_pairs import read_scored_pairs
 from uncertank.metrics.sharded import *  # noqa: F403
 from uncertank.metrics.streaming import *  # noqa: F403
 
 __all__ = ["DEFAULT_STUDY_METRICS", "IR_MEASURES", "Metric", "as_metric", "parse_ir_measure", "resolve_metrics"]
+__all__ += ["Accumulator", "BrierAccumulator", "CalibrationByRankAccumulator", "ECEAccumulator", "NLLAccumulator",
+            "PerQueryMean", "ReliabilityAccumulator", "quantile_edges", "read_scored_pairs"]
 __all__ += streaming.__all__
 __all__ += sharded.__all__
 __all__ += calibration.__all__

@@ -17,31 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from uncertank.metrics.accumulators import (
-    Accumulator,
-    BrierAccumulator,
-    CalibrationByRankAccumulator,
-    ECEAccumulator,
-    NLLAccumulator,
-    PerQueryMean,
-    ReliabilityAccumulator,
-)
+from uncertank.metrics.accumulators import Accumulator
 from uncertank.metrics.metric import resolve_metrics
 from uncertank.metrics.quantiles import quantile_edges, reiterable
-from uncertank.metrics.scored_pairs import read_scored_pairs
 
-__all__ = [
-    "Accumulator",
-    "BrierAccumulator",
-    "CalibrationByRankAccumulator",
-    "ECEAccumulator",
-    "NLLAccumulator",
-    "PerQueryMean",
-    "ReliabilityAccumulator",
-    "evaluate_stream",
-    "quantile_edges",
-    "read_scored_pairs",
-]
+__all__ = ["evaluate_stream"]
 
 
 def accumulators_for(metrics: Any) -> tuple[list[str], list[Any]]:
