@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -86,7 +87,7 @@ class QuietBase:
     """A base class whose constructor declares ``show_progress``."""
 
     name = "inherited-init"
-    built_with: list[bool] = []
+    built_with: ClassVar[list[bool]] = []
 
     def __init__(self, *, show_progress: bool = True) -> None:
         type(self).built_with.append(show_progress)
@@ -237,3 +238,12 @@ def test_show_progress_is_read_from_signatures_only():
     assert takes_show_progress(_Loads.load, constructor=_Loads) and not takes_show_progress(_Loads.load)
     assert not takes_show_progress(_Loads.from_ranker, constructor=_Loads)
     assert not takes_show_progress(len)  # no signature to read: it declares nothing
+
+
+def test_the_first_party_neural_factories_declare_show_progress():
+    from uncertank.plugins import get_factory, registry
+
+    names = [n for n in ("bert", "mc_dropout", "ensemble", "sngp", "gpf_bert", "pgdrr", "laplace")
+             if n in registry("rankers")]
+    assert names, "no first-party neural ranker is installed"
+    assert [n for n in names if not takes_show_progress(get_factory("rankers", n))] == []

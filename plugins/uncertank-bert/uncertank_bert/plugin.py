@@ -12,11 +12,11 @@ from typing import Any
 from uncertank import hookimpl
 
 
-def bert(**params: Any) -> Any:
+def bert(*, show_progress: bool = True, **params: Any) -> Any:
     """Build :class:`uncertank_bert.BertRanker` with ``params``."""
     from uncertank_bert.ranker import BertRanker
 
-    return BertRanker(**params)
+    return BertRanker(show_progress=show_progress, **params)
 
 
 @hookimpl

@@ -7,11 +7,11 @@ from typing import Any
 from uncertank import hookimpl
 
 
-def ensemble(**params: Any) -> Any:
+def ensemble(*, show_progress: bool | None = None, **params: Any) -> Any:
     """Build :class:`uncertank_ensemble.DeepEnsembleRanker` with ``params``."""
     from uncertank_ensemble.ranker import DeepEnsembleRanker
 
-    return DeepEnsembleRanker(**params)
+    return DeepEnsembleRanker(show_progress=show_progress, **params)
 
 
 @hookimpl

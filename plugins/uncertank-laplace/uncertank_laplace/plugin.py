@@ -11,7 +11,7 @@ from uncertank import hookimpl
 NEEDS = ("torch", "transformers", "accelerate", "safetensors", "tqdm")
 
 
-def laplace(**params: Any) -> Any:
+def laplace(*, show_progress: bool = True, **params: Any) -> Any:
     """Build :class:`uncertank_laplace.LaplaceRanker` with ``params``.
 
     Raises
@@ -27,7 +27,7 @@ def laplace(**params: Any) -> Any:
         )
     from uncertank_laplace.ranker import LaplaceRanker
 
-    return LaplaceRanker(**params)
+    return LaplaceRanker(show_progress=show_progress, **params)
 
 
 @hookimpl

@@ -7,11 +7,11 @@ from typing import Any
 from uncertank import hookimpl
 
 
-def mc_dropout(**params: Any) -> Any:
+def mc_dropout(*, show_progress: bool = True, **params: Any) -> Any:
     """Build :class:`uncertank_mcdropout.MCDropoutRanker` with ``params``."""
     from uncertank_mcdropout.ranker import MCDropoutRanker
 
-    return MCDropoutRanker(**params)
+    return MCDropoutRanker(show_progress=show_progress, **params)
 
 
 @hookimpl

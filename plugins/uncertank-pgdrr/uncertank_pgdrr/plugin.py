@@ -7,11 +7,11 @@ from typing import Any
 from uncertank import hookimpl
 
 
-def pgdrr(**params: Any) -> Any:
+def pgdrr(*, show_progress: bool = True, **params: Any) -> Any:
     """Build :class:`uncertank_pgdrr.PGDRRRanker` with ``params``."""
     from uncertank_pgdrr.ranker import PGDRRRanker
 
-    return PGDRRRanker(**params)
+    return PGDRRRanker(show_progress=show_progress, **params)
 
 
 @hookimpl

@@ -7,18 +7,18 @@ from typing import Any
 from uncertank import hookimpl
 
 
-def sngp(**params: Any) -> Any:
+def sngp(*, show_progress: bool = True, **params: Any) -> Any:
     """Build :class:`uncertank_sngp.SNGPRanker` with ``params``."""
     from uncertank_sngp.ranker import SNGPRanker
 
-    return SNGPRanker(**params)
+    return SNGPRanker(show_progress=show_progress, **params)
 
 
-def gpf_bert(**params: Any) -> Any:
+def gpf_bert(*, show_progress: bool = True, **params: Any) -> Any:
     """Build :class:`uncertank_sngp.GPFBertRanker` with ``params``."""
     from uncertank_sngp.ranker import GPFBertRanker
 
-    return GPFBertRanker(**params)
+    return GPFBertRanker(show_progress=show_progress, **params)
 
 
 @hookimpl
