@@ -180,13 +180,13 @@ def _compiled_pass_ratio(model: Any, batch: Any, repeats: int) -> tuple[float, f
     """One torch.compile-d pass with dropout on (the reference modes) / one eager eval pass, and the compile time."""
     import torch
 
-    from uncertank.nn import mc_dropout
+    from uncertank.nn import dropout_active
 
     inputs = batch.batch(np.arange(batch.n_pairs), torch.device("cpu"))
     compiled = torch.compile(model, dynamic=False)
     with torch.inference_mode():
         t0 = time.perf_counter()
-        with mc_dropout(model):
+        with dropout_active(model):
             compiled(**inputs)
         compile_s = time.perf_counter() - t0
 
@@ -195,7 +195,7 @@ def _compiled_pass_ratio(model: Any, batch: Any, repeats: int) -> tuple[float, f
             model(**inputs)
 
         def compiled_pass() -> None:
-            with mc_dropout(model):
+            with dropout_active(model):
                 compiled(**inputs)
 
         ratio, _ = _paired_ratios(eval_pass, {"compiled": compiled_pass}, repeats)

@@ -46,9 +46,9 @@ from uncertank.nn.dropout import DropoutMasks, fast_mc_dropout, fast_path_proble
 from uncertank.nn.export import EXPORTABLE_ENCODERS, save_pretrained  # noqa: E402
 from uncertank.nn.inference import (  # noqa: E402
     check_active_dropout,
+    dropout_active,
     dropout_owners,
     dropout_rates,
-    mc_dropout,
     mc_implementation,
     mc_passes,
     model_device,
@@ -129,6 +129,7 @@ __all__ = [
     "classifier_activation",
     "cross_entropy_loss",
     "default_backbone_path",
+    "dropout_active",
     "dropout_owners",
     "dropout_rates",
     "encode_pairs",
@@ -142,7 +143,6 @@ __all__ = [
     "is_main_process",
     "load_model",
     "load_ranker",
-    "mc_dropout",
     "mc_implementation",
     "mc_passes",
     "model_device",

@@ -5,7 +5,7 @@
 dropout switched on at every site of the module (every dropout module and
 attention kernel, nothing else leaves eval mode; the masks drawn by
 :func:`uncertank.nn.fast_mc_dropout` where it applies, else by
-:func:`uncertank.nn.mc_dropout`), seeded, and the module's own train/eval modes are restored afterwards, also
+:func:`uncertank.nn.dropout_active`), seeded, and the module's own train/eval modes are restored afterwards, also
 when the function raises.
 """
 
@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank.adapters import CallableRanker
 from uncertank.nn.dropout import fast_mc_dropout, fast_path_problem
-from uncertank.nn.inference import check_active_dropout, dropout_owners, mc_dropout
+from uncertank.nn.inference import check_active_dropout, dropout_active, dropout_owners
 from uncertank.validation import as_float_array, check_positive_int
 
 __all__ = ["TorchDropoutRanker"]
@@ -54,7 +54,7 @@ class TorchDropoutRanker:
         :func:`uncertank.nn.fast_mc_dropout` (the masks from one seeded
         stream, attention kept in a fused kernel; CPU modules of the kinds
         :func:`uncertank.nn.fast_path_problem` accepts), ``"reference"`` is
-        :func:`uncertank.nn.mc_dropout` (torch's own dropout, pass ``t``
+        :func:`uncertank.nn.dropout_active` (torch's own dropout, pass ``t``
         seeded ``seed + t``); ``"auto"`` takes the fast path where it applies.
         Both sample from the same distribution.
     name : str, optional
@@ -149,7 +149,7 @@ class TorchDropoutRanker:
                     rows[i] = self._scores(queries)
             return PredictiveSamples(rows, queries.offsets, ranker=self.name)
         devices = [p.device for p in self.module.parameters() if p.device.type == "cuda"][:1]
-        with torch.random.fork_rng(devices=devices), mc_dropout(self.module), torch.inference_mode():
+        with torch.random.fork_rng(devices=devices), dropout_active(self.module), torch.inference_mode():
             for i in range(t):
                 torch.manual_seed(self.seed + i)
                 rows[i] = self._scores(queries)

@@ -1,7 +1,7 @@
 r"""MC dropout at about the cost of an evaluation pass: the same masks, drawn and applied faster.
 
 :func:`fast_mc_dropout` runs a model's forward passes with dropout on at
-every site, exactly as :func:`uncertank.nn.mc_dropout` does (the method of
+every site, exactly as :func:`uncertank.nn.dropout_active` does (the method of
 Gal & Ghahramani 2016 as Penha & Hauff 2021 use it, attention-probability
 dropout included), but produces the masks and applies them differently:
 
@@ -37,7 +37,7 @@ Supported encoders are the transformers BERT family whose attention modules
 hand their dropout to the attention interface (:data:`SUPPORTED_MODEL_TYPES`),
 under any head built of ``nn.Dropout`` modules. :func:`fast_path_problem`
 names what rules a model out; the caller then uses the reference path
-(:func:`uncertank.nn.mc_dropout`), which is also what runs on devices other
+(:func:`uncertank.nn.dropout_active`), which is also what runs on devices other
 than the CPU (the fast path draws its masks on the host).
 """
 
@@ -316,7 +316,7 @@ def fast_mc_dropout(
     """Evaluation mode with dropout at every site, the masks drawn by :class:`DropoutMasks`.
 
     Inside the block ``model(...)`` samples from the same distribution as
-    under :func:`uncertank.nn.mc_dropout`: every site keeps each element with
+    under :func:`uncertank.nn.dropout_active`: every site keeps each element with
     probability ``1 - p`` and scales it by ``1 / (1 - p)``, attention
     probabilities included. The model's modes, attention implementation and
     hooks are restored on exit.
@@ -343,7 +343,7 @@ def fast_mc_dropout(
     """
     problem = fast_path_problem(model)
     if problem is not None:
-        raise ValueError(f"fast_mc_dropout cannot run this model: {problem}; use uncertank.nn.mc_dropout")
+        raise ValueError(f"fast_mc_dropout cannot run this model: {problem}; use uncertank.nn.dropout_active")
     _register_attention()
     masks = DropoutMasks(seed)
     session = _Session(masks)

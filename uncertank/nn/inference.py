@@ -30,9 +30,9 @@ __all__ = [
     "MC_IMPLEMENTATIONS",
     "PASS_TOKENS",
     "check_active_dropout",
+    "dropout_active",
     "dropout_owners",
     "dropout_rates",
-    "mc_dropout",
     "mc_implementation",
     "mc_passes",
     "model_device",
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: How :func:`score_probabilities` runs MC dropout: ``"fast"`` (:func:`uncertank.nn.fast_mc_dropout`
-#: where the model and device allow it, the reference otherwise) or ``"reference"`` (:func:`mc_dropout`).
+#: where the model and device allow it, the reference otherwise) or ``"reference"`` (:func:`dropout_active`).
 MC_IMPLEMENTATIONS: tuple[Literal["fast", "reference"], ...] = ("fast", "reference")
 
 _DROPOUT_TYPES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
@@ -117,7 +117,7 @@ def check_active_dropout(model: nn.Module) -> None:
 
 
 @contextlib.contextmanager
-def mc_dropout(model: nn.Module) -> Iterator[list[nn.Module]]:
+def dropout_active(model: nn.Module) -> Iterator[list[nn.Module]]:
     """Evaluation mode everywhere except the dropout sites, attention included.
 
     Only the modules returned by :func:`dropout_owners` go to training mode,
@@ -335,7 +335,7 @@ def score_probabilities(
     n_passes : int
         Forward passes per model (T for MC dropout).
     mc : bool
-        Run with dropout on at every site (:func:`mc_dropout`); otherwise in
+        Run with dropout on at every site (:func:`dropout_active`); otherwise in
         evaluation mode. A model whose dropout rates are all 0 is refused
         (:func:`check_active_dropout`).
     batch_size : int
@@ -353,7 +353,7 @@ def score_probabilities(
         allows it (a supported encoder on the CPU, not ``stacked``) and
         falls back to the reference otherwise;
         ``"reference"`` always switches the dropout modules to training mode
-        (:func:`mc_dropout`). The two give different draws for one seed.
+        (:func:`dropout_active`). The two give different draws for one seed.
     device : torch.device, optional
         Where to run on one process; by default where the first model's
         weights are (:func:`model_device`), so a model on the GPU stays
@@ -393,7 +393,7 @@ def score_probabilities(
                 stack.enter_context(fast_mc_dropout(m, seed=base if i == 0 else _member_seed(base, i)))
         else:
             for m in models:
-                stack.enter_context(mc_dropout(m) if mc else _eval_mode(m))
+                stack.enter_context(dropout_active(m) if mc else _eval_mode(m))
         stack.enter_context(torch.inference_mode())
         call = _stacked_call(models) if stacked and len(models) > 1 else None
 

@@ -537,7 +537,7 @@ class NeuralRanker:
         n_passes : int
             Forward passes over every batch (each batch is encoded once).
         mc : bool
-            Dropout on at every site (:func:`uncertank.nn.mc_dropout`); eval mode otherwise.
+            Dropout on at every site (:func:`uncertank.nn.dropout_active`); eval mode otherwise.
         seed : int, optional
             Seeds the dropout masks without touching torch's global generator.
 

@@ -12,9 +12,9 @@ from uncertank.nn import (
     CrossEncoderModel,
     NeuralRanker,
     build_backbone,
+    dropout_active,
     dropout_owners,
     encode_queries,
-    mc_dropout,
     score_probabilities,
     seed_everything,
 )
@@ -62,7 +62,7 @@ def test_mc_dropout_switches_only_dropout_owners_and_restores():
     assert {"Dropout", "BertSelfAttention", "BertEmbeddings", "BertSelfOutput", "BertOutput"} <= names
     assert {"LayerNorm", "Linear", "BertModel", "BertLayer"}.isdisjoint(names)
     model.train()
-    with mc_dropout(model) as switched:
+    with dropout_active(model) as switched:
         assert {id(m) for m in switched} == owners
         for m in model.modules():
             assert m.training == (id(m) in owners)
@@ -77,7 +77,7 @@ def test_batch_norm_owning_dropout_is_refused():
 
     with (
         pytest.raises(ValueError, match=r"Odd that owns a dropout.*batch statistics"),
-        mc_dropout(nn.Sequential(Odd())),
+        dropout_active(nn.Sequential(Odd())),
     ):
         pass
 

@@ -17,9 +17,9 @@ from uncertank import Predictions, PredictiveSamples, QuerySet
 from uncertank.nn import (
     EncodedPairs,
     NeuralRanker,
+    dropout_active,
     fast_mc_dropout,
     get_accelerator,
-    mc_dropout,
     mc_implementation,
     mc_passes,
     output_probabilities,
@@ -39,7 +39,7 @@ class MCDropoutRanker(NeuralRanker):
     switched on at *every* site, attention included: with transformers 5 the
     attention kernels read their own module's training flag, so switching on
     only the ``nn.Dropout`` modules would leave attention dropout off (see
-    :func:`uncertank.nn.mc_dropout`; a test pins it). Nothing else changes
+    :func:`uncertank.nn.dropout_active`; a test pins it). Nothing else changes
     mode (BERT has no batch norm).
 
     Each pass is one joint draw over every pair: row ``t`` of
@@ -194,7 +194,7 @@ class MCDropoutRanker(NeuralRanker):
             if fast:
                 stack.enter_context(fast_mc_dropout(model, seed=seed, exclude=lower))
             else:
-                stack.enter_context(mc_dropout(model))
+                stack.enter_context(dropout_active(model))
                 for module in lower:
                     for sub in module.modules():
                         sub.training = False
