@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import warnings
 
-from uncertank.bayes.risk_measures import CONVENTIONS, Convention, georisk, loss_weight, urisk, urisk_table, zrisk
+from uncertank.bayes.risk_measures import (
+    RISK_CONVENTIONS,
+    RiskConvention,
+    georisk,
+    loss_weight,
+    urisk,
+    urisk_table,
+    zrisk,
+)
 
-__all__ = ["CONVENTIONS", "Convention", "georisk", "loss_weight", "urisk", "urisk_table", "zrisk"]
+__all__ = ["RISK_CONVENTIONS", "RiskConvention", "georisk", "loss_weight", "urisk", "urisk_table", "zrisk"]
 
 warnings.warn(
     "uncertank.bayes.risk is deprecated and will be removed in 0.3.0; import from uncertank.bayes.risk_measures",

@@ -40,13 +40,13 @@ if TYPE_CHECKING:
 
     from uncertank.bayes._fitted import Fitted
 
-__all__ = ["CONVENTIONS", "georisk", "loss_weight", "urisk", "urisk_table", "zrisk"]
+__all__ = ["RISK_CONVENTIONS", "georisk", "loss_weight", "urisk", "urisk_table", "zrisk"]
 
-Convention = Literal["benham", "trec"]
-CONVENTIONS: tuple[str, ...] = ("benham", "trec")
+RiskConvention = Literal["benham", "trec"]
+RISK_CONVENTIONS: tuple[str, ...] = ("benham", "trec")
 
 
-def loss_weight(r: float, convention: Convention) -> float:
+def loss_weight(r: float, convention: RiskConvention) -> float:
     """The multiplier of losses: ``r`` under ``"benham"``, ``1 + r`` under ``"trec"``.
 
     Parameters
@@ -61,7 +61,7 @@ def loss_weight(r: float, convention: Convention) -> float:
     float
         The weight applied to losses.
     """
-    check_choice(convention, "convention", CONVENTIONS)
+    check_choice(convention, "convention", RISK_CONVENTIONS)
     if isinstance(r, bool) or not isinstance(r, (int, float, np.integer, np.floating)):
         raise TypeError(f"r must be a number; got {type(r).__name__}")
     w = float(r) if convention == "benham" else 1.0 + float(r)
@@ -71,7 +71,7 @@ def loss_weight(r: float, convention: Convention) -> float:
 
 
 def urisk(
-    scores: ArrayLike, baseline: ArrayLike, *, r: float = 1.0, convention: Convention = "benham"
+    scores: ArrayLike, baseline: ArrayLike, *, r: float = 1.0, convention: RiskConvention = "benham"
 ) -> NDArray[np.float64]:
     """URisk of ``scores`` against ``baseline`` over the last (topic) axis.
 
@@ -135,7 +135,7 @@ def _z_matrix(matrix: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float6
     return x, z
 
 
-def zrisk(matrix: ArrayLike, *, r: float = 1.0, convention: Convention = "benham") -> NDArray[np.float64]:
+def zrisk(matrix: ArrayLike, *, r: float = 1.0, convention: RiskConvention = "benham") -> NDArray[np.float64]:
     """ZRisk of every system against all of them (Dinçer, Macdonald & Ounis, SIGIR 2016).
 
     With ``x`` the system-by-topic matrix, ``S_i`` its row sums, ``T_j`` its
@@ -165,14 +165,14 @@ def zrisk(matrix: ArrayLike, *, r: float = 1.0, convention: Convention = "benham
     return _zrisk(matrix, r, convention)[1]
 
 
-def _zrisk(matrix: ArrayLike, r: float, convention: Convention) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _zrisk(matrix: ArrayLike, r: float, convention: RiskConvention) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The checked matrix and the ZRisk of every system, shape (..., n_systems)."""
     w = loss_weight(r, convention)
     x, z = _z_matrix(matrix)
     return x, np.where(z > 0, z, w * z).sum(axis=-1)
 
 
-def georisk(matrix: ArrayLike, *, r: float = 1.0, convention: Convention = "benham") -> NDArray[np.float64]:
+def georisk(matrix: ArrayLike, *, r: float = 1.0, convention: RiskConvention = "benham") -> NDArray[np.float64]:
     """GeoRisk of every system (Dinçer, Macdonald & Ounis, SIGIR 2016).
 
     ``GeoRisk_i = sqrt(S_i / c * Phi(ZRisk_i / c))``: the geometric mean of
@@ -199,7 +199,7 @@ def urisk_table(
     baseline: str,
     *,
     r: float = 1.0,
-    convention: Convention = "benham",
+    convention: RiskConvention = "benham",
     prob: float = 0.95,
     n_draws: int | None = 1000,
     seed: int | None = None,

@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 
 from uncertank.experiment.result import Comparison, Evaluation, RiskTest, Significance, StudyResult
-from uncertank.metrics.metric import KINDS, MetricKind
+from uncertank.metrics.metric import METRIC_KINDS, MetricKind
 
 __all__ = [
     "Comparison",
@@ -86,8 +86,8 @@ def metric_labels(result: StudyResult, kind: MetricKind | None = None) -> list[s
     ValueError
         When ``kind`` is neither ``"ranking"`` nor ``"calibration"``.
     """
-    if kind is not None and kind not in KINDS:
-        raise ValueError(f"kind must be one of {list(KINDS)} or None; got {kind!r}")
+    if kind is not None and kind not in METRIC_KINDS:
+        raise ValueError(f"kind must be one of {list(METRIC_KINDS)} or None; got {kind!r}")
     return [label for label, info in result.metric_info.items() if kind is None or info.get("kind") == kind]
 
 

@@ -39,7 +39,7 @@ from uncertank.validation import check_choice
 
 __all__ = [
     "DEFAULT_STUDY_METRICS",
-    "KINDS",
+    "METRIC_KINDS",
     "Metric",
     "MetricEntry",
     "as_metric",
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 MetricKind = Literal["ranking", "calibration"]
-KINDS: tuple[MetricKind, ...] = ("ranking", "calibration")
+METRIC_KINDS: tuple[MetricKind, ...] = ("ranking", "calibration")
 
 Label = str | Callable[[Mapping[str, Any]], str]
 
@@ -159,7 +159,7 @@ class Metric:
             raise TypeError(f"name must be a non-empty str; got {name!r}")
         self.fn = fn
         self.name = name
-        self.kind: MetricKind = check_choice(kind, "kind", KINDS)
+        self.kind: MetricKind = check_choice(kind, "kind", METRIC_KINDS)
         self.needs_probabilities = bool(needs_probabilities)
         self.higher_is_better = bool(higher_is_better)
         self.label: Label = name if label is None else label

@@ -20,11 +20,11 @@ from numpy.typing import NDArray
 from uncertank import Predictions, QuerySet
 from uncertank.validation import as_float_array, check_positive_int
 
-__all__ = ["KINDS", "RerankersRanker", "score_kind"]
+__all__ = ["SCORE_KINDS", "RerankersRanker", "score_kind"]
 
 #: What a backend's scores are: ``"sigmoid"`` (one logit), ``"softmax"`` (two logits), ``"difference"``
 #: (rerankers' ``l1 - l0`` for monoBERT), ``"probability"`` (given as one), ``"scores"``, ``"ranks"``.
-KINDS = ("sigmoid", "softmax", "difference", "probability", "scores", "ranks")
+SCORE_KINDS = ("sigmoid", "softmax", "difference", "probability", "scores", "ranks")
 _PROBABILITY_KINDS = ("sigmoid", "softmax", "difference", "probability")
 
 
@@ -56,7 +56,7 @@ def score_kind(reranker: Any) -> tuple[str, str]:
     Returns
     -------
     kind : str
-        One of :data:`KINDS` but ``"ranks"``.
+        One of :data:`SCORE_KINDS` but ``"ranks"``.
     statement : str
     """
     cls = type(reranker).__name__
