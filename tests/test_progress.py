@@ -96,6 +96,7 @@ def test_a_study_reports_training_and_scoring_as_they_run(tmp_path, monkeypatch)
     assert training and all("pairs" in line and "loss" in line for line in training)
     assert re.match(r"bert: epoch 1/1: (\d+) of \1 pairs \(100%\), loss \d\.\d{4}, ", training[-1]), training[-1]
     assert any(line.startswith("bert: scoring in-domain: ") and "of 30 pairs" in line for line in lines)
+    assert not any(line.startswith("bert: scoring in-domain: bert:") for line in lines)  # named once
 
 
 def test_pymc_draws_and_divergences_are_counted():

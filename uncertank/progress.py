@@ -115,7 +115,8 @@ class Tracker:
             t0, n0 = self._first
             rate = (self.done - n0) / max((time.monotonic() if now is None else now) - t0, 1e-9)
             parts.append(f"about {format_duration((self.total - self.done) / rate)} left")
-        return f"{self.what}: " + ", ".join(parts)
+        said = self.reporter is not None and self.what == self.reporter.label  # the prefix names it already
+        return ("" if said else f"{self.what}: ") + ", ".join(parts)
 
 
 class ProgressReporter:
@@ -130,12 +131,15 @@ class ProgressReporter:
         always prints, so that a step's start and its first rate show).
     prefix : str
         Put before each line (e.g. the ranker's label).
+    label : str, optional
+        A loop named exactly this (a ranker scoring under its own name) is
+        not named again after the prefix.
     """
 
-    def __init__(self, log: Log, *, every: float = 20.0, prefix: str = "") -> None:
+    def __init__(self, log: Log, *, every: float = 20.0, prefix: str = "", label: str | None = None) -> None:
         if isinstance(every, bool) or not isinstance(every, (int, float)) or not every > 0:
             raise ValueError(f"every must be a number of seconds > 0; got {every!r}")
-        self.log, self.every, self.prefix = log, float(every), prefix
+        self.log, self.every, self.prefix, self.label = log, float(every), prefix, label
 
     def emit(self, line: str) -> None:
         """Log ``line`` with the prefix."""
@@ -143,9 +147,10 @@ class ProgressReporter:
 
 
 @contextlib.contextmanager
-def reporting(log: Log, *, every: float = 20.0, prefix: str = "") -> Iterator[ProgressReporter]:
+def reporting(log: Log, *, every: float = 20.0, prefix: str = "",
+              label: str | None = None) -> Iterator[ProgressReporter]:
     """Report the progress of every long loop inside the block to ``log`` (see the module's docstring)."""
-    reporter = ProgressReporter(log, every=every, prefix=prefix)
+    reporter = ProgressReporter(log, every=every, prefix=prefix, label=label)
     token = _REPORTER.set(reporter)
     try:
         yield reporter

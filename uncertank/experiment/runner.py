@@ -596,7 +596,7 @@ def predict_all(
                     continue
                 log(f"{rc.key}: the cached predictions {path} are not reused: {cached}; they are recomputed")
             t0 = time.perf_counter()
-            with reporting(log, prefix=f"{rc.key}: scoring {split}: "):
+            with reporting(log, prefix=f"{rc.key}: scoring {split}: ", label=rc.key):
                 pred = run(qs, split)
             seconds = time.perf_counter() - t0
             log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s")
