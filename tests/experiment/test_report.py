@@ -21,7 +21,7 @@ from uncertank.experiment.analysis import (
     relative_change,
     significance,
 )
-from uncertank.experiment.report import format_number, format_pvalue, markdown_table, write_report
+from uncertank.experiment.report import markdown_table, write_report
 from uncertank.experiment.result import (
     BayesOutcome,
     Curve,
@@ -32,6 +32,7 @@ from uncertank.experiment.result import (
     StepInfo,
     StudyResult,
 )
+from uncertank.formatting import format_number, format_pvalue
 
 CONDITIONS = ["in-domain", "cross-NS random", "cross-domain chitchat"]
 METRIC_INFO = {
@@ -354,8 +355,8 @@ def test_timings_bayes_and_risk_tables_hold_the_result(written):
     assert "`zoib`, problems: r-hat above 1.01." in md and "`gaussian`, problems" not in md
     assert bayes[1][1:6] == ["12", "7", "6", "yes", "1.004"] and bayes[2][4] == "**no**" and bayes[2][7] == "3"
     assert bayes[2][2:4] == ["no verdict", "no verdict"]
-    assert ("with `zoib`, **no verdict**: the fit failed its convergence checks (r-hat above 1.01); sample more"
-            in md)
+    assert ("with `zoib`, **no verdict**: the fit failed its convergence checks (r-hat above 1.01) after 1 fit; "
+            "sample more" in md)
     assert "with `gaussian`, 7 of 12 systems are credibly different from the best and 6 from the worst" in md
     assert "figures/bayes-zoib-ppc.png" in md
     risk = _table(md, "| condition | ranker | b |")

@@ -294,8 +294,11 @@ def _bayes_trec_covid(doc: Doc, fams: list[BayesOutcome], figs: Figures, out: Pa
     """The TREC-COVID round 1 comparison per family: distinguishable systems, convergence, URisk, effects and PPC."""
     doc.heading(2, "Bayesian comparison of systems")
     # ``ok`` is the "converged" column already
-    diag_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if _scalar(v) and k != "ok"))
-    list_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items() if not _scalar(v)))
+    # numbers in the table; the parameters' names (long) and lists in the notes under it
+    diag_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items()
+                                   if _scalar(v) and not isinstance(v, str) and k != "ok"))
+    list_keys = list(dict.fromkeys(k for b in fams for k, v in b.diagnostics.items()
+                                   if not _scalar(v) or isinstance(v, str)))
     parts = []
     for b in fams:
         if b.converged and b.best_distinguishable is not None:
@@ -303,8 +306,8 @@ def _bayes_trec_covid(doc: Doc, fams: list[BayesOutcome], figs: Figures, out: Pa
                          f"different from the best and {b.worst_distinguishable} from the worst")
         else:  # convergence is a gate: an unconverged fit gives no verdict
             failed = "; ".join(str(p) for p in b.diagnostics.get("problems") or []) or "see the table"
-            parts.append(f"with `{b.family}`, **no verdict**: the fit failed its convergence checks ({failed}); "
-                         "sample more (`draws`, `tune`) for one")
+            parts.append(f"with `{b.family}`, **no verdict**: the fit failed its convergence checks ({failed}) "
+                         f"after {b.fits} fit{'s' if b.fits != 1 else ''}; sample more (`draws`, `tune`) for one")
     doc.text("On the TREC-COVID round 1 runs (Benham et al. 2021): " + "; ".join(parts) + ".")
     rows = []
     for b in fams:
