@@ -19,7 +19,11 @@ Stages:
    is, MC dropout on it, post-hoc ``sngp``/``gpf_bert``/``pgdrr`` heads on
    its frozen encoder; the full study's four conditions, test queries and
    seeds), resumable in --study-out.
-3. summary: its numbers beside the end-to-end ones of the full study
+3. laplace (``--stage laplace``, after the others): docs/studies/own_model_laplace.toml,
+   last-layer Laplace on the same folder, conditions and queries, in
+   --laplace-out; its rows join the summary in --out, with its fit and
+   predict seconds and a check that its ``bert`` rows equal the study's.
+4. summary: its numbers beside the end-to-end ones of the full study
    (docs/results/full_study.json) and their training times (the ``fit``
    steps of the real run's study, docs/results/real_run.json, written by
    ``python docs/scripts/full_study_summary.py .cache/real_run/study --out
@@ -46,6 +50,7 @@ EXPORTED = ROOT / ".cache" / "real_run" / "bert_hf"
 REAL_RUN = ROOT / "docs" / "results" / "real_run.json"  # the real run's study, summarised
 REAL_RUN_COMMAND = "uncertank run docs/studies/real_run.toml --out .cache/real_run/study"
 STUDY = ROOT / "docs" / "studies" / "own_model.toml"
+LAPLACE_STUDY = ROOT / "docs" / "studies" / "own_model_laplace.toml"
 LABELS = ("R@1", "MAP", "ECE", "ECE balanced", "ECE balanced (mean of 100)")
 POST_HOC = ("sngp", "gpf_bert", "pgdrr")
 
@@ -83,9 +88,9 @@ def export(source: Path, folder: Path) -> dict[str, Any]:
     }
 
 
-def run_study(out: Path) -> None:
+def run_study(out: Path, study: Path = STUDY) -> None:
     """``uncertank run`` on the study file (it resumes from what ``out`` holds)."""
-    cmd = [str(Path(sys.executable).parent / "uncertank"), "run", str(STUDY), "--out", str(out)]
+    cmd = [str(Path(sys.executable).parent / "uncertank"), "run", str(study), "--out", str(out)]
     print("$", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, cwd=ROOT)
 
@@ -171,6 +176,72 @@ def summarise(study_out: Path, exported: dict[str, Any], real_run: Path = REAL_R
     }
 
 
+def add_laplace(payload: dict[str, Any], laplace_out: Path) -> dict[str, Any]:
+    """``payload`` with the Laplace study's rows and seconds under ``"laplace"``.
+
+    The folder the Laplace study loads is the export of ``--source`` on this
+    machine; its ``bert`` rows are compared with the full study's ``bert``
+    (``bert_rows_max_abs_difference_vs_full_study``: 0 when the export is
+    that model), since the retrained model of the study above may differ
+    (see the docs' "The retrained model is not the study's model").
+    """
+    from uncertank.experiment.result import StudyResult
+
+    study = StudyResult.from_dict(json.loads((laplace_out / "results.json").read_text()))
+    mine: dict[str, dict[str, Any]] = {}
+    for e in study.evaluations:
+        mine.setdefault(e.ranker, {})[e.condition] = _metrics(e.metrics)
+    full = payload["results"].get("bert (end to end, full study)", {})
+    keys = ("R@1", "MAP", "ECE", "ECE balanced")
+    gaps = [abs(float(m[k]) - float(full[c][k])) for c, m in mine["bert"].items() for k in keys
+            if m.get(k) is not None and full.get(c, {}).get(k) is not None]
+    predict_s = {name: round(sum(s.seconds for k, s in study.steps.items() if k.startswith(f"predict {name} ")), 1)
+                 for name in ("bert", "laplace")}
+    return {
+        **payload,
+        "laplace": {
+            "study": str(LAPLACE_STUDY.relative_to(ROOT)),
+            "results": {"bert (the exported folder)": mine["bert"], "laplace (the exported folder)": mine["laplace"]},
+            "fit_seconds": round(study.steps["fit laplace"].seconds, 1) if "fit laplace" in study.steps else None,
+            "predict_seconds_all_conditions": predict_s,
+            "predict_cost_vs_bert": round(predict_s["laplace"] / predict_s["bert"], 3) if predict_s["bert"] else None,
+            "bert_rows_max_abs_difference_vs_full_study": max(gaps) if gaps else None,
+            "machine": f"{os.uname().machine}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} "
+                       "at the end",
+            "note": "the same conditions and test queries as the study above; predict seconds in one run, both "
+                    "rankers, on a shared machine (a ratio, not a timing)",
+        },
+    }
+
+
+def laplace_posterior(laplace_out: Path) -> dict[str, Any]:
+    """The fitted Laplace posterior's prior precision and logit spread on the 600 in-domain test queries.
+
+    How far the probit moves a probability toward 1/2 is set by the logit's
+    posterior standard deviation against its mean: ``factor`` is
+    ``1 / sqrt(1 + pi v / 8)``, the scale the probit applies to the logit.
+    """
+    import uncertank.datasets as ud
+    from uncertank.nn import load_ranker
+
+    folders = sorted(f for f in (laplace_out / "models").glob("laplace-*") if not f.name.endswith(".tmp"))
+    laplace = load_ranker(folders[-1], show_progress=False)
+    test = ud.load("ubuntu-sample", split="test", negatives="bm25", n_candidates=10, seed=0)
+    idx = np.sort(np.random.default_rng(2).choice(test.n_queries, size=600, replace=False))
+    mean, var = (np.asarray(x, dtype=np.float64) for x in laplace.latent_mean_variance(test.subset(idx)))
+    sd = np.sqrt(var)
+    factor = 1.0 / np.sqrt(1.0 + np.pi * var / 8.0)
+    return {"prior_precision": float(laplace.posterior_.prior_precision), "in_domain_pairs": int(mean.size),
+            "median_abs_logit": float(np.median(np.abs(mean))), "median_logit_sd": float(np.median(sd)),
+            "max_logit_sd": float(sd.max()), "min_probit_factor": float(factor.min()),
+            "median_probit_factor": float(np.median(factor))}
+
+
+def render_laplace(payload: dict[str, Any]) -> str:
+    """The docs table of the Laplace study: its bert and laplace rows, as :func:`render`'s cells."""
+    return render({"conditions": payload["conditions"], "results": payload["laplace"]["results"]})
+
+
 def render(payload: dict[str, Any]) -> str:
     """The docs table: R_10@1, MAP, ECE, ECE balanced per ranker and condition."""
     conds = payload["conditions"]
@@ -212,13 +283,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--study-out", type=Path, default=ROOT / ".cache" / "own_model_study")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "own_model_real_run.json")
     ap.add_argument("--render", action="store_true", help="print the docs table from --out and stop")
-    ap.add_argument("--stage", choices=["all", "summary"], default="all",
-                    help="summary: only read --study-out's results.json (no export, no study run)")
+    ap.add_argument("--stage", choices=["all", "summary", "laplace"], default="all",
+                    help="summary: only read --study-out's results.json (no export, no study run); laplace: run "
+                         "docs/studies/own_model_laplace.toml and add its rows to --out")
+    ap.add_argument("--laplace-out", type=Path, default=ROOT / ".cache" / "own_model_laplace")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.render:
         payload = json.loads(args.out.read_text())
         print(render(payload), render_balanced(payload), sep="\n\n")
+        if "laplace" in payload:
+            print("", render_laplace(payload), sep="\n")
         return
     exported_file = args.exported.with_name(args.exported.name + ".json")
     if exported_file.exists():
@@ -227,6 +302,13 @@ def main(argv: list[str] | None = None) -> None:
         exported = export(args.source, args.exported)
         _atomic_json(exported_file, exported)
     print(json.dumps(exported, indent=2), flush=True)
+    if args.stage == "laplace":
+        run_study(args.laplace_out, LAPLACE_STUDY)
+        payload = add_laplace(json.loads(args.out.read_text()), args.laplace_out)
+        payload["laplace"]["posterior"] = laplace_posterior(args.laplace_out)
+        _atomic_json(args.out, payload)
+        print(json.dumps(payload["laplace"], indent=2), render_laplace(payload), sep="\n\n")
+        return
     if args.stage == "all":
         run_study(args.study_out)
     payload = summarise(args.study_out, exported, args.real_run)
