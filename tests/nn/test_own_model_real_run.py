@@ -83,3 +83,34 @@ def test_the_docs_quote_the_balanced_ece_over_100_subsamples_for_every_row():
             assert m["ECE balanced (mean of 100)"] is not None, (label, cond)
             if label.endswith("(end to end, full study)"):
                 assert m["ECE balanced (mean of 100)"] == diag[cond][label.split(" ")[0]]["mean"]
+
+
+def test_the_laplace_rows_join_the_summary_apart_and_the_docs_quote_them(tmp_path):
+    from uncertank.experiment.result import Evaluation, StepInfo, StudyResult
+
+    payload = json.loads(RESULTS.read_text())
+    full = payload["results"]["bert (end to end, full study)"]
+    evs = [Evaluation(name, cond, True, name == "laplace", {**m, "R@1": m["R@1"] + (0.01 if name == "laplace" else 0)})
+           for cond, m in full.items() for name in ("bert", "laplace")]
+    steps = {"fit laplace": StepInfo("k", 10.0), "predict bert in-domain": StepInfo("k", 2.0),
+             "predict laplace in-domain": StepInfo("k", 3.0)}
+    (tmp_path / "results.json").write_text(json.dumps(StudyResult({}, {}, {}, evs, steps=steps).to_dict()))
+    added = _script()["add_laplace"]({k: v for k, v in payload.items() if k != "laplace"}, tmp_path)
+    assert added["results"] == payload["results"]  # the study's own rows are left as they are
+    lap = added["laplace"]
+    assert lap["bert_rows_max_abs_difference_vs_full_study"] == 0.0 and lap["predict_cost_vs_bert"] == 1.5
+    assert lap["results"]["laplace (the exported folder)"]["in-domain"]["R@1"] == pytest.approx(
+        full["in-domain"]["R@1"] + 0.01)
+    table = _script()["render_laplace"](payload)
+    assert table in (ROOT / "docs" / "rankers.md").read_text()  # the docs quote the committed run
+    assert payload["laplace"]["bert_rows_max_abs_difference_vs_full_study"] < 1e-6
+
+
+def test_the_posthoc_few_queries_table_is_the_committed_runs():
+    script = runpy.run_path(str(ROOT / "docs" / "scripts" / "posthoc_few_queries.py"), run_name="posthoc_few_queries")
+    payload = json.loads((ROOT / "docs" / "results" / "posthoc_few_queries.json").read_text())
+    assert script["render"](payload) in (ROOT / "docs" / "own-ranker.md").read_text()
+    heads = payload["rows"][1:]
+    assert {r["ranker"] for r in heads} == {"sngp", "gpf_bert", "pgdrr"} and len(heads) == 6
+    # a head that ranks the validation queries below the model's own head warned, and only such a head
+    assert all((r["warning"] is not None) == (r["valid_map"] < r["own_valid_map"]) for r in heads)
