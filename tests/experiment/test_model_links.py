@@ -228,3 +228,23 @@ def test_a_trained_models_folder_ends_with_the_users_umask(tmp_path, data, umask
     for sub in ("models", "predictions", "figures"):
         assert stat.S_IMODE((tmp_path / "out" / sub).stat().st_mode) == 0o755
     assert not list((tmp_path / "out" / "models").glob("*.tmp"))
+
+
+def test_a_ranker_started_from_a_trained_one_without_training_is_recorded_not_copied(tmp_path, data, users_model):
+    """MC dropout on bert's weights trains nothing: its folder names bert, and a resumed study starts it again."""
+    pytest.importorskip("uncertank_mcdropout")
+    config = _config(data, RankerConfig("bert", PARAMS, pretrained=str(users_model)),
+                     RankerConfig("mc_dropout", {"n_passes": 3}, init_from="bert"))
+    first = run_study(config, tmp_path / "out")
+    folder = tmp_path / "out" / "models" / f"mc_dropout-{first.steps['fit mc_dropout'].key}"
+    assert _files(folder) == [".complete", "step.json"]  # no weights copied
+    assert json.loads((folder / "step.json").read_text())["init_from"] == "bert"
+    for path in (tmp_path / "out" / "predictions").glob("mc_dropout-*"):
+        path.unlink()  # the resumed study scores again: with the ranker started from bert again
+    again = run_study(config, tmp_path / "out")
+    assert again.steps["fit mc_dropout"].resumed
+    assert again.steps["fit mc_dropout"].key == first.steps["fit mc_dropout"].key
+    assert not again.steps["predict mc_dropout in-domain"].resumed
+    np.testing.assert_allclose(again.evaluation("mc_dropout", "in-domain").metrics["MAP"],
+                               first.evaluation("mc_dropout", "in-domain").metrics["MAP"])
+    assert "mc_dropout: built from the trained bert again" in (tmp_path / "out" / "run.log").read_text()
