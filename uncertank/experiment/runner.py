@@ -311,12 +311,29 @@ def _training_queries(ranker: Any, n_queries: int) -> str:
 
 
 def _linked_record(folder: Path) -> dict[str, Any] | None:
-    """The record of a model used from its source folder (``step.json`` with ``source``); None for any other folder."""
+    """The record of a model that was not copied (``step.json`` with ``source`` or ``init_from``); else None."""
     try:
         record = json.loads((folder / "step.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return record if isinstance(record, dict) and "source" in record else None
+    return record if isinstance(record, dict) and ("source" in record or "init_from" in record) else None
+
+
+def _write_warm_link(folder: Path, rc: RankerConfig, key: str, seconds: float) -> None:
+    """Record in ``folder`` that the model of ``key`` is ``rc.init_from``'s, taken as it is (no file copied).
+
+    A ranker started from a trained one that needs no training of its own
+    (MC dropout on ``bert``'s weights) is rebuilt from that ranker on
+    resume; the key holds the upstream's key, so a retrained upstream has
+    another key.
+    """
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    atomic_write_text(tmp / "step.json", json.dumps({"key": key, "seconds": seconds, "init_from": rc.init_from}))
+    (tmp / ".complete").write_text("ok\n")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
 
 
 def _link_problem(record: dict[str, Any], key: str) -> str | None:
@@ -385,6 +402,22 @@ def unfitted_key(rc: RankerConfig) -> str:
     return digest([rc.name, rc.params, __version__, _ranker_code(rc.name)])
 
 
+def _warm_start(rc: RankerConfig, ranker: Any, rankers: dict[str, Any]) -> Any:
+    """``rc``'s ranker started from the trained ``rankers[rc.init_from]`` (its class's ``from_ranker``)."""
+    cls = type(ranker)
+    assert rc.init_from is not None
+    if not isinstance(ranker, WarmStartable):
+        raise TypeError(f"{rc.key}: {rc.name!r} offers no from_ranker(trained, **params) to start from "
+                        f"{rc.init_from} with (uncertank.WarmStartable)")
+    from_ranker = cls.from_ranker
+    warm = from_ranker(rankers[rc.init_from], **_quiet_params(from_ranker, dict(rc.params), cls))
+    check_capabilities(warm)
+    if not isinstance(warm, Trainable):
+        raise TypeError(f"{rc.key}: {cls.__name__}.from_ranker returned a {type(warm).__name__}, "
+                        "which has no fit and is_fitted (uncertank.Trainable)")
+    return warm
+
+
 def fit_rankers(
     config: StudyConfig, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet
 ) -> tuple[dict[str, Any], dict[str, StepInfo]]:
@@ -395,7 +428,10 @@ def fit_rankers(
     fine-tuned cross-encoder used as it is) is not copied there: its
     ``step.json`` records the source folder and the SHA-256 of its files
     (which the key holds too), and a resumed study builds it from the
-    source again.
+    source again. So is one started from a trained ranker (``init_from``)
+    that needs no training of its own (MC dropout on ``bert``'s weights):
+    its ``step.json`` names the upstream, and a resumed study starts it
+    from that ranker again.
 
     Returns
     -------
@@ -434,7 +470,17 @@ def fit_rankers(
             rankers[rc.key] = ranker
             continue
         linked = _linked_record(folder) if resume and (folder / ".complete").exists() else None
-        if linked is not None:
+        if linked is not None and "init_from" in linked:  # rebuilt from the upstream ranker, as it was
+            warm = _warm_start(rc, ranker, rankers) if linked.get("key") == key and rc.init_from in rankers else None
+            if warm is not None and warm.is_fitted:
+                log(f"{rc.key}: built from the trained {rc.init_from} again, as {folder}/step.json records "
+                    "(not copied)")
+                rankers[rc.key] = warm
+                steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
+                _save_unsaved_to(rc, warm, out, key, log)
+                continue
+            log(f"{rc.key}: the record in {folder} is not reused; it is built again")
+        elif linked is not None:
             problem = _link_problem(linked, key)
             if problem is None and ranker.is_fitted:
                 log(f"{rc.key}: using its pretrained folder as it is, as {folder}/step.json records (not copied)")
@@ -457,15 +503,7 @@ def fit_rankers(
         t0 = time.perf_counter()
         if rc.init_from is not None:
             log(f"{rc.key}: starting from the trained {rc.init_from}")
-            if not isinstance(ranker, WarmStartable):
-                raise TypeError(f"{rc.key}: {rc.name!r} offers no from_ranker(trained, **params) to start from "
-                                f"{rc.init_from} with (uncertank.WarmStartable)")
-            from_ranker = type(ranker).from_ranker
-            ranker = from_ranker(rankers[rc.init_from], **_quiet_params(from_ranker, dict(rc.params), cls))
-            check_capabilities(ranker)
-            if not isinstance(ranker, Trainable):
-                raise TypeError(f"{rc.key}: {cls.__name__}.from_ranker returned a {type(ranker).__name__}, "
-                                "which has no fit and is_fitted (uncertank.Trainable)")
+            ranker = _warm_start(rc, ranker, rankers)
         trained = not ranker.is_fitted
         if trained:
             log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}")
@@ -476,6 +514,9 @@ def fit_rankers(
         log(f"{rc.key}: ready in {seconds:.1f} s")
         if not trained and rc.pretrained is not None:  # the user's folder as it is: recorded, not copied
             _write_link(folder, rc, key, seconds)
+            _save_unsaved_to(rc, ranker, out, key, log)
+        elif not trained and rc.init_from is not None:  # the upstream's weights as they are: recorded, not copied
+            _write_warm_link(folder, rc, key, seconds)
             _save_unsaved_to(rc, ranker, out, key, log)
         elif isinstance(ranker, Saveable):
             tmp = folder.with_name(folder.name + ".tmp")
