@@ -476,7 +476,9 @@ def evaluate_runs(
     """
     import pandas as pd
 
-    from uncertank.datasets.trec import qrels_frame, query_order, ranked_lists_from_run, read_trec_run, run_frame
+    from uncertank.datasets.trec import query_order, ranked_lists_from_run
+    from uncertank.datasets.trec_files import read_trec_run
+    from uncertank.datasets.trec_frames import qrels_frame, run_frame
     from uncertank.metrics import resolve_metrics
     from uncertank.stats import holm, paired_ttest
 

@@ -118,7 +118,7 @@ def zero_shot_table() -> list[str]:
 def own_dialogue_share(name: str) -> float:
     """Share of BM25 negatives from the query's own dialogue if that rule were off (test split)."""
     from uncertank.datasets import BM25Sampler, chitchat_dialogues, split_dialogues, ubuntu_dialogues
-    from uncertank.datasets.conversation import conversation_instances
+    from uncertank.datasets.dialogues import conversation_instances
 
     dialogues = ubuntu_dialogues() if name == "ubuntu-sample" else chitchat_dialogues()
     ds = split_dialogues(dialogues)["test"]

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from uncertank.bayes.cli import OUTPUTS, UNCONVERGED_EXIT, compare_command
-from uncertank.bayes.comparison import SystemComparison
+from uncertank.bayes.result import SystemComparison
 
 
 def _csv(tmp_path: Path, *, rank: bool = False) -> Path:

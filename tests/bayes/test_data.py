@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from uncertank.bayes import check_frame, drop_bottom_systems, frame_from_runs, frame_from_trec_covid
-from uncertank.datasets.trec import read_qrels, read_trec_run
+from uncertank.datasets.trec_files import read_qrels, read_trec_run
 
 
 def _frame(n_sys=3, n_top=4, seed=0):

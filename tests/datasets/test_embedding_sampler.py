@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from uncertank.datasets import EmbeddingSampler, RandomSampler, normalize_text, split_dialogues, ubuntu_dialogues
-from uncertank.datasets.conversation import conversation_instances
+from uncertank.datasets.dialogues import conversation_instances
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 
 from uncertank import QuerySet
 from uncertank.datasets import build_query_set, dialogue_of, load, normalize_text, redraw_negatives
-from uncertank.datasets.conversation import Dialogue
+from uncertank.datasets.dialogues import Dialogue
 
 # Dialogue A is long; B and C are short. A query of A at turn t may not use A's other texts, so
 # with 6 negatives its only allowed texts are exactly the 6 of B and C: the dialogue rule decides.

@@ -13,7 +13,7 @@ from uncertank.datasets import (
     split_dialogues,
     ubuntu_dialogues,
 )
-from uncertank.datasets.conversation import conversation_instances
+from uncertank.datasets.dialogues import conversation_instances
 from uncertank.datasets.retrieval import BM25Index
 from uncertank.plugins import get_factory
 

@@ -9,7 +9,8 @@ import pytest
 
 from uncertank.datasets import load, redraw_negatives
 from uncertank.datasets.assembly import assemble_query_set, build_query_set
-from uncertank.datasets.conversation import load_ubuntu_sample, split_dialogues, ubuntu_dialogues
+from uncertank.datasets.conversation import load_ubuntu_sample, ubuntu_dialogues
+from uncertank.datasets.dialogues import split_dialogues
 from uncertank.datasets.formats import FileLoader
 from uncertank.datasets.sampling import DEFAULT_N_CANDIDATES, DEFAULT_NEGATIVES, NegativeSampling
 

@@ -8,13 +8,9 @@ import pandas as pd
 import pytest
 
 from uncertank import RankedLists
-from uncertank.datasets.trec import (
-    TREC_COVID_ROUND1_BM25_BASELINE,
-    load_trec_covid_round1,
-    ranked_lists_from_run,
-    read_qrels,
-    read_trec_run,
-)
+from uncertank.datasets.trec import ranked_lists_from_run
+from uncertank.datasets.trec_covid import TREC_COVID_ROUND1_BM25_BASELINE, load_trec_covid_round1
+from uncertank.datasets.trec_files import read_qrels, read_trec_run
 
 # A hand-written run: two queries, a tie on query 1 (d3 and d5 both 1.5), query 3 unjudged.
 RUN = """\

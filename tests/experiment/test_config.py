@@ -216,7 +216,7 @@ def test_checkpoint_and_pretrained_folders_are_taken_from_the_files_folder(tmp_p
 
 
 def test_families_are_the_bayes_modules():
-    from uncertank.bayes.models import FAMILIES
+    from uncertank.bayes.cells import FAMILIES
 
     assert set(study_schema()["$defs"]["BayesConfig"]["properties"]["families"]["items"]["enum"]) == set(FAMILIES)
 

@@ -256,7 +256,8 @@ def test_n_candidates_above_a_bundled_splits_pool_is_refused(tmp_path, no_work):
 
 
 def test_the_pool_sizes_are_those_of_the_bundled_data():
-    from uncertank.datasets.conversation import chitchat_dialogues, split_dialogues, ubuntu_dialogues
+    from uncertank.datasets.conversation import chitchat_dialogues, ubuntu_dialogues
+    from uncertank.datasets.dialogues import split_dialogues
     from uncertank.datasets.duplicates import normalize_text
     from uncertank.plugins import get_factory
 

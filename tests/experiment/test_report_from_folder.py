@@ -26,8 +26,10 @@ from click.testing import CliRunner
 from uncertank import CallableRanker, EnsembleRanker, hookimpl
 from uncertank.cli import cli
 from uncertank.experiment import runner, systems
+from uncertank.experiment.decisions import decide, with_decisions
 from uncertank.experiment.report import render_report, write_report
 from uncertank.experiment.result import CalibrationDetail, StudyResult
+from uncertank.experiment.validation import validate_config
 from uncertank.plugins import get_plugin_manager
 
 STUDY = """
@@ -118,7 +120,6 @@ def study_rankers():
 def tiny_study_once(tmp_path_factory):
     """The tiny study run once for the module through ``uncertank run``: its folder, validations, progress flags."""
     calls: list = []
-    validate = runner.validate_config
     Quiet.predicted_with.clear()
     path = tmp_path_factory.mktemp("tiny") / "tiny.toml"
     path.write_text(STUDY)
@@ -126,7 +127,7 @@ def tiny_study_once(tmp_path_factory):
     _register_study_rankers()
     try:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(runner, "validate_config", lambda config: (calls.append(config), validate(config))[1])
+            mp.setattr(runner, "validate_config", lambda config: (calls.append(config), validate_config(config))[1])
             run = CliRunner().invoke(cli, ["run", str(path), "--out", str(out)])
     finally:
         get_plugin_manager(refresh=True)
@@ -213,8 +214,8 @@ def test_stages_return_their_own_results_and_edit_none_before_them(tmp_path, stu
     measured, _ = runner.measure(config, data, preds)
     assert all(e.risk is None and e.selective is None and e.nota is None for e in measured)
     snapshot = copy.deepcopy(measured)
-    decisions = runner.decide(config, data, preds)
-    combined = runner.with_decisions(measured, decisions)
+    decisions = decide(config, data, preds)
+    combined = with_decisions(measured, decisions)
     assert measured == snapshot  # decide and the merge leave the evaluations they were given alone
     ens = next(e for e in combined if e.ranker == "overlap-ensemble")
     assert ens.risk is decisions[("overlap-ensemble", "in-domain")].risk and ens.risk is not None

@@ -16,6 +16,23 @@ Typical use::
     cmp.distinguishable("best")              # systems the best one is credibly better than
     cmp.urisk("bm25_baseline", r=2)          # URisk on posterior predictive replicates
     cmp.write_ppc_figure("ppc.png")          # the posterior predictive check, into a file
+
+The modules import one way, bottom to top:
+
+1. :mod:`~uncertank.bayes.data`, :mod:`~uncertank.bayes.likelihood`,
+   :mod:`~uncertank.bayes.cells`, :mod:`~uncertank.bayes.models`,
+   :mod:`~uncertank.bayes.diagnostics`, :mod:`~uncertank.bayes.summaries`:
+   frames, cells, models and checks;
+2. :mod:`~uncertank.bayes.predictive` (posterior predictive replicates, the
+   model's own, which needs only the cells and the likelihood),
+   :mod:`~uncertank.bayes.risk_measures` (URisk, ZRisk and GeoRisk) and
+   :mod:`~uncertank.bayes.plots` (figures): functions of a fit, typed by its
+   interface :class:`~uncertank.bayes._fitted.Fitted`;
+3. :mod:`~uncertank.bayes.result`: the result object, :class:`SystemComparison`
+   (and :class:`Gate`), whose methods call the modules of step 2;
+4. :mod:`~uncertank.bayes.fit` (:func:`compare`: models, samplers, the ESS
+   gate) and :mod:`~uncertank.bayes.io` (files), which make results;
+5. this package, which only re-exports.
 """
 
 from __future__ import annotations

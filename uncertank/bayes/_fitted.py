@@ -3,7 +3,7 @@
 :class:`Fitted` is the structural type those modules accept. The fitted
 comparison itself, :class:`uncertank.bayes.result.SystemComparison`, sits
 above them and calls them, so they name this interface rather than the class:
-the imports of :mod:`uncertank.bayes` go one way (see :mod:`uncertank.bayes.comparison`).
+the imports of :mod:`uncertank.bayes` go one way (see :mod:`uncertank.bayes`).
 """
 
 from __future__ import annotations

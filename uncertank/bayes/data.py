@@ -319,7 +319,7 @@ def frame_from_trec_covid(family: str = "zoib", *, pooled_only: bool = True) -> 
     ----------
     family : {"gaussian", "zoib", "zoib_rank"}
         ``"zoib_rank"`` gets the per-rank RBP gains, the others the per-topic
-        scores (see :func:`uncertank.datasets.trec.load_trec_covid_round1`).
+        scores (see :func:`uncertank.datasets.trec_covid.load_trec_covid_round1`).
     pooled_only : bool
         Keep the 42 pooled runs (True, the paper's setting) or all 107.
 

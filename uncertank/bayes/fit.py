@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pymc as pm
 
-__all__ = ["SAMPLERS", "Gate", "compare", "default_sampler"]
+__all__ = ["SAMPLERS", "compare", "default_sampler"]
 
 #: The NUTS implementations :func:`compare` can hand sampling to (``"auto"`` picks one).
 SAMPLERS: tuple[str, ...] = ("pymc", "nutpie", "numpyro")

@@ -61,26 +61,20 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank.bayes._deps import require_pymc
-from uncertank.bayes.cells import FAMILIES, Design, RankEffect, design, design_from_frame, linear_predictor
+from uncertank.bayes.cells import Design, RankEffect, design, design_from_frame, linear_predictor
 from uncertank.bayes.likelihood import zoib_logp_graph, zoib_rvs
-from uncertank.bayes.predictive import posterior_predictive
 
 if TYPE_CHECKING:
     import pandas as pd
     import pymc as pm
 
 __all__ = [
-    "FAMILIES",
     "PARAMETERS",
     "POOLED_MIN_SYSTEMS",
     "SYSTEM_EFFECTS",
     "choose_centred",
     "choose_system_effects",
-    "Design",
-    "design",
     "gaussian",
-    "linear_predictor",
-    "posterior_predictive",
     "zoib",
     "zoib_rank",
 ]

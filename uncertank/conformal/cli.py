@@ -67,7 +67,7 @@ def _unlabelled_run(path: str, system: str | None) -> Predictions:
     """The scores of a run file as lists (one per query, in the file's order of first appearance)."""
     import pandas as pd
 
-    from uncertank.datasets.trec import read_trec_run
+    from uncertank.datasets.trec_files import read_trec_run
 
     df = read_trec_run(path)
     if system is not None:

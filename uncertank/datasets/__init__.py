@@ -11,27 +11,22 @@
   importable from here too.
 - TREC run files and qrels (:func:`read_trec_run`, :func:`read_qrels`,
   :func:`ranked_lists_from_run`, :func:`load_trec_covid_round1`) live in
-  :mod:`uncertank.datasets.trec` and are re-exported here on first access.
+  :mod:`uncertank.datasets.trec_files`, :mod:`uncertank.datasets.trec` and
+  :mod:`uncertank.datasets.trec_covid`, and are re-exported here on first
+  access.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from uncertank._io import file_digest
 from uncertank.datasets._cache import cache_dir, clear_cache
 from uncertank.datasets._load import cacheable, list_datasets, load
-from uncertank.datasets.conversation import (
-    Dialogue,
-    SplitSummary,
-    build_query_set,
-    chitchat_dialogues,
-    describe,
-    dialogue_of,
-    redraw_negatives,
-    split_dialogues,
-    ubuntu_dialogues,
-)
+from uncertank.datasets.assembly import build_query_set, redraw_negatives
+from uncertank.datasets.conversation import SplitSummary, chitchat_dialogues, describe, ubuntu_dialogues
+from uncertank.datasets.dialogues import Dialogue, dialogue_of, split_dialogues
 from uncertank.datasets.duplicates import DuplicateStats, duplicate_stats, normalize_text
 from uncertank.datasets.formats import (
     read_response_jsonl,
@@ -43,7 +38,13 @@ from uncertank.datasets.negative_sampler import NegativeSampler
 from uncertank.datasets.retrieval import packaged_model_path
 from uncertank.datasets.samplers import BM25Sampler, EmbeddingSampler, RandomSampler
 
-_TREC_NAMES = ("load_trec_covid_round1", "ranked_lists_from_run", "read_qrels", "read_trec_run")
+#: The TREC names re-exported on first access, by home module (they import pandas).
+_TREC_NAMES = {
+    "load_trec_covid_round1": "uncertank.datasets.trec_covid",
+    "ranked_lists_from_run": "uncertank.datasets.trec",
+    "read_qrels": "uncertank.datasets.trec_files",
+    "read_trec_run": "uncertank.datasets.trec_files",
+}
 
 __all__ = [
     "BM25Sampler",
@@ -77,16 +78,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Re-export the TREC readers of :mod:`uncertank.datasets.trec` lazily."""
+    """Re-export the TREC names lazily, each from its home module."""
     if name in _TREC_NAMES:
-        from uncertank.datasets import trec
-
-        try:
-            return getattr(trec, name)
-        except AttributeError:
-            raise AttributeError(
-                f"uncertank.datasets.{name} is not available: uncertank.datasets.trec does not define it"
-            ) from None
+        return getattr(importlib.import_module(_TREC_NAMES[name]), name)
     raise AttributeError(f"module 'uncertank.datasets' has no attribute {name!r}")
 
 

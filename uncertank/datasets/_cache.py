@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from uncertank._io import atomic_path, atomic_write_text, json_digest
-from uncertank._io import file_digest as file_digest
+from uncertank._io import atomic_path, atomic_write_text, file_digest, json_digest
 from uncertank._types import QuerySet
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "checksum_path",
     "checksum_problem",
     "clear_cache",
-    "file_digest",
     "read_cached",
     "write_cached",
     "write_checksum",

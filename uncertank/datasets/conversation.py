@@ -18,8 +18,7 @@ This module holds the bundled corpora and their loaders; the splitting and
 the instances live in :mod:`uncertank.datasets.dialogues`, the sampling
 specification in :mod:`uncertank.datasets.sampling`, and the assembly of
 query sets (negatives added, lists shuffled, negatives redrawn) in
-:mod:`uncertank.datasets.assembly`. Their public names are importable from
-here too.
+:mod:`uncertank.datasets.assembly`.
 
 Two corpora are bundled:
 
@@ -49,15 +48,13 @@ from importlib import resources
 from typing import Any
 
 from uncertank._types import QuerySet
-from uncertank.datasets.assembly import assemble_query_set, build_query_set, redraw_negatives
+from uncertank.datasets._load import SPLITS
+from uncertank.datasets.assembly import build_query_set
 from uncertank.datasets.dialogues import (
     MAX_CONTEXT_TURNS,
     MAX_INSTANCES_PER_DIALOGUE,
-    SPLIT_FRACTIONS,
-    SPLITS,
     Dialogue,
     conversation_instances,
-    dialogue_of,
     split_dialogues,
 )
 from uncertank.datasets.duplicates import DuplicateStats, duplicate_stats, normalize_text
@@ -65,20 +62,11 @@ from uncertank.datasets.sampling import NegativeSampling
 from uncertank.validation import check_choice, check_positive_int
 
 __all__ = [
-    "SPLITS",
-    "SPLIT_FRACTIONS",
-    "Dialogue",
     "SplitSummary",
-    "assemble_query_set",
-    "build_query_set",
     "chitchat_dialogues",
-    "conversation_instances",
     "describe",
-    "dialogue_of",
     "load_chitchat",
     "load_ubuntu_sample",
-    "redraw_negatives",
-    "split_dialogues",
     "ubuntu_dialogues",
 ]
 

@@ -23,7 +23,6 @@ from uncertank.validation import check_positive_int
 __all__ = [
     "MAX_CONTEXT_TURNS",
     "MAX_INSTANCES_PER_DIALOGUE",
-    "SPLITS",
     "SPLIT_FRACTIONS",
     "Dialogue",
     "conversation_instances",

@@ -355,7 +355,7 @@ class FileLoader:
 
     def cache_token(self, arg: str, *, split: str = "train") -> str:
         """The SHA-256 of the file, so that an edited file is read again."""
-        from uncertank.datasets._cache import file_digest
+        from uncertank._io import file_digest
 
         path = self.resolve(arg, split)
         return f"{self.fmt}:{path.resolve()}:{file_digest(path)}"

@@ -36,17 +36,12 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank.datasets.duplicates import DuplicateStats, duplicate_stats, normalize_text
 from uncertank.datasets.negative_sampler import NegativeSampler
 
 __all__ = [
     "BM25Sampler",
-    "DuplicateStats",
     "EmbeddingSampler",
-    "NegativeSampler",
     "RandomSampler",
-    "duplicate_stats",
-    "normalize_text",
 ]
 
 

@@ -1,19 +1,14 @@
-"""TREC run files, qrels, and the bundled TREC-COVID round 1 data.
+"""A TREC run paired with qrels as :class:`~uncertank.RankedLists`: :func:`ranked_lists_from_run`.
 
-- :func:`read_trec_run` reads a run file (``qid Q0 docno rank score tag``)
-  and :func:`read_qrels` relevance judgements (``qid iter docno rel``);
-  both live in :mod:`uncertank.datasets.trec_files`, which names the file
-  and line of every malformed entry.
-- :func:`ranked_lists_from_run` pairs a run with qrels as
-  :class:`~uncertank.RankedLists`, ordered as ``trec_eval`` orders a run;
-  it is defined here. A run or qrels given as a frame or a mapping is
-  checked as a file is, by :mod:`uncertank.datasets.trec_frames`.
-- :func:`load_trec_covid_round1` returns the data of Benham, Moffat &
-  Culpepper, "Bayesian System Inference on Shallow Pools" (ECIR 2021),
-  bundled with the package under its MIT licence
-  (:mod:`uncertank.datasets.trec_covid`).
-
-Every name keeps its import path here.
+The lists are ordered as ``trec_eval`` orders a run. The TREC files
+themselves are read by :mod:`uncertank.datasets.trec_files`
+(:func:`~uncertank.datasets.trec_files.read_trec_run`,
+:func:`~uncertank.datasets.trec_files.read_qrels`), which names the file
+and line of every malformed entry; a run or qrels given as a frame or a
+mapping is checked as a file is, by :mod:`uncertank.datasets.trec_frames`;
+the bundled TREC-COVID round 1 data of Benham, Moffat & Culpepper,
+"Bayesian System Inference on Shallow Pools" (ECIR 2021), are
+:mod:`uncertank.datasets.trec_covid`.
 """
 
 from __future__ import annotations
@@ -25,19 +20,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from uncertank._types import RankedLists
-from uncertank.datasets.trec_covid import TREC_COVID_ROUND1_BM25_BASELINE, load_trec_covid_round1
-from uncertank.datasets.trec_files import read_qrels, read_trec_run
 from uncertank.datasets.trec_frames import qrels_frame, run_frame
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "TREC_COVID_ROUND1_BM25_BASELINE",
-    "load_trec_covid_round1",
     "ranked_lists_from_run",
-    "read_qrels",
-    "read_trec_run",
 ]
 
 
@@ -62,14 +51,14 @@ def ranked_lists_from_run(
     Parameters
     ----------
     run : pandas.DataFrame, mapping or path
-        A frame as :func:`read_trec_run` returns (columns ``query_id``,
+        A frame as :func:`~uncertank.datasets.trec_files.read_trec_run` returns (columns ``query_id``,
         ``doc_id``, ``score`` and, when it holds several runs, ``system``),
         a mapping ``{query_id: {doc_id: score}}`` (pytrec_eval's layout),
         or the path of a run file. A frame or mapping is checked as a file
         is: finite numeric scores, no missing id, no document twice for a
         query.
     qrels : pandas.DataFrame, mapping or path
-        A frame as :func:`read_qrels` returns, a mapping ``{query_id:
+        A frame as :func:`~uncertank.datasets.trec_files.read_qrels` returns, a mapping ``{query_id:
         {doc_id: grade}}``, or the path of a qrels file. A frame or mapping
         is checked as a file is: integer grades (none missing), a document
         judged twice only with the same grade.

@@ -31,7 +31,6 @@ from uncertank.experiment.result import Comparison, Evaluation, RiskTest, Signif
 from uncertank.metrics.metric import METRIC_KINDS, MetricKind
 
 __all__ = [
-    "Comparison",
     "best_rankers",
     "compare_to_reference",
     "higher_is_better",

@@ -72,7 +72,7 @@ from uncertank._io import (
 )
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
-from uncertank.experiment.decisions import Decision, decide, with_decisions
+from uncertank.experiment.decisions import decide, with_decisions
 from uncertank.experiment.guarantees import guarantees, with_guarantees
 from uncertank.experiment.logfile import LOG_FILE, run_log
 from uncertank.experiment.result import (
@@ -99,17 +99,11 @@ from uncertank.protocols import (
 
 __all__ = [
     "MCE_MIN_COUNT",
-    "Decision",
-    "RankerPrediction",
-    "StudyData",
-    "decide",
     "measure",
     "fit_rankers",
     "load_data",
     "predict_all",
     "run_study",
-    "validate_config",
-    "with_decisions",
 ]
 
 Log = Callable[[str], None]

@@ -31,7 +31,6 @@ from uncertank._folders import MANIFEST, model_folder
 
 __all__ = [
     "FORMAT",
-    "MANIFEST",
     "atomic_directory",
     "load_model",
     "load_weights",

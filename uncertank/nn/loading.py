@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from uncertank.nn.checkpoint import MANIFEST, read_manifest
+from uncertank._folders import MANIFEST
+from uncertank.nn.checkpoint import read_manifest
 
 __all__ = ["from_pretrained", "load_ranker"]
 

@@ -50,10 +50,10 @@ from uncertank.experiment.analysis import reference_ranker
 from uncertank.experiment.report import guarantees, outcomes, sections
 from uncertank.experiment.report.document import Doc, render_html, render_markdown
 from uncertank.experiment.report.figures import Figures
-from uncertank.experiment.report.formatting import format_number, format_pvalue, markdown_table
+from uncertank.experiment.report.formatting import markdown_table
 from uncertank.experiment.result import ResultsFileError, StudyResult
 
-__all__ = ["format_number", "format_pvalue", "markdown_table", "render_report", "write_report"]
+__all__ = ["markdown_table", "render_report", "write_report"]
 
 #: The file a report is drawn from.
 RESULTS = "results.json"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from uncertank.formatting import format_number, format_pvalue
+from uncertank.formatting import format_number
 
-__all__ = ["format_number", "format_pvalue", "markdown_table"]
+__all__ = ["markdown_table"]
 
 
 def names(items: Sequence[str]) -> str:
