@@ -91,7 +91,8 @@ def test_a_study_reports_training_and_scoring_as_they_run(tmp_path, monkeypatch)
         nota=False, risk_grid=(0.0,), bayes=BayesConfig(enabled=False),
     )
     lines: list[str] = []
-    run_study(config, tmp_path / "out", log=lines.append)
+    run_study(config, tmp_path / "out", log=lines.append, estimates={"fit bert": 90.0})
+    assert "bert: training on 4 queries; about 1 min 30 s by the benchmarks' rates" in lines
     training = [line for line in lines if line.startswith("bert: epoch 1/1: ")]
     assert training and all("pairs" in line and "loss" in line for line in training)
     assert re.match(r"bert: epoch 1/1: (\d+) of \1 pairs \(100%\), loss \d\.\d{4}, ", training[-1]), training[-1]
@@ -121,3 +122,23 @@ def test_a_heartbeat_says_how_long_without_a_count(monkeypatch):
         track.advance(0)
         track.advance(0)
     assert lines == ["sampling (nutpie): 30 s elapsed", "sampling (nutpie): 1 min 00 s elapsed"]
+
+
+def test_a_run_says_what_each_step_should_cost_as_it_starts(tmp_path, monkeypatch):
+    """`uncertank run` says the plan's estimate first, then each long step's as the step starts."""
+    from click.testing import CliRunner
+
+    import uncertank.experiment.plan as plan
+    from uncertank.cli import cli
+
+    monkeypatch.setitem(plan.RATES, "bm25", (0.0, 1.0))  # a second per pair: every scoring step is long
+    study = tmp_path / "study.toml"
+    study.write_text('[study]\nname = "costs"\ntrain_dataset = "ubuntu-sample"\ntrain_negatives = "random"\n'
+                     "max_train_queries = 5\nmax_valid_queries = 4\nmax_test_queries = 4\nnota = false\n"
+                     'risk_grid = [0.0]\n[[conditions]]\nname = "in-domain"\ndataset = "ubuntu-sample"\n'
+                     'negatives = "random"\n[[rankers]]\nname = "bm25"\n')
+    run = CliRunner().invoke(cli, ["run", str(study), "--out", str(tmp_path / "out")])
+    assert run.exit_code == 0, run.output
+    assert "estimated time: about 1 min 20 s by the benchmarks' rates" in run.stderr  # 2 x 40 pairs
+    assert "bm25: scoring 40 pairs (valid); about 40 s by the benchmarks' rates" in run.stderr
+    assert "bm25: scoring 40 pairs (in-domain); about 40 s by the benchmarks' rates" in run.stderr

@@ -204,10 +204,20 @@ def _load_study(path: str | Path, source: str) -> StudyConfig:
 def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False, source: str = "study",
          force: bool = False) -> None:
     from uncertank.experiment import StudyConfigError, run_study
+    from uncertank.experiment.plan import plan_study
     from uncertank.formatting import format_fixed
+    from uncertank.progress import format_duration, machine_load
 
+    log = _progress_logger()
     try:
-        result = run_study(config, out_dir, resume=resume, log=_progress_logger(), smoke=smoke, force=force)
+        # the dry run's plan first: what each step costs by the benchmarks' rates, said as the step starts
+        plan = plan_study(config, out_dir, resume=resume, force=force)
+        estimates = {s.name: s.seconds for s in plan.steps if not s.cached and s.seconds is not None}
+        if estimates:
+            busy = machine_load()
+            log(f"estimated time: about {format_duration(plan.seconds)} by the benchmarks' rates (a real run on 2 "
+                "CPU cores; `uncertank run --dry-run` lists the steps)" + (f"; {busy}" if busy else ""))
+        result = run_study(config, out_dir, resume=resume, log=log, smoke=smoke, force=force, estimates=estimates)
     except StudyConfigError as exc:  # raised by the validation and the output folder's checks, before any work
         _study_error(source, exc)
     first = result.conditions[0]

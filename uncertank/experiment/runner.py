@@ -51,7 +51,7 @@ import shutil
 import time
 import warnings
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -217,6 +217,14 @@ def _quiet_params(
     if "show_progress" in params or not takes_show_progress(factory, constructor=constructor):
         return params
     return {**params, "show_progress": False}
+
+
+def _estimated(estimates: Mapping[str, float] | None, step: str) -> str:
+    """``"; about 12 min by the benchmarks' rates"`` for a step with an estimate, else ``""``."""
+    from uncertank.progress import format_duration
+
+    seconds = (estimates or {}).get(step)
+    return "" if seconds is None else f"; about {format_duration(seconds)} by the benchmarks' rates"
 
 
 def _say_load(log: Log, label: str) -> None:
@@ -413,9 +421,14 @@ def _warm_start(rc: RankerConfig, ranker: Any, rankers: dict[str, Any]) -> Any:
 
 
 def fit_rankers(
-    config: StudyConfig, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet
+    config: StudyConfig, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet,
+    estimates: Mapping[str, float] | None = None,
 ) -> tuple[dict[str, Any], dict[str, StepInfo]]:
     """Stage 2: train every ranker of ``config`` (or load it from ``out/models``).
+
+    ``estimates`` (step name -> seconds, e.g. from
+    :func:`uncertank.experiment.plan.plan_study`) go into the line that
+    starts a training step.
 
     A ranker trained here is saved under ``out/models/<label>-<key>``. One
     built from the user's ``pretrained`` folder that needs no training (a
@@ -500,7 +513,8 @@ def fit_rankers(
             ranker = _warm_start(rc, ranker, rankers)
         trained = not ranker.is_fitted
         if trained:
-            log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}")
+            log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}"
+                f"{_estimated(estimates, f'fit {rc.key}')}")
             _say_load(log, rc.key)
             with reporting(log, prefix=f"{rc.key}: "):  # a line at most every 20 s while it trains
                 ranker.fit(data.train, data.valid)
@@ -601,8 +615,12 @@ def predict_all(
     *,
     resume: bool = True,
     log: Log = _quiet,
+    estimates: Mapping[str, float] | None = None,
 ) -> tuple[dict[tuple[str, str], RankerPrediction], dict[str, StepInfo]]:
     """Stage 3: predictions of every ranker on ``"valid"`` and every condition (or loaded).
+
+    ``estimates`` as :func:`fit_rankers`'s: a step estimated at 30 s or
+    more gets a line when it starts.
 
     Returns
     -------
@@ -631,6 +649,9 @@ def predict_all(
                     continue
                 log(f"{rc.key}: the cached predictions {path} are not reused: {cached}; they are recomputed")
             t0 = time.perf_counter()
+            name = f"predict {rc.key} {split}"
+            if (estimates or {}).get(name, 0.0) >= 30.0:
+                log(f"{rc.key}: scoring {qs.n_pairs} pairs ({split}){_estimated(estimates, name)}")
             with reporting(log, prefix=f"{rc.key}: scoring {split}: ", label=rc.key):
                 pred = run(qs, split)
             seconds = time.perf_counter() - t0
@@ -748,6 +769,7 @@ def run_study(
     log: Log | None = None,
     smoke: bool = False,
     force: bool = False,
+    estimates: Mapping[str, float] | None = None,
 ) -> StudyResult:
     """Run ``config`` stage by stage and write its report into ``out_dir``.
 
@@ -777,6 +799,10 @@ def run_study(
         Run even when ``out_dir`` holds another study's results: its
         ``results.json``, report and figures are replaced (its cached steps
         stay, reused only where their keys match).
+    estimates : mapping, optional
+        Step name (``"fit bert"``, ``"predict bert in-domain"``) -> its
+        estimated seconds, said when the step starts (``uncertank run`` and
+        ``demo`` pass those of :func:`uncertank.experiment.plan.plan_study`).
 
     Returns
     -------
@@ -811,11 +837,11 @@ def run_study(
     out.mkdir(parents=True, exist_ok=True)
     with run_log(out / LOG_FILE, log, header=f"study {config.name!r}, uncertank {__version__}") as logged:
         return _run_stages(config, out, resume=resume, log=logged.say, smoke=smoke,
-                           warned=lambda: [dict(m) for m in logged.messages])
+                           warned=lambda: [dict(m) for m in logged.messages], estimates=estimates)
 
 
 def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool,
-                warned: Callable[[], list[dict[str, Any]]]) -> StudyResult:
+                warned: Callable[[], list[dict[str, Any]]], estimates: Mapping[str, float] | None) -> StudyResult:
     """Stages 1 to 8 of :func:`run_study`, into the folder ``out`` it checked; ``warned()``: the warnings so far."""
     from uncertank._environment import environment
     from uncertank.experiment.analysis import significance
@@ -826,8 +852,9 @@ def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke
     t0 = time.perf_counter()
     data = load_data(config, say)
     steps = {"data": StepInfo(digest(data.digests), round(time.perf_counter() - t0, 2))}
-    rankers, fit_steps = fit_rankers(config, data, out, resume=resume, log=say)
-    preds, pred_steps = predict_all(config, data, rankers, fit_steps, out, resume=resume, log=say)
+    rankers, fit_steps = fit_rankers(config, data, out, resume=resume, log=say, estimates=estimates)
+    preds, pred_steps = predict_all(config, data, rankers, fit_steps, out, resume=resume, log=say,
+                                    estimates=estimates)
     t0 = time.perf_counter()
     measured, metric_info = measure(config, data, preds)
     decisions = decide(config, data, preds)
