@@ -1,14 +1,9 @@
-"""The modules of uncertank.bayes import one way, and the renamed ``risk`` module still works, with a warning."""
+"""The modules of uncertank.bayes import one way."""
 
 from __future__ import annotations
 
 import ast
-import importlib
-import sys
-import warnings
 from pathlib import Path
-
-import pytest
 
 import uncertank.bayes
 
@@ -79,26 +74,6 @@ def test_the_package_re_exports_the_objects_of_their_home_modules():
     assert result.Gate is uncertank.bayes.Gate
     assert fit.compare is uncertank.bayes.compare
     assert io.from_netcdf.__module__ == "uncertank.bayes.io"
-
-
-def test_bayes_risk_is_a_deprecated_alias_of_risk_measures(monkeypatch):
-    from uncertank.bayes import risk_measures
-
-    monkeypatch.delitem(sys.modules, "uncertank.bayes.risk", raising=False)
-    with pytest.warns(DeprecationWarning, match=r"uncertank.bayes.risk is deprecated and will be removed in "
-                                                r"0.3.0; import from uncertank.bayes.risk_measures"):
-        risk = importlib.import_module("uncertank.bayes.risk")
-    for name in risk_measures.__all__:
-        assert getattr(risk, name) is getattr(risk_measures, name), name
-
-
-def test_importing_the_package_does_not_import_the_deprecated_module(monkeypatch):
-    for name in [m for m in sys.modules if m.startswith("uncertank.bayes")]:
-        monkeypatch.delitem(sys.modules, name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        importlib.import_module("uncertank.bayes")
-    assert "uncertank.bayes.risk" not in sys.modules
 
 
 def test_no_module_of_bayes_shares_its_name_with_an_export():

@@ -301,14 +301,6 @@ def test_report_command_on_a_folder_without_results_is_one_line_exit_2(tmp_path)
     assert bad.exit_code == 2 and f"{tmp_path / 'results.json'}: sizes: missing: this key is required" in bad.output
 
 
-def test_the_old_prediction_name_still_imports_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="use RankerPrediction"):
-        old = runner.Prediction
-    assert old is runner.RankerPrediction
-    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
-        runner.Nope  # noqa: B018
-
-
 def test_the_bayesian_stage_silences_arviz_and_pytensor_and_only_them():
     blas = logging.getLogger("pytensor.tensor.blas")
     level = blas.level

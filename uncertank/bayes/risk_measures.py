@@ -1,8 +1,7 @@
 """URisk, ZRisk and GeoRisk: risk-sensitive measures of systems on score matrices.
 
 Not to be confused with :mod:`uncertank.uncertainty.risk` (risk-aware
-reranking of one ranked list); this module was ``uncertank.bayes.risk``
-in 0.1.0, a name kept as a deprecated alias until 0.3.0.
+reranking of one ranked list).
 
 All functions are vectorised over leading axes, so that a stack of
 posterior-predictive replicates of shape ``(n_draws, n_systems, n_topics)``

@@ -49,7 +49,6 @@ import json
 import os
 import shutil
 import time
-import warnings
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
@@ -878,16 +877,3 @@ def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke
     write_report(result, out)
     say(f"report written to {out}")
     return result
-
-
-def __getattr__(name: str) -> Any:
-    if name == "evaluate":  # the old name of stage 4, kept for one release: uncertank.evaluate is a module
-        warnings.warn("uncertank.experiment.runner.evaluate is deprecated and will be removed in the next "
-                      "release; use measure", DeprecationWarning, stacklevel=2)
-        return measure
-    if name == "Prediction":  # the old name, kept for one release: it read as uncertank.Predictions
-        warnings.warn("uncertank.experiment.runner.Prediction is deprecated and will be removed in the next "
-                      "release; use RankerPrediction",
-                      DeprecationWarning, stacklevel=2)
-        return RankerPrediction
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

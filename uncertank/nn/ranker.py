@@ -654,15 +654,3 @@ class NeuralRanker:
     def __repr__(self) -> str:
         state = "fitted" if self.is_fitted else "unfitted"
         return f"{type(self).__name__}(name={self.name!r}, {state})"
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("from_pretrained", "load_ranker"):  # moved to uncertank.nn.loading; kept for one release
-        import warnings
-
-        from uncertank.nn import loading
-
-        warnings.warn(f"uncertank.nn.ranker.{name} moved to uncertank.nn.{name} (uncertank.nn.loading); the old "
-                      "path will be removed in the next release", DeprecationWarning, stacklevel=2)
-        return getattr(loading, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
