@@ -326,3 +326,122 @@ def test_every_module_imports_on_its_own():
     out = subprocess.run([sys.executable, "-c", _ISOLATED, *names], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "", out.stdout[-5000:]
+
+
+# -- one home per public name -------------------------------------------------------------------------------------
+
+
+def _top_level(tree: ast.Module) -> list[ast.stmt]:
+    """The module's top-level statements, those under a top-level ``if`` or ``try`` included."""
+    out: list[ast.stmt] = []
+    for node in tree.body:
+        out.append(node)
+        if isinstance(node, ast.If):
+            out.extend(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            out.extend(node.body + node.orelse + node.finalbody)
+    return out
+
+
+def defined_names(tree: ast.Module) -> set[str]:
+    """The names a module defines at its top level: ``def``, ``class``, assignments (``TypeVar`` and aliases too)."""
+    names: set[str] = set()
+    for node in _top_level(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif sys.version_info >= (3, 12) and isinstance(node, ast.TypeAlias):
+            names.add(node.name.id)
+    return names
+
+
+def _resolve(name: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = name if _is_package(name) else name.rpartition(".")[0]
+    base = package.split(".")
+    return ".".join(base[: len(base) - (node.level - 1)] + ([node.module] if node.module else []))
+
+
+@cache
+def _exports(name: str) -> tuple[tuple[str, ...], dict[str, tuple[str, str]], frozenset[str]]:
+    """A module's ``__all__``; what its top-level ``from`` imports bind (name -> (module, name)); what it defines."""
+    tree = ast.parse(modules()[name].read_text(encoding="utf-8"))
+    imported: dict[str, tuple[str, str]] = {}
+    listed: list[str] = []
+    for node in _top_level(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(name, node)
+            for alias in node.names:
+                if alias.name == "*" and target in modules():
+                    imported.update({n: (target, n) for n in _exports(target)[0]})
+                elif f"{target}.{alias.name}" not in modules():
+                    imported[alias.asname or alias.name] = (target, alias.name)
+        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
+                   if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = node.value
+        if isinstance(value, (ast.List, ast.Tuple)):
+            listed.extend(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+        elif isinstance(value, ast.Attribute) and value.attr == "__all__" and isinstance(value.value, ast.Name):
+            other = f"{name}.{value.value.id}" if _is_package(name) else value.value.id
+            if other in modules():
+                listed.extend(_exports(other)[0])
+    return tuple(listed), imported, frozenset(defined_names(tree))
+
+
+def home_of(module: str, name: str) -> str | None:
+    """The module that defines ``name`` as ``module`` sees it, following its imports; None outside the package."""
+    seen: set[tuple[str, str]] = set()
+    while (module, name) not in seen:
+        seen.add((module, name))
+        _, imported, defined = _exports(module)
+        if name in defined:
+            return module
+        if name not in imported or imported[name][0] not in modules():
+            return None
+        module, name = imported[name]
+    return None  # pragma: no cover - an import circle the interpreter would refuse
+
+
+def one_home_violations() -> list[str]:
+    """``module: name`` for every ``__all__`` entry listed anywhere but its home and the packages above it.
+
+    A module that is not a package ``__init__`` lists only names it defines;
+    a package lists only names whose home is inside it.
+    """
+    found: list[str] = []
+    for module in sorted(modules()):
+        listed, _, defined = _exports(module)
+        for name in listed:
+            if not _is_package(module):
+                if name not in defined:
+                    found.append(f"{module}: {name}")
+                continue
+            home = home_of(module, name)
+            if home is None or not (home == module or home.startswith(f"{module}.")):
+                found.append(f"{module}: {name} (defined in {home or 'no module of the package'})")
+    return found
+
+
+def test_every_public_name_has_one_home():
+    assert one_home_violations() == []
+
+
+def test_the_one_home_check_catches_a_re_export(monkeypatch):
+    fake = {"uncertank.a": "from uncertank.b import thing\n__all__ = ['thing', 'mine']\nmine = 1\n",
+            "uncertank.b": "__all__ = ['thing']\nthing = 2\n",
+            "uncertank.c": "from uncertank.b import thing\n__all__ = ['thing']\n"}
+    paths = {name: PACKAGE / "c" / "__init__.py" if name == "uncertank.c" else PACKAGE / f"{name[10:]}.py"
+             for name in fake}
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: next(
+        src for name, src in fake.items() if paths[name] == self))
+    monkeypatch.setattr(sys.modules[__name__], "modules", lambda: paths)
+    _exports.cache_clear()
+    try:
+        assert one_home_violations() == ["uncertank.a: thing", "uncertank.c: thing (defined in uncertank.b)"]
+    finally:
+        _exports.cache_clear()

@@ -9,6 +9,7 @@ that need them.
 from __future__ import annotations
 
 from uncertank._folders import FolderInUseError
+from uncertank._io import file_digest
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
 from uncertank.adapters import CallableRanker, CrossEncoderRanker, EnsembleRanker
 from uncertank.hookspecs import hookimpl
@@ -44,6 +45,7 @@ __all__ = [
     "TrainableRanker",
     "WarmStartable",
     "__version__",
+    "file_digest",
     "get_plugin_manager",
     "hookimpl",
     "list_plugins",

@@ -21,7 +21,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from uncertank._io import file_digest
 from uncertank.datasets._cache import cache_dir, clear_cache
 from uncertank.datasets._load import cacheable, list_datasets, load
 from uncertank.datasets.assembly import build_query_set, redraw_negatives
@@ -62,7 +61,6 @@ __all__ = [
     "describe",
     "dialogue_of",
     "duplicate_stats",
-    "file_digest",
     "list_datasets",
     "load",
     "normalize_text",
