@@ -60,4 +60,5 @@ def test_the_study_file_runs(cross_encoder_folder, tmp_path):
     (fit,) = result.bayes.values()
     assert (fit.systems, fit.condition, fit.baseline) == ("study", "in-domain", "bert")
     assert sorted(e["system"] for e in fit.effects) == sorted(result.rankers)
-    assert sorted(r["system"] for r in fit.against_baseline) == (["bm25", "mc_dropout", "sngp"] if fit.converged else [])
+    others = ["bm25", "mc_dropout", "sngp"] if fit.converged else []  # no verdict from an unconverged fit
+    assert sorted(r["system"] for r in fit.against_baseline) == others

@@ -415,38 +415,6 @@ def test_ppc_curves_are_stored_and_drawn_by_the_report(tmp_path):
     assert "The posterior predictive curves of `zoib` (bayes/zoib-gone-ppc.npz) are missing" in md
 
 
-def test_the_progress_option_goes_only_where_it_is_taken():
-    calls = []
-
-    class Source:
-        @classmethod
-        def from_ranker(cls, ranker, *, n_passes=10):  # MC dropout's: the source's own options pass on
-            calls.append(("from_ranker", ranker, n_passes))
-
-        @classmethod
-        def load(cls, path, **overrides):  # passes the option on to a class that takes it
-            calls.append(("load", path, overrides))
-
-        @classmethod
-        def strict_load(cls, path, **overrides):  # passes it on to a class without it
-            if overrides:
-                raise TypeError(f"Plain.__init__() got an unexpected keyword argument {next(iter(overrides))!r}")
-            calls.append(("strict_load", path))
-
-        @classmethod
-        def broken_load(cls, path, **overrides):
-            raise TypeError("a bug of the plugin's own")
-
-    runner._quietly(Source.from_ranker, "bert", n_passes=3)
-    runner._quietly(Source.load, "dir")
-    runner._quietly(Source.load, "dir", show_progress=True)  # the study's own value is kept
-    runner._quietly(Source.strict_load, "dir")
-    assert calls == [("from_ranker", "bert", 3), ("load", "dir", {"show_progress": False}),
-                     ("load", "dir", {"show_progress": True}), ("strict_load", "dir")]
-    with pytest.raises(TypeError, match="a bug of the plugin's own"):
-        runner._quietly(Source.broken_load, "dir")
-
-
 @pytest.mark.slow
 def test_the_oracle_b_and_the_reference_means_with_a_rankers_variances(tiny_study):
     out, _, _ = tiny_study
