@@ -142,3 +142,41 @@ def test_a_run_says_what_each_step_should_cost_as_it_starts(tmp_path, monkeypatc
     assert "estimated time: about 1 min 20 s by the benchmarks' rates" in run.stderr  # 2 x 40 pairs
     assert "bm25: scoring 40 pairs (valid); about 40 s by the benchmarks' rates" in run.stderr
     assert "bm25: scoring 40 pairs (in-domain); about 40 s by the benchmarks' rates" in run.stderr
+
+
+def test_a_nutpie_run_reports_its_completed_draws_and_divergences(monkeypatch):
+    az = pytest.importorskip("arviz")
+    import numpy as np
+
+    import uncertank.bayes.fit as F
+
+    x = np.full((2, 10), np.nan)
+    x[:, :4] = 0.5  # four draws done by both chains so far
+    diverging = np.zeros((2, 10), dtype=bool)
+    diverging[0, 1] = diverging[1, 6] = True  # one among the completed draws, one beyond them
+    trace = az.from_dict(posterior={"x": x}, sample_stats={"diverging": diverging})
+
+    class Run:
+        polls = 0
+
+        @property
+        def is_finished(self):
+            type(self).polls += 1
+            return type(self).polls > 2
+
+        def inspect(self):
+            return trace
+
+    monkeypatch.setattr(F, "_LOOK_EVERY_S", 0.0)
+    lines: list[str] = []
+    with P.reporting(lines.append, every=1e-9):
+        F._watch(Run(), 10, poll=0.0)
+    assert lines and lines[-1].startswith("sampling (nutpie): 4 of 10 draws per chain after tuning (40%), "
+                                          "divergences 1, ")
+    class Unwatched(Run):
+        def inspect(self):
+            raise AssertionError("the trace was read with nobody to report to")
+
+    Unwatched.polls = 0
+    F._watch(Unwatched(), 10, poll=0.0)  # without a reporter it only waits
+    assert Unwatched.polls == 3

@@ -245,12 +245,7 @@ def _nutpie(
     if gate is None:
         run = start(draws)
         try:
-            from uncertank.progress import tracker
-
-            with tracker("sampling (nutpie)", unit=None) as track:  # nutpie runs in the background: a heartbeat
-                while not _finished(run):
-                    time.sleep(0.5)
-                    track.advance(0)
+            _watch(run, draws)
             idata = run.wait()
         except BaseException:
             with contextlib.suppress(Exception):  # the run may be over already; keep the first error
@@ -261,6 +256,40 @@ def _nutpie(
                                        width=_values_per_draw(model))
     t2 = time.perf_counter()
     return idata, {"compile_s": t1 - t0, "sample_s": t2 - t1}, result
+
+
+#: Seconds between two looks at a background nutpie run's trace for the progress lines (only when someone listens).
+_LOOK_EVERY_S = 15.0
+
+
+def _watch(run: Any, draws: int, *, poll: float = 0.5) -> None:
+    """Wait for a background nutpie run, reporting draws and divergences to :mod:`uncertank.progress`.
+
+    With a reporter installed (a study), the trace so far is read every
+    :data:`_LOOK_EVERY_S` seconds (a copy: ``run.inspect()``) for the draws
+    every chain has completed after tuning and the divergent transitions
+    among them; without one, it only waits.
+    """
+    from uncertank.progress import tracker
+
+    with tracker("sampling (nutpie)", total=draws, unit="draws per chain after tuning") as track:
+        last = -math.inf
+        while not _finished(run):
+            time.sleep(poll)
+            if track.reporter is None:
+                continue
+            if time.perf_counter() - last >= _LOOK_EVERY_S:
+                last = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)  # ArviZ on a trace with no draws yet
+                    look = run.inspect()
+                n = _completed_draws(look)
+                diverging = 0
+                if n > 0 and "sample_stats" in look.groups() and "diverging" in look["sample_stats"]:
+                    diverging = int(np.asarray(look["sample_stats"]["diverging"].values, dtype=bool)[:, :n].sum())
+                track.advance(max(n - track.done, 0), divergences=diverging)
+            else:
+                track.advance(0)
 
 
 def _values_per_draw(model: pm.Model) -> int:
