@@ -263,21 +263,22 @@ _LOOK_EVERY_S = 15.0
 
 
 def _watch(run: Any, draws: int, *, poll: float = 0.5) -> None:
-    """Wait for a background nutpie run, reporting draws and divergences to :mod:`uncertank.progress`.
+    """While a background nutpie run samples, report its draws and divergences to :mod:`uncertank.progress`.
 
     With a reporter installed (a study), the trace so far is read every
     :data:`_LOOK_EVERY_S` seconds (a copy: ``run.inspect()``) for the draws
     every chain has completed after tuning and the divergent transitions
-    among them; without one, it only waits.
+    among them, until the run is finished; without one, it returns at once
+    (the caller's ``run.wait()`` waits).
     """
     from uncertank.progress import tracker
 
     with tracker("sampling (nutpie)", total=draws, unit="draws per chain after tuning") as track:
+        if track.reporter is None:
+            return
         last = -math.inf
         while not _finished(run):
             time.sleep(poll)
-            if track.reporter is None:
-                continue
             if time.perf_counter() - last >= _LOOK_EVERY_S:
                 last = time.perf_counter()
                 with warnings.catch_warnings():
