@@ -149,3 +149,15 @@ def test_the_rates_are_those_of_the_real_run():
     assert P.RATES["ensemble"] == (ens["step_seconds"]["fit ensemble"] / ens["sizes"]["train"],
                                    ens["step_seconds"]["predict ensemble in-domain"] / pairs)
     assert P.RATES["bm25"][1] == steps["predict bm25 valid"] / (run["sizes"]["valid"] * 10)
+
+
+def test_the_real_runs_rates_scale_with_layers_passes_and_members():
+    from uncertank.experiment.config import RankerConfig
+    from uncertank.experiment.plan import _setting_scale
+
+    bert = RankerConfig("bert", {"num_hidden_layers": 3})
+    by_label = {"bert": bert}
+    assert _setting_scale(bert, by_label) == (0.5, 0.5)  # half the real run's six layers
+    assert _setting_scale(RankerConfig("mc_dropout", {"n_passes": 5}, init_from="bert"), by_label) == (0.5, 0.25)
+    assert _setting_scale(RankerConfig("ensemble", {"n_members": 3}, init_from="bert"), by_label) == (0.25, 0.3)
+    assert _setting_scale(RankerConfig("bert", {}), {}) == (1.0, 1.0)  # the real run's setting

@@ -32,7 +32,7 @@ from uncertank.experiment.stages import StudyData
 from uncertank.experiment.validation import check_output_folder, validate_config
 from uncertank.protocols import Trainable
 
-__all__ = ["MODEL_FREE_NEGATIVES", "RATES", "StepPlan", "StudyPlan", "plan_study"]
+__all__ = ["MODEL_FREE_NEGATIVES", "RATES", "RATE_SETTING", "StepPlan", "StudyPlan", "plan_study"]
 
 #: Negative samplers that need no model: a dry run builds their data as the run does.
 MODEL_FREE_NEGATIVES = frozenset({"random", "bm25", "file", "given"})
@@ -52,8 +52,33 @@ RATES: dict[str, tuple[float, float]] = {
     "ensemble": (2306.5 / 9539, 159.2 / 6000),
 }
 _RATE = "at the real run's rate"
-_RATE_SOURCE = ("an estimate from a real run on 2 CPU cores (docs/results/real_run.json); it scales with the "
-                "machine and with the rankers' settings (layers, max_length, epochs, passes)")
+_RATE_SOURCE = ("an estimate from a real run on 2 CPU cores (docs/results/real_run.json), scaled by the rankers' "
+                "layers, passes and members; it scales with the machine, and with max_length and epochs, which it "
+                "does not read")
+
+
+#: The real run's setting behind :data:`RATES`: encoder layers, MC dropout passes, ensemble members.
+RATE_SETTING = {"num_hidden_layers": 6, "n_passes": 10, "n_members": 5}
+
+
+def _setting_scale(rc: Any, by_label: dict[str, Any]) -> tuple[float, float]:
+    """How a ranker's setting scales the real run's rates: (fit, predict) factors.
+
+    The encoder's cost goes with its layers (``num_hidden_layers``, read
+    from the ranker or the one it starts from); MC dropout's scoring with
+    its passes; an ensemble's training with its new members (member 0 is
+    the ranker it starts from) and its scoring with all of them.
+    """
+    params, source = dict(rc.params), by_label.get(rc.init_from) if rc.init_from else None
+    layers = params.get("num_hidden_layers", (source.params if source is not None else {}).get("num_hidden_layers"))
+    layer = layers / RATE_SETTING["num_hidden_layers"] if isinstance(layers, int) and layers > 0 else 1.0
+    fit, predict = layer, layer
+    if rc.name == "mc_dropout" and isinstance(params.get("n_passes"), int):
+        predict *= params["n_passes"] / RATE_SETTING["n_passes"]
+    if rc.name == "ensemble" and isinstance(params.get("n_members"), int):
+        fit *= (params["n_members"] - 1) / (RATE_SETTING["n_members"] - 1)
+        predict *= params["n_members"] / RATE_SETTING["n_members"]
+    return fit, predict
 
 
 @dataclass
@@ -190,17 +215,18 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
                 tests[c.name].n_pairs, exact[c.name]) for c in config.conditions]
     before, sizes = _previous(out)
 
-    def cost(step: str, ranker: str, kind: str, amount: int, recorded_amount: int | None) -> tuple[float | None, str]:
+    def cost(step: str, ranker: str, kind: str, amount: int, recorded_amount: int | None,
+             scale: float = 1.0) -> tuple[float | None, str]:
         old = before.get(step)
         if isinstance(old, dict) and isinstance(old.get("seconds"), (int, float)) and math.isfinite(old["seconds"]):
-            scale = amount / recorded_amount if recorded_amount else 1.0
-            return float(old["seconds"]) * scale, "as the previous run"
+            ratio = amount / recorded_amount if recorded_amount else 1.0
+            return float(old["seconds"]) * ratio, "as the previous run"
         if amount == 0:
             return 0.0, "nothing to train"
         rate = RATES.get(ranker)
         if rate is None:
             return None, ""
-        return (rate[0] if kind == "fit" else rate[1]) * amount, _RATE
+        return (rate[0] if kind == "fit" else rate[1]) * amount * scale, _RATE
 
     def recorded(split: str) -> int | None:
         size = sizes.get(split) if split in ("train", "valid") else (sizes.get("test") or {}).get(split)
@@ -210,7 +236,9 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     keys: dict[str, str | None] = {}
     known = exact["train"] and exact["valid"]
     n_pairs = sum(qs.n_pairs for qs in sets.values())
+    by_label = {rc.key: rc for rc in config.rankers}
     for rc in config.rankers:
+        fit_scale, predict_scale = _setting_scale(rc, by_label)
         ranker = make_ranker(rc.name, **rc.params, **({} if rc.pretrained is None else {"pretrained": rc.pretrained}))
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = fit_key(rc, data, upstream) if known and (rc.init_from is None or upstream is not None) else None
@@ -229,7 +257,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
                 what, amount = f"trains on {train.n_queries} queries", train.n_queries
             folder = out / "models" / f"{file_stem(rc.key)}-{key}"
             cached = resume and key is not None and (folder / ".complete").exists()
-            seconds, source = cost(step, rc.name, "fit", amount, recorded("train") if amount else None)
+            seconds, source = cost(step, rc.name, "fit", amount, recorded("train") if amount else None, fit_scale)
             plan.steps.append(StepPlan(step, key, cached, seconds, source))
         else:
             what, key = "is not trained", unfitted_key(rc)
@@ -239,6 +267,6 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             pkey = digest([key, digests[split]]) if exact[split] and key is not None else None
             path = out / "predictions" / f"{file_stem(rc.key)}-{file_stem(split)}-{pkey}.npz"
             step = f"predict {rc.key} {split}"
-            seconds, source = cost(step, rc.name, "predict", qs.n_pairs, recorded(split))
+            seconds, source = cost(step, rc.name, "predict", qs.n_pairs, recorded(split), predict_scale)
             plan.steps.append(StepPlan(step, pkey, resume and pkey is not None and path.exists(), seconds, source))
     return plan
