@@ -151,3 +151,30 @@ families = ["gaussian"]
 {bayes_keys}
 """)
     return path
+
+
+def test_the_reports_section_reads_each_ranker_against_the_baseline(tmp_path):
+    from tests.experiment.test_report import make_result
+    from uncertank.experiment.report import write_report
+    from uncertank.experiment.result import BayesOutcome
+
+    def fit(family, verdicts, converged=True):
+        rows = [{"system": name, "diff_mean": d, "diff_lower": d - 0.01, "diff_upper": d + 0.01, "p_better": 0.5,
+                 "verdict": v, "urisk_r1": 0.1, "urisk_r1_lower": 0.0, "urisk_r1_upper": 0.2}
+                for name, (d, v) in verdicts.items()]
+        return BayesOutcome(family=family, n_systems=3, best_distinguishable=None, worst_distinguishable=None,
+                            converged=converged, diagnostics={"problems": [] if converged else ["max R-hat 1.2"]},
+                            systems="study", condition="in-domain", metric="MAP", baseline="bm25",
+                            against_baseline=rows if converged else [], fits=1 if converged else 2)
+
+    result = make_result()
+    result.bayes = {"gaussian in-domain": fit("gaussian", {"bert": (0.1, "better"), "mine": (-0.1, "worse")}),
+                    "zoib in-domain": fit("zoib", {}, converged=False)}
+    write_report(result, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    section = md.split("## Bayesian comparison of the rankers")[1].split("\n## ")[0]
+    assert "under `in-domain` (`gaussian`): `bert` credibly better than `bm25`; `mine` credibly worse" in section
+    assert "under `in-domain` (`zoib`), **no verdict**: the fit failed its convergence checks after 2 fits " \
+           "(max R-hat 1.2)" in section
+    assert "| `in-domain` | `gaussian` | `mine` | -0.1000 [-0.1100, -0.0900] |" in section
+    assert "TREC-COVID" not in section

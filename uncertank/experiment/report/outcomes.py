@@ -252,8 +252,8 @@ def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path)
             continue
         better = [r["system"] for r in b.against_baseline if r.get("verdict") == "better"]
         worse = [r["system"] for r in b.against_baseline if r.get("verdict") == "worse"]
-        parts = [f"{names([f'`{x}`' for x in better])} credibly better than `{b.baseline}`" if better else "",
-                 f"{names([f'`{x}`' for x in worse])} credibly worse" if worse else ""]
+        parts = [f"{names(better)} credibly better than `{b.baseline}`" if better else "",
+                 f"{names(worse)} credibly worse" if worse else ""]
         said.append(f"{where}: " + ("; ".join(p for p in parts if p) or
                                       f"no ranker is credibly different from `{b.baseline}`"))
     doc.text("; ".join(said) + ".")
@@ -271,8 +271,10 @@ def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path)
     doc.table(["condition", "family", "ranker", f"effect − {first.baseline}", "P(better)", "verdict", "URisk r=1",
                "URisk r=2", "converged"], rows,
               [f"Effect − {first.baseline}: the posterior mean of the ranker's effect minus the baseline's, with "
-               "its 95% credible interval, on the model's scale (score units for `gaussian`, log-odds for "
-               "`zoib`); better or worse when the interval excludes 0. URisk (Benham et al. 2021's convention, "
+               "its 95% credible interval, on the model's scale: score units for `gaussian`; for `zoib`, the "
+               "log-odds of the mean of the scores strictly between 0 and 1 (the shares of exact 0s and 1s have "
+               "no ranker effect in that model, so its verdict can differ from `gaussian`'s); better or worse "
+               "when the interval excludes 0. URisk (Benham et al. 2021's convention, "
                "r = 1 and 2): above 0 is riskier than the baseline, losses weighted 1 + r. Converged: R-hat ≤ "
                "1.01, enough effective sample size and no divergent transitions (a fit that failed was made again "
                "with twice the draws before giving no verdict)."])
