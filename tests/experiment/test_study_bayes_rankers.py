@@ -173,7 +173,7 @@ def test_the_reports_section_reads_each_ranker_against_the_baseline(tmp_path):
     write_report(result, tmp_path)
     md = (tmp_path / "report.md").read_text()
     section = md.split("## Bayesian comparison of the rankers")[1].split("\n## ")[0]
-    assert "under `in-domain` (`gaussian`): `bert` credibly better than `bm25`; `mine` credibly worse" in section
+    assert "Under `in-domain` (`gaussian`): `bert` credibly better than `bm25`; `mine` credibly worse" in section
     assert "under `in-domain` (`zoib`), **no verdict**: the fit failed its convergence checks after 2 fits " \
            "(max R-hat 1.2)" in section
     assert "| `in-domain` | `gaussian` | `mine` | -0.1000 [-0.1100, -0.0900] |" in section

@@ -256,7 +256,8 @@ def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path)
                  f"{names(worse)} credibly worse" if worse else ""]
         said.append(f"{where}: " + ("; ".join(p for p in parts if p) or
                                       f"no ranker is credibly different from `{b.baseline}`"))
-    doc.text("; ".join(said) + ".")
+    text = "; ".join(said) + "."
+    doc.text(text[:1].upper() + text[1:])
     rows = []
     for b in fits:
         if not b.converged:
