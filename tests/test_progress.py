@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 
 import pytest
 
@@ -180,3 +181,24 @@ def test_a_nutpie_run_reports_its_completed_draws_and_divergences(monkeypatch):
     Unwatched.polls = 0
     F._watch(Unwatched(), 10, poll=0.0)  # without a reporter it returns at once: the caller's wait() waits
     assert Unwatched.polls == 0
+
+
+def test_a_heartbeat_repeats_the_running_loops_line_while_a_piece_of_work_is_slow():
+    import threading
+
+    lines: list[str] = []
+    slow = threading.Event()
+    with P.reporting(lines.append, every=0.05, prefix="bert: ", heartbeat=True), \
+            P.tracker("epoch 1/1", total=10, unit="pairs") as track:
+        track.advance(1, loss="0.69")
+        slow.wait(0.5)  # one batch that takes ten periods: the heartbeat speaks meanwhile
+        n_during = len(lines)
+    time.sleep(0.2)
+    assert n_during >= 3, lines  # the first update, then repeats while the batch runs
+    assert all(line.startswith("bert: epoch 1/1: 1 of 10 pairs (10%), loss 0.69, ") for line in lines)
+    assert len(lines) == n_during  # nothing once the loop and the block have ended
+    with P.reporting(lines.append, every=0.05):  # without the heartbeat: silent while it waits
+        with P.tracker("epoch 1/1", total=10, unit="pairs") as track:
+            track.advance(1)
+            slow.wait(0.3)
+    assert len(lines) == n_during + 1

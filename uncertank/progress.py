@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -97,7 +98,7 @@ class Tracker:
             self._first = (now, self.done)
         if self._last is None or now - self._last >= self.reporter.every:
             self._last = now
-            self.reporter.emit(self.line(now))
+            self.reporter.emit(self.line(now), self)
 
     def line(self, now: float | None = None) -> str:
         """What the reporter prints for this loop now."""
@@ -140,21 +141,64 @@ class ProgressReporter:
         if isinstance(every, bool) or not isinstance(every, (int, float)) or not every > 0:
             raise ValueError(f"every must be a number of seconds > 0; got {every!r}")
         self.log, self.every, self.prefix, self.label = log, float(every), prefix, label
+        self._lock = threading.RLock()
+        self._emitted = time.perf_counter()
+        self._active: list[Tracker] = []
 
-    def emit(self, line: str) -> None:
-        """Log ``line`` with the prefix."""
-        self.log(f"{self.prefix}{line}")
+    def emit(self, line: str, track: Tracker | None = None) -> None:
+        """Log ``line`` with the prefix (``track``: the loop it is about, now the one a heartbeat repeats)."""
+        with self._lock:
+            self._emitted = time.perf_counter()
+            if track is not None and track not in self._active:
+                self._active.append(track)
+            self.log(f"{self.prefix}{line}")
+
+    def done(self, track: Tracker) -> None:
+        """``track``'s loop has ended: a heartbeat no longer repeats it."""
+        with self._lock:
+            if track in self._active:
+                self._active.remove(track)
+
+    def beat(self) -> None:
+        """Repeat the line of the loop running now when nothing was said for ``every`` seconds.
+
+        A loop says something only when a piece of its work ends; one piece
+        that takes longer than ``every`` (a training batch on a crowded
+        machine) would leave the console silent that long.
+        """
+        with self._lock:
+            if self._active and time.perf_counter() - self._emitted >= self.every:
+                track = self._active[-1]
+                self._emitted = time.perf_counter()
+                self.log(f"{self.prefix}{track.line()}")
 
 
 @contextlib.contextmanager
-def reporting(log: Log, *, every: float = 20.0, prefix: str = "",
-              label: str | None = None) -> Iterator[ProgressReporter]:
-    """Report the progress of every long loop inside the block to ``log`` (see the module's docstring)."""
+def reporting(log: Log, *, every: float = 20.0, prefix: str = "", label: str | None = None,
+              heartbeat: bool = False) -> Iterator[ProgressReporter]:
+    """Report the progress of every long loop inside the block to ``log`` (see the module's docstring).
+
+    With ``heartbeat``, a background thread repeats the running loop's line
+    (its elapsed time updated) whenever ``every`` seconds pass without one,
+    so that a slow piece of work does not leave the console silent.
+    """
     reporter = ProgressReporter(log, every=every, prefix=prefix, label=label)
     token = _REPORTER.set(reporter)
+    stop = threading.Event()
+    thread = None
+    if heartbeat:
+        def beat() -> None:
+            while not stop.wait(reporter.every / 4):
+                reporter.beat()
+
+        thread = threading.Thread(target=beat, name="uncertank-progress", daemon=True)
+        thread.start()
     try:
         yield reporter
     finally:
+        stop.set()
+        if thread is not None:
+            thread.join(timeout=5.0)
         _REPORTER.reset(token)
 
 
@@ -165,4 +209,9 @@ def tracker(what: str, *, total: int | None = None, unit: str | None = "items") 
     ``unit=None`` makes a heartbeat: lines with the elapsed time only, for
     work that runs elsewhere and cannot be counted (``advance(0)``).
     """
-    yield Tracker(_REPORTER.get(), what, total, unit)
+    track = Tracker(_REPORTER.get(), what, total, unit)
+    try:
+        yield track
+    finally:
+        if track.reporter is not None:
+            track.reporter.done(track)

@@ -148,7 +148,7 @@ def _load(name: str, split: str, negatives: str, cap: int | None, config: StudyC
 def load_data(config: StudyConfig, log: Log = _quiet) -> StudyData:
     """Stage 1: load (building and caching on first use) every query set of ``config``."""
     log(f"data: {config.train_dataset} train/valid with {config.train_negatives} negatives")
-    with reporting(log, prefix="data: "):  # building a cache (embedding negatives) can take minutes
+    with reporting(log, prefix="data: ", heartbeat=True):  # building a cache (embedding negatives) can take minutes
         train = _load(config.train_dataset, "train", config.train_negatives, config.max_train_queries, config)
         valid = _load(config.train_dataset, "valid", config.train_negatives, config.max_valid_queries, config)
         tests: dict[str, QuerySet] = {}
@@ -515,7 +515,7 @@ def fit_rankers(
             log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}"
                 f"{_estimated(estimates, f'fit {rc.key}')}")
             _say_load(log, rc.key)
-            with reporting(log, prefix=f"{rc.key}: "):  # a line at most every 20 s while it trains
+            with reporting(log, prefix=f"{rc.key}: ", heartbeat=True):  # a line every 20 s while it trains
                 ranker.fit(data.train, data.valid)
         seconds = time.perf_counter() - t0
         log(f"{rc.key}: ready in {seconds:.1f} s")
@@ -651,7 +651,7 @@ def predict_all(
             name = f"predict {rc.key} {split}"
             if (estimates or {}).get(name, 0.0) >= 30.0:
                 log(f"{rc.key}: scoring {qs.n_pairs} pairs ({split}){_estimated(estimates, name)}")
-            with reporting(log, prefix=f"{rc.key}: scoring {split}: ", label=rc.key):
+            with reporting(log, prefix=f"{rc.key}: scoring {split}: ", label=rc.key, heartbeat=True):
                 pred = run(qs, split)
             seconds = time.perf_counter() - t0
             log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s")

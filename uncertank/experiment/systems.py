@@ -303,7 +303,7 @@ def _fit_all(config: StudyConfig, out: Path, fits: list[_Fit], resume: bool, log
             log(f"bayes: the cached {fit.name} fit is not reused: {cached}; it is fitted again")
         log(f"bayes: fitting the {fit.family} model on {fit.what}")
         t0 = time.perf_counter()
-        with reporting(log, prefix=f"bayes: {fit.name}: "):  # draws and divergences, a line at most every 20 s
+        with reporting(log, prefix=f"bayes: {fit.name}: ", heartbeat=True):  # draws, divergences: every 20 s
             cmp, diag, n_fits = _fit(config, fit, log)
         eff = cmp.system_effects()
         risk: dict[str, int] = {}
