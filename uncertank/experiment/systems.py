@@ -27,7 +27,7 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,8 @@ def quiet_bayes() -> Iterator[None]:
 
 
 #: Replicated data sets drawn for the posterior predictive check, and the points of its density grid.
-PPC_REPLICATES, PPC_GRID = 100, 256
+PPC_REPLICATES = 100
+PPC_GRID = 256
 
 
 def ppc_curves(cmp: Any, seed: int) -> dict[str, np.ndarray]:
@@ -185,13 +186,17 @@ def compare_systems(
         return _fit_all(config, out, _study_fits(config, evaluations), resume, log)
 
 
+@dataclass
 class _Fit:
     """One fit to make: its name, data and what its outcome records."""
 
-    def __init__(self, name: str, family: str, frame: Any, baseline: str | None, what: str, *,
-                 condition: str | None = None, metric: str | None = None) -> None:
-        self.name, self.family, self.frame, self.baseline, self.what = name, family, frame, baseline, what
-        self.condition, self.metric = condition, metric
+    name: str
+    family: str
+    frame: Any
+    baseline: str | None
+    what: str
+    condition: str | None = None
+    metric: str | None = None
 
 
 def _trec_covid_fits(config: StudyConfig) -> list[_Fit]:
