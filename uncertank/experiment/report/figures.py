@@ -22,6 +22,7 @@ import numpy as np
 
 from uncertank._io import atomic_path
 from uncertank.experiment.result import BayesOutcome, Evaluation
+from uncertank.experiment.stages import file_stem
 from uncertank.formatting import format_number
 
 __all__ = ["COLUMNS", "DPI", "FONT_SIZE", "Figures", "LEGEND_SIZE"]
@@ -258,7 +259,6 @@ class Figures:
         ax.set_title(title)
         ax.set(xlabel="score" if family != "zoib_rank" else "per-rank gain", ylabel="density")
         ax.legend(fontsize=LEGEND_SIZE, frameon=False)
-        stem = family if condition is None else f"{family}-" + "".join(
-            ch if ch.isalnum() or ch in "-_." else "-" for ch in condition)
+        stem = family if condition is None else f"{family}-{file_stem(condition)}"
         return self._save(fig, f"bayes-{stem}-ppc.png")
 
