@@ -118,7 +118,7 @@ def bank_cost(sizes: list[int], repeats: int) -> None:
 
 
 def bank_sweep_cost(
-    sizes: list[int], repeats: int, n_chains: int = 30, dim: int = 64, n_test: int = 1000
+    sizes: list[int], repeats: int, n_chains: int = 30, dim: int = 64, n_test: int = 1000, device: str = "cpu"
 ) -> dict[str, Any]:
     """Seconds (best of ``repeats``) of one Gibbs sweep, the factors and 1,000 predictions per M; ratios to the first.
 
@@ -128,25 +128,32 @@ def bank_sweep_cost(
     """
     from uncertank_pgdrr.gp import GaussianProcessHead, gibbs_sample
 
-    gen = torch.Generator().manual_seed(0)
+    dev = torch.device(device)
+
+    def now() -> float:  # a clock that waits for the device's queued work
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        return time.perf_counter()
+
+    gen = torch.Generator(device=dev).manual_seed(0)
     rows: dict[str, Any] = {}
     for m in sizes:
-        x = torch.randn(m, dim, dtype=torch.float64, generator=gen) / dim**0.5
-        y = (torch.arange(m) % 2).long()
-        z = torch.randn(n_test, dim, dtype=torch.float64, generator=gen) / dim**0.5
-        head = GaussianProcessHead(dim, projection_dim=None, bank_size=m, n_chains=n_chains, n_bank_steps=1)
+        x = torch.randn(m, dim, dtype=torch.float64, generator=gen, device=dev) / dim**0.5
+        y = (torch.arange(m, device=dev) % 2).long()
+        z = torch.randn(n_test, dim, dtype=torch.float64, generator=gen, device=dev) / dim**0.5
+        head = GaussianProcessHead(dim, projection_dim=None, bank_size=m, n_chains=n_chains, n_bank_steps=1).to(dev)
         best = {"sweep": float("inf"), "factors": float("inf"), "predict_1000": float("inf")}
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0 = now()
             gibbs_sample(head.kernel(x, x), y, n_chains=n_chains, n_steps=1, generator=gen)
-            t1 = time.perf_counter()
+            t1 = now()
             head.set_bank(x, y)  # one sweep again (n_bank_steps=1), then the factors on first use
             head.clear_cache()
-            t2 = time.perf_counter()
+            t2 = now()
             head._factors()
-            t3 = time.perf_counter()
+            t3 = now()
             head.predictive(z)
-            t4 = time.perf_counter()
+            t4 = now()
             best = {"sweep": min(best["sweep"], t1 - t0), "factors": min(best["factors"], t3 - t2),
                     "predict_1000": min(best["predict_1000"], t4 - t3)}
         rows[str(m)] = {**{k: round(v, 4) for k, v in best.items()},
@@ -212,7 +219,7 @@ def bank_sweep_table(payload: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _bank_sweep_json(sizes: list[int], repeats: int, threads: int) -> None:
+def _bank_sweep_json(sizes: list[int], repeats: int, threads: int, device: str = "cpu", out: Any = None) -> None:
     import json
     import os
     from pathlib import Path
@@ -220,16 +227,18 @@ def _bank_sweep_json(sizes: list[int], repeats: int, threads: int) -> None:
     from uncertank._io import atomic_write_text
 
     load_before = os.getloadavg()
-    rows = bank_sweep_cost(sizes, repeats)
+    rows = bank_sweep_cost(sizes, repeats, device=device)
     payload = {
         "command": f"python benchmarks/bench_polya_gamma.py --bank-sweep --threads {threads} --sizes "
-                   + ",".join(map(str, sizes)),
+                   + ",".join(map(str, sizes)) + ("" if device == "cpu" else f" --device {device}"),
+        "device": device if device == "cpu" else torch.cuda.get_device_name(torch.device(device)),
         "bank_sizes": rows, "n_chains": 30, "feature_dim": 64,
         "machine": {"platform": platform.platform(), "torch": torch.__version__, "threads": threads,
                     "cores": os.cpu_count(), "load_average_before": list(load_before),
                     "load_average_after": list(os.getloadavg())},
     }
-    out = Path(__file__).resolve().parents[1] / "docs" / "results" / "pgdrr_bank_cost.json"
+    if out is None:
+        out = Path(__file__).resolve().parents[1] / "docs" / "results" / "pgdrr_bank_cost.json"
     atomic_write_text(out, json.dumps(payload, indent=2, sort_keys=True) + "\n")
     print(bank_sweep_table(payload))
 
@@ -244,6 +253,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--predict", action="store_true", help="pgdrr's predict against bert's (packaged MiniLM)")
     parser.add_argument("--bank-sweep", action="store_true", help="one Gibbs sweep and the factors, M up to 4,096")
     parser.add_argument("--sizes", default="256,1024,2048,4096", help="bank sizes of --bank-sweep")
+    parser.add_argument("--device", default="cpu", help="--bank-sweep's device (cpu, cuda)")
+    parser.add_argument("--out", default=None,
+                        help="--bank-sweep's JSON record (default docs/results/pgdrr_bank_cost.json)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.predict:
@@ -252,7 +264,8 @@ def main(argv: list[str] | None = None) -> None:
         predict_cost(args.repeats or 3)
         return
     if args.bank_sweep:
-        _bank_sweep_json([int(m) for m in args.sizes.split(",")], args.repeats or 2, args.threads)
+        _bank_sweep_json([int(m) for m in args.sizes.split(",")], args.repeats or 2, args.threads, args.device,
+                         args.out)
         return
     if args.bank:
         print(f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/bench_polya_gamma.py --bank` on "
