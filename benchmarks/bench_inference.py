@@ -226,6 +226,8 @@ def main(argv: list[str] | None = None) -> None:
     from uncertank import make_ranker
     from uncertank.nn import (
         NeuralRanker,
+        autocast,
+        dropout_active,
         encode_queries,
         fast_mc_dropout,
         get_accelerator,
@@ -275,7 +277,9 @@ def main(argv: list[str] | None = None) -> None:
     def stacked_passes(per_call: int) -> Callable[[], Any]:
         def fn() -> Any:
             inputs = batch.batch(np.arange(batch.n_pairs), device)
-            with fast_mc_dropout(models[0], seed=0), torch.inference_mode():
+            # the fast masks are drawn on the CPU; on a GPU torch's own dropout, under the scoring path's autocast
+            sites = fast_mc_dropout(models[0], seed=0) if device.type == "cpu" else dropout_active(models[0])
+            with sites, autocast(device), torch.inference_mode():
                 return mc_passes(models[0], inputs, args.passes, passes_per_call=per_call)
 
         return fn

@@ -44,6 +44,7 @@ than the CPU (the fast path draws its masks on the host).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -274,7 +275,12 @@ def fast_path_problem(model: nn.Module) -> str | None:
     True
     >>> fast_path_problem(nn.Sequential(nn.AlphaDropout(0.1)))
     'model has an AlphaDropout at 0, which the fast path does not draw'
+    >>> fast_path_problem(nn.Sequential(nn.Linear(2, 2, device="meta"), nn.Dropout(0.1)))
+    'model is on meta; the fast path runs on the CPU (its masks are drawn there)'
     """
+    placed = next(itertools.chain(model.parameters(), model.buffers()), None)
+    if placed is not None and placed.device.type != "cpu":
+        return f"model is on {placed.device}; the fast path runs on the CPU (its masks are drawn there)"
     for name, module in model.named_modules():
         where = name or "the top level"
         if isinstance(module, _OTHER_DROPOUTS) or (isinstance(module, nn.Dropout) and type(module) is not nn.Dropout):

@@ -390,11 +390,22 @@ def _joint_draws(head: GaussianProcessHead, zq: Tensor, chains: Tensor, gen: tor
     """Latent draws of shape (n_samples, q, size) for ``q`` queries of ``size`` candidates, ``zq`` (q, size, dim)."""
     q, size, _ = zq.shape
     mean, cov = head.joint_predictive(zq)  # (C, q, size), (C, q, size, size)
-    evals, evecs = torch.linalg.eigh(cov)
-    root = evecs * evals.clamp_min(0).sqrt()[..., None, :]  # root @ root.T = cov (negative rounding dropped)
+    root = _covariance_root(cov)
     # drawn on the CPU (``gen`` is a CPU generator): a seeded ranker gives the same draws on every device
     eps = torch.randn((chains.numel(), q, size, 1), generator=gen, dtype=torch.float64).to(zq.device)
     return mean[chains] + (root[chains] @ eps).squeeze(-1)
+
+
+def _covariance_root(cov: Tensor) -> Tensor:
+    """The symmetric square root of each covariance matrix in ``cov`` (..., n, n): ``root @ root = cov``.
+
+    The principal root ``V sqrt(L) V^T`` is a function of ``cov`` alone, whatever eigenvectors the
+    solver returns (their signs, or their basis within a repeated eigenvalue, differ between LAPACK
+    on the CPU and cuSOLVER on a GPU), so the same normal draws give the same samples on every
+    device, up to rounding. Negative eigenvalues from rounding count as 0.
+    """
+    evals, evecs = torch.linalg.eigh(cov)
+    return (evecs * evals.clamp_min(0).sqrt()[..., None, :]) @ evecs.transpose(-1, -2)
 
 
 def _as_pgdrr(model: nn.Module) -> PGDRRModel:
