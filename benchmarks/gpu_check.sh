@@ -2,8 +2,8 @@
 # The prepared GPU check: the neural tests with a GPU present, the GPU path on trained models, the
 # scoring cost ratios, the Polya-Gamma sampler and PG-DRR's Gibbs sweep, each under its own time limit
 # (under 9 minutes in all on one H100; GPU_CHECK_SAMPLER=0 leaves the sampler out). On a GPU machine
-# that reaches no package index, from the checkout's root, with the bundle of ../shared/gpu/prepare.sh beside it and, for the laplace-torch
-# and rerankers comparisons, their wheels added to it:
+# that reaches no package index, from the checkout's root, with the bundle of ../shared/gpu/prepare.sh
+# beside it and, for the laplace-torch and rerankers comparisons, their wheels added to it:
 #
 #     bash ../shared/gpu/prepare.sh
 #     pip download -q --no-deps -d .gpu-bundle/whl rerankers==0.10.0 laplace-torch==0.3 asdfghjkl==0.1a4 \
