@@ -38,7 +38,7 @@ step pytest 130 python3 -m pytest -q -n 8 -p no:cacheprovider tests/nn plugins t
 # 2,000; the ensemble's M = 2 here (its M = 5 cost is bench_inference's); the CPU re-scores two checkpoints.
 step gpu_path 300 python3 benchmarks/gpu_path.py --device cuda --others-train-queries 2000 --members 2 \
   --cpu-check bert,pgdrr --repeats 3 --json "$OUT/gpu_path.json"
-step inference 45 python3 benchmarks/bench_inference.py --device cuda --repeats 3
+step inference 90 python3 benchmarks/bench_inference.py --device cuda --repeats 3
 if [ "${GPU_CHECK_SAMPLER:-1}" = 1 ]; then  # GPU_CHECK_SAMPLER=0 leaves out what was measured already
   step polya_gamma 45 bash -c "python3 benchmarks/bench_polya_gamma.py --repeats 3 && python3 benchmarks/bench_polya_gamma.py \
     --bank-sweep --device cuda --sizes 256,1024,4096 --repeats 2 --out '$OUT/pgdrr_bank_cost_cuda.json'"
