@@ -195,6 +195,35 @@ def test_load_ranker_takes_a_hugging_face_folder(tmp_path):
                                atol=1e-5)
 
 
+def test_a_users_folder_loads_with_no_plugin_installed(tmp_path):
+    """The default is the core's own cross-encoder: no entry point is needed to score, save and load a folder."""
+    from uncertank.nn import NeuralRanker
+    from uncertank.testing import fake_entry_points
+
+    folder, model, tok = _save(tmp_path, "bert")
+    queries = toy_queries(3, 4)
+    want = _reference(model, tok, queries, PairFormat(), 48)
+    with fake_entry_points():  # every installed plugin hidden: only the core's built-ins register
+        assert "bert" not in uncertank.plugins.registry("rankers")
+        ranker = from_pretrained(folder, **SMALL)
+        assert type(ranker) is NeuralRanker and ranker.is_fitted
+        np.testing.assert_allclose(ranker.predict(queries).scores, want, atol=1e-5)
+        np.testing.assert_allclose(load_ranker(folder, **SMALL).predict(queries).scores, want, atol=1e-5)
+        ranker.save(tmp_path / "ck")
+        again = load_ranker(tmp_path / "ck")
+        assert type(again) is NeuralRanker
+        np.testing.assert_array_equal(again.predict(queries).scores, ranker.predict(queries).scores)
+
+
+def test_the_default_scores_as_the_bert_plugin_does(tmp_path):
+    """Scores are those the default gave when it was the ``bert`` plugin's ranker, bit for bit."""
+    pytest.importorskip("uncertank_bert")
+    folder, _, _ = _save(tmp_path, "roberta", num_labels=1)
+    queries = toy_queries(4, 5)
+    np.testing.assert_array_equal(from_pretrained(folder, **SMALL).predict(queries).scores,
+                                  from_pretrained(folder, "bert", **SMALL).predict(queries).scores)
+
+
 def test_fitting_continues_from_the_users_head(tmp_path):
     folder, _, _ = _save(tmp_path, "bert", num_labels=1)
     ranker = from_pretrained(folder, epochs=1, batch_size=8, **SMALL)

@@ -1,8 +1,10 @@
 """A ranker from a folder: a user's Hugging Face or sentence-transformers classifier, or any checkpoint.
 
-:func:`from_pretrained` builds the registered ranker on a user's folder
-(``make_ranker(name, pretrained=folder)``); :func:`load_ranker` reads any
-checkpoint through the ranker registry (or a plain Hugging Face folder).
+:func:`from_pretrained` builds a ranker on a user's folder: by default the
+core's own cross-encoder (:class:`~uncertank.nn.NeuralRanker`), which scores
+the model as it is with no plugin installed, or the registered ranker it is
+given (``make_ranker(name, pretrained=folder)``); :func:`load_ranker` reads
+any checkpoint through the ranker registry (or a plain Hugging Face folder).
 """
 
 from __future__ import annotations
@@ -13,37 +15,43 @@ from typing import Any
 
 from uncertank._folders import MANIFEST
 from uncertank.nn.checkpoint import read_manifest
+from uncertank.nn.ranker import NeuralRanker
 
 __all__ = ["from_pretrained", "load_ranker"]
 
 
-def from_pretrained(path: Any, ranker: str = "bert", **params: Any) -> Any:
-    """A user's trained cross-encoder folder as the registered ranker ``ranker``, without training.
+def from_pretrained(path: Any, ranker: str | None = None, **params: Any) -> Any:
+    """A user's trained cross-encoder folder as a ranker, without training.
 
-    ``make_ranker(ranker, pretrained=path, **params)``: with ``"bert"`` (the
-    default) the model scores as it is; ``"mc_dropout"`` adds T passes with
-    dropout on at every site; ``"ensemble"`` takes a list of folders (the
-    user's own seeds or fine-tunes); ``"sngp"``, ``"gpf_bert"`` and
-    ``"pgdrr"`` put a post-hoc GP head on the frozen encoder, which
-    :meth:`~NeuralRanker.fit` trains on a labelled set.
+    With ``ranker=None`` (the default), :class:`~uncertank.nn.NeuralRanker`,
+    the cross-encoder the core ships: the model keeps its own classification
+    head and scores as it is, dropout off, whatever plugins are installed
+    (or none). With the name of a registered neural ranker,
+    ``make_ranker(ranker, pretrained=path, **params)``: each plugin's page
+    says what it adds (MC dropout's T passes, an ensemble of the user's own
+    folders, a post-hoc head that :meth:`~NeuralRanker.fit` trains on the
+    frozen encoder, ...).
 
     Parameters
     ----------
     path : str, path, or list of them
         A local folder holding ``AutoModelForSequenceClassification`` weights
         and its tokenizer (``save_pretrained``, or sentence-transformers'
-        ``CrossEncoder.save``); a list for ``"ensemble"``.
-    ranker : str
-        A registered neural ranker (``uncertank plugins``).
+        ``CrossEncoder.save``); a list for a ranker that takes several.
+    ranker : str, optional
+        A registered neural ranker (``uncertank plugins``); None for
+        :class:`~uncertank.nn.NeuralRanker`.
     **params
         The ranker's parameters: ``pair_format`` (:class:`~uncertank.nn.PairFormat`),
-        ``max_length``, ``activation``, ``device``, ``n_passes``, ...
+        ``max_length``, ``activation``, ``device``, ...
 
     Examples
     --------
     >>> scorer = from_pretrained("my-cross-encoder")  # doctest: +SKIP
     >>> scorer.predict(test).scores  # doctest: +SKIP
     """
+    if ranker is None:
+        return NeuralRanker(pretrained=path, **params)
     from uncertank.plugins import make_ranker
 
     return make_ranker(ranker, pretrained=path, **params)
@@ -53,12 +61,16 @@ def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:
     """Load any checkpoint through the ranker registry.
 
     A folder without a manifest but with a Hugging Face ``config.json`` (a
-    user's own classifier) loads with :func:`from_pretrained` as ``bert``.
+    user's own classifier) loads with :func:`from_pretrained`, as the core's
+    :class:`~uncertank.nn.NeuralRanker`.
 
     The manifest's ``ranker`` entry names a registered ranker
     (``uncertank plugins``); its factory gives the class, whose ``load``
-    rebuilds the checkpoint. Nothing the manifest names is imported: a
-    checkpoint is data, and only installed, registered plugins run.
+    rebuilds the checkpoint. A checkpoint of the core's own
+    :class:`~uncertank.nn.NeuralRanker` (``"cross-encoder"``) loads with it
+    when no plugin registers that name. Nothing the manifest names is
+    imported: a checkpoint is data, and only installed, registered plugins
+    run.
 
     Parameters
     ----------
@@ -85,6 +97,8 @@ def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:
             "entry); load it with the ranker class's own load(), e.g. NeuralRanker.load(path)"
         )
     rankers = registry("rankers")
+    if name == NeuralRanker.name and name not in rankers:
+        return NeuralRanker.load(path, **overrides)
     if name not in rankers:
         known = ", ".join(sorted(rankers)) or "(none)"
         raise ValueError(

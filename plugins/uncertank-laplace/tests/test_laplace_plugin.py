@@ -69,7 +69,7 @@ def test_conformance_kit_on_a_users_folder(exported, queries):
 
 
 def test_on_a_users_folder_the_mean_is_the_model_and_the_network_is_untouched(on_folder, exported, queries):
-    model = from_pretrained(exported, show_progress=False, device="cpu")  # the folder as it is, scored by bert
+    model = from_pretrained(exported, show_progress=False, device="cpu")  # the folder as it is (NeuralRanker)
     before = {k: v.clone() for k, v in from_pretrained(exported, "laplace").build_model().state_dict().items()}
     for k, v in on_folder.model.state_dict().items():  # fit changed no weight of the network
         assert torch.equal(v, before[k]), k
