@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> None:
     names = ["sngp", "gpf_bert"] + (["pgdrr"] if importlib.util.find_spec("uncertank_pgdrr") else [])
     for name in names:
         ranker = make_ranker(name, backbone=backbone, seed=0, **common)
+        assert isinstance(ranker, NeuralRanker)  # each GP ranker is one
         model = ranker.build_model()
         model.eval()
         labels = np.asarray(train_pairs.labels, dtype=np.int64)

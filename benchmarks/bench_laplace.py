@@ -68,6 +68,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
+    from uncertank_laplace.ranker import LaplaceRanker
 
     from uncertank.datasets import load
     from uncertank.nn import from_pretrained
@@ -81,6 +82,7 @@ def main() -> None:
         folder = _folder(Path(tmp))
         bert = from_pretrained(folder, **common)
         laplace = from_pretrained(folder, "laplace", **common)
+        assert isinstance(laplace, LaplaceRanker)
         fit_s = _clock(lambda: laplace.fit(train))
         post = laplace.posterior_
         bert.predict(test), laplace.predict(test), laplace.predict_samples(test)  # warm-up

@@ -172,6 +172,8 @@ def predict_cost(repeats: int) -> None:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from uncertank_pgdrr.ranker import PGDRRRanker
+
     import uncertank.datasets as ud
     from uncertank import make_ranker
     from uncertank.nn import NeuralRanker, get_accelerator
@@ -182,6 +184,7 @@ def predict_cost(repeats: int) -> None:
     common: dict[str, Any] = dict(max_length=128, eval_batch_size=100, device="cpu", show_progress=False)
     bert = NeuralRanker(None, seed=0, **common)
     pgdrr = make_ranker("pgdrr", backbone=None, seed=0, **common)
+    assert isinstance(pgdrr, PGDRRRanker)
     model = pgdrr.build_model()
     model.eval()
     bank = train.subset(np.arange(30))

@@ -128,9 +128,12 @@ def _top1_agreement(a: np.ndarray, b: np.ndarray, offsets: np.ndarray) -> float:
 
 def _build(name: str, bert: Any, common: dict[str, Any], args: argparse.Namespace) -> Any:
     """``name`` started from the fitted ``bert``, as a study's ``init_from`` builds it."""
-    from uncertank import make_ranker
+    from uncertank import WarmStartable, make_ranker
 
-    cls = type(make_ranker(name))  # building is cheap (models load lazily); the class gives from_ranker
+    built = make_ranker(name)  # building is cheap (models load lazily); the class gives from_ranker
+    if not isinstance(built, WarmStartable):
+        raise TypeError(f"{name!r} cannot start from a fitted bert (uncertank.WarmStartable)")
+    cls = type(built)
     if name == "ensemble":  # the other members take bert's settings
         return cls.from_ranker(bert, n_members=args.members)
     params = {"n_passes": args.passes} if name == "mc_dropout" else {}
@@ -188,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import uncertank.datasets as ud
     from uncertank import make_ranker
-    from uncertank.nn import load_ranker, resolve_device
+    from uncertank.nn import NeuralRanker, load_ranker, resolve_device
     from uncertank.nn.testing import tiny_config
 
     device = resolve_device(args.device)
@@ -211,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     rankers: dict[str, Any] = {}
     fit_s: dict[str, float] = {}
     bert = make_ranker("bert", backbone=backbone, **common)
+    assert isinstance(bert, NeuralRanker)  # the bert plugin's ranker is one
     rankers["bert"], fit_s["bert"] = _timed(lambda: bert.fit(train), device)
     learned = _study_numbers(_probabilities(bert, test), test)["r10_at_1"]
     if learned < args.min_r10_at_1:
@@ -221,6 +225,7 @@ def main(argv: list[str] | None = None) -> None:
     cpu_fit: dict[str, Any] | None = None
     if args.cpu_fit:
         on_cpu_bert = make_ranker("bert", backbone=backbone, **{**common, "device": "cpu"})
+        assert isinstance(on_cpu_bert, NeuralRanker)
         _, cpu_fit_s = _timed(lambda: on_cpu_bert.fit(train), torch.device("cpu"))
         cpu_fit = {"fit_s": cpu_fit_s, **_study_numbers(_probabilities(on_cpu_bert, test), test),
                    "device_r10_at_1": learned}

@@ -10,7 +10,7 @@ only); a package's ``__init__`` that runs because one of its submodules is
 imported is not an edge.
 
 The layers are those of docs/architecture.md: the data model at the bottom,
-the plugin host above it, then the roles from left to right (data, rankers,
+the plugin host (with the ranker contract it checks) above it, then the roles from left to right (data, rankers,
 predictions, evaluators, decisions, report); a module imports only from its
 own layer or those below, with the exceptions the document names.
 """
@@ -182,12 +182,12 @@ LAYERS: dict[str, int] = {
     "uncertank.validation": 0, "uncertank._io": 0, "uncertank._folders": 0,
     "uncertank._environment": 0,
     "uncertank.formatting": 0, "uncertank.progress": 0,
-    # the plugin host
-    "uncertank.hookspecs": 1, "uncertank.plugins": 1,
+    # the plugin host, and the ranker contract it checks what a factory builds against
+    "uncertank.hookspecs": 1, "uncertank.plugins": 1, "uncertank.protocols": 1,
     # data
     "uncertank.datasets": 2,
     # rankers
-    "uncertank.protocols": 3, "uncertank.adapters": 3, "uncertank.baselines": 3, "uncertank.nn": 3,
+    "uncertank.adapters": 3, "uncertank.baselines": 3, "uncertank.nn": 3,
     # predictions
     "uncertank.recalibration": 4,
     # evaluators

@@ -82,6 +82,13 @@ def test_entry_point_ranker_is_listed_and_built():
     assert "constant" not in host.registry("rankers")
 
 
+def test_make_ranker_declares_the_ranker_contract():
+    """A user's type checker sees what make_ranker checks: a uncertank.Ranker, not Any."""
+    import typing
+
+    assert typing.get_type_hints(host.make_ranker)["return"] is uncertank.Ranker
+
+
 def test_builtins_register_through_the_same_hooks():
     recal = {i.name: i for i in host.list_plugins("recalibrators")}
     assert recal["platt"].distribution == "uncertank"

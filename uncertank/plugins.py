@@ -56,6 +56,7 @@ from typing import Any, Literal
 import pluggy
 
 from uncertank import hookspecs
+from uncertank.protocols import Ranker
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -775,7 +776,7 @@ def get_factory(kind: Kind, name: str) -> Callable[..., Any]:
     return _entry(kind)[0][name].factory
 
 
-def make_ranker(name: str, **params: Any) -> Any:
+def make_ranker(name: str, **params: Any) -> Ranker:
     """Build the ranker registered as ``name`` with ``params``.
 
     Parameters
@@ -789,7 +790,10 @@ def make_ranker(name: str, **params: Any) -> Any:
     -------
     Ranker
         The built ranker, checked to satisfy :class:`uncertank.Ranker` (a
-        ``name`` str attribute and a callable ``predict``).
+        ``name`` str attribute and a callable ``predict``), and typed so.
+        A caller that uses more narrows it with ``isinstance``: against a
+        capability (:class:`uncertank.StochasticRanker`,
+        :class:`uncertank.Trainable`, ...) or the ranker's own class.
 
     Raises
     ------

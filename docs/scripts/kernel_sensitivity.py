@@ -60,8 +60,11 @@ def first_steps(n_steps: int) -> dict[str, Any]:
 
     torch.Tensor.backward = recording_backward  # type: ignore[method-assign]
     torch.optim.AdamW.step = counting_step  # type: ignore[method-assign,assignment]
+    from uncertank.nn import NeuralRanker
+
     ranker = uncertank.make_ranker("bert", pooling="cls", max_length=64, batch_size=16, lr=1e-4, epochs=1, seed=0,
                                    show_progress=False)
+    assert isinstance(ranker, NeuralRanker)  # the bert plugin's ranker is one
     try:
         ranker.fit(train)
     except _Stop:

@@ -143,6 +143,7 @@ def _label(k: int | None) -> str:
 def _smoke_data(work: Path, n_valid: int, n_test: int) -> tuple[Any, Any, Path]:
     """Toy queries and a 4-layer random BERT trained for 24 steps on 30 of them, saved in ``work``/bert."""
     from uncertank import make_ranker
+    from uncertank.nn import NeuralRanker
     from uncertank.nn.testing import tiny_config, toy_queries
 
     folder = work / "bert"
@@ -151,6 +152,7 @@ def _smoke_data(work: Path, n_valid: int, n_test: int) -> tuple[Any, Any, Path]:
             "bert", backbone=tiny_config(num_hidden_layers=4), max_length=32, epochs=3, batch_size=8, lr=3e-3,
             show_progress=False, device="cpu",
         )
+        assert isinstance(bert, NeuralRanker)  # the bert plugin's ranker is one
         bert.fit(toy_queries(30, seed=0))
         bert.save(folder)
     return toy_queries(n_valid, seed=1), toy_queries(n_test, seed=2), folder

@@ -69,7 +69,8 @@ def _ranking(scores: np.ndarray, test: Any) -> dict[str, float]:
 
 def run(folder: Path, n_train: int) -> dict[str, Any]:
     """Fit every head with every recipe on ``folder``'s frozen encoder; score them and the model's own head."""
-    from uncertank.nn import PostHocHeadWarning, from_pretrained
+    from uncertank import StochasticRanker
+    from uncertank.nn import NeuralRanker, PostHocHeadWarning, from_pretrained
 
     train, valid, test = _data(n_train)
     own = from_pretrained(folder, show_progress=False)
@@ -79,12 +80,14 @@ def run(folder: Path, n_train: int) -> dict[str, Any]:
     for recipe, options in RECIPES.items():
         for head in HEADS:
             ranker = from_pretrained(folder, head, show_progress=False, seed=0, **options)
+            assert isinstance(ranker, NeuralRanker) and isinstance(ranker, StochasticRanker)  # every GP head is both
             t0 = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", PostHocHeadWarning)
                 ranker.fit(train, valid)
             seconds = time.perf_counter() - t0
             history = ranker.history_
+            assert history is not None  # fit records it
             row = {
                 "ranker": head, "recipe": recipe, "options": options, "fit_seconds": round(seconds, 1),
                 "valid_map": history.head_valid_map, "own_valid_map": history.own_head_valid_map,

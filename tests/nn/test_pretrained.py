@@ -215,6 +215,19 @@ def test_a_users_folder_loads_with_no_plugin_installed(tmp_path):
         np.testing.assert_array_equal(again.predict(queries).scores, ranker.predict(queries).scores)
 
 
+def test_from_pretrained_declares_what_it_returns():
+    """The core's NeuralRanker with no ranker name; with a name, what make_ranker checks: a Ranker."""
+    import typing
+
+    from typing_extensions import get_overloads
+
+    from uncertank.nn import NeuralRanker
+
+    returns = [typing.get_type_hints(f)["return"] for f in get_overloads(from_pretrained)]
+    assert returns == [NeuralRanker, uncertank.Ranker]
+    assert typing.get_type_hints(from_pretrained)["return"] is uncertank.Ranker
+
+
 def test_the_default_scores_as_the_bert_plugin_does(tmp_path):
     """Scores are those the default gave when it was the ``bert`` plugin's ranker, bit for bit."""
     pytest.importorskip("uncertank_bert")

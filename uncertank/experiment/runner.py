@@ -468,7 +468,7 @@ def fit_rankers(
             if not isinstance(ranker, Saveable):
                 raise TypeError(f"{rc.key}: {rc.name!r} offers no load(folder) to read the checkpoint "
                                 f"{rc.checkpoint} with (uncertank.Saveable)")
-            load = type(ranker).load
+            load: Callable[..., Any] = type(ranker).load
             rankers[rc.key] = load(Path(rc.checkpoint), **_quiet_params(load, dict(rc.params), cls))
             steps[f"load {rc.key}"] = StepInfo(key, time.perf_counter() - t0)
             continue

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from uncertank._folders import MANIFEST
 from uncertank.nn.checkpoint import read_manifest
 from uncertank.nn.ranker import NeuralRanker
+from uncertank.protocols import Ranker
 
 __all__ = ["from_pretrained", "load_ranker"]
 
 
-def from_pretrained(path: Any, ranker: str | None = None, **params: Any) -> Any:
+@overload
+def from_pretrained(path: Any, ranker: None = None, **params: Any) -> NeuralRanker: ...
+@overload
+def from_pretrained(path: Any, ranker: str, **params: Any) -> Ranker: ...
+def from_pretrained(path: Any, ranker: str | None = None, **params: Any) -> Ranker:
     """A user's trained cross-encoder folder as a ranker, without training.
 
     With ``ranker=None`` (the default), :class:`~uncertank.nn.NeuralRanker`,
@@ -44,6 +49,14 @@ def from_pretrained(path: Any, ranker: str | None = None, **params: Any) -> Any:
     **params
         The ranker's parameters: ``pair_format`` (:class:`~uncertank.nn.PairFormat`),
         ``max_length``, ``activation``, ``device``, ...
+
+    Returns
+    -------
+    NeuralRanker or Ranker
+        :class:`~uncertank.nn.NeuralRanker` when ``ranker`` is None; else
+        the :class:`~uncertank.Ranker` that :func:`uncertank.make_ranker`
+        builds and checks (narrow it with ``isinstance`` to use more, as
+        there).
 
     Examples
     --------
