@@ -27,11 +27,13 @@ def encoder_only(tmp_path):
     return out
 
 
-@pytest.mark.parametrize("name", ["bert", "mc_dropout"])
+@pytest.mark.parametrize("name", [None, "bert", "mc_dropout"])
 def test_an_encoder_without_a_trained_head_is_refused(encoder_only, name):
     with pytest.raises(ValueError, match=r"has no trained weights for classifier\.bias, classifier\.weight") as err:
         from_pretrained(encoder_only, name).predict(toy_queries())
-    assert "make_ranker('bert', backbone=" in str(err.value) and ".fit(train)" in str(err.value)
+    message = str(err.value)
+    assert "NeuralRanker(backbone=" in message and ".fit(train)" in message and "`uncertank plugins`" in message
+    assert not any(f"'{plugin}'" in message for plugin in ("bert", "sngp", "mc_dropout")), message  # the core's own
 
 
 def test_an_encoder_without_a_head_is_refused_by_load_ranker_and_an_ensemble(encoder_only):

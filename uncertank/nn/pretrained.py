@@ -466,8 +466,9 @@ def read_classifier(
             f"pretrained folder {str(folder)!r} has no trained weights for {shown}: they would be "
             "initialised at random and every score would be noise. It holds an encoder without a "
             "trained classification head (a sentence-embedding model, for example); train a head "
-            f"on it first: make_ranker('bert', backbone={str(folder)!r}).fit(train), or fit a "
-            f"post-hoc head on its encoder: from_pretrained({str(folder)!r}, 'sngp').fit(train)"
+            f"on it first: NeuralRanker(backbone={str(folder)!r}).fit(train), or fit a post-hoc head on "
+            f"its encoder with an installed ranker that brings its own (`uncertank plugins` lists them): "
+            f"from_pretrained({str(folder)!r}, name).fit(train)"
         )
     if tokenizer is None or isinstance(tokenizer, (str, os.PathLike)):
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer or path), local_files_only=True)

@@ -1,8 +1,8 @@
 """The base class of the neural rankers: fit, predict, save, load.
 
-:class:`NeuralRanker` is a complete deterministic cross-encoder ranker; the
-plugins ``uncertank-bert``, ``uncertank-mcdropout``, ``uncertank-ensemble``
-and ``uncertank-sngp`` build on it, and so can a third party's (see the user
+:class:`NeuralRanker` is a complete deterministic cross-encoder ranker (what
+:func:`uncertank.nn.from_pretrained` builds by default); the neural rankers
+that plugins register build on it, and so can a third party's (see the user
 guide, "Write your own neural ranker"). Its extension API:
 
 - :meth:`NeuralRanker.create_model` (override): the network around the encoder;
