@@ -51,6 +51,7 @@ __all__ = [
     "BayesConfig",
     "ConditionConfig",
     "ConformalConfig",
+    "ExternalRunConfig",
     "RankerConfig",
     "StudyConfig",
     "StudyConfigError",
@@ -210,6 +211,31 @@ _FAMILY = Literal["gaussian", "zoib", "zoib_rank"]
 
 
 @dataclass(frozen=True, config=_CONFIG)
+class ExternalRunConfig:
+    """A run of another system compared beside the study's rankers (a ``[[bayes.runs]]`` table).
+
+    A TREC run file (``qid Q0 docid rank score tag``) that scores the
+    condition's test queries and their candidates, by their ids. Its
+    per-query value of the compared metric enters the Bayesian comparison of
+    that condition as one more system
+    (:mod:`uncertank.experiment.external`). ``path`` is taken relative to
+    the study file's folder.
+    """
+
+    name: Annotated[_Name, Field(
+        description="The run's name in the comparison and the report; not a ranker's label. One name may be "
+        "given for several conditions (one table each), never twice for one condition."
+    )]
+    condition: Annotated[_Name, Field(description="The condition whose test queries the run ranks (a [[conditions]] "
+                                                  "name).")]
+    path: Annotated[_Name, Field(
+        description="The TREC run file (qid Q0 docid rank score tag; .gz allowed), relative to the study file's "
+        "folder. Every test query of the condition, and only those; documents among the query's candidates only. "
+        "Candidates the run leaves out rank after those it scores."
+    )]
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class BayesConfig:
     """The Bayesian comparison of systems (the ``[bayes]`` table).
 
@@ -218,13 +244,16 @@ class BayesConfig:
     ``baseline`` (the study's ``reference`` ranker unless named).
     ``systems = "trec_covid"`` fits the bundled TREC-COVID round 1 runs
     instead (Benham et al. 2021's setting: the worked example the demo
-    studies show).
+    studies show). ``runs`` adds other systems' TREC run files on a
+    condition's test queries beside the study's rankers
+    (:class:`ExternalRunConfig`).
     """
 
     enabled: StrictBool | None = Field(
         default=None,
         description="Run the comparison (true or false); left out, it runs when there is something to compare: "
-        "two rankers or more, or systems = \"trec_covid\". The study's config records what was decided.",
+        "two rankers or more, a run ([[bayes.runs]]), or systems = \"trec_covid\". The study's config records "
+        "what was decided.",
     )
     systems: Literal["study", "trec_covid"] = Field(
         default="study",
@@ -262,6 +291,11 @@ class BayesConfig:
         description="The system URisk compares against: with systems = \"study\" a ranker's label (the study's "
         "reference by default), with \"trec_covid\" a run (bm25_baseline by default).",
     )
+    runs: tuple[ExternalRunConfig, ...] = Field(
+        default=(),
+        description="With systems = \"study\": other systems' TREC run files ([[bayes.runs]] tables), each "
+        "compared beside the study's rankers under its condition, on the same per-query metric.",
+    )
 
     @model_validator(mode="after")
     def _distinct(self) -> BayesConfig:
@@ -270,6 +304,13 @@ class BayesConfig:
             if fam in seen:
                 raise _At(("families", i), f"{fam!r} is listed twice; give each family once")
             seen.add(fam)
+        runs: dict[tuple[str, str], int] = {}
+        for i, run in enumerate(self.runs):
+            earlier = runs.get((run.name, run.condition))
+            if earlier is not None:
+                raise _At(("runs", i, "name"), f"{run.name!r} is already the name of runs[{earlier}] under "
+                          f"{run.condition!r}; give each run of a condition its own name")
+            runs[run.name, run.condition] = i
         return self
 
 
@@ -436,11 +477,12 @@ class StudyConfig:
         """``[bayes]`` against the study: what a comparison of the study's rankers needs of it.
 
         An ``enabled`` left out is decided here: on when there is something
-        to compare (two rankers or more, or the TREC-COVID runs).
+        to compare (two rankers or more, an external run, or the TREC-COVID
+        runs).
         """
         bayes = self.bayes
         if bayes.enabled is None:
-            bayes = replace(bayes, enabled=bayes.systems == "trec_covid" or len(labels) >= 2)
+            bayes = replace(bayes, enabled=bayes.systems == "trec_covid" or len(labels) >= 2 or bool(bayes.runs))
             object.__setattr__(self, "bayes", bayes)
         if not bayes.enabled:
             return
@@ -449,11 +491,23 @@ class StudyConfig:
                 if getattr(bayes, key) is not None:
                     raise _At(("bayes", key), 'applies to systems = "study" (the study\'s rankers); the TREC-COVID '
                               "runs are compared by their own per-topic scores: leave it out")
+            if bayes.runs:
+                raise _At(("bayes", "runs"), 'applies to systems = "study": runs are compared beside the study\'s '
+                          "rankers, not beside the TREC-COVID runs; leave it out or drop systems = \"trec_covid\"")
             return
-        if len(labels) < 2:
+        self._check_runs(labels, conditions)
+        if len(labels) < 2 and not bayes.runs:
             raise _At(("bayes", "enabled"), f"comparing the study's rankers needs at least two; the study has "
                       f"{len(labels)} ({', '.join(map(repr, labels))}): add a ranker, set enabled = false, or "
                       'systems = "trec_covid" for the bundled example')
+        if len(labels) < 2:
+            alone = [c for c in (bayes.conditions or conditions) if all(r.condition != c for r in bayes.runs)]
+            if alone:
+                where = ("bayes", "conditions") if bayes.conditions is not None else ("bayes", "runs")
+                raise _At(where, f"a comparison needs two systems or more under each condition compared; "
+                          f"{', '.join(map(repr, alone))} would have only the study's one ranker "
+                          f"({', '.join(map(repr, labels))}): add a run for it, or name the conditions compared "
+                          "(conditions = [...])")
         if "zoib_rank" in bayes.families:
             raise _At(("bayes", "families", bayes.families.index("zoib_rank")),
                       "'zoib_rank' models per-rank gains of TREC runs, which a study's rankers do not give; "
@@ -465,6 +519,21 @@ class StudyConfig:
             if cond not in conditions:
                 raise _At(("bayes", "conditions", i), f"must name a condition of the study "
                           f"({', '.join(map(repr, conditions))}); got {cond!r}")
+
+    def _check_runs(self, labels: dict[str, int], conditions: dict[str, int]) -> None:
+        """``[[bayes.runs]]`` against the study: a condition it compares, a name that is no ranker's label."""
+        bayes = self.bayes
+        for i, run in enumerate(bayes.runs):
+            if run.name in labels:
+                raise _At(("bayes", "runs", i, "name"), f"{run.name!r} is the label of rankers[{labels[run.name]}]; "
+                          "a run needs a name of its own in the comparison")
+            if run.condition not in conditions:
+                raise _At(("bayes", "runs", i, "condition"), f"must name a condition of the study "
+                          f"({', '.join(map(repr, conditions))}); got {run.condition!r}")
+            if bayes.conditions is not None and run.condition not in bayes.conditions:
+                raise _At(("bayes", "runs", i, "condition"), f"{run.condition!r} is not among the conditions compared "
+                          f"(bayes.conditions = {list(bayes.conditions)}): the run would not be compared; add the "
+                          "condition there or leave the run out")
 
 
 _TABLES = {"conditions": ConditionConfig, "rankers": RankerConfig, "bayes": BayesConfig,
@@ -509,6 +578,8 @@ def _known_keys(loc: tuple[str | int, ...]) -> list[str]:
     """The keys allowed in the table holding ``loc``."""
     parent = [p for p in loc[:-1] if isinstance(p, str)]
     cls: Any = _TABLES.get(parent[0], StudyConfig) if parent else StudyConfig
+    if parent[:2] == ["bayes", "runs"]:
+        cls = ExternalRunConfig
     names = [f.name for f in fields(cls)]
     return [n for n in names if n not in _TABLES] if cls is StudyConfig else names
 
@@ -619,8 +690,9 @@ def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     """The file's tables as the keyword arguments of :class:`StudyConfig`, every path taken from the file's folder.
 
     The paths of a study file: a file dataset's (``train_dataset``,
-    ``conditions[i].dataset``: ``tsv:PATH``, ``jsonl:PATH``) and a ranker's
-    ``checkpoint``, ``pretrained`` and ``save_to``. ``params`` are the
+    ``conditions[i].dataset``: ``tsv:PATH``, ``jsonl:PATH``), a ranker's
+    ``checkpoint``, ``pretrained`` and ``save_to``, and a run's
+    (``bayes.runs[i].path``). ``params`` are the
     factory's own and passed as written.
     """
     errors: list[tuple[str, str]] = []
@@ -654,6 +726,12 @@ def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
             {**r, **{k: _resolve(r[k], base) for k in _FOLDER_KEYS if k in r}} if isinstance(r, dict) else r
             for r in data["rankers"]
         ]
+    bayes = data.get("bayes")
+    if isinstance(bayes, dict) and isinstance(bayes.get("runs"), list):
+        data["bayes"] = {**bayes, "runs": [
+            {**r, "path": _resolve(r["path"], base)} if isinstance(r, dict) and "path" in r else r
+            for r in bayes["runs"]
+        ]}
     return data
 
 
@@ -667,8 +745,9 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
     integer, ``"no"`` not a boolean), its range, and the cross-references
     between rankers. Every path in the file (a file dataset's ``tsv:PATH``
     or ``jsonl:PATH``, a ranker's ``checkpoint``, ``pretrained`` and
-    ``save_to``) is taken relative to the file's folder, wherever the study
-    runs from, and made absolute; an absolute path is kept. What needs the
+    ``save_to``, a run's ``bayes.runs[i].path``) is taken relative to the
+    file's folder, wherever the study runs from, and made absolute; an
+    absolute path is kept. What needs the
     installed plugins is checked by
     :func:`~uncertank.experiment.validation.validate_config` when the study
     runs, before any work.

@@ -9,7 +9,9 @@ the others. It loads no model and trains nothing: the data is built as the
 run builds it (and cached the same way) when its negatives need no model
 (:data:`MODEL_FREE_NEGATIVES`); a split whose sampler needs one is counted
 with random negatives instead, and its steps are shown as not known to be
-cached.
+cached. The ``[[bayes.runs]]`` files are matched with the test queries of
+the conditions built as the run builds them, as the run matches them
+(:func:`~uncertank.experiment.external.match_runs`).
 
 The cost of a step comes, in order, from the seconds a previous run in the
 output folder recorded for the same step (``results.json``'s ``steps``),
@@ -188,6 +190,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     StudyConfigError
         What the run would refuse at the door, the same lines.
     """
+    from uncertank.experiment.external import match_runs
     from uncertank.experiment.runner import digest, file_stem, fit_key, unfitted_key
     from uncertank.plugins import make_ranker
 
@@ -204,6 +207,8 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     for i, cond in enumerate(config.conditions):
         tests[cond.name], exact[cond.name] = _load_counted(cond.dataset, "test", cond.negatives,
                                                            config.max_test_queries, config, f"conditions[{i}].dataset")
+    # a run's ids against the test queries the run will load (not those drawn with stand-in negatives)
+    match_runs(config, {name: qs for name, qs in tests.items() if exact[name]})
     digests = {"train": train.digest(), "valid": valid.digest(), **{k: v.digest() for k, v in tests.items()}}
     data = StudyData(train, valid, tests, digests)
     sets = {"valid": valid, **tests}

@@ -36,6 +36,7 @@ __all__ = [
     "ConformalOutcome",
     "Curve",
     "Evaluation",
+    "ExternalRunOutcome",
     "NotaOutcome",
     "ResultsFileError",
     "RiskOutcome",
@@ -546,6 +547,46 @@ class BayesOutcome:
 
 
 @dataclass
+class ExternalRunOutcome:
+    """One external run (``[[bayes.runs]]``): another system's TREC run file, measured on a condition's test queries.
+
+    Attributes
+    ----------
+    name, condition : str
+        The run's name in the Bayesian comparison, and the condition whose
+        test queries it ranks.
+    path : str
+        The run file, as the study resolved it.
+    sha256 : str
+        Hex SHA-256 of the file's bytes, as read.
+    metric : str
+        The label of the per-query metric compared (``[bayes] metric``).
+    per_query : list of float
+        The run's value of ``metric`` per test query, in the condition's
+        query order (the topics of the comparison).
+    mean : float
+        The mean of ``per_query``.
+    n_pairs : int
+        (query, candidate) pairs of the condition.
+    n_unscored : int
+        Pairs the run does not score, ranked after those it scores
+        (by descending document id, trec_eval's rule for ties).
+    """
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
+    name: str
+    condition: str
+    path: str
+    sha256: str
+    metric: str
+    per_query: list[float]
+    mean: float
+    n_pairs: int
+    n_unscored: int
+
+
+@dataclass
 class StudyResult:
     """What a study produced; ``results.json`` is ``to_dict()``.
 
@@ -561,6 +602,9 @@ class StudyResult:
         One per ranker and condition, rankers in config order.
     bayes : dict
         Family -> :class:`BayesOutcome`.
+    external_runs : list of ExternalRunOutcome
+        The external runs compared beside the study's rankers
+        (``[[bayes.runs]]``), each with its per-query metric.
     steps : dict
         Step name -> :class:`StepInfo`.
     smoke : bool
@@ -588,6 +632,7 @@ class StudyResult:
     metric_info: dict[str, dict[str, Any]]
     evaluations: list[Evaluation]
     bayes: dict[str, BayesOutcome] = field(default_factory=dict)
+    external_runs: list[ExternalRunOutcome] = field(default_factory=list)
     steps: dict[str, StepInfo] = field(default_factory=dict)
     smoke: bool = False
     significance: Significance | None = None

@@ -844,12 +844,14 @@ def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke
     """Stages 1 to 8 of :func:`run_study`, into the folder ``out`` it checked; ``warned()``: the warnings so far."""
     from uncertank._environment import environment
     from uncertank.experiment.analysis import significance
+    from uncertank.experiment.external import match_runs, score_runs
     from uncertank.experiment.report import write_report
     from uncertank.experiment.systems import compare_systems
 
     say = log
     t0 = time.perf_counter()
     data = load_data(config, say)
+    matched = match_runs(config, data.tests)  # before any ranker is trained: a run's ids against the test queries
     steps = {"data": StepInfo(digest(data.digests), round(time.perf_counter() - t0, 2))}
     rankers, fit_steps = fit_rankers(config, data, out, resume=resume, log=say, estimates=estimates)
     preds, pred_steps = predict_all(config, data, rankers, fit_steps, out, resume=resume, log=say,
@@ -863,15 +865,17 @@ def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke
     steps["evaluate and decide"] = StepInfo(digest([s.key for s in steps.values()]),
                                             round(time.perf_counter() - t0, 2))
     bayes: dict[str, BayesOutcome] = {}
+    external = score_runs(config, data.tests, matched)
     if config.bayes.enabled:
-        bayes, bayes_steps = compare_systems(config, out, measured, resume=resume, log=say)
+        bayes, bayes_steps = compare_systems(config, out, measured, runs=external, resume=resume, log=say)
         steps.update(bayes_steps)
     result = StudyResult(
         config=to_jsonable(asdict(config)),
         sizes={"train": data.train.n_queries, "valid": data.valid.n_queries,
                "test": {name: qs.n_queries for name, qs in data.tests.items()}},
         metric_info=metric_info, evaluations=with_guarantees(with_decisions(measured, decisions), guaranteed),
-        bayes=bayes, steps=steps, smoke=smoke, environment=environment(), warnings=warned(),
+        bayes=bayes, external_runs=external, steps=steps, smoke=smoke, environment=environment(),
+        warnings=warned(),
     )
     result = replace(result, significance=significance(result))
     write_report(result, out)

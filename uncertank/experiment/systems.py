@@ -8,7 +8,10 @@ effects, one fit per model family, on one of two sets of systems
   condition, the condition's queries as topics and a per-query ranking
   metric (``[bayes] metric``, :func:`bayes_metric`) as the score; each
   ranker against the baseline (the study's reference ranker unless named):
-  the credible interval of the difference of effects and URisk.
+  the credible interval of the difference of effects and URisk. The
+  external runs of a condition (``[[bayes.runs]]``, measured by
+  :mod:`uncertank.experiment.external`) are systems of its fit beside the
+  rankers, read against the same baseline.
 - ``"trec_covid"``: the bundled TREC-COVID round 1 runs, the paper's worked
   example: distinguishable systems and URisk against ``bm25_baseline``.
 
@@ -26,7 +29,7 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +40,7 @@ from uncertank import __version__
 from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import StudyConfig
-from uncertank.experiment.result import BayesOutcome, Evaluation, StepInfo
+from uncertank.experiment.result import BayesOutcome, Evaluation, ExternalRunOutcome, StepInfo
 from uncertank.experiment.stages import file_stem
 from uncertank.progress import reporting
 
@@ -136,6 +139,7 @@ def compare_systems(
     out: Path,
     evaluations: list[Evaluation] | None = None,
     *,
+    runs: Sequence[ExternalRunOutcome] = (),
     resume: bool = True,
     log: Log = _quiet,
 ) -> tuple[dict[str, BayesOutcome], dict[str, StepInfo]]:
@@ -160,6 +164,10 @@ def compare_systems(
         The study's measurements (:func:`~uncertank.experiment.runner.measure`):
         the per-query scores a comparison of the study's rankers fits.
         Needed with ``systems = "study"``.
+    runs : sequence of ExternalRunOutcome
+        The external runs of ``[[bayes.runs]]`` with their per-query metric
+        (:func:`~uncertank.experiment.external.score_runs`): each is one
+        more system of its condition's fit, after the rankers.
     resume, log
         As in :func:`~uncertank.experiment.runner.run_study`.
 
@@ -174,8 +182,10 @@ def compare_systems(
     Raises
     ------
     ValueError
-        With ``systems = "study"`` and no ``evaluations``, or evaluations
-        without the per-query metric of :func:`bayes_metric`.
+        With ``systems = "study"`` and no ``evaluations``, evaluations
+        without the per-query metric of :func:`bayes_metric`, or ``runs``
+        without a run of ``[[bayes.runs]]``, or with another metric or
+        number of queries.
     """
     with quiet_bayes():
         if config.bayes.systems == "trec_covid":
@@ -183,7 +193,7 @@ def compare_systems(
         if evaluations is None:
             raise ValueError('evaluations: a comparison of the study\'s rankers (systems = "study") needs the '
                              "study's per-query measurements; got None")
-        return _fit_all(config, out, _study_fits(config, evaluations), resume, log)
+        return _fit_all(config, out, _study_fits(config, evaluations, runs), resume, log)
 
 
 @dataclass
@@ -210,10 +220,11 @@ def _trec_covid_fits(config: StudyConfig) -> list[_Fit]:
     return fits
 
 
-def _study_fits(config: StudyConfig, evaluations: list[Evaluation]) -> list[_Fit]:
+def _study_fits(config: StudyConfig, evaluations: list[Evaluation], runs: Sequence[ExternalRunOutcome]) -> list[_Fit]:
     import pandas as pd
 
     metric = bayes_metric(config)
+    given = {(r.name, r.condition): r for r in runs}
     conditions = list(config.bayes.conditions or [c.name for c in config.conditions])
     labels = [rc.key for rc in config.rankers]
     baseline = config.bayes.baseline or config.reference
@@ -228,11 +239,23 @@ def _study_fits(config: StudyConfig, evaluations: list[Evaluation]) -> list[_Fit
             columns["system"] += [label] * len(scores)
             columns["topic"] += list(range(len(scores)))
             columns["score"] += [float(x) for x in scores]
+        n_queries = len(columns["score"]) // len(labels)
+        external = [r.name for r in config.bayes.runs if r.condition == cond]
+        for name in external:
+            run = given.get((name, cond))
+            if run is None or run.metric != metric or len(run.per_query) != n_queries:
+                got = "none" if run is None else f"{len(run.per_query)} values of {run.metric!r}"
+                raise ValueError(f"runs: run {name!r} of [[bayes.runs]] needs its per-query {metric!r} under "
+                                 f"{cond!r}, one per query ({n_queries}); got {got}")
+            columns["system"] += [name] * n_queries
+            columns["topic"] += list(range(n_queries))
+            columns["score"] += [float(x) for x in run.per_query]
         frame = pd.DataFrame(columns)
+        also = f" and {len(external)} external run{'s' if len(external) != 1 else ''}" if external else ""
         for family in config.bayes.families:
             fits.append(_Fit(f"{family} {cond}", family, frame, baseline,
-                             f"the study's {len(labels)} rankers under {cond!r} (per-query {metric}, "
-                             f"{len(columns['score']) // len(labels)} queries)", condition=cond, metric=metric))
+                             f"the study's {len(labels)} rankers{also} under {cond!r} (per-query {metric}, "
+                             f"{n_queries} queries)", condition=cond, metric=metric))
     return fits
 
 

@@ -6,8 +6,8 @@ the installed plugins. Each error is one line starting with its path in the
 study file, and a missing plugin or package is named with the ``pip``
 command that installs it, so a study never shrinks to what happens to be
 installed. Every check here is cheap: it reads a folder's ``config.json`` or
-manifest, a file's existence, the bundled list of compared systems, never a
-model's weights or a dataset's queries.
+manifest, a file's existence (and a run file's lines), the bundled list of
+compared systems, never a model's weights or a dataset's queries.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
+from uncertank.experiment.external import check_run_files
 from uncertank.protocols import Saveable, Trainable, WarmStartable, check_capabilities
 
 __all__ = ["POOL_SIZES", "SAVE_TO_REMEDY", "check_output_folder", "validate_config"]
@@ -651,7 +652,11 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
     is named as one, to be given as ``pretrained``; ``n_candidates`` fits
     the response pool of every bundled split sampled from
     (:data:`POOL_SIZES`); a file dataset's files exist; a ``[conformal]``
-    score other than the mean has a stochastic ranker's draws to read.
+    score other than the mean has a stochastic ranker's draws to read; a
+    ``[[bayes.runs]]`` file exists and is a TREC run
+    (:func:`~uncertank.experiment.external.check_run_files`; its ids are
+    matched with the test queries once they are loaded, before any ranker is
+    trained: :func:`~uncertank.experiment.external.match_runs`).
 
     Parameters
     ----------
@@ -731,6 +736,7 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
     _check_bayes_metric(config, errors)
     _check_dataset_files(config, errors)
     _check_pool_sizes(config, errors)
+    errors += check_run_files(config)
 
     built: dict[str, Any] = {}
     for i, rc in enumerate(config.rankers):

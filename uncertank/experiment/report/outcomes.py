@@ -19,7 +19,7 @@ from uncertank.experiment.report.document import Doc
 from uncertank.experiment.report.figures import Figures
 from uncertank.experiment.report.formatting import MARK, cell, names
 from uncertank.experiment.report.sections import conditions_of, open_section
-from uncertank.experiment.result import BayesOutcome, StudyResult
+from uncertank.experiment.result import BayesOutcome, ExternalRunOutcome, StudyResult
 from uncertank.formatting import format_number, format_pvalue
 
 __all__ = ["DIAGNOSTIC_LABELS", "bayes", "imbalance", "nota", "reliability", "risk", "run_warnings", "selective",
@@ -225,7 +225,7 @@ def bayes(doc: Doc, result: StudyResult, figs: Figures, out: Path) -> None:
     study = [b for b in result.bayes.values() if b.systems == "study"]
     trec = [b for b in result.bayes.values() if b.systems != "study"]
     if study:
-        _bayes_rankers(doc, study, figs, out)
+        _bayes_rankers(doc, study, figs, out, result.external_runs)
     if trec:
         _bayes_trec_covid(doc, trec, figs, out)
 
@@ -234,14 +234,31 @@ def _interval(mean: Any, lower: Any, upper: Any) -> str:
     return f"{format_number(mean)} [{format_number(lower)}, {format_number(upper)}]"
 
 
-def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path) -> None:
-    """The study's rankers against the baseline, per condition and family: contrasts, URisk, convergence."""
+def _external_runs(doc: Doc, runs: list[ExternalRunOutcome]) -> None:
+    """The external runs compared beside the rankers: their files, how much of each list they rank, their mean."""
+    doc.text(f"Beside the study's rankers, {len(runs)} external run{'s' if len(runs) != 1 else ''} "
+             "(`[[bayes.runs]]`: another system's TREC run file on a condition's test queries) "
+             f"{'are' if len(runs) != 1 else 'is'} compared, each measured with the condition's labels as qrels; "
+             "candidates a run does not score rank after those it scores (ties by descending document id, "
+             "as trec_eval).")
+    rows = [[f"`{r.name}`", f"`{r.condition}`", f"`{Path(r.path).name}`", str(len(r.per_query)),
+             f"{r.n_unscored} of {r.n_pairs}", format_number(r.mean)] for r in runs]
+    doc.table(["run", "condition", "file", "queries", "candidates not scored", f"mean {runs[0].metric}"], rows,
+              ["The file's full path and SHA-256 are in results.json (`external_runs`)."])
+
+
+def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path,
+                   runs: list[ExternalRunOutcome]) -> None:
+    """The study's rankers (and external runs) against the baseline, per condition and family: contrasts, URisk."""
     doc.heading(2, "Bayesian comparison of the rankers")
     first = fits[0]
     doc.text(f"A hierarchical model of ranker and query effects on the per-query `{first.metric}` of each "
              f"condition (Benham et al. 2021), each ranker against `{first.baseline}`: its effect minus the "
              "baseline's with the 95% credible interval, and URisk on the posterior predictive (above 0: "
              "riskier than the baseline).")
+    if runs:
+        _external_runs(doc, runs)
+    external = {(r.name, r.condition) for r in runs}
     said = []
     for b in fits:
         where = f"under `{b.condition}` (`{b.family}`)"
@@ -264,7 +281,8 @@ def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path)
             rows.append([f"`{b.condition}`", f"`{b.family}`", "", "no verdict", "", "", "", "", "**no**"])
             continue
         for r in b.against_baseline:
-            rows.append([f"`{b.condition}`", f"`{b.family}`", f"`{r['system']}`",
+            run = " (run)" if (r["system"], b.condition) in external else ""
+            rows.append([f"`{b.condition}`", f"`{b.family}`", f"`{r['system']}`{run}",
                          _interval(r["diff_mean"], r["diff_lower"], r["diff_upper"]), format_number(r["p_better"]),
                          str(r["verdict"]), *[_interval(r.get(f"urisk_r{k}"), r.get(f"urisk_r{k}_lower"),
                                                         r.get(f"urisk_r{k}_upper")) if f"urisk_r{k}" in r else ""
@@ -278,7 +296,8 @@ def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path)
                "when the interval excludes 0. URisk (Benham et al. 2021's convention, "
                "r = 1 and 2): above 0 is riskier than the baseline, losses weighted 1 + r. Converged: R-hat ≤ "
                "1.01, enough effective sample size and no divergent transitions (a fit that failed was made again "
-               "with twice the draws before giving no verdict)."])
+               "with twice the draws before giving no verdict)."]
+              + (["(run): an external run of `[[bayes.runs]]`, listed above."] if runs else []))
     for b in fits:
         if b.ppc is None:
             continue
