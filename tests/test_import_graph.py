@@ -18,12 +18,15 @@ own layer or those below, with the exceptions the document names.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+
+import pytest
 
 import uncertank
 
@@ -267,6 +270,25 @@ def test_the_stricter_rules_of_the_architecture():
                 if any(_under(dst, b) for b in banned):
                     found.append(f"{src} imports {dst}, line {line}")
     assert found == [], "\n".join(found)
+
+
+def test_the_architecture_table_lists_these_layers():
+    """docs/architecture.md's table gives every module of LAYERS the same layer (a bold ``N`` opens a layer)."""
+    page = PACKAGE.parent / "docs" / "architecture.md"
+    if not page.is_file():
+        pytest.skip("docs/architecture.md is not beside the package (an installed copy)")
+    table = page.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| concept")]
+    layer, found = None, {}
+    for row in rows:
+        concept, module, _ = (cell.strip() for cell in row.strip().strip("|").split("|"))
+        opens = re.match(r"\*\*(\d) ", concept)
+        layer = int(opens[1]) if opens else layer
+        for name in re.findall(r"`([^`]+)`", module):
+            dotted = f"{ROOT}." + name.removesuffix("/").removesuffix(".py").replace("/", ".")
+            if dotted in LAYERS:
+                found[dotted] = layer
+    assert found == LAYERS
 
 
 def test_the_layer_check_catches_an_upward_import(monkeypatch):
