@@ -55,7 +55,7 @@ def _expected(name: str) -> dict[str, Any]:
         "recalibrators": ("histogram", "isotonic", "platt", "temperature"),
         "bayes": {"enabled": True, "systems": "trec_covid", "metric": None, "conditions": None, "retries": 1,
                   "families": ("gaussian", "zoib"), "draws": s["draws"], "tune": s["draws"],
-                  "chains": s["chains"], "sampler": "nutpie", "drop_bottom": 0.0, "baseline": None},
+                  "chains": s["chains"], "sampler": "nutpie", "drop_bottom": 0.0, "baseline": None, "runs": ()},
         "seed": 0, "reference": "bert",
         "conformal": {"enabled": True, "alpha": 0.1, "delta": 0.1, "alphas": (0.05, 0.1, 0.15, 0.2, 0.25, 0.3),
                       "score": "mean", "quantile": None, "k_std": None, "weighted": True},
