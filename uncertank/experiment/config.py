@@ -431,6 +431,12 @@ class StudyConfig:
         "made against; the first ranker when absent.",
     )
 
+    def metric_entries(self) -> list[Any]:
+        """The study's metric entries: ``metrics``, or ``uncertank.metrics.DEFAULT_STUDY_METRICS`` when absent."""
+        from uncertank.metrics import DEFAULT_STUDY_METRICS
+
+        return list(self.metrics if self.metrics is not None else DEFAULT_STUDY_METRICS)
+
     @model_validator(mode="after")
     def _cross_references(self) -> StudyConfig:
         labels: dict[str, int] = {}

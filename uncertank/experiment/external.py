@@ -130,13 +130,20 @@ def _ids_problem(qs: QuerySet) -> str | None:
             f"{len(blank)} of its query or candidate ids are empty or hold white space (e.g. {blank[0]!r}), "
             "which a TREC run file cannot name"
         )
-    pairs = set(zip(np.asarray(qs.query_ids, dtype=object)[qs.query_index].tolist(), qs.candidate_ids, strict=True))
+    pairs = set(_pair_ids(qs))
     if len(pairs) != qs.n_pairs:
         return (
             f"{qs.n_pairs - len(pairs)} of its candidates repeat the id of another candidate of the same query, "
             "so a run cannot tell them apart"
         )
     return None
+
+
+def _pair_ids(qs: QuerySet) -> list[tuple[str, str]]:
+    """``(query id, candidate id)`` of every pair of ``qs``, in pair order (both as strings)."""
+    assert qs.query_ids is not None and qs.candidate_ids is not None
+    qids = np.asarray(qs.query_ids, dtype=object)[qs.query_index]
+    return [(str(q), str(c)) for q, c in zip(qids.tolist(), qs.candidate_ids, strict=True)]
 
 
 def _examples(items: list[Any]) -> str:
@@ -164,7 +171,7 @@ def _mismatch(frame: pd.DataFrame, qs: QuerySet, condition: str) -> list[str]:
             f"it misses {len(missing)} of the {len(test)} test queries of {condition!r} "
             f"(e.g. {_examples(missing)}); a run must rank every one"
         )
-    candidates = set(zip(np.asarray(test, dtype=object)[qs.query_index].tolist(), qs.candidate_ids, strict=True))
+    candidates = set(_pair_ids(qs))
     rows = frame[frame["query_id"].astype(str).isin(known)]
     pairs = list(zip(rows["query_id"].astype(str).tolist(), rows["doc_id"].astype(str).tolist(), strict=True))
     stray = [p for p in pairs if p not in candidates]
@@ -227,15 +234,10 @@ def match_runs(config: StudyConfig, tests: Mapping[str, QuerySet]) -> list[Match
 
 def _qrels(qs: QuerySet) -> dict[str, dict[str, int]]:
     """The condition's labels as qrels, every candidate judged: ``{query id: {candidate id: label}}``."""
-    assert qs.query_ids is not None and qs.candidate_ids is not None and qs.labels is not None
+    assert qs.query_ids is not None and qs.labels is not None
     out: dict[str, dict[str, int]] = {str(q): {} for q in qs.query_ids}
-    for q, doc, label in zip(
-        np.asarray(qs.query_ids, dtype=object)[qs.query_index].tolist(),
-        qs.candidate_ids,
-        qs.labels.tolist(),
-        strict=True,
-    ):
-        out[str(q)][str(doc)] = int(label)
+    for (q, doc), label in zip(_pair_ids(qs), qs.labels.tolist(), strict=True):
+        out[q][doc] = int(label)
     return out
 
 
@@ -243,10 +245,8 @@ def _completed(frame: pd.DataFrame, qs: QuerySet) -> tuple[pd.DataFrame, int]:
     """The run with every candidate it does not score added below the lowest score it gives; and how many."""
     import pandas as pd
 
-    assert qs.query_ids is not None and qs.candidate_ids is not None
-    qids = np.asarray(qs.query_ids, dtype=object)[qs.query_index]
     scored = pd.MultiIndex.from_arrays([frame["query_id"].astype(str), frame["doc_id"].astype(str)])
-    everyone = pd.MultiIndex.from_arrays([qids.astype(str), np.asarray(qs.candidate_ids, dtype=object)])
+    everyone = pd.MultiIndex.from_tuples(_pair_ids(qs))
     left = ~everyone.isin(scored)
     if not left.any():
         return frame[["query_id", "doc_id", "score"]], 0
@@ -268,11 +268,10 @@ def score_runs(config: StudyConfig, tests: Mapping[str, QuerySet], runs: list[Ma
     """
     from uncertank.datasets.trec import ranked_lists_from_run
     from uncertank.experiment.systems import bayes_metric
-    from uncertank.metrics import DEFAULT_STUDY_METRICS, resolve_metrics
+    from uncertank.metrics import resolve_metrics
 
     label = bayes_metric(config)
-    entries = list(config.metrics) if config.metrics is not None else list(DEFAULT_STUDY_METRICS)
-    metric = next(m for m in resolve_metrics(entries) if m.display_label == label)
+    metric = next(m for m in resolve_metrics(config.metric_entries()) if m.display_label == label)
     out = []
     for run in runs:
         qs = tests[run.condition]

@@ -125,12 +125,6 @@ def digest(obj: Any) -> str:
 # -- stage 0 (validate_config) is uncertank.experiment.validation ------------------------------------------------
 
 
-def _metric_entries(config: StudyConfig) -> list[Any]:
-    from uncertank.metrics import DEFAULT_STUDY_METRICS
-
-    return list(config.metrics) if config.metrics is not None else list(DEFAULT_STUDY_METRICS)
-
-
 # -- stage 1: data ---------------------------------------------------------------------------------------------------
 
 
@@ -705,7 +699,7 @@ def measure(
     from uncertank.metrics import resolve_metrics
     from uncertank.plugins import get_factory, registry
 
-    bound = resolve_metrics(_metric_entries(config))
+    bound = resolve_metrics(config.metric_entries())
     info = {m.display_label: {"kind": m.kind, "higher_is_better": m.higher_is_better,
                               "needs_probabilities": m.needs_probabilities, "name": m.name,
                               "options": to_jsonable(dict(m.options))} for m in bound}

@@ -118,10 +118,9 @@ def bayes_metric(config: StudyConfig) -> str:
         When the label given is not one of the study's ranking metrics, or
         the study measures none.
     """
-    from uncertank.metrics import DEFAULT_STUDY_METRICS, resolve_metrics
+    from uncertank.metrics import resolve_metrics
 
-    entries = list(config.metrics) if config.metrics is not None else list(DEFAULT_STUDY_METRICS)
-    ranking = [m.display_label for m in resolve_metrics(entries) if m.kind == "ranking"]
+    ranking = [m.display_label for m in resolve_metrics(config.metric_entries()) if m.kind == "ranking"]
     chosen = config.bayes.metric
     if chosen is None:
         if not ranking:

@@ -708,9 +708,9 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
                 where = "bayes.enabled" if sampler == "pymc" else "bayes.sampler"
                 errors.append((where, f"the Bayesian comparison with {sampler} needs {_listed(gone)}; install it "
                                       f"with {_BAYES_NEEDS[sampler][1]} (or set enabled = false in [bayes])"))
-    from uncertank.metrics import DEFAULT_STUDY_METRICS, resolve_metrics
+    from uncertank.metrics import resolve_metrics
 
-    entries = config.metrics if config.metrics is not None else DEFAULT_STUDY_METRICS
+    entries = config.metric_entries()
     for j, entry in enumerate(entries):
         try:
             resolve_metrics([entry])
