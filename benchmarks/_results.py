@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from uncertank._io import atomic_write_text
+from uncertank.files import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 

@@ -18,7 +18,7 @@ loop over queries in Python; by default they are timed on 100,000 queries
 
 The script rewrites its own section of benchmarks/RESULTS.md (between
 ``<!-- begin: bench_metrics -->`` and ``<!-- end: bench_metrics -->``)
-atomically, through ``uncertank._io.atomic_write_text``.
+atomically, through ``uncertank.files.atomic_write_text``.
 
 Usage::
 

@@ -227,7 +227,7 @@ def _bank_sweep_json(sizes: list[int], repeats: int, threads: int, device: str =
     import os
     from pathlib import Path
 
-    from uncertank._io import atomic_write_text
+    from uncertank.files import atomic_write_text
 
     load_before = os.getloadavg()
     rows = bank_sweep_cost(sizes, repeats, device=device)

@@ -182,7 +182,7 @@ def test_no_import_circles():
 LAYERS: dict[str, int] = {
     # the data model
     "uncertank._types": 0,
-    "uncertank.validation": 0, "uncertank._io": 0, "uncertank._folders": 0,
+    "uncertank.validation": 0, "uncertank.files": 0, "uncertank._optional": 0, "uncertank._folders": 0,
     "uncertank._environment": 0,
     "uncertank.formatting": 0, "uncertank.progress": 0,
     # the plugin host, and the ranker contract it checks what a factory builds against
@@ -467,3 +467,24 @@ def test_the_one_home_check_catches_a_re_export(monkeypatch):
         assert one_home_violations() == ["uncertank.a: thing", "uncertank.c: thing (defined in uncertank.b)"]
     finally:
         _exports.cache_clear()
+
+
+def basename_clashes(names: Iterable[str]) -> dict[str, list[str]]:
+    """Module basenames (packages' ``__init__`` aside) that two or more modules share, with the modules."""
+    by_stem: dict[str, list[str]] = {}
+    for name in names:
+        if not _is_package(name):
+            by_stem.setdefault(name.rpartition(".")[2], []).append(name)
+    return {stem: sorted(mods) for stem, mods in by_stem.items() if len(mods) > 1}
+
+
+def test_every_module_has_its_own_basename():
+    """Two modules called ``result.py`` (or ``cli.py``) in one package are two places a reader confuses."""
+    assert basename_clashes(modules()) == {}
+
+
+def test_the_basename_check_catches_a_clash(monkeypatch):
+    fake = {**modules(), "uncertank.bayes.preflight": PACKAGE / "bayes" / "preflight.py"}
+    monkeypatch.setattr(sys.modules[__name__], "modules", lambda: fake)
+    assert basename_clashes(fake) == {
+        "preflight": ["uncertank.bayes.preflight", "uncertank.experiment.preflight"]}

@@ -18,8 +18,8 @@ import pytest
 
 from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, StudyConfigError, load_config, run_study
 from uncertank.experiment.config import BayesConfig
+from uncertank.experiment.preflight import validate_config
 from uncertank.experiment.runner import SAVED_BY
-from uncertank.experiment.validation import validate_config
 
 pytest.importorskip("transformers")
 pytest.importorskip("uncertank_bert")

@@ -9,9 +9,9 @@ that need them.
 from __future__ import annotations
 
 from uncertank._folders import FolderInUseError
-from uncertank._io import file_digest
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
 from uncertank.adapters import CallableRanker, CrossEncoderRanker, EnsembleRanker
+from uncertank.files import file_digest
 from uncertank.hookspecs import hookimpl
 from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
 from uncertank.protocols import (

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from uncertank._io import temporary_folder
+from uncertank.files import temporary_folder
 
 __all__ = [
     "EXPORT_RECORD",

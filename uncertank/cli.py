@@ -31,8 +31,8 @@ class _LazyGroup(click.Group):
     to attach ``compare``; ``uncertank --help`` imports it to describe it.
     """
 
-    lazy: ClassVar[dict[str, str]] = {"compare": "uncertank.bayes.cli:compare_command",
-                                      "threshold": "uncertank.conformal.cli:threshold_command"}
+    lazy: ClassVar[dict[str, str]] = {"compare": "uncertank.bayes.compare_cli:compare_command",
+                                      "threshold": "uncertank.conformal.threshold_cli:threshold_command"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])

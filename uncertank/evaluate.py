@@ -54,8 +54,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._io import to_jsonable
 from uncertank._types import RankedLists
+from uncertank.files import to_jsonable
 from uncertank.formatting import format_fixed
 from uncertank.validation import check_choice
 

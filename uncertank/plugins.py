@@ -340,8 +340,8 @@ class Registry(Mapping[str, PluginInfo]):
 
 #: Modules holding the built-in hookimpls, registered like any third-party plugin.
 BUILTIN_PLUGINS: tuple[str, ...] = (
-    "uncertank.metrics._plugin",
-    "uncertank.datasets._plugin",
+    "uncertank.metrics._builtin_metrics",
+    "uncertank.datasets._builtin_datasets",
     "uncertank.recalibration",
     "uncertank.baselines",
 )

@@ -81,7 +81,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._io import require
+from uncertank._optional import require
 from uncertank.hookspecs import hookimpl
 from uncertank.validation import (
     as_float_array,

@@ -143,7 +143,7 @@ def render(record: dict[str, Any]) -> str:
 
 
 def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
-    from uncertank._io import atomic_write_text
+    from uncertank.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 

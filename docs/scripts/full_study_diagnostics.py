@@ -102,9 +102,9 @@ def main(argv: list[str] | None = None) -> None:
     from scipy.stats import spearmanr
 
     from uncertank import PredictiveSamples
-    from uncertank._io import atomic_write_text
     from uncertank.experiment import load_config
     from uncertank.experiment.runner import load_data
+    from uncertank.files import atomic_write_text
     from uncertank.metrics import recall_at_k
     from uncertank.uncertainty import risk_aware_rerank
 

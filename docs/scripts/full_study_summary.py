@@ -266,8 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     src = Path("<none given>") if args.study is None else args.study / "results.json"
     if not src.is_file():
         raise SystemExit(f"study must be a folder holding results.json; {src} does not exist")
-    from uncertank._io import atomic_write_text
     from uncertank.experiment.result import StudyResult
+    from uncertank.files import atomic_write_text
 
     raw = json.loads(src.read_text())
     result = StudyResult.from_dict(raw)

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         print(json.dumps(first_steps(args.steps)))
         return
-    from uncertank._io import atomic_write_text
+    from uncertank.files import atomic_write_text
 
     runs: dict[str, Any] = {}
     for name, env in SETTINGS.items():

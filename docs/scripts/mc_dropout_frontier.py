@@ -79,14 +79,14 @@ REFERENCE_T, TARGET_COST, TARGET_SHARE = _tables["REFERENCE_T"], _tables["TARGET
 
 def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
     """``payload`` as indented JSON with sorted keys, written to a temporary file beside ``path`` and moved there."""
-    from uncertank._io import atomic_write_text
+    from uncertank.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 def _atomic_npy(path: Path, array: Any) -> None:
     """``array`` saved as .npy to a temporary file beside ``path``, then moved there (``os.replace``)."""
-    from uncertank._io import atomic_path
+    from uncertank.files import atomic_path
 
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a handle: np.save would add .npy to a path
         np.save(fh, np.asarray(array))
@@ -284,7 +284,7 @@ def _recost(args: argparse.Namespace) -> dict[str, Any]:
     from uncertank_mcdropout import MCDropoutRanker
 
     import uncertank.datasets as ud
-    from uncertank._io import file_digest
+    from uncertank.files import file_digest
     from uncertank.nn import get_accelerator, load_ranker, score_probabilities
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -387,8 +387,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
 
     import uncertank.datasets as ud
-    from uncertank._io import file_digest
     from uncertank.experiment import StudyConfig
+    from uncertank.files import file_digest
     from uncertank.nn import get_accelerator, load_ranker, score_probabilities
     from uncertank.uncertainty import evaluate_nota, make_nota_task
 

@@ -26,7 +26,7 @@ def figure(rows: list[dict[str, Any]], share_defined: bool, path: Path, title: s
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, NullFormatter, PercentFormatter
 
-    from uncertank._io import atomic_path
+    from uncertank.files import atomic_path
 
     key = "share_of_full_ece_reduction" if share_defined else "ECE_balanced"
     fig, ax = plt.subplots(figsize=(7, 4.6), constrained_layout=True)

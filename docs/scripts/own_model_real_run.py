@@ -56,7 +56,7 @@ POST_HOC = ("sngp", "gpf_bert", "pgdrr")
 
 
 def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
-    from uncertank._io import atomic_write_text
+    from uncertank.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 

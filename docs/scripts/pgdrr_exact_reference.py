@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         "relevant_share_of_test_pairs": float(np.mean(labels)),
         "torch": torch.__version__,
     }
-    from uncertank._io import atomic_write_text
+    from uncertank.files import atomic_write_text
 
     atomic_write_text(args.out, json.dumps(payload, indent=2, sort_keys=True) + "\n")
     print(json.dumps(payload, indent=2, sort_keys=True))

@@ -60,7 +60,7 @@ N_RESAMPLES = 1000
 
 
 def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
-    from uncertank._io import atomic_write_text
+    from uncertank.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     if not (args.exported / "config.json").exists():
         print(json.dumps(export(args.source, args.exported), indent=2), flush=True)
     payload = run(args.exported, args.train_queries)
-    from uncertank._io import atomic_write_text
+    from uncertank.files import atomic_write_text
 
     atomic_write_text(args.out, json.dumps(payload, indent=2) + "\n")
     print(render(payload))

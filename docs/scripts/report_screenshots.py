@@ -54,7 +54,6 @@ IMG = ROOT / "docs" / "img"
 
 def results_from_summary(summary: dict[str, Any], study: Path) -> dict[str, Any]:
     """A results.json document from the real run's summary and its study file (see the module docstring)."""
-    from uncertank._io import to_jsonable
     from uncertank.experiment.analysis import significance
     from uncertank.experiment.config import load_config
     from uncertank.experiment.result import (
@@ -64,6 +63,7 @@ def results_from_summary(summary: dict[str, Any], study: Path) -> dict[str, Any]
         RiskOutcome,
         StudyResult,
     )
+    from uncertank.files import to_jsonable
     from uncertank.metrics import resolve_metrics
 
     cfg = load_config(study)

@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     import uncertank.datasets as ud
-    from uncertank._io import atomic_write_text
+    from uncertank.files import atomic_write_text
 
     if not (BERT_LISTS / "uncertank.json").exists():
         parser.error(f"{BERT_LISTS} is missing: run "
@@ -212,9 +212,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _full_size(args: argparse.Namespace, valid: Any, probe: Any) -> int:
-    from uncertank._io import atomic_write_text
     from uncertank.experiment import load_config
     from uncertank.experiment.stages import file_stem  # how the runner names its model folders
+    from uncertank.files import atomic_write_text
 
     config = load_config(ROOT / "docs" / "studies" / "lists_intercept.toml")
     steps = json.loads((args.full_size / "results.json").read_text())["steps"]

@@ -63,15 +63,15 @@ def test_the_result_sits_between_its_readers_and_its_makers():
     edges = _graph()
     # the readers of a fit take its interface, never the class
     for reader in ("plots", "predictive", "risk_measures"):
-        assert "result" not in edges[reader], reader
-    assert "result" in edges["fit"] and "result" in edges["io"]
+        assert "comparison" not in edges[reader], reader
+    assert "comparison" in edges["fit"] and "comparison" in edges["io"]
 
 
 def test_the_package_re_exports_the_objects_of_their_home_modules():
-    from uncertank.bayes import fit, io, result
+    from uncertank.bayes import comparison, fit, io
 
-    assert result.SystemComparison is uncertank.bayes.SystemComparison
-    assert result.Gate is uncertank.bayes.Gate
+    assert comparison.SystemComparison is uncertank.bayes.SystemComparison
+    assert comparison.Gate is uncertank.bayes.Gate
     assert fit.compare is uncertank.bayes.compare
     assert io.from_netcdf.__module__ == "uncertank.bayes.io"
 

@@ -150,21 +150,21 @@ def test_model_input_errors(call, match):
 def test_missing_pymc_names_the_extra(monkeypatch):
     import sys
 
-    from uncertank.bayes import _deps
+    from uncertank import _optional
 
     monkeypatch.setitem(sys.modules, "pymc", None)
     with pytest.raises(ImportError, match=r'pip install "uncertank\[bayes\]"'):
-        _deps.require_pymc()
+        _optional.require_pymc()
     monkeypatch.setitem(sys.modules, "arviz", None)
     with pytest.raises(ImportError, match=r'pip install "uncertank\[bayes\]"'):
-        _deps.require_arviz()
+        _optional.require_arviz()
 
 
 def test_import_is_light():
     import subprocess
     import sys
 
-    code = ("import sys, uncertank.bayes, uncertank.bayes.cli; "
+    code = ("import sys, uncertank.bayes, uncertank.bayes.compare_cli; "
             "print(sorted(m for m in ('pymc', 'pytensor', 'arviz', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

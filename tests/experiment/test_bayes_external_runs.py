@@ -13,9 +13,9 @@ import pytest
 from uncertank import QuerySet
 from uncertank.experiment import StudyConfigError, load_config, run_study
 from uncertank.experiment.external import match_runs
+from uncertank.experiment.preflight import validate_config
 from uncertank.experiment.runner import load_data
 from uncertank.experiment.systems import compare_systems
-from uncertank.experiment.validation import validate_config
 from uncertank.formatting import format_number
 
 pytest.importorskip("pymc")

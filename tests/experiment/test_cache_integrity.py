@@ -16,13 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 from uncertank import Predictions, hookimpl
-from uncertank._io import atomic_write_text
 from uncertank.cli import cli
 from uncertank.datasets._cache import checksum_path, checksum_problem, write_checksum
 from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, run_study
 from uncertank.experiment.config import BayesConfig
 from uncertank.experiment.result import BayesOutcome
 from uncertank.experiment.systems import _read_fit
+from uncertank.files import atomic_write_text
 from uncertank.plugins import get_plugin_manager
 
 

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from uncertank import hookimpl
 from uncertank.cli import cli
 from uncertank.experiment import StudyConfigError, load_config
-from uncertank.experiment import validation as V
-from uncertank.experiment.validation import validate_config
+from uncertank.experiment import preflight as V
+from uncertank.experiment.preflight import validate_config
 from uncertank.plugins import get_plugin_manager
 
 HEAD = """

@@ -313,7 +313,7 @@ def test_conformal_must_be_one_table(tmp_path):
 
 def test_a_score_of_draws_needs_a_stochastic_ranker(tmp_path):
     pytest.importorskip("bm25s")
-    from uncertank.experiment.validation import validate_config
+    from uncertank.experiment.preflight import validate_config
 
     path = tmp_path / "study.toml"
     path.write_text(STUDY + '\n[conformal]\nscore = "quantile"\n')

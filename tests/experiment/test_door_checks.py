@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from uncertank import Predictions, hookimpl
 from uncertank.cli import cli
 from uncertank.experiment import StudyConfigError, load_config, run_study
+from uncertank.experiment import preflight as V
 from uncertank.experiment import runner as R
-from uncertank.experiment import validation as V
 from uncertank.plugins import get_plugin_manager
 
 HEAD = """

@@ -20,9 +20,9 @@ import pytest
 
 from uncertank import Predictions, hookimpl
 from uncertank._folders import model_folder
-from uncertank._io import folder_digest, temporary_folder
 from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, run_study
 from uncertank.experiment.config import BayesConfig
+from uncertank.files import folder_digest, temporary_folder
 from uncertank.plugins import get_plugin_manager
 
 _WORDS = ["disk", "mount", "kernel", "wifi", "driver", "sound", "grub", "boot", "apt", "python", "screen", "mouse"]

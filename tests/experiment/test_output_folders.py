@@ -13,7 +13,7 @@ from uncertank import CallableRanker, hookimpl
 from uncertank.cli import cli
 from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, StudyConfigError, run_study
 from uncertank.experiment.config import BayesConfig
-from uncertank.experiment.validation import check_output_folder
+from uncertank.experiment.preflight import check_output_folder
 from uncertank.plugins import get_plugin_manager
 
 STUDY = """

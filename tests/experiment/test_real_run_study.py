@@ -91,7 +91,7 @@ def test_the_study_file_passes_the_runners_own_check_of_every_ranker_and_paramet
     pytest.importorskip("transformers")
     for plugin in ("uncertank_bert", "uncertank_mcdropout", "uncertank_ensemble", "uncertank_sngp", "uncertank_pgdrr"):
         pytest.importorskip(plugin)
-    from uncertank.experiment.validation import validate_config
+    from uncertank.experiment.preflight import validate_config
 
     validate_config(load_config(STUDY))
 

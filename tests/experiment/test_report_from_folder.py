@@ -27,9 +27,9 @@ from uncertank import CallableRanker, EnsembleRanker, hookimpl
 from uncertank.cli import cli
 from uncertank.experiment import runner, systems
 from uncertank.experiment.decisions import decide, with_decisions
+from uncertank.experiment.preflight import validate_config
 from uncertank.experiment.report import render_report, write_report
 from uncertank.experiment.result import CalibrationDetail, StudyResult
-from uncertank.experiment.validation import validate_config
 from uncertank.plugins import get_plugin_manager
 
 STUDY = """

@@ -9,9 +9,9 @@ import pytest
 from uncertank import CallableRanker, EnsembleRanker, hookimpl
 from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, run_study
 from uncertank.experiment.config import BayesConfig
+from uncertank.experiment.preflight import validate_config
 from uncertank.experiment.result import StudyResult
 from uncertank.experiment.runner import _training_queries
-from uncertank.experiment.validation import validate_config
 from uncertank.plugins import get_plugin_manager
 
 CALLS: dict[str, int] = {}

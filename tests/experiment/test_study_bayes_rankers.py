@@ -123,7 +123,7 @@ def test_the_metric_compared_defaults_to_map_then_the_first_ranking_metric(tmp_p
     with pytest.raises(ValueError, match="measures no ranking metric"):
         bayes_metric(load_config(_tiny_study(tmp_path, "", metrics='["ece"]')))
     with pytest.raises(StudyConfigError, match=r"bayes.metric: must be the label of a ranking metric"):
-        from uncertank.experiment.validation import validate_config
+        from uncertank.experiment.preflight import validate_config
 
         validate_config(load_config(_tiny_study(tmp_path, 'metric = "MRR"', metrics='["map"]')))
 

@@ -162,12 +162,12 @@ def test_core_ensemble_ranker_over_neural_members():
 def test_missing_extra_names_the_install_line(monkeypatch):
     import importlib.util
 
-    from uncertank.nn import _deps
+    from uncertank import _optional
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "accelerate" else real(name, *a))
     with pytest.raises(ImportError, match=r'accelerate.*pip install "uncertank\[torch\]"'):
-        _deps.require_torch()
+        _optional.require_torch()
 
 
 def test_missing_packaged_backbone_says_what_to_install(monkeypatch):

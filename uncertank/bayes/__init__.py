@@ -28,7 +28,7 @@ The modules import one way, bottom to top:
    :mod:`~uncertank.bayes.risk_measures` (URisk, ZRisk and GeoRisk) and
    :mod:`~uncertank.bayes.plots` (figures): functions of a fit, typed by its
    interface :class:`~uncertank.bayes._fitted.Fitted`;
-3. :mod:`~uncertank.bayes.result`: the result object, :class:`SystemComparison`
+3. :mod:`~uncertank.bayes.comparison`: the result object, :class:`SystemComparison`
    (and :class:`Gate`), whose methods call the modules of step 2;
 4. :mod:`~uncertank.bayes.fit` (:func:`compare`: models, samplers, the ESS
    gate) and :mod:`~uncertank.bayes.io` (files), which make results;
@@ -38,13 +38,13 @@ The modules import one way, bottom to top:
 from __future__ import annotations
 
 from uncertank.bayes.cells import FAMILIES, Design, design, linear_predictor
+from uncertank.bayes.comparison import Gate, SystemComparison
 from uncertank.bayes.data import check_frame, drop_bottom_systems, frame_from_runs, frame_from_trec_covid
 from uncertank.bayes.diagnostics import ConvergenceError, ConvergenceWarning, Diagnostics, SamplingError
 from uncertank.bayes.fit import SAMPLERS, compare
 from uncertank.bayes.likelihood import zoib_logp_graph, zoib_logpdf, zoib_rvs
 from uncertank.bayes.models import gaussian, zoib, zoib_rank
 from uncertank.bayes.predictive import posterior_predictive
-from uncertank.bayes.result import Gate, SystemComparison
 from uncertank.bayes.risk_measures import RISK_CONVENTIONS, georisk, loss_weight, urisk, zrisk
 
 __all__ = [

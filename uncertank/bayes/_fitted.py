@@ -1,7 +1,7 @@
 """What the figures, the risk tables and the predictive draws read of a fitted comparison.
 
 :class:`Fitted` is the structural type those modules accept. The fitted
-comparison itself, :class:`uncertank.bayes.result.SystemComparison`, sits
+comparison itself, :class:`uncertank.bayes.comparison.SystemComparison`, sits
 above them and calls them, so they name this interface rather than the class:
 the imports of :mod:`uncertank.bayes` go one way (see :mod:`uncertank.bayes`).
 """

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from uncertank.bayes._deps import require_arviz
+from uncertank._optional import require_arviz
 from uncertank.bayes.models import PARAMETERS
 
 if TYPE_CHECKING:

@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from uncertank.bayes._deps import require_pymc
+from uncertank._optional import require_pymc
 from uncertank.bayes.cells import FAMILIES
+from uncertank.bayes.comparison import Gate, SystemComparison
 from uncertank.bayes.data import check_frame, drop_bottom_systems
 from uncertank.bayes.diagnostics import (
     RHAT_MAX,
@@ -53,7 +54,6 @@ from uncertank.bayes.diagnostics import (
     validate_trace,
 )
 from uncertank.bayes.models import check_model_options, model_for
-from uncertank.bayes.result import Gate, SystemComparison
 from uncertank.validation import check_choice, check_positive_int
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from uncertank.bayes.result import SystemComparison
+from uncertank.bayes.comparison import SystemComparison
 
 __all__ = ["from_netcdf", "to_netcdf"]
 

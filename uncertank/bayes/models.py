@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank.bayes._deps import require_pymc
+from uncertank._optional import require_pymc
 from uncertank.bayes.cells import Design, RankEffect, design, design_from_frame, linear_predictor
 from uncertank.bayes.likelihood import zoib_logp_graph, zoib_rvs
 

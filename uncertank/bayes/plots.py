@@ -134,7 +134,7 @@ def plot_ppc(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = None,
 
 
 def _write(ax: Axes, path: str | os.PathLike[str], dpi: int) -> Path:
-    from uncertank._io import atomic_path
+    from uncertank.files import atomic_path
 
     plt = _pyplot()
     fig: Any = ax.figure

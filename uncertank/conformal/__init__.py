@@ -33,11 +33,11 @@ from uncertank.conformal.abstention import (
     conformal_abstention,
     nota_abstention_data,
 )
+from uncertank.conformal.calibrated import Answers, CandidateSets, ConformalThreshold, WeightedSets
 from uncertank.conformal.exchangeability import ExchangeabilityCheck, exchangeability_test
 from uncertank.conformal.fdr import fdr_control, fdr_curve
 from uncertank.conformal.levels import check_level, conformal_rank, min_certifiable
 from uncertank.conformal.ltt import fixed_sequence, hoeffding_bentkus, learn_then_test, threshold_grid
-from uncertank.conformal.result import Answers, CandidateSets, ConformalThreshold, WeightedSets
 from uncertank.conformal.risk_control import conformal_risk_control
 from uncertank.conformal.scores import SCORES, conformity_scores, labelled_scores
 from uncertank.conformal.sets import candidate_sets, conformal_quantile, split_conformal

@@ -40,10 +40,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import Predictions, RankedLists
+from uncertank.conformal.calibrated import Answers, ConformalThreshold
 from uncertank.conformal.levels import check_level, min_certifiable
 from uncertank.conformal.lists import top_candidates
 from uncertank.conformal.ltt import learn_then_test, threshold_grid
-from uncertank.conformal.result import Answers, ConformalThreshold
 from uncertank.uncertainty.nota import NotaTask
 
 __all__ = ["abstention_curve", "abstention_data", "answer", "conformal_abstention", "nota_abstention_data"]

@@ -24,10 +24,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
+from uncertank.conformal.calibrated import ConformalThreshold
 from uncertank.conformal.levels import check_level
 from uncertank.conformal.lists import ranked_order
 from uncertank.conformal.ltt import learn_then_test, threshold_grid
-from uncertank.conformal.result import ConformalThreshold
 
 __all__ = ["fdr_control", "fdr_curve"]
 

@@ -36,9 +36,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import Predictions, RankedLists
+from uncertank.conformal.calibrated import CandidateSets, ConformalThreshold
 from uncertank.conformal.levels import check_level, conformal_rank
 from uncertank.conformal.lists import best_relevant, best_relevant_rank, mass_above, query_max, top_k_mask
-from uncertank.conformal.result import CandidateSets, ConformalThreshold
 from uncertank.validation import check_choice
 
 __all__ = [

@@ -29,9 +29,9 @@ from numpy.typing import ArrayLike
 
 from uncertank._types import Predictions, PredictiveSamples, RankedLists
 from uncertank.conformal.abstention import abstention_data, answer, conformal_abstention
+from uncertank.conformal.calibrated import Answers, CandidateSets, ConformalThreshold
 from uncertank.conformal.fdr import fdr_control
 from uncertank.conformal.levels import check_level
-from uncertank.conformal.result import Answers, CandidateSets, ConformalThreshold
 from uncertank.conformal.risk_control import conformal_risk_control
 from uncertank.conformal.scores import Score, conformity_scores, labelled_scores, resolve_score
 from uncertank.conformal.sets import candidate_sets, split_conformal

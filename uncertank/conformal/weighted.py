@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._io import require
+from uncertank._optional import require
 from uncertank._types import Predictions, RankedLists
+from uncertank.conformal.calibrated import WeightedSets
 from uncertank.conformal.levels import check_level
 from uncertank.conformal.lists import best_relevant
-from uncertank.conformal.result import WeightedSets
 from uncertank.conformal.sets import sets_from_thresholds
 
 __all__ = ["LikelihoodRatioWeights", "domain_weights", "weighted_conformal", "weighted_thresholds"]

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from uncertank._io import atomic_path, atomic_write_text, file_digest, json_digest
 from uncertank._types import QuerySet
+from uncertank.files import atomic_path, atomic_write_text, file_digest, json_digest
 
 __all__ = [
     "CHECKSUM_SUFFIX",

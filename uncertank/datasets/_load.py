@@ -57,7 +57,7 @@ def cacheable(token: str | Callable[..., str]) -> Callable[[F], F]:
     token : str or callable
         A fixed version string (``"my-corpus-v2"``: bump it when the data or
         the code change), or a function ``token(arg, split)`` returning one,
-        such as a digest of the file read (:func:`uncertank._io.file_digest`).
+        such as a digest of the file read (:func:`uncertank.files.file_digest`).
 
     Returns
     -------

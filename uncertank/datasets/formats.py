@@ -45,11 +45,11 @@ from typing import IO, Any
 
 import numpy as np
 
-from uncertank._io import atomic_path
 from uncertank._types import QuerySet
 from uncertank.datasets._lines import read_lines
 from uncertank.datasets.assembly import candidate_ids_or_positions, redraw_negatives
 from uncertank.datasets.sampling import NegativeSampling
+from uncertank.files import atomic_path
 from uncertank.validation import check_choice, check_positive_int
 
 __all__ = [
@@ -355,7 +355,7 @@ class FileLoader:
 
     def cache_token(self, arg: str, *, split: str = "train") -> str:
         """The SHA-256 of the file, so that an edited file is read again."""
-        from uncertank._io import file_digest
+        from uncertank.files import file_digest
 
         path = self.resolve(arg, split)
         return f"{self.fmt}:{path.resolve()}:{file_digest(path)}"

@@ -47,7 +47,7 @@ MODEL_INSTALL = 'pip install "uncertank[torch,retrieval]" and pip install --no-d
 
 def require_bm25s() -> Any:
     """Import and return the ``bm25s`` module, or raise an ImportError naming the extra."""
-    from uncertank._io import require
+    from uncertank._optional import require
 
     return require("bm25s", "retrieval", what="BM25")
 

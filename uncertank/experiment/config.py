@@ -15,7 +15,7 @@ a :class:`StudyConfigError`, and takes every path in the file (a file
 dataset's, a ranker's folders) relative to the file's folder, so a study
 file runs the same from any working directory. What needs the installed
 plugins (names, parameters, checkpoints) is checked by
-:func:`uncertank.experiment.validation.validate_config`, before any work.
+:func:`uncertank.experiment.preflight.validate_config`, before any work.
 
 The demo's studies are files of this package (:data:`DEMO_STUDIES`,
 :func:`demo_study_path`), so the same command runs the same study
@@ -674,7 +674,7 @@ def _dataset_path(name: Any, base: Path) -> Any:
     A file dataset is one whose registered loader reads files, i.e. has
     ``resolve(arg, split)`` (``tsv:``, ``jsonl:``, a plugin's prefix that
     does the same); ``{split}`` is kept. Any other name (``ubuntu-sample``,
-    an unknown one, which :func:`~uncertank.experiment.validation.validate_config`
+    an unknown one, which :func:`~uncertank.experiment.preflight.validate_config`
     names) is returned as written.
     """
     if not isinstance(name, str) or ":" not in name:
@@ -755,7 +755,7 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
     file's folder, wherever the study runs from, and made absolute; an
     absolute path is kept. What needs the
     installed plugins is checked by
-    :func:`~uncertank.experiment.validation.validate_config` when the study
+    :func:`~uncertank.experiment.preflight.validate_config` when the study
     runs, before any work.
 
     Raises

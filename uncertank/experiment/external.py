@@ -10,7 +10,7 @@ enters that condition's fit as one more system (:mod:`uncertank.experiment.syste
 The checks come in two steps, both before any ranker is trained or scores
 anything:
 
-- :func:`check_run_files` (from :func:`~uncertank.experiment.validation.validate_config`):
+- :func:`check_run_files` (from :func:`~uncertank.experiment.preflight.validate_config`):
   the file exists and is a well-formed run
   (:func:`uncertank.datasets.read_trec_run` names the line of a bad entry);
 - :func:`match_runs` (once the test queries are loaded: :func:`~uncertank.experiment.runner.run_study`
@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from uncertank._io import file_digest
 from uncertank.experiment.config import StudyConfig, StudyConfigError
 from uncertank.experiment.result import ExternalRunOutcome
+from uncertank.files import file_digest
 
 if TYPE_CHECKING:
     import pandas as pd

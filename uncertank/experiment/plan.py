@@ -1,8 +1,8 @@
 """What a study would do, without doing it: ``uncertank run --dry-run``.
 
 :func:`plan_study` runs the checks a run makes at the door
-(:func:`~uncertank.experiment.validation.validate_config` and
-:func:`~uncertank.experiment.validation.check_output_folder`), then counts
+(:func:`~uncertank.experiment.preflight.validate_config` and
+:func:`~uncertank.experiment.preflight.check_output_folder`), then counts
 the queries and pairs of every split, finds the steps already cached in the
 output folder (by the keys the run would compute) and estimates the cost of
 the others. It loads no model and trains nothing: the data is built as the
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from uncertank.experiment.config import StudyConfig, StudyConfigError
+from uncertank.experiment.preflight import check_output_folder, validate_config
 from uncertank.experiment.stages import StudyData
-from uncertank.experiment.validation import check_output_folder, validate_config
 from uncertank.protocols import Trainable
 
 __all__ = ["MODEL_FREE_NEGATIVES", "RATES", "RATE_SETTING", "StepPlan", "StudyPlan", "plan_study"]

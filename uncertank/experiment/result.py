@@ -923,8 +923,8 @@ def _validation_errors(exc: Any) -> list[tuple[str, str]]:
 
 
 def _plain(obj: Any) -> Any:
-    """Dataclasses (at any depth) as dicts, then plain JSON values (:func:`uncertank._io.to_jsonable`)."""
-    from uncertank._io import to_jsonable
+    """Dataclasses (at any depth) as dicts, then plain JSON values (:func:`uncertank.files.to_jsonable`)."""
+    from uncertank.files import to_jsonable
 
     if hasattr(obj, "__dataclass_fields__"):
         obj = asdict(obj)

@@ -59,21 +59,12 @@ import numpy as np
 
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._folders import MANIFEST, STUDY_RECORD, model_folder
-from uncertank._io import (
-    atomic_path,
-    atomic_write_text,
-    bytes_digest,
-    current_umask,
-    file_digest,
-    json_digest,
-    temporary_folder,
-    to_jsonable,
-)
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.decisions import decide, with_decisions
 from uncertank.experiment.guarantees import guarantees, with_guarantees
 from uncertank.experiment.logfile import LOG_FILE, run_log
+from uncertank.experiment.preflight import SAVE_TO_REMEDY, check_output_folder, validate_config
 from uncertank.experiment.result import (
     BayesOutcome,
     CalibrationDetail,
@@ -83,7 +74,16 @@ from uncertank.experiment.result import (
     StudyResult,
 )
 from uncertank.experiment.stages import RankerPrediction, StudyData, file_stem
-from uncertank.experiment.validation import SAVE_TO_REMEDY, check_output_folder, validate_config
+from uncertank.files import (
+    atomic_path,
+    atomic_write_text,
+    bytes_digest,
+    current_umask,
+    file_digest,
+    json_digest,
+    temporary_folder,
+    to_jsonable,
+)
 from uncertank.progress import machine_load, reporting
 from uncertank.protocols import (
     Probabilistic,
@@ -122,7 +122,7 @@ def digest(obj: Any) -> str:
     return json_digest(obj)[:16]
 
 
-# -- stage 0 (validate_config) is uncertank.experiment.validation ------------------------------------------------
+# -- stage 0 (validate_config) is uncertank.experiment.preflight ------------------------------------------------
 
 
 # -- stage 1: data ---------------------------------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def _pretrained_kwargs(rc: RankerConfig) -> dict[str, Any]:
 
 
 def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
-    from uncertank._io import folder_digest
+    from uncertank.files import folder_digest
 
     if rc.checkpoint is not None:  # what was loaded, not what it was trained on
         return digest([rc.name, rc.params, "checkpoint", folder_digest(rc.checkpoint), __version__,
@@ -348,11 +348,11 @@ def _write_link(folder: Path, rc: RankerConfig, key: str, seconds: float) -> Non
     """Record in ``folder`` that the model of ``key`` is the ``pretrained`` folder(s) of ``rc``, as they are.
 
     ``step.json`` holds the key, the seconds, each source folder and the
-    SHA-256 of its files (:func:`uncertank._io.folder_digest`); no file is
+    SHA-256 of its files (:func:`uncertank.files.folder_digest`); no file is
     copied. A model folder written by an earlier run under the same name is
     replaced by the record.
     """
-    from uncertank._io import folder_digest
+    from uncertank.files import folder_digest
 
     sources = [rc.pretrained] if isinstance(rc.pretrained, str) else list(rc.pretrained or [])
     tmp = folder.with_name(folder.name + ".tmp")
@@ -771,7 +771,7 @@ def run_study(
     config : StudyConfig
         What to run (see :func:`uncertank.experiment.demo_config`); checked
         once against the installed plugins
-        (:func:`~uncertank.experiment.validation.validate_config`) before any work.
+        (:func:`~uncertank.experiment.preflight.validate_config`) before any work.
     out_dir : path
         The report folder: ``results.json``, ``report.md``, ``report.html``,
         ``figures/*.png``, plus ``models/``, ``predictions/`` and ``bayes/``
@@ -779,7 +779,7 @@ def run_study(
         the report draws). It must take new files, and must not hold
         another study's results (a ``results.json`` whose ``config.name``
         is not ``config.name``), both checked before any work
-        (:func:`~uncertank.experiment.validation.check_output_folder`).
+        (:func:`~uncertank.experiment.preflight.check_output_folder`).
     resume : bool
         Reuse finished steps found in ``out_dir`` whose keys match, and
         whose files are those recorded when they were written.

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 
 from uncertank import __version__
-from uncertank._io import atomic_path, atomic_write_text, json_digest, to_jsonable
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import StudyConfig
 from uncertank.experiment.result import BayesOutcome, Evaluation, ExternalRunOutcome, StepInfo
 from uncertank.experiment.stages import file_stem
+from uncertank.files import atomic_path, atomic_write_text, json_digest, to_jsonable
 from uncertank.progress import reporting
 
 __all__ = ["PPC_GRID", "PPC_REPLICATES", "bayes_metric", "compare_systems", "ppc_curves", "quiet_bayes"]

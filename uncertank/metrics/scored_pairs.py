@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._io import require
+from uncertank._optional import require
 from uncertank._types import RankedLists
 from uncertank.validation import check_choice, check_positive_int
 

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._io import require
+from uncertank._optional import require
 from uncertank._types import RankedLists
 from uncertank.metrics._inputs import as_pairs
 from uncertank.metrics.quantiles import combine_pass, exact_quantiles, float_bits, select_pass

@@ -30,7 +30,7 @@ when torch, transformers, accelerate, safetensors or tqdm is missing.
 
 from __future__ import annotations
 
-from uncertank.nn._deps import require_torch
+from uncertank._optional import require_torch
 
 require_torch()
 
@@ -152,7 +152,6 @@ __all__ = [
     "read_classifier",
     "save_pretrained",
     "read_manifest",
-    "require_torch",
     "resolve_device",
     "save_model",
     "score_batches",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._io import require
+from uncertank._optional import require
 from uncertank._types import RankedLists
 from uncertank.validation import as_float_array, check_positive_int, check_seed
 

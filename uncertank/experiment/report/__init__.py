@@ -29,14 +29,14 @@ Benham et al. (ECIR 2021):
 12. the timings, cache keys and reuse of every step;
 13. the warnings raised while the study ran (when there were any).
 
-Modules: :mod:`~uncertank.experiment.report.formatting` (numbers and
+Modules: :mod:`~uncertank.experiment.report.markdown` (numbers and
 Markdown cells), :mod:`~uncertank.experiment.report.document` (the document
 model, its Markdown and HTML renderers and the stylesheet),
 :mod:`~uncertank.experiment.report.figures`,
 :mod:`~uncertank.experiment.report.sections` (the metric tables) and
 :mod:`~uncertank.experiment.report.outcomes` (what the uncertainty is worth,
 the Bayesian comparison, the timings) and
-:mod:`~uncertank.experiment.report.guarantees` (thresholds with a guarantee).
+:mod:`~uncertank.experiment.report.guarantee_section` (thresholds with a guarantee).
 """
 
 from __future__ import annotations
@@ -45,13 +45,13 @@ import json
 import os
 from pathlib import Path
 
-from uncertank._io import atomic_write_text
 from uncertank.experiment.analysis import reference_ranker
-from uncertank.experiment.report import guarantees, outcomes, sections
+from uncertank.experiment.report import guarantee_section, outcomes, sections
 from uncertank.experiment.report.document import Doc, render_html, render_markdown
 from uncertank.experiment.report.figures import Figures
-from uncertank.experiment.report.formatting import markdown_table
+from uncertank.experiment.report.markdown import markdown_table
 from uncertank.experiment.result import ResultsFileError, StudyResult
+from uncertank.files import atomic_write_text
 
 __all__ = ["markdown_table", "render_report", "write_report"]
 
@@ -75,7 +75,7 @@ def write_report(result: StudyResult, out: str | os.PathLike[str]) -> None:
         from ``out``.
     out : path
         The report folder (created if missing). Every file is written
-        atomically (:mod:`uncertank._io`).
+        atomically (:mod:`uncertank.files`).
 
     Raises
     ------
@@ -141,7 +141,7 @@ def render_report(out: str | os.PathLike[str]) -> StudyResult:
     outcomes.risk(doc, result, figs)
     outcomes.nota(doc, result)
     outcomes.selective(doc, result, figs)
-    guarantees.thresholds(doc, result, figs)
+    guarantee_section.thresholds(doc, result, figs)
     outcomes.reliability(doc, result, figs)
     outcomes.imbalance(doc, result, figs)
     outcomes.bayes(doc, result, figs, folder)

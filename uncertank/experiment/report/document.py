@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from uncertank.experiment.report.formatting import markdown_lines
+from uncertank.experiment.report.markdown import markdown_lines
 
 __all__ = ["CSS", "Doc", "render_html", "render_markdown"]
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from uncertank._io import atomic_path
 from uncertank.experiment.result import BayesOutcome, Evaluation
 from uncertank.experiment.stages import file_stem
+from uncertank.files import atomic_path
 from uncertank.formatting import format_number
 
 __all__ = ["COLUMNS", "DPI", "FONT_SIZE", "Figures", "LEGEND_SIZE"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from uncertank.experiment.report.document import Doc
 from uncertank.experiment.report.figures import Figures
-from uncertank.experiment.report.formatting import MARK, cell, names
+from uncertank.experiment.report.markdown import MARK, cell, names
 from uncertank.experiment.report.sections import conditions_of, open_section
 from uncertank.experiment.result import BayesOutcome, ExternalRunOutcome, StudyResult
 from uncertank.formatting import format_number, format_pvalue

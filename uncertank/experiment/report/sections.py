@@ -32,8 +32,8 @@ from uncertank.experiment.analysis import (
 )
 from uncertank.experiment.report.chance import base_rate_sentence, set_aside
 from uncertank.experiment.report.document import Doc
-from uncertank.experiment.report.formatting import MARK, cell, names
 from uncertank.experiment.report.glossary import define
+from uncertank.experiment.report.markdown import MARK, cell, names
 from uncertank.experiment.result import Comparison, Evaluation, StudyResult
 from uncertank.formatting import format_number, format_percent, format_signed
 from uncertank.metrics.metric import MetricKind

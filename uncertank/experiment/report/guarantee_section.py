@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from uncertank.experiment.report.document import Doc
 from uncertank.experiment.report.figures import Figures
-from uncertank.experiment.report.formatting import MARK, names
+from uncertank.experiment.report.markdown import MARK, names
 from uncertank.experiment.report.sections import conditions_of, open_section
 from uncertank.experiment.result import ConformalOutcome, Evaluation, StudyResult
 from uncertank.formatting import format_number, format_pvalue

@@ -7,14 +7,14 @@ import stat
 import numpy as np
 import pytest
 
-from uncertank._io import (
+from uncertank._optional import require
+from uncertank.files import (
     atomic_path,
     atomic_write_text,
     bytes_digest,
     current_umask,
     file_digest,
     json_digest,
-    require,
     to_jsonable,
 )
 
@@ -117,7 +117,7 @@ def test_require_names_the_extra():
 
 
 def test_folder_digest_follows_content_not_location(tmp_path):
-    from uncertank._io import file_digest, folder_digest
+    from uncertank.files import file_digest, folder_digest
 
     a, b = tmp_path / "a", tmp_path / "b"
     for root in (a, b):

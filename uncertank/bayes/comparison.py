@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._io import atomic_path
+from uncertank._optional import require_arviz
 from uncertank.bayes import plots, predictive, risk_measures, summaries
-from uncertank.bayes._deps import require_arviz
 from uncertank.bayes.cells import FAMILIES, Design, design_from_frame
 from uncertank.bayes.diagnostics import (
     ConvergenceError,
@@ -39,6 +38,7 @@ from uncertank.bayes.diagnostics import (
     diagnose,
     validate_trace,
 )
+from uncertank.files import atomic_path
 from uncertank.validation import check_choice
 
 if TYPE_CHECKING:

@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from uncertank._io import atomic_write_text, to_jsonable
+from uncertank.files import atomic_write_text, to_jsonable
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from uncertank.bayes.result import SystemComparison
+    from uncertank.bayes.comparison import SystemComparison
 
 __all__ = ["BUNDLED", "OUTPUTS", "UNCONVERGED_EXIT", "compare_command"]
 
@@ -320,5 +320,5 @@ def _write_plots(cmp: SystemComparison, output: Path) -> list[str]:
     return ["effects.png", "ppc.png"]
 
 
-if __name__ == "__main__":  # pragma: no cover - ``python -m uncertank.bayes.cli``
+if __name__ == "__main__":  # pragma: no cover - ``python -m uncertank.bayes.compare_cli``
     compare_command()

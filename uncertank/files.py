@@ -1,4 +1,8 @@
-"""Small I/O helpers, one copy each: atomic writes, JSON conversion, digests, optional imports.
+"""Files written whole or not at all, and digests of values, files and folders.
+
+The helpers every stage of uncertank writes and keys its caches with, public
+so that a user's scripts write and key their files the same way:
+
 
 - :func:`atomic_path` / :func:`atomic_write_text`: a temporary file beside
   the target, then ``os.replace``. A reader never sees a half-written file,
@@ -11,16 +15,14 @@
 - :func:`to_jsonable`: numpy scalars and arrays, tuples, mappings and
   dataclass-like objects (``to_dict``) to plain JSON values; non-finite
   floats become None.
-- :func:`json_digest`, :func:`file_digest`, :func:`bytes_digest`: hex SHA-256
-  digests of a JSON-serialisable value, a file's bytes, or a stream of chunks.
-- :func:`require`: import an optional dependency or raise ImportError naming
-  the ``pip install`` line.
+- :func:`json_digest`, :func:`file_digest`, :func:`folder_digest`,
+  :func:`bytes_digest`: hex SHA-256 digests of a JSON-serialisable value, a
+  file's bytes, a folder's files (names and bytes), or a stream of chunks.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import math
 import os
@@ -29,7 +31,6 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,6 @@ __all__ = [
     "file_digest",
     "folder_digest",
     "json_digest",
-    "require",
     "temporary_folder",
     "to_jsonable",
 ]
@@ -198,29 +198,3 @@ def folder_digest(path: str | os.PathLike[str]) -> str:
     files = sorted(f for f in root.rglob("*") if f.is_file())
     entries = [f"{f.relative_to(root).as_posix()}\0{file_digest(f)}\n".encode() for f in files]
     return bytes_digest(entries)
-
-
-def require(module: str, extra: str, *, what: str | None = None) -> ModuleType:
-    """Import and return ``module``, or raise ImportError naming ``pip install "uncertank[extra]"``.
-
-    Parameters
-    ----------
-    module : str
-        The module to import, e.g. ``"bm25s"``.
-    extra : str
-        The uncertank extra that installs it, e.g. ``"retrieval"``.
-    what : str, optional
-        What needs it, for the message (``"BM25"``); the module name by default.
-
-    Examples
-    --------
-    >>> require("json", "none").__name__
-    'json'
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(
-            f"{what or module} needs the optional dependency {module}; "
-            f'install it with pip install "uncertank[{extra}]" ({exc})'
-        ) from exc
