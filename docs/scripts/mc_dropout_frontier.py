@@ -27,10 +27,13 @@ passes. Per (k, T):
 
 and ``bert``'s own row (dropout off). Everything goes to ``--out`` (JSON), the
 frontier to ``--figure`` (PNG: cost ratio against the share kept, one line per
-T) and a markdown table to stdout. Samples are cached as .npy (one file per
-split and k) under ``--workdir`` (``.cache`` by default), in
-``mc_dropout_frontier/`` and a folder named by a digest of the model's
-weights, so a rerun resumes::
+T) and a markdown table to stdout. The scores (``bert``'s, and the samples of
+each split and k) are cached as .npy under ``--workdir`` (``.cache`` by
+default), in ``mc_dropout_frontier/`` and a folder named by a digest of the
+model's weights, each file keyed by everything it depends on (``step_inputs``:
+the queries' content, the model folder's files, k, the passes scored, the
+device, and the code: this script, uncertank's and the plugins'), so a rerun
+resumes and a changed input or edited code scores again::
 
     uncertank run docs/studies/real_run.toml --out .cache/real_run/study   # the model first (if not trained yet)
     python docs/scripts/mc_dropout_frontier.py
@@ -57,6 +60,7 @@ import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -189,20 +193,79 @@ def _paired_ratios(base: Any, fns: dict[Any, Any], repeats: int) -> tuple[dict[A
     return {k: float(np.median(v)) for k, v in ratios.items()}, best
 
 
-def _samples(path_dir: Path, split: str, queries: Any, k: int | None, passes: int, bert: Any) -> Any:
-    """(passes, n_pairs) samples of ``split`` under ``mc_layers=k``: read from a cached file, or scored and saved."""
+def step_inputs(
+    step: str, queries: Any, model_sha256: str, device: str, **mc_dropout: Any
+) -> dict[str, Any]:
+    """Everything the scores of one cached step depend on, what its key digests.
+
+    ``step`` names it (``"bert"``: the model's own scores; ``"samples
+    valid"``/``"samples test"``: MC dropout's), ``queries`` are the scored
+    query set (by content, ``QuerySet.digest``), ``model_sha256`` the digest
+    of the saved model's files, ``device`` where it runs (the CPU's fast
+    dropout masks and a GPU's draw different passes), ``mc_dropout`` the
+    parameters of ``MCDropoutRanker.from_ranker`` (``n_passes``,
+    ``mc_layers``). The code: this script's source, and the study runner's
+    key of each ranker's code (uncertank's version, its neural machinery,
+    the plugin's version and source).
+    """
+    from uncertank.experiment import RankerConfig
+    from uncertank.experiment.runner import unfitted_key
+    from uncertank.files import file_digest
+
+    code = {"script": file_digest(Path(__file__)), "bert": unfitted_key(RankerConfig(name="bert"))}
+    if mc_dropout:
+        code["mc_dropout"] = unfitted_key(RankerConfig(name="mc_dropout", params=mc_dropout))
+    return {"step": step, "queries": queries.digest(), "model": model_sha256, "device": device,
+            "params": mc_dropout, "code": code}
+
+
+def cached_scores(folder: Path, stem: str, inputs: dict[str, Any], compute: Callable[[], Any]) -> Any:
+    """The array of the step that ``inputs`` describe: the one a finished run saved, or ``compute()``'s, saved.
+
+    The file is ``folder/<stem>-<key>.npy``, ``key`` the first 16 hex digits
+    of ``uncertank.files.json_digest(inputs)``; beside it,
+    ``<stem>-<key>.json`` records the inputs and the SHA-256 of the .npy's
+    bytes. Both are written atomically, the record last: a file without its
+    record (a run stopped between the two) or whose bytes differ from it is
+    computed again, with a line saying so.
+    """
+    from uncertank.files import file_digest, json_digest, to_jsonable
+
+    key = json_digest(inputs)[:16]
+    path = folder / f"{stem}-{key}.npy"
+    record = path.with_suffix(".json")
+    if path.exists():
+        try:
+            recorded = json.loads(record.read_text(encoding="utf-8"))["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            recorded = None
+        if recorded == file_digest(path):
+            return np.load(path)
+        print(f"{_shown(path)}: no record of its bytes, or other bytes than recorded; computed again", flush=True)
+    t0 = time.perf_counter()
+    array = np.asarray(compute())
+    seconds = time.perf_counter() - t0
+    _atomic_npy(path, array)
+    _atomic_json(record, {"key": key, "inputs": to_jsonable(inputs), "sha256": file_digest(path),
+                          "seconds": round(seconds, 1), "shape": list(array.shape)})
+    return array
+
+
+def _samples(
+    folder: Path, split: str, queries: Any, k: int | None, passes: int, bert: Any, model_sha256: str, device: str
+) -> Any:
+    """(passes, n_pairs) samples of ``split`` under ``mc_layers=k``: read from the cache, or scored and saved."""
     from uncertank_mcdropout import MCDropoutRanker
 
-    stem = f"{split}_q{queries.n_queries}_k{_label(k)}_T"
-    for found in sorted(path_dir.glob(f"{stem}*.npy")):
-        if found.stem[len(stem):].isdigit() and int(found.stem[len(stem):]) >= passes:
-            return np.load(found)[:passes]
-    t0 = time.perf_counter()
-    samples = MCDropoutRanker.from_ranker(bert, n_passes=passes, mc_layers=k).predict_samples(queries).samples
-    _atomic_npy(path_dir / f"{stem}{passes}.npy", samples)
-    print(f"{split}, k = {_label(k)}: {passes} passes over {queries.n_pairs} pairs in "
-          f"{time.perf_counter() - t0:.0f} s", flush=True)
-    return samples
+    def score() -> Any:
+        t0 = time.perf_counter()
+        samples = MCDropoutRanker.from_ranker(bert, n_passes=passes, mc_layers=k).predict_samples(queries).samples
+        print(f"{split}, k = {_label(k)}: {passes} passes over {queries.n_pairs} pairs in "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
+        return samples
+
+    inputs = step_inputs(f"samples {split}", queries, model_sha256, device, n_passes=passes, mc_layers=k)
+    return cached_scores(folder, f"{split}_q{queries.n_queries}_k{_label(k)}_T{passes}", inputs, score)
 
 
 def balanced_eces(scores: Any, labels: Any, seeds: Any) -> Any:
@@ -388,7 +451,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import uncertank.datasets as ud
     from uncertank.experiment import StudyConfig
-    from uncertank.files import file_digest
+    from uncertank.files import file_digest, folder_digest
     from uncertank.nn import get_accelerator, load_ranker, score_probabilities
     from uncertank.uncertainty import evaluate_nota, make_nota_task
 
@@ -409,8 +472,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results = work if args.smoke else ROOT / "docs" / "results"
     out = args.out or results / "mc_dropout_frontier.json"
     figure = args.figure or results / "mc_dropout_frontier.png"
-    # Named by the weights' digest: a retrained model never reuses another's samples.
+    # A folder per weights' digest; in it, each file keyed by the model's files and every other input.
     digest = file_digest(member / "model.safetensors")
+    model_files = folder_digest(member)
     cache = work / "mc_dropout_frontier" / digest[:12]
     source = ("smoke: a 4-layer random BERT trained for 24 steps on 30 toy queries" if args.smoke
               else _describe(member, digest))
@@ -423,19 +487,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if bad:
         raise SystemExit(f"--ks: the model has {n_layers} encoder layers; got {', '.join(map(str, bad))}")
     grid = StudyConfig.__pydantic_fields__["risk_grid"].default  # type: ignore[attr-defined]
+    acc = get_accelerator(bert.device)
+    device = acc.device.type
 
     # bert's own row: dropout off, means only.
-    bert_file = cache / f"test_q{test.n_queries}_bert.npy"
-    if not bert_file.exists():
-        _atomic_npy(bert_file, bert.predict(test).scores)
-    bert_scores = np.load(bert_file)
+    bert_scores = cached_scores(cache, f"test_q{test.n_queries}_bert", step_inputs("bert", test, model_files, device),
+                                lambda: bert.predict(test).scores)
     ranked = test.ranked(bert_scores)
     bert_row: dict[str, Any] = {"k": "none", "T": 1, "cost_ratio": 1.0, **_calibration(ranked, args.balanced_seeds)}
     bert_row["NOTA_F1_means"] = evaluate_nota(make_nota_task(ranked, None, seed=0), n_estimators=args.nota_trees,
                                               seed=0).f1_mean
 
     samples = {
-        (split, k): _samples(cache, split, qs, k, args.passes, bert)
+        (split, k): _samples(cache, split, qs, k, args.passes, bert, model_files, device)
         for k in ks for split, qs in (("valid", valid), ("test", test))
     }
 
@@ -443,7 +507,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from uncertank_mcdropout import MCDropoutRanker
 
     batch = _cost_batch(bert, test, args.cost_pairs)
-    acc = get_accelerator(bert.device)
     rankers = {k: MCDropoutRanker.from_ranker(bert, n_passes=args.passes, mc_layers=k) for k in ks}
 
     def timed(k: int | None, t: int) -> Any:

@@ -58,12 +58,13 @@ def test_smoke_run_measures_every_setting(tmp_path):
     assert payload["settings"]["n_layers"] == 4 and payload["settings"]["cost_pairs"] == 64
     assert payload["command"].startswith("python docs/scripts/mc_dropout_frontier.py --smoke")
     assert len(payload["load_average"]["before_timing"]) == 3 and payload["machine"]["torch"]
-    # The samples are cached, one file per split and k, for a rerun to resume from.
+    # The scores are cached, bert's and one file per split and k, each keyed and with its record, to resume from.
     samples_folder = Path(payload["settings"]["samples_folder"])
     assert samples_folder.parent == Path(payload["settings"]["work_folder"], "mc_dropout_frontier")
     assert samples_folder.name == payload["settings"]["model_sha256"][:12] and payload["settings"]["study"] is None
-    cached = sorted(p.name for p in samples_folder.iterdir())
-    assert len(cached) == 2 * len(KS) + 1 and "test_q20_kall_T20.npy" in cached
+    cached = sorted(p.name for p in samples_folder.glob("*.npy"))
+    assert len(cached) == 2 * len(KS) + 1 and sum(n.startswith("test_q20_kall_T20-") for n in cached) == 1
+    assert sorted(p.name for p in samples_folder.glob("*.json")) == [n[:-4] + ".json" for n in cached]
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     import matplotlib.image
 
@@ -112,3 +113,73 @@ def test_reduction_interval_is_a_paired_query_bootstrap():
     assert (lo, hi) == pytest.approx(tuple(np.quantile(diffs, [0.025, 0.975])), abs=1e-12)
     assert lo < 0 < hi  # two random scorers: no reduction either way
     assert load_script(SCRIPT).balanced_ece_reduction_interval(test, a, a, n_resamples=50) == (0.0, 0.0)
+
+
+def _queries(labels: list[int]) -> object:
+    from uncertank import QuerySet
+
+    return QuerySet.from_lists(["q"], [[f"c{i}" for i in range(len(labels))]], [labels])
+
+
+def test_a_cached_step_is_reused_only_with_its_recorded_bytes(tmp_path):
+    """A finished step is read back, not computed; other inputs, other bytes or no record compute it again."""
+    import numpy as np
+
+    cached_scores = load_script(SCRIPT).cached_scores
+    calls: list[int] = []
+
+    def compute() -> np.ndarray:
+        calls.append(1)
+        return np.arange(6.0).reshape(2, 3) + len(calls)
+
+    inputs = {"step": "samples test", "params": {"n_passes": 2}}
+    first = cached_scores(tmp_path, "test_q1_k0_T2", inputs, compute)
+    (npy,) = tmp_path.glob("*.npy")
+    record = json.loads(npy.with_suffix(".json").read_text())
+    assert npy.name == f"test_q1_k0_T2-{record['key']}.npy" and record["inputs"] == inputs
+    assert record["shape"] == [2, 3] and len(calls) == 1
+    again = cached_scores(tmp_path, "test_q1_k0_T2", inputs, compute)  # resumed: not computed
+    assert len(calls) == 1 and np.array_equal(again, first)
+
+    other = cached_scores(tmp_path, "test_q1_k0_T2", {**inputs, "params": {"n_passes": 3}}, compute)
+    assert len(calls) == 2 and not np.array_equal(other, first) and len(list(tmp_path.glob("*.npy"))) == 2
+
+    np.save(npy, np.zeros((2, 3)))  # another valid file, not the bytes recorded
+    assert np.array_equal(cached_scores(tmp_path, "test_q1_k0_T2", inputs, compute), first + 2)
+    assert len(calls) == 3
+    npy.with_suffix(".json").unlink()  # a run stopped between the file and its record
+    assert np.array_equal(cached_scores(tmp_path, "test_q1_k0_T2", inputs, compute), first + 3)
+    assert len(calls) == 4 and npy.with_suffix(".json").exists()
+
+
+def test_a_steps_key_changes_with_every_input_and_the_code(tmp_path):
+    from uncertank.experiment import RankerConfig
+    from uncertank.experiment.runner import unfitted_key
+    from uncertank.files import json_digest
+
+    script = load_script(SCRIPT)
+    qs = _queries([1, 0, 0])
+
+    def key(module=script, step="samples test", queries=qs, model="m", device="cpu", n_passes=20, mc_layers=1):
+        return json_digest(module.step_inputs(step, queries, model, device, n_passes=n_passes, mc_layers=mc_layers))
+
+    base = key()
+    assert base == key(queries=_queries([1, 0, 0]))  # the queries by content
+    changed = [key(step="samples valid"), key(queries=_queries([0, 1, 0])), key(model="m2"), key(device="cuda"),
+               key(n_passes=10), key(mc_layers=None), key(mc_layers=2)]
+    assert len({base, *changed}) == 1 + len(changed)
+    inputs = script.step_inputs("samples test", qs, "m", "cpu", n_passes=20, mc_layers=1)
+    assert inputs["code"]["mc_dropout"] == unfitted_key(RankerConfig(name="mc_dropout",
+                                                                     params={"n_passes": 20, "mc_layers": 1}))
+    assert inputs["code"]["bert"] == unfitted_key(RankerConfig(name="bert"))
+    assert "mc_dropout" not in script.step_inputs("bert", qs, "m", "cpu")["code"]
+
+    # The script's own source: an edited copy keys the same step differently.
+    copy = tmp_path / "docs" / "scripts"
+    copy.mkdir(parents=True)
+    for name in ("mc_dropout_frontier.py", "mc_dropout_frontier_tables.py"):
+        (copy / name).write_text((SCRIPT.parent / name).read_text())
+    assert key(load_script(copy / "mc_dropout_frontier.py")) == base
+    with open(copy / "mc_dropout_frontier.py", "a") as fh:
+        fh.write("# edited\n")
+    assert key(load_script(copy / "mc_dropout_frontier.py")) != base
