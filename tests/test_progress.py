@@ -129,10 +129,12 @@ def test_a_run_says_what_each_step_should_cost_as_it_starts(tmp_path, monkeypatc
     """`uncertank run` says the plan's estimate first, then each long step's as the step starts."""
     from click.testing import CliRunner
 
-    import uncertank.experiment.plan as plan
+    from uncertank import CostRates
+    from uncertank.baselines import BM25Ranker
     from uncertank.cli import cli
 
-    monkeypatch.setitem(plan.RATES, "bm25", (0.0, 1.0))  # a second per pair: every scoring step is long
+    # a second per pair: every scoring step is long
+    monkeypatch.setattr(BM25Ranker, "cost_rates", lambda self, *, warm_start=False: CostRates(0.0, 1.0))
     study = tmp_path / "study.toml"
     study.write_text('[study]\nname = "costs"\ntrain_dataset = "ubuntu-sample"\ntrain_negatives = "random"\n'
                      "max_train_queries = 5\nmax_valid_queries = 4\nmax_test_queries = 4\nnota = false\n"

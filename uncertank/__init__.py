@@ -15,6 +15,8 @@ from uncertank.files import file_digest
 from uncertank.hookspecs import hookimpl
 from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
 from uncertank.protocols import (
+    CostEstimating,
+    CostRates,
     NotFittedError,
     Probabilistic,
     Ranker,
@@ -29,6 +31,8 @@ __version__ = "0.1.0"  # the only place the version is written: pyproject.toml r
 
 __all__ = [
     "CallableRanker",
+    "CostEstimating",
+    "CostRates",
     "CrossEncoderRanker",
     "EnsembleRanker",
     "FolderInUseError",

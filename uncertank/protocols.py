@@ -14,6 +14,9 @@ does with each is in docs/plugins.md ("What a study uses of a ranker"):
 - :class:`StochasticRanker` (``predict_samples``): joint draws of its scores.
 - :class:`Probabilistic` (``probabilistic``): says whether its scores are
   probabilities before it predicts.
+- :class:`CostEstimating` (``cost_rates``): says what its ``fit`` and
+  ``predict`` should cost, for ``uncertank run --dry-run`` and the
+  estimates a run prints before each step.
 - A factory (or ``load``, or ``from_ranker``) that names the keyword
   ``show_progress`` in its signature has its progress bars turned off by a
   study (:func:`takes_show_progress`).
@@ -28,13 +31,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from os import PathLike
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from typing_extensions import Self
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 
 __all__ = [
+    "CostEstimating",
+    "CostRates",
     "NotFittedError",
     "Probabilistic",
     "Ranker",
@@ -105,6 +110,40 @@ class Probabilistic(Protocol):
     @property
     def probabilistic(self) -> bool:
         """Whether the scores are probabilities of relevance."""
+        ...
+
+
+class CostRates(NamedTuple):
+    """What a ranker's ``fit`` and ``predict`` should cost, in seconds, on the machine its rates were measured on.
+
+    Attributes
+    ----------
+    fit_per_query : float
+        Seconds of ``fit`` per training query (0 when it trains nothing).
+    predict_per_pair : float
+        Seconds of ``predict`` (or ``predict_samples``) per scored pair.
+    """
+
+    fit_per_query: float
+    predict_per_pair: float
+
+
+@runtime_checkable
+class CostEstimating(Protocol):
+    """A ranker that says what it should cost before it runs (the dry run's estimate).
+
+    ``cost_rates`` is read on a ranker just built (no model loaded, nothing
+    trained): rates measured on a known machine at the ranker's own setting
+    (its passes, its members), or None when it has none. A ranker with a
+    transformer encoder gives them for six layers (the packaged MiniLM's);
+    a study scales them by ``num_hidden_layers / 6`` where the ranker, or
+    the one it starts from, sets ``num_hidden_layers``, and by the sizes of
+    its splits. The first-party rates were measured on two CPU cores
+    (docs/results/real_run.json).
+    """
+
+    def cost_rates(self, *, warm_start: bool = False) -> CostRates | None:
+        """The seconds per training query and per scored pair; ``warm_start``: it starts from another ranker."""
         ...
 
 

@@ -96,8 +96,8 @@ def test_a_dry_run_counts_the_data_and_estimates_the_steps(study, tmp_path, no_w
                for line in lines)
     assert "  bert: bert; trains on 10 queries; scores 88 pairs" in lines
     fit = 2051.7 / 9539 * 10
-    assert f"  fit bert: runs, about {fit:.0f} s (at the real run's rate)" in lines
-    assert "  predict bert embedded: runs unless cached (its data is not built), about 0 s (at the real run's " \
+    assert f"  fit bert: runs, about {fit:.0f} s (at the ranker's rate)" in lines
+    assert "  predict bert embedded: runs unless cached (its data is not built), about 0 s (at the ranker's " \
            "rate)" in lines
     assert lines[-1].startswith("Estimated time: about ") and "2 CPU cores" in lines[-1]
     assert not (tmp_path / "out").exists()  # nothing written
@@ -134,30 +134,63 @@ def test_a_dry_run_names_a_data_file_it_cannot_read(study, tmp_path):
         "the label must be an integer >= 0; got 'not a label'"]
 
 
-def test_the_rates_are_those_of_the_real_run():
+def test_the_rankers_rates_are_those_of_the_real_run():
+    """Each first-party ranker's ``cost_rates`` at the real run's setting is what the real run's records measured."""
     from pathlib import Path
+
+    from uncertank import CostEstimating, CostRates, make_ranker
 
     root = Path(__file__).resolve().parents[2] / "docs" / "results"
     run = json.loads((root / "real_run.json").read_text())
     ens = json.loads((root / "real_run_ensemble.json").read_text())
+    conf = json.loads((root / "conformal_full.json").read_text())
     n_train = run["sizes"]["train"]
     pairs = run["sizes"]["test"]["in-domain"] * 10
     steps = run["step_seconds"]
-    for name in ("bert", "sngp", "gpf_bert", "pgdrr"):
-        assert P.RATES[name] == (steps[f"fit {name}"] / n_train, steps[f"predict {name} in-domain"] / pairs)
-    assert P.RATES["mc_dropout"] == (steps["fit bert"] / n_train, steps["predict mc_dropout in-domain"] / pairs)
-    assert P.RATES["ensemble"] == (ens["step_seconds"]["fit ensemble"] / ens["sizes"]["train"],
-                                   ens["step_seconds"]["predict ensemble in-domain"] / pairs)
-    assert P.RATES["bm25"][1] == steps["predict bm25 valid"] / (run["sizes"]["valid"] * 10)
+
+    def rates(name, warm_start=True, **params):
+        ranker = make_ranker(name, **params)
+        assert isinstance(ranker, CostEstimating), name
+        return ranker.cost_rates(warm_start=warm_start)
+
+    assert rates("bert", warm_start=False) == (steps["fit bert"] / n_train, steps["predict bert in-domain"] / pairs)
+    for name in ("sngp", "gpf_bert", "pgdrr"):
+        assert rates(name) == (steps[f"fit {name}"] / n_train, steps[f"predict {name} in-domain"] / pairs), name
+    # mc_dropout shares bert's weights: started from it, it trains nothing; its scoring goes with the passes
+    assert rates("mc_dropout", n_passes=10) == (0.0, steps["predict mc_dropout in-domain"] / pairs)
+    half = steps["predict mc_dropout in-domain"] / pairs / 2
+    assert rates("mc_dropout", n_passes=5).predict_per_pair == pytest.approx(half)
+    assert rates("mc_dropout", warm_start=False).fit_per_query == steps["fit bert"] / n_train
+    # the ensemble of five beside bert: four members trained; its fit and scoring go with the members
+    five = CostRates(ens["step_seconds"]["fit ensemble"] / ens["sizes"]["train"],
+                     ens["step_seconds"]["predict ensemble in-domain"] / pairs)
+    assert rates("ensemble", n_members=5) == pytest.approx(five)
+    assert rates("ensemble", n_members=3) == pytest.approx((five[0] / 2, five[1] * 3 / 5))
+    assert rates("ensemble", n_members=3, warm_start=False)[0] == pytest.approx(five[0] * 3 / 4)
+    cs = conf["step_seconds"]
+    assert rates("laplace") == (cs["fit laplace"] / n_train, cs["predict laplace in-domain"] / pairs)
+    assert rates("bm25", warm_start=False) == (0.0, steps["predict bm25 valid"] / (run["sizes"]["valid"] * 10))
 
 
-def test_the_real_runs_rates_scale_with_layers_passes_and_members():
+def test_the_encoders_layers_scale_the_rates():
     from uncertank.experiment.config import RankerConfig
-    from uncertank.experiment.plan import _setting_scale
+    from uncertank.experiment.plan import _layer_scale
 
     bert = RankerConfig("bert", {"num_hidden_layers": 3})
     by_label = {"bert": bert}
-    assert _setting_scale(bert, by_label) == (0.5, 0.5)  # half the real run's six layers
-    assert _setting_scale(RankerConfig("mc_dropout", {"n_passes": 5}, init_from="bert"), by_label) == (0.5, 0.25)
-    assert _setting_scale(RankerConfig("ensemble", {"n_members": 3}, init_from="bert"), by_label) == (0.25, 0.3)
-    assert _setting_scale(RankerConfig("bert", {}), {}) == (1.0, 1.0)  # the real run's setting
+    assert _layer_scale(bert, by_label) == 0.5  # half the six layers the rates are given for
+    assert _layer_scale(RankerConfig("mc_dropout", {"n_passes": 5}, init_from="bert"), by_label) == 0.5
+    assert _layer_scale(RankerConfig("bert", {}), {}) == 1.0
+
+
+def test_a_ranker_without_rates_has_no_estimate(study, tmp_path, monkeypatch):
+    """A ranker that does not offer ``cost_rates`` (or returns None) gets no estimate rather than a guess."""
+    from uncertank.baselines import BM25Ranker
+    from uncertank.experiment import load_config
+
+    with_rates = P.plan_study(load_config(study(embedded=False)), tmp_path / "out")
+    assert all(s.seconds is not None for s in with_rates.steps if s.name.startswith("predict bm25"))
+    monkeypatch.setattr(BM25Ranker, "cost_rates", lambda self, *, warm_start=False: None)
+    plan = P.plan_study(load_config(study(embedded=False)), tmp_path / "out")
+    scoring = [s for s in plan.steps if s.name.startswith("predict bm25")]
+    assert scoring and all(s.seconds is None and s.source == "" for s in scoring)

@@ -15,9 +15,10 @@ the conditions built as the run builds them, as the run matches them
 
 The cost of a step comes, in order, from the seconds a previous run in the
 output folder recorded for the same step (``results.json``'s ``steps``),
-scaled by the sizes, or from :data:`RATES`, measured on the real run of
-docs/results/real_run.json and docs/results/real_run_ensemble.json (two CPU
-cores): an estimate that scales with the machine and the rankers' settings.
+scaled by the sizes, or from the ranker's own rates
+(:class:`uncertank.CostEstimating`; the first-party rankers' were measured
+on the real run of docs/results/real_run.json, two CPU cores): an estimate
+that scales with the machine and the rankers' settings.
 """
 
 from __future__ import annotations
@@ -32,55 +33,30 @@ from typing import Any
 from uncertank.experiment.config import StudyConfig, StudyConfigError
 from uncertank.experiment.preflight import check_output_folder, validate_config
 from uncertank.experiment.stages import StudyData
-from uncertank.protocols import Trainable
+from uncertank.protocols import CostEstimating, CostRates, Trainable
 
-__all__ = ["MODEL_FREE_NEGATIVES", "RATES", "RATE_SETTING", "StepPlan", "StudyPlan", "plan_study"]
+__all__ = ["MODEL_FREE_NEGATIVES", "RATE_LAYERS", "StepPlan", "StudyPlan", "plan_study"]
 
 #: Negative samplers that need no model: a dry run builds their data as the run does.
 MODEL_FREE_NEGATIVES = frozenset({"random", "bm25", "file", "given"})
 
-#: Seconds per training query of ``fit`` and per scored pair of ``predict``, by ranker name, measured on the
-#: real run (docs/results/real_run.json: 9,539 training queries; 200 validation and 4 x 600 test queries of 10
-#: candidates; the six-layer MiniLM, max_length 64, one epoch, mc_dropout with 10 passes; two CPU cores) and
-#: docs/results/real_run_ensemble.json (the ensemble of five). fit bert: 2051.7 s / 9539; predict bert
-#: in-domain: 35.8 s / 6000 pairs; and so on (tests/experiment/test_dry_run.py recomputes them).
-RATES: dict[str, tuple[float, float]] = {
-    "bm25": (0.0, 0.3 / 2000),
-    "bert": (2051.7 / 9539, 35.8 / 6000),
-    "mc_dropout": (2051.7 / 9539, 395.9 / 6000),
-    "sngp": (1049.8 / 9539, 35.7 / 6000),
-    "gpf_bert": (929.4 / 9539, 36.3 / 6000),
-    "pgdrr": (689.8 / 9539, 35.5 / 6000),
-    "ensemble": (2306.5 / 9539, 159.2 / 6000),
-}
-_RATE = "at the real run's rate"
-_RATE_SOURCE = ("an estimate from a real run on 2 CPU cores (docs/results/real_run.json), scaled by the rankers' "
-                "layers, passes and members; it scales with the machine, and with max_length and epochs, which it "
-                "does not read")
+#: The encoder layers the rankers' rates are given for (:class:`uncertank.CostEstimating`).
+RATE_LAYERS = 6
+_RATE = "at the ranker's rate"
+_RATE_SOURCE = ("estimates (the first-party rankers' measured on a real run on 2 CPU cores, docs/results/real_run.json), "
+                "scaled by the encoder's layers; they scale with the machine, and with max_length and epochs, which "
+                "they do not read")
 
 
-#: The real run's setting behind :data:`RATES`: encoder layers, MC dropout passes, ensemble members.
-RATE_SETTING = {"num_hidden_layers": 6, "n_passes": 10, "n_members": 5}
+def _layer_scale(rc: Any, by_label: dict[str, Any]) -> float:
+    """How the encoder's layers scale a ranker's rates (1 when neither it nor its source sets them).
 
-
-def _setting_scale(rc: Any, by_label: dict[str, Any]) -> tuple[float, float]:
-    """How a ranker's setting scales the real run's rates: (fit, predict) factors.
-
-    The encoder's cost goes with its layers (``num_hidden_layers``, read
-    from the ranker or the one it starts from); MC dropout's scoring with
-    its passes; an ensemble's training with its new members (member 0 is
-    the ranker it starts from) and its scoring with all of them.
+    ``num_hidden_layers``, its own or read from the ranker it starts from,
+    over :data:`RATE_LAYERS`.
     """
-    params, source = dict(rc.params), by_label.get(rc.init_from) if rc.init_from else None
-    layers = params.get("num_hidden_layers", (source.params if source is not None else {}).get("num_hidden_layers"))
-    layer = layers / RATE_SETTING["num_hidden_layers"] if isinstance(layers, int) and layers > 0 else 1.0
-    fit, predict = layer, layer
-    if rc.name == "mc_dropout" and isinstance(params.get("n_passes"), int):
-        predict *= params["n_passes"] / RATE_SETTING["n_passes"]
-    if rc.name == "ensemble" and isinstance(params.get("n_members"), int):
-        fit *= (params["n_members"] - 1) / (RATE_SETTING["n_members"] - 1)
-        predict *= params["n_members"] / RATE_SETTING["n_members"]
-    return fit, predict
+    source = by_label.get(rc.init_from) if rc.init_from else None
+    layers = rc.params.get("num_hidden_layers", (source.params if source is not None else {}).get("num_hidden_layers"))
+    return layers / RATE_LAYERS if isinstance(layers, int) and layers > 0 else 1.0
 
 
 @dataclass
@@ -129,7 +105,7 @@ class StudyPlan:
             return "\n".join([*lines, "", "Estimated time: none; every step is cached and would be reused."])
         lines += ["", f"Estimated time: about {_duration(self.seconds)}"
                   + (f", plus {unknown} step{'s' if unknown != 1 else ''} of unknown cost" if unknown else "")
-                  + "; " + ("the real run's rate is " + _RATE_SOURCE if any(s.source == _RATE for s in self.steps)
+                  + "; " + ("the rankers' rates are " + _RATE_SOURCE if any(s.source == _RATE for s in self.steps)
                             else "from the seconds the previous run recorded")
                   + "."]
         return "\n".join(lines)
@@ -220,7 +196,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
                 tests[c.name].n_pairs, exact[c.name]) for c in config.conditions]
     before, sizes = _previous(out)
 
-    def cost(step: str, ranker: str, kind: str, amount: int, recorded_amount: int | None,
+    def cost(step: str, rates: CostRates | None, kind: str, amount: int, recorded_amount: int | None,
              scale: float = 1.0) -> tuple[float | None, str]:
         old = before.get(step)
         if isinstance(old, dict) and isinstance(old.get("seconds"), (int, float)) and math.isfinite(old["seconds"]):
@@ -228,10 +204,9 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             return float(old["seconds"]) * ratio, "as the previous run"
         if amount == 0:
             return 0.0, "nothing to train"
-        rate = RATES.get(ranker)
-        if rate is None:
+        if rates is None:
             return None, ""
-        return (rate[0] if kind == "fit" else rate[1]) * amount * scale, _RATE
+        return (rates.fit_per_query if kind == "fit" else rates.predict_per_pair) * amount * scale, _RATE
 
     def recorded(split: str) -> int | None:
         size = sizes.get(split) if split in ("train", "valid") else (sizes.get("test") or {}).get(split)
@@ -243,13 +218,14 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     n_pairs = sum(qs.n_pairs for qs in sets.values())
     by_label = {rc.key: rc for rc in config.rankers}
     for rc in config.rankers:
-        fit_scale, predict_scale = _setting_scale(rc, by_label)
+        scale = _layer_scale(rc, by_label)
         ranker = make_ranker(rc.name, **rc.params, **({} if rc.pretrained is None else {"pretrained": rc.pretrained}))
+        rates = ranker.cost_rates(warm_start=rc.init_from is not None) if isinstance(ranker, CostEstimating) else None
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = fit_key(rc, data, upstream) if known and (rc.init_from is None or upstream is not None) else None
         if rc.checkpoint is not None:
             step, what = f"load {rc.key}", f"loads its checkpoint {rc.checkpoint}"
-            seconds, source = cost(step, "", "fit", 0, None)
+            seconds, source = cost(step, None, "fit", 0, None)
             plan.steps.append(StepPlan(step, key, False, seconds, source))
         elif isinstance(ranker, Trainable):
             step = f"fit {rc.key}"
@@ -257,12 +233,12 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
                 what, amount = f"uses {rc.pretrained} as it is when already fitted, else trains on it", 0
             elif rc.init_from is not None:
                 what = f"starts from {rc.init_from} (from_ranker), then trains if it is not fitted"
-                amount = 0 if rc.name == "mc_dropout" else train.n_queries  # mc_dropout shares the weights
+                amount = train.n_queries
             else:
                 what, amount = f"trains on {train.n_queries} queries", train.n_queries
             folder = out / "models" / f"{file_stem(rc.key)}-{key}"
             cached = resume and key is not None and (folder / ".complete").exists()
-            seconds, source = cost(step, rc.name, "fit", amount, recorded("train") if amount else None, fit_scale)
+            seconds, source = cost(step, rates, "fit", amount, recorded("train") if amount else None, scale)
             plan.steps.append(StepPlan(step, key, cached, seconds, source))
         else:
             what, key = "is not trained", unfitted_key(rc)
@@ -272,6 +248,6 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             pkey = digest([key, digests[split]]) if exact[split] and key is not None else None
             path = out / "predictions" / f"{file_stem(rc.key)}-{file_stem(split)}-{pkey}.npz"
             step = f"predict {rc.key} {split}"
-            seconds, source = cost(step, rc.name, "predict", qs.n_pairs, recorded(split), predict_scale)
+            seconds, source = cost(step, rates, "predict", qs.n_pairs, recorded(split), scale)
             plan.steps.append(StepPlan(step, pkey, resume and pkey is not None and path.exists(), seconds, source))
     return plan

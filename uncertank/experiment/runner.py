@@ -103,6 +103,7 @@ __all__ = [
     "load_data",
     "predict_all",
     "run_study",
+    "unfitted_key",
 ]
 
 Log = Callable[[str], None]
@@ -628,8 +629,7 @@ def predict_all(
     sets = {"valid": data.valid, **data.tests}
     for rc in config.rankers:
         step = fit_steps.get(f"fit {rc.key}") or fit_steps.get(f"load {rc.key}")
-        upstream = step.key if step is not None else digest([rc.name, rc.params, __version__,
-                                                              _ranker_code(rc.name)])
+        upstream = step.key if step is not None else unfitted_key(rc)
         run = _predict_one(rankers[rc.key], rc.key)
         for split, qs in sets.items():
             key = digest([upstream, data.digests[split]])
