@@ -39,7 +39,7 @@ from uncertank.validation import (
     check_same_length,
 )
 
-__all__ = ["PredictiveSamples", "Predictions", "QuerySet", "RankedLists", "owned"]
+__all__ = ["PredictiveSamples", "Predictions", "QuerySet", "RankedLists", "owned", "query_index"]
 
 # --------------------------------------------------------------------------- ownership
 
@@ -79,8 +79,8 @@ def _str_list(values: object, name: str, n: int | None = None, what: str = "per 
     return out
 
 
-def _query_index(offsets: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Map every flat position to the index of its query."""
+def query_index(offsets: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The query of every flat position (pair) of lists cut by ``offsets``, shape (offsets[-1],)."""
     return np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
 
 
@@ -129,7 +129,7 @@ class _Offsets:
     @property
     def query_index(self) -> NDArray[np.int64]:
         """Query index of every pair, shape (n_pairs,)."""
-        return _query_index(self.offsets)
+        return query_index(self.offsets)
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,9 +23,9 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._types import Predictions, RankedLists
+from uncertank._types import Predictions, RankedLists, query_index
 from uncertank.conformal.levels import check_level
-from uncertank.conformal.lists import query_index, query_max
+from uncertank.conformal.lists import query_max
 from uncertank.validation import check_choice
 
 __all__ = ["ExchangeabilityCheck", "exchangeability_test"]

@@ -14,22 +14,18 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from uncertank._types import query_index
+
 __all__ = [
     "best_relevant",
     "best_relevant_rank",
     "mass_above",
     "pair_ranks",
-    "query_index",
     "query_max",
     "ranked_order",
     "top_candidates",
     "top_k_mask",
 ]
-
-
-def query_index(offsets: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The query of every pair, shape (n_pairs,)."""
-    return np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
 
 
 def _dense_width(offsets: NDArray[np.int64]) -> int | None:

@@ -29,10 +29,10 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank._types import RankedLists
+from uncertank._types import RankedLists, query_index
 from uncertank.conformal.calibrated import ConformalThreshold
 from uncertank.conformal.levels import check_level
-from uncertank.conformal.lists import pair_ranks, query_index
+from uncertank.conformal.lists import pair_ranks
 from uncertank.validation import check_choice
 
 __all__ = ["conformal_risk_control", "miss_weights"]

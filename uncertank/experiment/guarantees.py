@@ -90,7 +90,8 @@ def score_features(scores: Predictions) -> NDArray[np.float64]:
     >>> score_features(Predictions(np.array([0.9, 0.5, 0.1, 0.4]), np.array([0, 3, 4]))).round(3).tolist()
     [[0.9, 0.5, 0.327, 0.4], [0.4, 0.4, 0.0, 0.0]]
     """
-    from uncertank.conformal.lists import query_index, query_max, top_candidates
+    from uncertank._types import query_index
+    from uncertank.conformal.lists import query_max, top_candidates
 
     s, off = scores.scores, scores.offsets
     q = query_index(off)

@@ -43,9 +43,9 @@ MODEL_FREE_NEGATIVES = frozenset({"random", "bm25", "file", "given"})
 #: The encoder layers the rankers' rates are given for (:class:`uncertank.CostEstimating`).
 RATE_LAYERS = 6
 _RATE = "at the ranker's rate"
-_RATE_SOURCE = ("estimates (the first-party rankers' measured on a real run on 2 CPU cores, docs/results/real_run.json), "
-                "scaled by the encoder's layers; they scale with the machine, and with max_length and epochs, which "
-                "they do not read")
+_RATE_SOURCE = ("estimates (the first-party rankers' measured on a real run on 2 CPU cores, "
+                "docs/results/real_run.json), scaled by the encoder's layers; they scale with the machine, and with "
+                "max_length and epochs, which they do not read")
 
 
 def _layer_scale(rc: Any, by_label: dict[str, Any]) -> float:
@@ -167,7 +167,8 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
         What the run would refuse at the door, the same lines.
     """
     from uncertank.experiment.external import match_runs
-    from uncertank.experiment.runner import digest, file_stem, fit_key, unfitted_key
+    from uncertank.experiment.runner import fit_key, unfitted_key
+    from uncertank.experiment.stages import digest, file_stem
     from uncertank.plugins import make_ranker
 
     validate_config(config)

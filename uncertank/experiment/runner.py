@@ -73,14 +73,13 @@ from uncertank.experiment.result import (
     StepInfo,
     StudyResult,
 )
-from uncertank.experiment.stages import RankerPrediction, StudyData, file_stem
+from uncertank.experiment.stages import RankerPrediction, StudyData, digest, file_stem
 from uncertank.files import (
     atomic_path,
     atomic_write_text,
     bytes_digest,
     current_umask,
     file_digest,
-    json_digest,
     temporary_folder,
     to_jsonable,
 )
@@ -116,11 +115,6 @@ MCE_MIN_COUNT = 30
 
 def _quiet(msg: str) -> None:
     """Discard a progress line."""
-
-
-def digest(obj: Any) -> str:
-    """A short key (16 hex digits of SHA-256 over canonical JSON) for cache file names."""
-    return json_digest(obj)[:16]
 
 
 # -- stage 0 (validate_config) is uncertank.experiment.preflight ------------------------------------------------

@@ -3,18 +3,21 @@
 Defined apart from :mod:`uncertank.experiment.runner`, which produces them,
 so that the stages consuming them (:mod:`uncertank.experiment.decisions`,
 :mod:`uncertank.experiment.systems`) import them without importing the
-runner; with them, how a stage names the files it caches (:func:`file_stem`).
+runner; with them, how a stage names and keys the files it caches
+(:func:`file_stem`, :func:`digest`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from uncertank import PredictiveSamples, QuerySet
+from uncertank.files import json_digest
 
-__all__ = ["RankerPrediction", "StudyData", "file_stem"]
+__all__ = ["RankerPrediction", "StudyData", "digest", "file_stem"]
 
 
 @dataclass
@@ -59,3 +62,8 @@ class RankerPrediction:
 def file_stem(name: str) -> str:
     """``name`` as a piece of a file name (anything but letters, digits, ``-_.`` becomes ``-``)."""
     return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)
+
+
+def digest(obj: Any) -> str:
+    """A short key (16 hex digits of SHA-256 over canonical JSON) for a cached step's file name."""
+    return json_digest(obj)[:16]

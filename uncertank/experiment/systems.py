@@ -40,8 +40,8 @@ from uncertank import __version__
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.config import StudyConfig
 from uncertank.experiment.result import BayesOutcome, Evaluation, ExternalRunOutcome, StepInfo
-from uncertank.experiment.stages import file_stem
-from uncertank.files import atomic_path, atomic_write_text, json_digest, to_jsonable
+from uncertank.experiment.stages import digest, file_stem
+from uncertank.files import atomic_path, atomic_write_text, to_jsonable
 from uncertank.progress import reporting
 
 __all__ = ["PPC_GRID", "PPC_REPLICATES", "bayes_metric", "compare_systems", "ppc_curves", "quiet_bayes"]
@@ -51,11 +51,6 @@ Log = Callable[[str], None]
 
 def _quiet(msg: str) -> None:
     """Discard a progress line."""
-
-
-def digest(obj: Any) -> str:
-    """A short key (16 hex digits of SHA-256 over canonical JSON), as the runner's."""
-    return json_digest(obj)[:16]
 
 
 @contextlib.contextmanager
