@@ -348,7 +348,7 @@ def _recost(args: argparse.Namespace) -> dict[str, Any]:
 
     import uncertank.datasets as ud
     from uncertank.files import file_digest
-    from uncertank.nn import get_accelerator, load_ranker, score_probabilities
+    from uncertank.nn import NeuralRanker, get_accelerator, load_ranker, score_probabilities
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     member = _model_folder(args.model)
@@ -358,7 +358,8 @@ def _recost(args: argparse.Namespace) -> dict[str, Any]:
                    payload["data"]["test_queries"], 2)
     digest = file_digest(member / "model.safetensors")
     bert = load_ranker(member, show_progress=False)
-    model = bert.build_model()
+    assert isinstance(bert, NeuralRanker), type(bert)
+    model: Any = bert.build_model()  # a plugin's torch module: its submodules are read by name
     n_layers = len(model.encoder.encoder.layer)
     batch = _cost_batch(bert, test, int(settings["cost_pairs"]))
     acc = get_accelerator(bert.device)
@@ -452,7 +453,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import uncertank.datasets as ud
     from uncertank.experiment import StudyConfig
     from uncertank.files import file_digest, folder_digest
-    from uncertank.nn import get_accelerator, load_ranker, score_probabilities
+    from uncertank.nn import NeuralRanker, get_accelerator, load_ranker, score_probabilities
     from uncertank.uncertainty import evaluate_nota, make_nota_task
 
     n_valid = args.valid_queries or (20 if args.smoke else VALID_QUERIES)
@@ -481,7 +482,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     cache.mkdir(parents=True, exist_ok=True)
 
     bert = load_ranker(member, show_progress=False)  # no bars inside the timed calls
-    model = bert.build_model()
+    assert isinstance(bert, NeuralRanker), type(bert)
+    model: Any = bert.build_model()  # a plugin's torch module: its submodules are read by name
     n_layers = len(model.encoder.encoder.layer)
     bad = [k for k in ks if k is not None and k > n_layers]
     if bad:

@@ -64,11 +64,12 @@ def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
 def export(source: Path, folder: Path) -> dict[str, Any]:
     """Write the checkpoint ``source`` as a Hugging Face ``folder``, load it back, compare scores on test queries."""
     import uncertank.datasets as ud
-    from uncertank.nn import from_pretrained, load_ranker
+    from uncertank.nn import NeuralRanker, from_pretrained, load_ranker
 
     if not (source / "uncertank.json").exists():
         raise SystemExit(f"{source} is missing: run `{REAL_RUN_COMMAND}` first")
     ranker = load_ranker(source, show_progress=False)
+    assert isinstance(ranker, NeuralRanker), type(ranker)
     t0 = time.perf_counter()
     ranker.save_pretrained(folder)
     seconds = time.perf_counter() - t0
@@ -221,11 +222,14 @@ def laplace_posterior(laplace_out: Path) -> dict[str, Any]:
     posterior standard deviation against its mean: ``factor`` is
     ``1 / sqrt(1 + pi v / 8)``, the scale the probit applies to the logit.
     """
+    from uncertank_laplace import LaplaceRanker
+
     import uncertank.datasets as ud
     from uncertank.nn import load_ranker
 
     folders = sorted(f for f in (laplace_out / "models").glob("laplace-*") if not f.name.endswith(".tmp"))
     laplace = load_ranker(folders[-1], show_progress=False)
+    assert isinstance(laplace, LaplaceRanker), type(laplace)
     test = ud.load("ubuntu-sample", split="test", negatives="bm25", n_candidates=10, seed=0)
     idx = np.sort(np.random.default_rng(2).choice(test.n_queries, size=600, replace=False))
     mean, var = (np.asarray(x, dtype=np.float64) for x in laplace.latent_mean_variance(test.subset(idx)))

@@ -110,10 +110,11 @@ def main(argv: list[str] | None = None) -> None:
 
     import torch
 
-    from uncertank.nn import load_ranker
+    from uncertank.nn import NeuralRanker, load_ranker
 
     ranker = load_ranker(args.ranker, show_progress=False, device="cpu")
-    head = ranker.build_model().head
+    assert isinstance(ranker, NeuralRanker), type(ranker)
+    head: Any = ranker.build_model().head  # the plugin's GP head, read by its attributes
     z, labels = _test_features(ranker, args.test_pairs)
     p_gibbs, _ = head.probabilities(z)
     ref = nuts_reference(head, z, draws=args.draws, tune=args.tune, chains=args.chains, seed=0)

@@ -117,10 +117,14 @@ LISTS_REFERENCE = "bert head lists"
 
 def _learned_length_scale(folder: Path, label: str, key: str) -> float:
     """The kernel's length scale of the fitted model the study saved for ``label``."""
+    from uncertank_pgdrr import PGDRRRanker
+
     from uncertank.experiment.stages import file_stem
     from uncertank.nn import load_ranker
 
-    return float(load_ranker(folder / "models" / f"{file_stem(label)}-{key}").kernel_length_scale)
+    ranker = load_ranker(folder / "models" / f"{file_stem(label)}-{key}")
+    assert isinstance(ranker, PGDRRRanker), type(ranker)
+    return float(ranker.kernel_length_scale)
 
 
 def _study_rows(folder: Path, study: Path, skip: set[str], lists_folder: Path,

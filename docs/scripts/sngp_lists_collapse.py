@@ -76,11 +76,12 @@ def run_one(variant: str, train: Any, valid: Any, probe: Any, *, queries: int, s
     from uncertank_sngp import SNGPRanker
 
     from uncertank.metrics import mean_average_precision, recall_at_k
-    from uncertank.nn import load_ranker
+    from uncertank.nn import NeuralRanker, load_ranker
 
     bert = load_ranker(BERT_LISTS)
+    assert isinstance(bert, NeuralRanker), type(bert)
     cls = type(bert) if not VARIANTS[variant] else SNGPRanker  # the control: a new bert head, as sngp's
-    ranker = cls.from_ranker(
+    ranker: Any = cls.from_ranker(  # bert or SNGPRanker: the SNGP attributes are read only when gp
         bert, max_length=64, epochs=1, batch_size=16, lr=1e-4, seed=seed, train_ratio=9,
         max_train_queries=queries, show_progress=False, **VARIANTS[variant],
     )
@@ -112,9 +113,10 @@ def run_one(variant: str, train: Any, valid: Any, probe: Any, *, queries: int, s
 def measure_saved(folder: Path, label: str, valid: Any, probe: Any) -> dict[str, Any]:
     """The same measurements on a ranker a study trained and saved (``folder``), nothing trained here."""
     from uncertank.metrics import mean_average_precision, recall_at_k
-    from uncertank.nn import load_ranker
+    from uncertank.nn import NeuralRanker, load_ranker
 
     ranker = load_ranker(folder)
+    assert isinstance(ranker, NeuralRanker), type(ranker)
     loss = np.asarray((json.loads((folder / "uncertank.json").read_text()).get("history") or {}).get("loss") or [])
     pred = ranker.predict(valid)
     gp = getattr(ranker.build_model(), "gp", None)

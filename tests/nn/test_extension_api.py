@@ -222,6 +222,25 @@ def test_load_ranker_resolves_the_class_through_the_registry(tmp_path, monkeypat
         load_ranker(tmp_path / "ck")
 
 
+def test_load_ranker_refuses_a_load_that_returns_no_ranker(tmp_path, monkeypatch, queries):
+    OneLogitRanker(tiny_config(), margin=0.25, **SMALL).fit(queries).save(tmp_path / "ck")
+
+    class NoLoad:
+        pass
+
+    class LoadsADict:
+        @classmethod
+        def load(cls, path, **kw):
+            return {"scores": []}
+
+    _fake_registry(monkeypatch, {"one_logit": NoLoad})
+    with pytest.raises(TypeError, match=r"ranker 'one_logit' \(.*NoLoad\) has no load\(path\) classmethod"):
+        load_ranker(tmp_path / "ck")
+    _fake_registry(monkeypatch, {"one_logit": LoadsADict})
+    with pytest.raises(TypeError, match=r"LoadsADict.load returned a dict, which is not an uncertank.Ranker"):
+        load_ranker(tmp_path / "ck")
+
+
 def test_a_manifest_naming_a_module_runs_nothing(tmp_path, monkeypatch):
     """A checkpoint is data: the module its manifest names is never imported."""
     ranker = NeuralRanker(tiny_config(), **SMALL).fit(toy_queries())

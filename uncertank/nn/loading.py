@@ -70,7 +70,7 @@ def from_pretrained(path: Any, ranker: str | None = None, **params: Any) -> Rank
     return make_ranker(ranker, pretrained=path, **params)
 
 
-def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:
+def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Ranker:
     """Load any checkpoint through the ranker registry.
 
     A folder without a manifest but with a Hugging Face ``config.json`` (a
@@ -92,11 +92,20 @@ def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:
     **overrides
         Passed to the class's ``load`` (``device=...``).
 
+    Returns
+    -------
+    Ranker
+        The loaded ranker (narrow it with ``isinstance`` against the
+        capabilities of :mod:`uncertank.protocols` to use more).
+
     Raises
     ------
     ValueError
         When the manifest names no ranker, or one that no installed plugin
         registers (the message lists the registered names).
+    TypeError
+        When the registered class has no ``load``, or its ``load`` returns
+        something that is not a :class:`~uncertank.Ranker`.
     """
     from uncertank.plugins import registry
 
@@ -124,7 +133,11 @@ def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Any:
     load = getattr(cls, "load", None)
     if not callable(load):
         raise TypeError(f"ranker {name!r} ({cls.__qualname__}) has no load(path) classmethod")
-    return load(path, **overrides)
+    loaded = load(path, **overrides)
+    if not isinstance(loaded, Ranker):
+        raise TypeError(f"ranker {name!r}: {cls.__qualname__}.load returned a {type(loaded).__name__}, which is not "
+                        "an uncertank.Ranker (a str name and predict(queries))")
+    return loaded
 
 
 def _init_params(manifest: dict[str, Any]) -> dict[str, Any]:
