@@ -1,8 +1,8 @@
 """Plots of calibration: reliability diagrams.
 
-matplotlib is imported inside :meth:`ReliabilityDisplay.plot` only, so this
-module is as light to import as the rest of the core. Install it with
-``pip install "uncertank[plot]"``.
+matplotlib is imported inside :meth:`ReliabilityDisplay.plot` only, and only
+when it makes a new figure, so this module is as light to import as the rest
+of the core. Install it with ``pip install "uncertank[plot]"``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from uncertank._optional import require
 from uncertank._types import RankedLists
 from uncertank.metrics.calibration import (
     ReliabilityCurve,
@@ -19,31 +20,23 @@ from uncertank.metrics.calibration import (
     expected_calibration_error,
     reliability_curve,
 )
-from uncertank.validation import check_choice
+from uncertank.validation import as_float_array, as_label_array, check_choice, check_probabilities
 
 __all__ = ["ReliabilityDisplay"]
 
 Kind = Literal["line", "bar"]
 
 
-def _pyplot() -> Any:
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError(
-            'ReliabilityDisplay.plot needs matplotlib: pip install "uncertank[plot]"'
-        ) from exc
-    return plt
-
-
 class ReliabilityDisplay:
     """A reliability diagram: fraction relevant against mean confidence per bin.
 
     Build it with :meth:`from_predictions` (which computes the curve and
-    draws it), or from a :class:`~uncertank.metrics.ReliabilityCurve` and
-    call :meth:`plot`. After plotting, ``ax_``, ``figure_`` and ``artist_``
-    (the line or the bar container) hold the matplotlib objects, as
-    scikit-learn's ``CalibrationDisplay`` does.
+    draws it), :meth:`from_bins` (which draws bins computed before, such as
+    the curves a study stores), or from a
+    :class:`~uncertank.metrics.ReliabilityCurve` and call :meth:`plot`.
+    After plotting, ``ax_``, ``figure_`` and ``artist_`` (the line or the
+    bar container) hold the matplotlib objects, as scikit-learn's
+    ``CalibrationDisplay`` does.
 
     Parameters
     ----------
@@ -116,6 +109,71 @@ class ReliabilityDisplay:
         ece = expected_calibration_error(probs, labels, n_bins=n_bins, strategy=strategy)
         return cls(curve, ece=ece, name=name).plot(ax=ax, kind=kind, **plot_kwargs)
 
+    @classmethod
+    def from_bins(
+        cls,
+        mean_confidence: ArrayLike,
+        fraction_relevant: ArrayLike,
+        counts: ArrayLike,
+        *,
+        edges: ArrayLike | None = None,
+        ece: float | None = None,
+        name: str | None = None,
+        kind: Kind = "line",
+        ax: Any = None,
+        **plot_kwargs: Any,
+    ) -> ReliabilityDisplay:
+        """Draw the diagram of bins computed before: their mean confidence, fraction relevant and count.
+
+        A study's ``results.json`` stores its reliability curves so (the
+        filled bins only), and its report draws them with this method.
+
+        Parameters
+        ----------
+        mean_confidence, fraction_relevant, counts : array-like of shape (n_bins,)
+            Per-bin statistics, as the fields of
+            :class:`~uncertank.metrics.ReliabilityCurve`; a bin whose count
+            is 0 is not drawn (its statistics may be NaN).
+        edges : array-like of shape (n_bins + 1,), optional
+            The bins' edges, increasing; only ``kind="bar"`` needs them.
+        ece, name
+            As in the constructor: the ECE and the system's name, for the legend.
+        kind, ax, **plot_kwargs
+            As in :meth:`plot`.
+
+        Returns
+        -------
+        ReliabilityDisplay
+            With ``curve.edges`` NaN when ``edges`` was not given.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> disp = ReliabilityDisplay.from_bins([0.15, 0.85], [0.5, 1.0], [2, 2], name="bert")
+        >>> disp.artist_.get_data()[1].tolist()
+        [0.5, 1.0]
+        """
+        counts = as_label_array(counts, "counts")
+        full = counts > 0
+        stats = []
+        for values, what in ((mean_confidence, "mean_confidence"), (fraction_relevant, "fraction_relevant")):
+            arr = np.asarray(values, dtype=np.float64)
+            if arr.shape != counts.shape:
+                raise ValueError(f"{what} and counts must have the same shape; got {arr.shape} and {counts.shape}")
+            if full.any():  # the filled bins' statistics: finite, in [0, 1]
+                check_probabilities(as_float_array(arr[full], what), what)
+            stats.append(arr)
+        if edges is None:
+            bounds = np.full(counts.size + 1, np.nan)
+        else:
+            bounds = as_float_array(edges, "edges")
+            if bounds.shape != (counts.size + 1,) or (np.diff(bounds) <= 0).any():
+                raise ValueError(f"edges must be {counts.size + 1} increasing values (one more than the bins); "
+                                 f"got {bounds.tolist()}")
+        curve = ReliabilityCurve(stats[0], stats[1], counts, bounds)
+        return cls(curve, ece=ece, name=name).plot(ax=ax, kind=kind, **plot_kwargs)
+
     def plot(
         self,
         ax: Any = None,
@@ -139,7 +197,8 @@ class ReliabilityDisplay:
         ref_line : bool
             Draw the diagonal of perfect calibration (once per axes).
         **kwargs
-            Passed to ``ax.plot`` (line) or ``ax.bar`` (bar).
+            Passed to ``ax.plot`` (line) or ``ax.bar`` (bar); they replace
+            the defaults (square markers; black edges and alpha 0.7).
 
         Returns
         -------
@@ -147,8 +206,10 @@ class ReliabilityDisplay:
             ``self``, with ``ax_``, ``figure_`` and ``artist_`` set.
         """
         kind = check_choice(kind, "kind", ("line", "bar"))
+        if kind == "bar" and np.isnan(self.curve.edges).any():
+            raise ValueError('kind="bar" needs the bins\' edges; this curve has none (pass edges= to from_bins)')
         if ax is None:
-            _, ax = _pyplot().subplots()
+            _, ax = require("matplotlib.pyplot", "plot", what="ReliabilityDisplay.plot").subplots()
         name = self.name if name is None else name
         label = name or "model"
         if self.ece is not None:
@@ -160,14 +221,14 @@ class ReliabilityDisplay:
         if kind == "line":
             (artist,) = ax.plot(
                 self.curve.mean_confidence[full], self.curve.fraction_relevant[full],
-                marker="s", label=label, **kwargs,
+                **{"marker": "s", **kwargs, "label": label},
             )
         else:
             edges = self.curve.edges
             widths = np.diff(edges)
             artist = ax.bar(
                 edges[:-1][full], self.curve.fraction_relevant[full], width=widths[full],
-                align="edge", edgecolor="black", alpha=0.7, label=label, **kwargs,
+                **{"align": "edge", "edgecolor": "black", "alpha": 0.7, **kwargs, "label": label},
             )
         ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="Mean predicted probability of relevance",
                ylabel="Fraction relevant")

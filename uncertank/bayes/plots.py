@@ -1,34 +1,35 @@
 """Figures of a fitted comparison: system effects (the paper's Figure 2) and posterior predictive checks.
 
 matplotlib is imported inside the functions (``pip install "uncertank[plot]"``).
-The ``write_*`` functions draw a figure straight into a file, atomically,
-for reports.
+Each figure of a fit is drawn from arrays a fit gives, by a function that
+takes those arrays (:func:`plot_ppc_densities`), so that a figure drawn from
+stored arrays, as a study's report draws it, is the same drawing. The
+``write_*`` functions draw a figure straight into a file, atomically, for
+reports.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from uncertank.validation import check_positive_int
+from uncertank._optional import require
+from uncertank.validation import as_float_array, check_positive_int
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from uncertank.bayes._fitted import Fitted
 
-__all__ = ["plot_effects", "plot_ppc", "write_effects_figure", "write_ppc_figure"]
+__all__ = ["plot_effects", "plot_ppc", "plot_ppc_densities", "ppc_densities", "write_effects_figure",
+           "write_ppc_figure"]
 
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError(f'plots need matplotlib: pip install "uncertank[plot]" ({exc})') from exc
-    return plt
+_WHAT = "the figures of a Bayesian comparison"
 
 
 def plot_effects(
@@ -52,7 +53,6 @@ def plot_effects(
     -------
     matplotlib.axes.Axes
     """
-    plt = _pyplot()
     eff = cmp.system_effects(prob=prob)
     if top is not None or bottom is not None:
         n = len(eff)
@@ -61,7 +61,7 @@ def plot_effects(
         keep = sorted(set(range(min(t, n))) | set(range(max(n - bo, 0), n)))
         eff = eff.iloc[keep]
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.0, 0.6 + 0.18 * len(eff)))
+        _, ax = require("matplotlib.pyplot", "plot", what=_WHAT).subplots(figsize=(5.0, 0.6 + 0.18 * len(eff)))
     y = np.arange(len(eff))[::-1]
     ax.errorbar(eff["mean"], y, xerr=[eff["mean"] - eff["lower"], eff["upper"] - eff["mean"]],
                 fmt="o", ms=3, color="black", ecolor="0.4", elinewidth=1, capsize=2)
@@ -74,12 +74,115 @@ def plot_effects(
     return ax
 
 
+def ppc_densities(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = None,
+                  points: int = 256) -> dict[str, NDArray[np.float64]]:
+    """The posterior predictive check as curves: KDE densities of replicated and observed scores on one grid.
+
+    The grid spans [0, 1] when the data and every replicate lie there, else
+    the range of the data and of the replicates' 0.1%-99.9% quantiles, padded
+    by 5%.
+
+    Parameters
+    ----------
+    cmp : SystemComparison
+        The fit.
+    n_replicates : int
+        Replicated data sets drawn.
+    seed : int, optional
+        Seed of the replicates.
+    points : int
+        Points of the grid.
+
+    Returns
+    -------
+    dict of ndarray
+        ``grid`` (points,), ``observed`` (points,), the density of the
+        observed scores, ``replicates`` (n_replicates, points), one density
+        per replicated data set, and ``outside`` (a 0-d array), the share of
+        replicated scores outside [0, 1]: what :func:`plot_ppc_densities`
+        draws, and what ``numpy.savez`` stores.
+    """
+    from scipy.stats import gaussian_kde
+
+    n_replicates = check_positive_int(n_replicates, "n_replicates")
+    points = check_positive_int(points, "points", minimum=2)
+    rep = cmp.posterior_predictive(n_replicates, seed=seed)
+    y = cmp.data["score"].to_numpy(dtype=np.float64)
+    outside = float(((rep < 0) | (rep > 1)).mean())
+    if outside == 0.0 and 0.0 <= y.min() and y.max() <= 1.0:
+        grid = np.linspace(0.0, 1.0, points)  # bounded family: the densities on [0, 1] only
+    else:
+        lo = min(float(y.min()), float(np.quantile(rep, 0.001)))
+        hi = max(float(y.max()), float(np.quantile(rep, 0.999)))
+        pad = 0.05 * (hi - lo)
+        grid = np.linspace(lo - pad, hi + pad, points)
+    return {"grid": grid, "observed": gaussian_kde(y)(grid),
+            "replicates": np.stack([gaussian_kde(row)(grid) for row in rep]), "outside": np.float64(outside)}
+
+
+def plot_ppc_densities(densities: Mapping[str, ArrayLike], family: str, *, title: str | None = None,
+                       ax: Axes | None = None) -> Axes:
+    """Draw densities of replicated scores (thin lines) under the observed one.
+
+    The drawing of :func:`plot_ppc`, from the curves of :func:`ppc_densities`
+    or from the same curves stored in a file (a study's report draws its
+    posterior predictive checks so). Where the grid runs below 0 or above 1,
+    the range outside [0, 1] is shaded.
+
+    Parameters
+    ----------
+    densities : mapping
+        ``grid``, ``observed``, ``replicates`` and ``outside``, as
+        :func:`ppc_densities` returns them.
+    family : str
+        The model family (the x label: the per-rank gain for ``zoib_rank``,
+        the score otherwise).
+    title : str, optional
+        The title's first line, ``posterior predictive check: <family>`` by
+        default; when some replicated scores fall outside [0, 1], a second
+        line gives their share.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure by default.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    grid = as_float_array(densities["grid"], "grid")
+    observed = as_float_array(densities["observed"], "observed")
+    replicates = as_float_array(densities["replicates"], "replicates", ndim=2)
+    outside = float(np.asarray(densities["outside"]))
+    if observed.shape != grid.shape or replicates.shape[1:] != grid.shape:
+        raise ValueError(f"observed and each row of replicates must have the grid's {grid.size} points; got "
+                         f"shapes {observed.shape} and {replicates.shape}")
+    if ax is None:
+        _, ax = require("matplotlib.pyplot", "plot", what=_WHAT).subplots(figsize=(5.0, 2.6))
+    for row in replicates:
+        ax.plot(grid, row, color="#9ecae1", lw=0.5, alpha=0.5)
+    ax.plot(grid, observed, color="#08306b", lw=1.8, label="observed")
+    ax.plot([], [], color="#9ecae1", lw=1, label=f"{replicates.shape[0]} replicates")
+    if grid[0] < 0.0:
+        ax.axvspan(grid[0], 0.0, color="0.92", zorder=0)
+    if grid[-1] > 1.0:
+        ax.axvspan(1.0, grid[-1], color="0.92", zorder=0)
+    ax.set_xlim(grid[0], grid[-1])
+    title = f"posterior predictive check: {family}" if title is None else title
+    if outside > 0:
+        title += f"\n{outside:.1%} of replicated scores outside [0, 1]"  # a second line: never clipped
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("score" if family != "zoib_rank" else "per-rank gain")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=7, frameon=False)
+    return ax
+
+
 def plot_ppc(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = None,
              ax: Axes | None = None) -> Axes:
     """Densities of replicated scores over the observed one (the tops of the paper's Figure 1).
 
-    Kernel density estimates, as bayesplot's ``ppc_dens_overlay``. When the
-    data and every replicate lie in [0, 1] the densities are drawn on [0, 1];
+    Kernel density estimates, as bayesplot's ``ppc_dens_overlay``:
+    :func:`ppc_densities` drawn by :func:`plot_ppc_densities`. When the data
+    and every replicate lie in [0, 1] the densities are drawn on [0, 1];
     otherwise the range outside is shaded and a second title line gives the
     share of replicated scores that fall there.
 
@@ -98,45 +201,13 @@ def plot_ppc(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = None,
     -------
     matplotlib.axes.Axes
     """
-    from scipy.stats import gaussian_kde
-
-    plt = _pyplot()
-    n_replicates = check_positive_int(n_replicates, "n_replicates")
-    rep = cmp.posterior_predictive(n_replicates, seed=seed)
-    y = cmp.data["score"].to_numpy(dtype=np.float64)
-    outside = float(((rep < 0) | (rep > 1)).mean())
-    if outside == 0.0 and 0.0 <= y.min() and y.max() <= 1.0:
-        grid = np.linspace(0.0, 1.0, 256)  # bounded family: draw the densities on [0, 1] only
-    else:
-        lo = min(float(y.min()), float(np.quantile(rep, 0.001)))
-        hi = max(float(y.max()), float(np.quantile(rep, 0.999)))
-        pad = 0.05 * (hi - lo)
-        grid = np.linspace(lo - pad, hi + pad, 256)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(5.0, 2.6))
-    for row in rep:
-        ax.plot(grid, gaussian_kde(row)(grid), color="#9ecae1", lw=0.5, alpha=0.5)
-    ax.plot(grid, gaussian_kde(y)(grid), color="#08306b", lw=1.8, label="observed")
-    ax.plot([], [], color="#9ecae1", lw=1, label=f"{rep.shape[0]} replicates")
-    if grid[0] < 0.0:
-        ax.axvspan(grid[0], 0.0, color="0.92", zorder=0)
-    if grid[-1] > 1.0:
-        ax.axvspan(1.0, grid[-1], color="0.92", zorder=0)
-    ax.set_xlim(grid[0], grid[-1])
-    title = f"posterior predictive check: {cmp.family}"
-    if outside > 0:
-        title += f"\n{outside:.1%} of replicated scores outside [0, 1]"  # a second line: never clipped
-    ax.set_title(title, fontsize=9)
-    ax.set_xlabel("score" if cmp.family != "zoib_rank" else "per-rank gain")
-    ax.set_ylabel("density")
-    ax.legend(fontsize=7, frameon=False)
-    return ax
+    return plot_ppc_densities(ppc_densities(cmp, n_replicates, seed=seed), cmp.family, ax=ax)
 
 
 def _write(ax: Axes, path: str | os.PathLike[str], dpi: int) -> Path:
     from uncertank.files import atomic_path
 
-    plt = _pyplot()
+    plt = require("matplotlib.pyplot", "plot", what=_WHAT)
     fig: Any = ax.figure
     fig.tight_layout()
     p = Path(path)

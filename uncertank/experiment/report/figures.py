@@ -2,7 +2,11 @@
 
 Each function draws one figure with matplotlib's object API (no pyplot
 state, no backend switch) and returns its path relative to the report
-folder. Nothing here computes a number the report states.
+folder. Nothing here computes a number the report states. A figure that
+a user can draw too is drawn by the same public function:
+:meth:`uncertank.display.ReliabilityDisplay.from_bins` the reliability
+diagrams, :func:`uncertank.bayes.plots.plot_ppc_densities` the posterior
+predictive checks.
 
 A figure is drawn at the size it is shown at: panels at most
 :data:`COLUMNS` to a row (four conditions are two rows of two), so that a
@@ -20,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from uncertank._optional import require
+from uncertank.display import ReliabilityDisplay
 from uncertank.experiment.result import BayesOutcome, Evaluation
 from uncertank.experiment.stages import file_stem
 from uncertank.files import atomic_path
@@ -60,13 +66,7 @@ class Figures:
     """
 
     def __init__(self, out: Path, rankers: Sequence[str]) -> None:
-        try:
-            from matplotlib.figure import Figure
-        except ImportError as exc:
-            raise ImportError(
-                f'the report\'s figures need matplotlib; install it with pip install "uncertank[plot]" ({exc})'
-            ) from exc
-        self.Figure = Figure
+        self.Figure = require("matplotlib.figure", "plot", what="the report's figures").Figure
         self.out = out
         self.dir = out / "figures"
         self.colours = _colours(rankers)
@@ -88,10 +88,14 @@ class Figures:
         return ax
 
     def _save(self, fig: Any, name: str) -> str:
-        for ax in fig.axes:  # labels and titles set after the panel was made
+        for ax in fig.axes:  # labels, titles and legends set after the panel was made
             ax.xaxis.label.set_size(FONT_SIZE)
             ax.yaxis.label.set_size(FONT_SIZE)
             ax.title.set_size(FONT_SIZE + 1)
+            legend = ax.get_legend()
+            if legend is not None:
+                for text in [*legend.get_texts(), legend.get_title()]:
+                    text.set_fontsize(LEGEND_SIZE)
         path = self.dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
@@ -171,7 +175,12 @@ class Figures:
         return self._save(fig, "conformal-coverage.png")
 
     def reliability(self, evs: Sequence[Evaluation], conds: Sequence[str]) -> str:
-        """Reliability diagrams, rankers overlaid, one panel per condition, bin counts in a strip below."""
+        """Reliability diagrams, rankers overlaid, one panel per condition, bin counts in a strip below.
+
+        Each ranker's curve is a :class:`~uncertank.display.ReliabilityDisplay`
+        of its stored bins (with the diagonal); over it, a marker per bin whose
+        area is the bin's share of the ranker's pairs.
+        """
         rows, cols = _grid(len(conds))
         fig = self._figure(4.8 * cols, 5.0 * rows)
         grid = fig.add_gridspec(2 * rows, cols, height_ratios=[3, 1] * rows)
@@ -180,21 +189,21 @@ class Figures:
             row, col = divmod(j, cols)
             ax = self._panel(fig, grid[2 * row, col])
             strip = self._panel(fig, grid[2 * row + 1, col], sharex=ax)
-            ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfectly calibrated")
             for e in evs:
                 if e.condition != cond or e.reliability is None:
                     continue
                 c = e.reliability
                 n = max(sum(c.count), 1)
                 colour = self.colours[e.ranker]
-                ax.plot(c.mean_confidence, c.fraction_relevant, color=colour, lw=1.2, label=e.ranker)
+                ReliabilityDisplay.from_bins(c.mean_confidence, c.fraction_relevant, c.count, name=e.ranker, ax=ax,
+                                             color=colour, lw=1.2, marker="none")
                 ax.scatter(c.mean_confidence, c.fraction_relevant, s=[8 + 220 * k / n for k in c.count],
                            color=colour, alpha=0.6, edgecolors="black", linewidths=0.4)
                 strip.plot(c.mean_confidence, c.count, marker="o", ms=3, lw=1, color=colour)
-            ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="fraction relevant", title=cond)
+            ax.set(xlabel="", ylabel="fraction relevant", title=cond)  # the x label is the strip's
             ax.tick_params(labelbottom=False)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=LEGEND_SIZE, loc="upper left")
+            ax.legend(fontsize=LEGEND_SIZE, loc="upper left")  # the displays' legend, at the report's size
             strip.set_yscale("log")
             strip.set_ylim(0.8, total_max * 2)
             strip.set(xlabel="mean predicted P(relevant)", ylabel="pairs in bin")
@@ -237,28 +246,15 @@ class Figures:
     def ppc(self, family: str, curves: dict[str, Any], *, condition: str | None = None) -> str:
         """The posterior predictive check of one fit from its stored curves (``grid``, ``observed``, ...).
 
-        ``condition`` names the condition of a fit of the study's rankers
-        (in the title and the file name).
+        Drawn by :func:`uncertank.bayes.plots.plot_ppc_densities`, as
+        :func:`~uncertank.bayes.plots.plot_ppc` draws a fit's. ``condition``
+        names the condition of a fit of the study's rankers (in the title and
+        the file name).
         """
-        grid = np.asarray(curves["grid"], dtype=float)
-        replicates = np.asarray(curves["replicates"], dtype=float)
-        outside = float(curves["outside"])
+        from uncertank.bayes.plots import plot_ppc_densities  # the Bayesian package, only when it has a fit
+
         fig, (ax,) = self._new(1, width=5.6, height=3.2)
-        for row in replicates:
-            ax.plot(grid, row, color="#9ecae1", lw=0.5, alpha=0.5)
-        ax.plot(grid, np.asarray(curves["observed"], dtype=float), color="#08306b", lw=1.8, label="observed")
-        ax.plot([], [], color="#9ecae1", lw=1, label=f"{replicates.shape[0]} replicates")
-        if grid[0] < 0.0:
-            ax.axvspan(grid[0], 0.0, color="0.92", zorder=0)
-        if grid[-1] > 1.0:
-            ax.axvspan(1.0, grid[-1], color="0.92", zorder=0)
-        ax.set_xlim(grid[0], grid[-1])
         title = f"posterior predictive check: {family}" + ("" if condition is None else f", {condition}")
-        if outside > 0:
-            title += f"\n{outside:.1%} of replicated scores outside [0, 1]"
-        ax.set_title(title)
-        ax.set(xlabel="score" if family != "zoib_rank" else "per-rank gain", ylabel="density")
-        ax.legend(fontsize=LEGEND_SIZE, frameon=False)
+        plot_ppc_densities(curves, family, title=title, ax=ax)
         stem = family if condition is None else f"{family}-{file_stem(condition)}"
         return self._save(fig, f"bayes-{stem}-ppc.png")
-
