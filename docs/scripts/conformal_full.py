@@ -1,20 +1,27 @@
 """Conformal guarantees on the full study's data: the record and the table of docs/conformal.md.
 
-Reproduces "On the full study's data" in docs/conformal.md::
+Reproduces "On the full study's data" in docs/conformal.md: two studies on
+the same data, conditions, seed and reference (``bert``), one with the
+rankers that start from the real run's ``bert`` without training, one with
+the GP rankers trained from it::
 
-    uncertank run docs/studies/conformal_full.toml --out .cache/conformal_full   # the study (resumes)
-    python docs/scripts/conformal_full.py .cache/conformal_full                  # the record, then the table
-    python docs/scripts/conformal_full.py --render                               # the table, from the record
+    uncertank run docs/studies/conformal_full.toml --out .cache/conformal_full        # each resumes
+    uncertank run docs/studies/conformal_full_gp.toml --out .cache/conformal_full_gp
+    python docs/scripts/conformal_full.py .cache/conformal_full .cache/conformal_full_gp  # the record, the table
+    python docs/scripts/conformal_full.py --render                                     # the table, from the record
 
-The record (--out, docs/results/conformal_full.json) copies from the study's
-``results.json`` the numbers the docs quote: per ranker and condition the
-conformal stage's outcome (``evaluations[i].conformal``, docs/results-schema.md,
-"Thresholds with a guarantee": the threshold, coverage and its Clopper-Pearson
-interval, mean set size, abstention's answer and error rates, the paired
-t-test of set sizes against the reference, the exchangeability check, the
-weighted sets under shift and the coverage curve), the ranking metrics for
-context, the seconds of each step and the span of the run's log. Nothing is
-computed here that the study did not compute.
+The record (--out, docs/results/conformal_full.json) copies from each
+study's ``results.json`` the numbers the docs quote: per ranker and
+condition the conformal stage's outcome (``evaluations[i].conformal``,
+docs/results-schema.md, "Thresholds with a guarantee": the threshold,
+coverage and its Clopper-Pearson interval, mean set size, abstention's
+answer and error rates, the paired t-test of set sizes against the
+reference, the exchangeability check, the weighted sets under shift and the
+coverage curve), the ranking metrics for context, and per study the seconds
+of each step and the span of its log. The studies must agree on the data,
+the settings and every ranker they share (the reference): a ranker in two
+studies must have the same numbers in both, or no record is written.
+Nothing is computed here that the studies did not compute.
 """
 
 from __future__ import annotations
@@ -27,7 +34,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDY = "docs/studies/conformal_full.toml"
+#: The studies by their output folder's name.
+STUDIES = {"conformal_full": "docs/studies/conformal_full.toml",
+           "conformal_full_gp": "docs/studies/conformal_full_gp.toml"}
+STUDY = STUDIES["conformal_full"]
 COMMAND = f"uncertank run {STUDY} --out .cache/conformal_full"
 RECORD = ROOT / "docs" / "results" / "conformal_full.json"
 
@@ -59,7 +69,7 @@ def _log_span(log: Path) -> dict[str, Any] | None:
     return {"seconds": round((stamps[-1] - stamps[0]).total_seconds(), 1), "runs": runs}
 
 
-def summarise(study_out: Path) -> dict[str, Any]:
+def _summarise_one(study_out: Path) -> dict[str, Any]:
     """The record of the study in ``study_out`` (its ``results.json`` and ``run.log``).
 
     Raises
@@ -71,7 +81,7 @@ def summarise(study_out: Path) -> dict[str, Any]:
 
     path = study_out / "results.json"
     if not path.exists():
-        raise SystemExit(f"{path} is missing: run `{COMMAND}` first")
+        raise SystemExit(f"{path} is missing: run `{_command(study_out)}` first")
     result = StudyResult.from_json(path.read_bytes(), source=str(path))
     conds, rankers = result.conditions, result.rankers
     outcomes: dict[str, dict[str, Any]] = {}
@@ -86,8 +96,8 @@ def summarise(study_out: Path) -> dict[str, Any]:
     assert first is not None
     steps = {name: round(s.seconds, 1) for name, s in sorted(result.steps.items())}
     return {
-        "command": COMMAND,
-        "study": STUDY,
+        "command": _command(study_out),
+        "study": STUDIES.get(study_out.name),
         "conditions": conds,
         "rankers": rankers,
         "reference": result.config.get("reference"),
@@ -102,6 +112,62 @@ def summarise(study_out: Path) -> dict[str, Any]:
         "run_log": _log_span(study_out / "run.log"),
         "environment": {k: result.environment.get(k) for k in sorted(result.environment)},
     }
+
+
+def _command(study_out: Path) -> str:
+    study = STUDIES.get(study_out.name)
+    return COMMAND if study is None else f"uncertank run {study} --out .cache/{study_out.name}"
+
+
+#: What the studies must share, and what each keeps for itself.
+_SHARED = ("conditions", "reference", "alpha", "delta", "n_calibration", "significance_level")
+_OWN = ("command", "study", "rankers", "step_seconds", "step_seconds_total", "run_log", "environment")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, floats to 1e-12 (the same computation read back from two JSON files)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-12 or (a != a and b != b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def summarise(*study_outs: Path) -> dict[str, Any]:
+    """The record of the studies in ``study_outs``, merged: their rankers in order, one entry a ranker.
+
+    Raises
+    ------
+    SystemExit
+        When a study's ``results.json`` is missing or lacks the conformal
+        stage, when the studies differ in data or settings, or when a ranker
+        they share has different numbers in two of them.
+    """
+    if not study_outs:
+        raise SystemExit("give at least one study folder")
+    parts = [_summarise_one(Path(p)) for p in study_outs]
+    first = parts[0]
+    record: dict[str, Any] = {k: first[k] for k in _SHARED}
+    record.update(rankers=[], conformal={}, metrics={}, studies=[])
+    for part, where in zip(parts, study_outs, strict=True):
+        for key in _SHARED:
+            if not _same(part[key], first[key]):
+                raise SystemExit(f"{where}: its {key} is {part[key]!r}, {study_outs[0]}'s {first[key]!r}: "
+                                 "the studies must share the data and the settings")
+        for ranker in part["rankers"]:
+            if ranker in record["conformal"]:
+                for what in ("conformal", "metrics"):
+                    if not _same(part[what][ranker], record[what][ranker]):
+                        raise SystemExit(f"{where}: {ranker}'s {what} differ from those of an earlier study; a "
+                                         "ranker the studies share must give the same numbers in each")
+                continue
+            record["rankers"].append(ranker)
+            record["conformal"][ranker] = part["conformal"][ranker]
+            record["metrics"][ranker] = part["metrics"][ranker]
+        record["studies"].append({k: part[k] for k in _OWN})
+    return record
 
 
 def _num(v: float | None, digits: int = 3) -> str:
@@ -151,13 +217,14 @@ def _atomic_json(path: Path, payload: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Write the record from a study's folder (or, with --render, print the table from the record)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("study_out", type=Path, nargs="?", default=ROOT / ".cache" / "conformal_full",
-                    help="the study's output folder (results.json, run.log)")
+    ap.add_argument("study_out", type=Path, nargs="*",
+                    default=[ROOT / ".cache" / name for name in STUDIES],
+                    help="the studies' output folders (results.json, run.log), the first the reference's")
     ap.add_argument("--out", type=Path, default=RECORD, help="the record (JSON)")
     ap.add_argument("--render", action="store_true", help="print the docs table from --out and stop")
     args = ap.parse_args(argv)
     if not args.render:
-        _atomic_json(args.out, summarise(args.study_out))
+        _atomic_json(args.out, summarise(*args.study_out))
         print(f"wrote {args.out}", file=sys.stderr)
     print(render(json.loads(args.out.read_text())))
 

@@ -44,11 +44,16 @@ def _outcome(threshold: float, k: int, n: int, size: float, *, shifted: bool, re
     )
 
 
-def _study(tmp_path: Path) -> Path:
+_SIZES = {"bert": (3.0, 4.0), "mc_dropout": (2.5, 4.5), "laplace": (3.0, 4.0), "sngp": (2.0, 5.0)}
+
+
+def _study(tmp_path: Path, name: str = "study", rankers: tuple[str, ...] = ("bert", "mc_dropout", "laplace"),
+           bert_size: float = 3.0) -> Path:
     from uncertank.experiment.result import Evaluation, StepInfo, StudyResult
 
     evs = []
-    sizes = {"bert": (3.0, 4.0), "mc_dropout": (2.5, 4.5), "laplace": (3.0, 4.0)}
+    sizes = {r: _SIZES[r] for r in rankers}
+    sizes["bert"] = (bert_size, 4.0)
     for ranker, (in_size, out_size) in sizes.items():
         for cond, size, k in (("in-domain", in_size, 36), ("cross-NS random", out_size, 28)):
             ref = None if ranker == "bert" else sizes["bert"][cond != "in-domain"]
@@ -58,7 +63,7 @@ def _study(tmp_path: Path) -> Path:
                                                      p=p)))
     steps = {"predict bert in-domain": StepInfo("k", 12.34), "fit laplace": StepInfo("k", 100.0)}
     study = StudyResult({"reference": "bert"}, {}, {}, evs, steps=steps)
-    out = tmp_path / "study"
+    out = tmp_path / name
     out.mkdir()
     (out / "results.json").write_text(json.dumps(study.to_dict()))
     (out / "run.log").write_text("2026-01-01 10:00:00.000 [study] study \"x\", uncertank 0.1.0\n"
@@ -125,14 +130,43 @@ def test_the_record_is_the_studys_conformal_outcomes(tmp_path):
     assert record["conformal"]["mc_dropout"]["in-domain"]["mean_size"] == 2.5
     assert record["conformal"]["mc_dropout"]["cross-NS random"]["reference_mean_size"] == 4.0
     assert record["metrics"]["bert"]["in-domain"] == {"MAP": 0.6, "R@1": 0.5}
-    assert record["step_seconds"] == {"fit laplace": 100.0, "predict bert in-domain": 12.3}
-    assert record["run_log"] == {"seconds": 1815.5, "runs": 1}
-    assert record["command"] == "uncertank run docs/studies/conformal_full.toml --out .cache/conformal_full"
+    (study,) = record["studies"]
+    assert study["step_seconds"] == {"fit laplace": 100.0, "predict bert in-domain": 12.3}
+    assert study["run_log"] == {"seconds": 1815.5, "runs": 1}
+    assert study["command"] == "uncertank run docs/studies/conformal_full.toml --out .cache/conformal_full"
     _check(record)
     table = script["render"](record)
     assert "| in-domain | `mc_dropout` | 0.400 | 0.900 [0.763, 0.972] | 2.50 (3.00, p 0.010) † |" in table
     assert "| cross-NS random | `laplace` | 0.400 | 0.700 [0.535, 0.834] | 4.00 (4.00, p –) |" in table
     assert table.splitlines()[2].startswith("| in-domain | `bert` |")
+
+
+def test_two_studies_merge_into_one_record_when_the_ranker_they_share_agrees(tmp_path):
+    summarise = _script()["summarise"]
+    first = _study(tmp_path, "conformal_full")
+    second = _study(tmp_path, "conformal_full_gp", ("bert", "sngp"))
+    record = summarise(first, second)
+    assert record["rankers"] == ["bert", "mc_dropout", "laplace", "sngp"]
+    assert record["conformal"]["sngp"]["in-domain"]["mean_size"] == 2.0
+    assert [s["command"] for s in record["studies"]] == [
+        "uncertank run docs/studies/conformal_full.toml --out .cache/conformal_full",
+        "uncertank run docs/studies/conformal_full_gp.toml --out .cache/conformal_full_gp"]
+    assert [s["rankers"] for s in record["studies"]] == [["bert", "mc_dropout", "laplace"], ["bert", "sngp"]]
+    _check(record)
+
+
+def test_studies_that_disagree_on_a_shared_ranker_or_the_data_give_no_record(tmp_path):
+    summarise = _script()["summarise"]
+    first = _study(tmp_path, "conformal_full")
+    other_bert = _study(tmp_path, "conformal_full_gp", ("bert", "sngp"), bert_size=3.5)
+    with pytest.raises(SystemExit, match=r"conformal_full_gp: bert's conformal differ from those of an earlier"):
+        summarise(first, other_bert)
+    fewer = _study(tmp_path, "fewer", ("bert", "sngp"))
+    results = json.loads((fewer / "results.json").read_text())
+    results["evaluations"] = [e for e in results["evaluations"] if e["condition"] == "in-domain"]
+    (fewer / "results.json").write_text(json.dumps(results))
+    with pytest.raises(SystemExit, match=r"fewer: its conditions is \['in-domain'\]"):
+        summarise(first, fewer)
 
 
 def test_the_script_writes_the_record_and_prints_the_table(tmp_path, capsys):
@@ -165,6 +199,22 @@ def test_the_study_file_is_the_full_studys_data_with_the_checkpoint_rankers():
     assert [r.key for r in config.rankers] == ["bert", "mc_dropout", "laplace"]
     assert config.conformal.enabled and config.conformal == type(config.conformal)()
     assert config.bayes.enabled is False
+
+
+def test_the_gp_study_is_the_same_data_with_the_real_runs_gp_rankers():
+    from uncertank.experiment.config import load_config
+
+    config = load_config(ROOT / "docs" / "studies" / "conformal_full_gp.toml")
+    checkpoints = load_config(STUDY)
+    real_run = {r.key: r for r in load_config(ROOT / "docs" / "studies" / "real_run.toml").rankers}
+    for key in ("train_dataset", "train_negatives", "n_candidates", "max_valid_queries", "max_test_queries",
+                "seed", "reference", "conditions", "metrics", "conformal", "bayes"):
+        assert getattr(config, key) == getattr(checkpoints, key), key
+    assert [r.key for r in config.rankers] == ["bert", "sngp", "gpf_bert", "pgdrr"]
+    assert config.rankers[0] == checkpoints.rankers[0]  # the same bert checkpoint
+    for rc in config.rankers[1:]:  # trained as the real run trains them, saved where full.toml reads them
+        assert (rc.init_from, rc.params, rc.save_to) == (real_run[rc.key].init_from, real_run[rc.key].params,
+                                                         real_run[rc.key].save_to), rc.key
 
 
 def test_the_committed_record_is_consistent_and_the_docs_quote_it():
