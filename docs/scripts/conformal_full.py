@@ -1,14 +1,15 @@
 """Conformal guarantees on the full study's data: the record and the table of docs/conformal.md.
 
-Reproduces "On the full study's data" in docs/conformal.md: two studies on
-the same data, conditions, seed and reference (``bert``), one with the
-rankers that start from the real run's ``bert`` without training, one with
-the GP rankers trained from it::
+Reproduces "On the full study's data" in docs/conformal.md: three studies
+on the same data, conditions, seed and reference (``bert``): the rankers
+that start from the real run's ``bert`` without training, the GP rankers
+trained from it, and the deep ensemble trained beside it::
 
     uncertank run docs/studies/conformal_full.toml --out .cache/conformal_full        # each resumes
     uncertank run docs/studies/conformal_full_gp.toml --out .cache/conformal_full_gp
-    python docs/scripts/conformal_full.py .cache/conformal_full .cache/conformal_full_gp  # the record, the table
-    python docs/scripts/conformal_full.py --render                                     # the table, from the record
+    uncertank run docs/studies/conformal_full_ensemble.toml --out .cache/conformal_full_ensemble
+    python docs/scripts/conformal_full.py         # the record from the three folders, then the table
+    python docs/scripts/conformal_full.py --render  # the table, from the record
 
 The record (--out, docs/results/conformal_full.json) copies from each
 study's ``results.json`` the numbers the docs quote: per ranker and
@@ -36,7 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 #: The studies by their output folder's name.
 STUDIES = {"conformal_full": "docs/studies/conformal_full.toml",
-           "conformal_full_gp": "docs/studies/conformal_full_gp.toml"}
+           "conformal_full_gp": "docs/studies/conformal_full_gp.toml",
+           "conformal_full_ensemble": "docs/studies/conformal_full_ensemble.toml"}
 STUDY = STUDIES["conformal_full"]
 COMMAND = f"uncertank run {STUDY} --out .cache/conformal_full"
 RECORD = ROOT / "docs" / "results" / "conformal_full.json"

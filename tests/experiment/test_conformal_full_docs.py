@@ -217,6 +217,22 @@ def test_the_gp_study_is_the_same_data_with_the_real_runs_gp_rankers():
                                                          real_run[rc.key].save_to), rc.key
 
 
+def test_the_ensemble_study_is_the_same_data_with_the_real_runs_ensemble():
+    from uncertank.experiment.config import load_config
+
+    config = load_config(ROOT / "docs" / "studies" / "conformal_full_ensemble.toml")
+    checkpoints = load_config(STUDY)
+    real_run = {r.key: r for r in load_config(ROOT / "docs" / "studies" / "real_run_ensemble.toml").rankers}
+    for key in ("train_dataset", "train_negatives", "n_candidates", "max_valid_queries", "max_test_queries",
+                "seed", "reference", "conditions", "metrics", "conformal", "bayes"):
+        assert getattr(config, key) == getattr(checkpoints, key), key
+    assert [r.key for r in config.rankers] == ["bert", "ensemble"]
+    assert config.rankers[0] == checkpoints.rankers[0]
+    ens = config.rankers[1]
+    assert (ens.init_from, ens.params, ens.save_to) == (real_run["ensemble"].init_from, real_run["ensemble"].params,
+                                                        real_run["ensemble"].save_to)
+
+
 def test_the_committed_record_is_consistent_and_the_docs_quote_it():
     if not RECORD.exists():
         pytest.fail(f"{RECORD} is missing: run `uncertank run docs/studies/conformal_full.toml --out "
