@@ -163,3 +163,48 @@ def test_plot_ppc_densities_rejects_curves_of_other_grids():
     with pytest.raises(ValueError, match="the grid's 5 points"):
         plots.plot_ppc_densities({"grid": grid, "observed": grid[:4], "replicates": np.ones((2, 5)),
                                   "outside": 0.0}, "zoib")
+
+
+class _Effects:
+    """What plot_effects reads of a fit: its family, systems and effects (best first)."""
+
+    def __init__(self, family, effects):
+        self.family = family
+        self.frame = pd.DataFrame(effects).sort_values("mean", ascending=False, ignore_index=True)
+        self.systems = list(self.frame["system"])
+
+    def system_effects(self, *, prob=0.95):
+        assert prob == 0.95
+        return self.frame
+
+
+def test_the_reports_system_effects_and_plot_effects_are_one_drawing(tmp_path: Path, drawn, monkeypatch):
+    from tests.experiment.test_report import make_result
+
+    fams = list(make_result().bayes.values())  # stored rows, worst first: the report orders them itself
+    calls = []
+    draw = plots.plot_effect_intervals
+
+    def spy(*args, **kwargs):
+        calls.append(args[1])
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(plots, "plot_effect_intervals", spy)
+    assert Figures(tmp_path, []).system_effects(fams) == "figures/bayes-system-effects.png"
+    assert calls == [b.family for b in fams]
+    for b, ax in zip(fams, drawn["bayes-system-effects.png"].axes, strict=True):
+        user = plots.plot_effects(_Effects(b.family, b.effects))
+        np.testing.assert_allclose(ax.lines[0].get_xydata(), user.lines[0].get_xydata())
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert labels == [t.get_text() for t in user.get_yticklabels()]
+        assert dict(zip(ax.get_yticks(), labels, strict=True))[len(labels) - 1] == max(
+            b.effects, key=lambda r: r["mean"])["system"]  # the best on top
+        assert ax.get_xlabel() == user.get_xlabel() == (
+            f"system effect ({'score' if b.family == 'gaussian' else 'log-odds'}), mean and 95% interval")
+        assert ax.get_title() == f"{b.family} ({b.n_systems} systems)"
+        assert user.get_title() == f"{b.family}: {b.n_systems} systems"
+
+
+def test_plot_effect_intervals_needs_a_system():
+    with pytest.raises(ValueError, match="at least one system"):
+        plots.plot_effect_intervals([], "zoib")

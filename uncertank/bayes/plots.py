@@ -1,11 +1,11 @@
 """Figures of a fitted comparison: system effects (the paper's Figure 2) and posterior predictive checks.
 
 matplotlib is imported inside the functions (``pip install "uncertank[plot]"``).
-Each figure of a fit is drawn from arrays a fit gives, by a function that
-takes those arrays (:func:`plot_ppc_densities`), so that a figure drawn from
-stored arrays, as a study's report draws it, is the same drawing. The
-``write_*`` functions draw a figure straight into a file, atomically, for
-reports.
+Each figure of a fit is drawn from what the fit gives by a function that
+takes those rows or arrays (:func:`plot_effect_intervals`,
+:func:`plot_ppc_densities`), so that a figure drawn from them stored, as a
+study's report draws it, is the same drawing. The ``write_*`` functions
+draw a figure straight into a file, atomically, for reports.
 """
 
 from __future__ import annotations
@@ -26,10 +26,57 @@ if TYPE_CHECKING:
 
     from uncertank.bayes._fitted import Fitted
 
-__all__ = ["plot_effects", "plot_ppc", "plot_ppc_densities", "ppc_densities", "write_effects_figure",
-           "write_ppc_figure"]
+__all__ = ["plot_effect_intervals", "plot_effects", "plot_ppc", "plot_ppc_densities", "ppc_densities",
+           "write_effects_figure", "write_ppc_figure"]
 
 _WHAT = "the figures of a Bayesian comparison"
+
+
+def plot_effect_intervals(effects: Any, family: str, *, prob: float = 0.95, title: str | None = None,
+                          ax: Axes | None = None) -> Axes:
+    """Forest plot of system effects given as rows: a dot at the mean, a bar over the credible interval.
+
+    The drawing of :func:`plot_effects`, from the frame of
+    :meth:`~uncertank.bayes.SystemComparison.system_effects` or from the
+    same rows stored in a file (a study's report draws its system effects
+    so).
+
+    Parameters
+    ----------
+    effects : pandas.DataFrame or sequence of mappings
+        One row per system with ``system``, ``mean``, ``lower`` and
+        ``upper``, drawn top to bottom in their order (best first, as
+        ``system_effects`` returns them).
+    family : str
+        The model family (the scale in the x label: score units for
+        ``gaussian``, log-odds otherwise).
+    prob : float
+        Credible mass of the intervals, for the x label.
+    title : str, optional
+        ``<family>: <n> systems`` by default.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure by default.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    rows = effects.to_dict("records") if hasattr(effects, "to_dict") else list(effects)
+    if not rows:
+        raise ValueError("effects must hold at least one system")
+    mean, lower, upper = (np.array([float(r[k]) for r in rows]) for k in ("mean", "lower", "upper"))
+    if ax is None:
+        _, ax = require("matplotlib.pyplot", "plot", what=_WHAT).subplots(figsize=(5.0, 0.6 + 0.18 * len(rows)))
+    y = np.arange(len(rows))[::-1]
+    ax.errorbar(mean, y, xerr=[mean - lower, upper - mean], fmt="o", ms=3, color="black", ecolor="0.4",
+                elinewidth=1, capsize=2)
+    ax.axvline(0.0, color="#7570b3", lw=1)
+    ax.set_yticks(y)
+    ax.set_yticklabels([str(r["system"]) for r in rows], fontsize=7)
+    scale = "score" if family == "gaussian" else "log-odds"
+    ax.set_xlabel(f"system effect ({scale}), mean and {prob:.0%} interval")
+    ax.set_title(f"{family}: {len(rows)} systems" if title is None else title, fontsize=9)
+    return ax
 
 
 def plot_effects(
@@ -37,6 +84,9 @@ def plot_effects(
     ax: Axes | None = None,
 ) -> Axes:
     """Forest plot of the system effects with their credible intervals (the paper's Figure 2).
+
+    :meth:`~uncertank.bayes.SystemComparison.system_effects` drawn by
+    :func:`plot_effect_intervals`; the title counts every system of the fit.
 
     Parameters
     ----------
@@ -60,18 +110,8 @@ def plot_effects(
         bo = check_positive_int(bottom, "bottom", minimum=0) if bottom is not None else 0
         keep = sorted(set(range(min(t, n))) | set(range(max(n - bo, 0), n)))
         eff = eff.iloc[keep]
-    if ax is None:
-        _, ax = require("matplotlib.pyplot", "plot", what=_WHAT).subplots(figsize=(5.0, 0.6 + 0.18 * len(eff)))
-    y = np.arange(len(eff))[::-1]
-    ax.errorbar(eff["mean"], y, xerr=[eff["mean"] - eff["lower"], eff["upper"] - eff["mean"]],
-                fmt="o", ms=3, color="black", ecolor="0.4", elinewidth=1, capsize=2)
-    ax.axvline(0.0, color="#7570b3", lw=1)
-    ax.set_yticks(y)
-    ax.set_yticklabels(eff["system"], fontsize=7)
-    scale = "score" if cmp.family == "gaussian" else "log-odds"
-    ax.set_xlabel(f"system effect ({scale}), mean and {prob:.0%} interval")
-    ax.set_title(f"{cmp.family}: {len(cmp.systems)} systems", fontsize=9)
-    return ax
+    return plot_effect_intervals(eff, cmp.family, prob=prob, title=f"{cmp.family}: {len(cmp.systems)} systems",
+                                 ax=ax)
 
 
 def ppc_densities(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = None,

@@ -5,7 +5,8 @@ state, no backend switch) and returns its path relative to the report
 folder. Nothing here computes a number the report states. A figure that
 a user can draw too is drawn by the same public function:
 :meth:`uncertank.display.ReliabilityDisplay.from_bins` the reliability
-diagrams, :func:`uncertank.bayes.plots.plot_ppc_densities` the posterior
+diagrams, :func:`uncertank.bayes.plots.plot_effect_intervals` the system
+effects, :func:`uncertank.bayes.plots.plot_ppc_densities` the posterior
 predictive checks.
 
 A figure is drawn at the size it is shown at: panels at most
@@ -226,20 +227,18 @@ class Figures:
         return self._save(fig, "ece-imbalance.png")
 
     def system_effects(self, fams: Sequence[BayesOutcome]) -> str:
-        """System effects with 95% intervals, one panel per model family."""
+        """System effects with 95% intervals, one panel per model family.
+
+        Drawn by :func:`uncertank.bayes.plots.plot_effect_intervals`, as
+        :func:`~uncertank.bayes.plots.plot_effects` draws a fit's.
+        """
+        from uncertank.bayes.plots import plot_effect_intervals  # the Bayesian package, only when it has a fit
+
         fig, axes = self._new(len(fams), width=5.2, height=1.2 + 0.2 * max(len(b.effects) for b in fams))
         for ax, b in zip(axes, fams, strict=True):
-            eff = sorted(b.effects, key=lambda r: float(r["mean"]))
-            y = np.arange(len(eff))
-            mean = np.array([float(r["mean"]) for r in eff])
-            lo = np.array([float(r["lower"]) for r in eff])
-            hi = np.array([float(r["upper"]) for r in eff])
-            ax.errorbar(mean, y, xerr=[mean - lo, hi - mean], fmt="o", ms=3, color="black", ecolor="0.45",
-                        elinewidth=1, capsize=2)
-            ax.axvline(0.0, color="#7570b3", lw=1)
-            ax.set_yticks(y)
-            ax.set_yticklabels([str(r["system"]) for r in eff], fontsize=LEGEND_SIZE)
-            ax.set(xlabel="system effect (mean, 95% interval)", title=f"{b.family} ({b.n_systems} systems)")
+            best_first = sorted(b.effects, key=lambda r: float(r["mean"]))[::-1]
+            plot_effect_intervals(best_first, b.family, title=f"{b.family} ({b.n_systems} systems)", ax=ax)
+            ax.tick_params(axis="y", labelsize=LEGEND_SIZE)
             ax.grid(axis="x", alpha=0.3)
         return self._save(fig, "bayes-system-effects.png")
 
