@@ -79,26 +79,15 @@ PPC_GRID = 256
 
 
 def ppc_curves(cmp: Any, seed: int) -> dict[str, np.ndarray]:
-    """The posterior predictive check as curves: KDE densities of replicated and observed scores on one grid.
+    """The posterior predictive check as curves, as the report stores them: :func:`uncertank.bayes.plots.ppc_densities`.
 
-    The grid spans [0, 1] when every score lies there, else the range of the
-    data and replicates (``outside``: the share of replicated scores outside
-    [0, 1]), as :func:`uncertank.bayes.plots.plot_ppc` draws it.
+    KDE densities of :data:`PPC_REPLICATES` replicated data sets and of the
+    observed scores on one grid of :data:`PPC_GRID` points, and the share of
+    replicated scores outside [0, 1].
     """
-    from scipy.stats import gaussian_kde
+    from uncertank.bayes.plots import ppc_densities
 
-    rep = cmp.posterior_predictive(PPC_REPLICATES, seed=seed)
-    y = cmp.data["score"].to_numpy(dtype=np.float64)
-    outside = float(((rep < 0) | (rep > 1)).mean())
-    if outside == 0.0 and 0.0 <= y.min() and y.max() <= 1.0:
-        grid = np.linspace(0.0, 1.0, PPC_GRID)
-    else:
-        lo = min(float(y.min()), float(np.quantile(rep, 0.001)))
-        hi = max(float(y.max()), float(np.quantile(rep, 0.999)))
-        pad = 0.05 * (hi - lo)
-        grid = np.linspace(lo - pad, hi + pad, PPC_GRID)
-    return {"grid": grid, "observed": gaussian_kde(y)(grid),
-            "replicates": np.stack([gaussian_kde(row)(grid) for row in rep]), "outside": np.float64(outside)}
+    return ppc_densities(cmp, PPC_REPLICATES, seed=seed, points=PPC_GRID)
 
 
 def bayes_metric(config: StudyConfig) -> str:
