@@ -201,36 +201,26 @@ def test_the_study_file_is_the_full_studys_data_with_the_checkpoint_rankers():
     assert config.bayes.enabled is False
 
 
-def test_the_gp_study_is_the_same_data_with_the_real_runs_gp_rankers():
+@pytest.mark.parametrize(("study", "recipe", "trained"), [
+    ("conformal_full_gp.toml", "real_run.toml", ["sngp", "gpf_bert", "pgdrr"]),
+    ("conformal_full_ensemble.toml", "real_run_ensemble.toml", ["ensemble"]),
+])
+def test_the_other_studies_are_the_same_data_with_the_real_runs_rankers(study, recipe, trained):
+    """The GP rankers' and the ensemble's studies: the checkpoint study's data, settings and bert, and the rankers
+    trained as the real run trains them, saved where full.toml reads them."""
     from uncertank.experiment.config import load_config
 
-    config = load_config(ROOT / "docs" / "studies" / "conformal_full_gp.toml")
+    config = load_config(ROOT / "docs" / "studies" / study)
     checkpoints = load_config(STUDY)
-    real_run = {r.key: r for r in load_config(ROOT / "docs" / "studies" / "real_run.toml").rankers}
+    real_run = {r.key: r for r in load_config(ROOT / "docs" / "studies" / recipe).rankers}
     for key in ("train_dataset", "train_negatives", "n_candidates", "max_valid_queries", "max_test_queries",
                 "seed", "reference", "conditions", "metrics", "conformal", "bayes"):
         assert getattr(config, key) == getattr(checkpoints, key), key
-    assert [r.key for r in config.rankers] == ["bert", "sngp", "gpf_bert", "pgdrr"]
+    assert [r.key for r in config.rankers] == ["bert", *trained]
     assert config.rankers[0] == checkpoints.rankers[0]  # the same bert checkpoint
-    for rc in config.rankers[1:]:  # trained as the real run trains them, saved where full.toml reads them
-        assert (rc.init_from, rc.params, rc.save_to) == (real_run[rc.key].init_from, real_run[rc.key].params,
-                                                         real_run[rc.key].save_to), rc.key
-
-
-def test_the_ensemble_study_is_the_same_data_with_the_real_runs_ensemble():
-    from uncertank.experiment.config import load_config
-
-    config = load_config(ROOT / "docs" / "studies" / "conformal_full_ensemble.toml")
-    checkpoints = load_config(STUDY)
-    real_run = {r.key: r for r in load_config(ROOT / "docs" / "studies" / "real_run_ensemble.toml").rankers}
-    for key in ("train_dataset", "train_negatives", "n_candidates", "max_valid_queries", "max_test_queries",
-                "seed", "reference", "conditions", "metrics", "conformal", "bayes"):
-        assert getattr(config, key) == getattr(checkpoints, key), key
-    assert [r.key for r in config.rankers] == ["bert", "ensemble"]
-    assert config.rankers[0] == checkpoints.rankers[0]
-    ens = config.rankers[1]
-    assert (ens.init_from, ens.params, ens.save_to) == (real_run["ensemble"].init_from, real_run["ensemble"].params,
-                                                        real_run["ensemble"].save_to)
+    for rc in config.rankers[1:]:
+        want = real_run[rc.key]
+        assert (rc.init_from, rc.params, rc.save_to) == (want.init_from, want.params, want.save_to), rc.key
 
 
 def test_the_committed_record_is_consistent_and_the_docs_quote_it():
