@@ -290,6 +290,18 @@ class Mutates(Good):
         return super().predict(queries)
 
 
+class NegativeCost(Good):
+    def cost_rates(self, *, warm_start=False):
+        from uncertank import CostRates
+
+        return CostRates(0.0, -1.0)
+
+
+class CostAsTuple(Good):
+    def cost_rates(self, *, warm_start=False):
+        return (0.1, 0.2)
+
+
 class ForgetsOnSave(Good):
     def save(self, path):
         Path(path).mkdir(parents=True)
@@ -334,6 +346,9 @@ FAULTS = [
     (ForgetsOnSave(), "save/load", "a loaded ranker must predict what the saved one did"),
     (SavesNothing(), "save/load", r"save\(path\) must write into path; nothing at"),
     (LoadsSomethingElse(), "save/load", "load must return a Ranker; got object"),
+    (NegativeCost(), "protocol", r"cost_rates\(warm_start=False\) must return None or uncertank.CostRates of two "
+                                 r"finite seconds >= 0; got CostRates\(fit_per_query=0.0, predict_per_pair=-1.0\)"),
+    (CostAsTuple(), "protocol", r"must return None or uncertank.CostRates .*; got \(0.1, 0.2\)"),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tempfile
 from pathlib import Path
 from typing import Any, cast
@@ -9,7 +10,16 @@ from typing import Any, cast
 import numpy as np
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
-from uncertank.protocols import Probabilistic, Ranker, Saveable, StochasticRanker, Trainable, check_capabilities
+from uncertank.protocols import (
+    CostEstimating,
+    CostRates,
+    Probabilistic,
+    Ranker,
+    Saveable,
+    StochasticRanker,
+    Trainable,
+    check_capabilities,
+)
 from uncertank.testing._errors import ConformanceError, guard
 from uncertank.validation import InvalidPredictionError, check_prediction
 
@@ -137,6 +147,13 @@ def _run_checks(
             check_capabilities(ranker)
         except TypeError as exc:
             raise _fail(ranker, "protocol", str(exc)) from exc
+        if isinstance(ranker, CostEstimating):
+            for warm in (False, True):
+                rates = ranker.cost_rates(warm_start=warm)
+                if rates is not None and not (isinstance(rates, CostRates) and all(
+                        isinstance(r, (int, float)) and math.isfinite(r) and r >= 0 for r in rates)):
+                    raise _fail(ranker, "protocol", f"cost_rates(warm_start={warm}) must return None or "
+                                                    f"uncertank.CostRates of two finite seconds >= 0; got {rates!r}")
     done.append("protocol")
     if train is not None:
         with _step(ranker, "fit"):
