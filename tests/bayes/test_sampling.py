@@ -438,3 +438,10 @@ def test_the_pymc_callback_stops_the_chains_left_after_a_sigint():
         with pytest.raises(KeyboardInterrupt):
             fit._stop_after_sigint(trace=None, draw=None)
     fit._stop_after_sigint(trace=None, draw=None)  # the watch ended with the block
+
+
+def test_nutpie_missing_names_the_bayes_extra(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "nutpie", None)
+    with pytest.raises(ImportError, match=r'sampler="nutpie" needs the optional dependency nutpie; install it with '
+                                          r'pip install "uncertank\[bayes\]"'):
+        compare(_frame(), family="zoib", sampler="nutpie", draws=20, tune=10, chains=1)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from uncertank._optional import require_pymc
+from uncertank._optional import require, require_pymc
 from uncertank.bayes.cells import FAMILIES
 from uncertank.bayes.comparison import Gate, SystemComparison
 from uncertank.bayes.data import check_frame, drop_bottom_systems
@@ -218,10 +218,7 @@ def _nutpie(
     model: pm.Model, *, draws: int, tune: int, chains: int, seed: int, target_accept: float, cores: int,
     progressbar: bool, cache_key: str, gate: _GateSpec | None,
 ) -> tuple[Any, dict[str, float | None], Gate | None]:
-    try:
-        import nutpie
-    except ImportError as exc:
-        raise ImportError(f'sampler="nutpie" needs nutpie: pip install nutpie ({exc})') from exc
+    nutpie = require("nutpie", "bayes", what='sampler="nutpie"')
     t0 = time.perf_counter()
     compiled = _NUTPIE_CACHE.get(cache_key)
     if compiled is None:

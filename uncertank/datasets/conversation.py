@@ -47,6 +47,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from uncertank._optional import require
 from uncertank._types import QuerySet
 from uncertank.datasets._load import SPLITS
 from uncertank.datasets.assembly import build_query_set
@@ -104,14 +105,7 @@ def _ubuntu_version() -> str:
 
 
 def _require_chitchat() -> Any:
-    try:
-        import chitchat_dataset
-    except ImportError as exc:
-        raise ImportError(
-            'the chitchat dataset needs the optional dependency chitchat-dataset; install it with '
-            'pip install "uncertank[retrieval]"'
-        ) from exc
-    return chitchat_dataset
+    return require("chitchat_dataset", "retrieval", what="the chitchat dataset")
 
 
 @lru_cache(maxsize=2)

