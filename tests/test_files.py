@@ -7,7 +7,6 @@ import stat
 import numpy as np
 import pytest
 
-from uncertank._optional import require
 from uncertank.files import (
     atomic_path,
     atomic_write_text,
@@ -107,13 +106,6 @@ def test_file_digest(tmp_path):
     data = os.urandom(3 << 20)
     p.write_bytes(data)
     assert file_digest(p) == hashlib.sha256(data).hexdigest()
-
-
-def test_require_names_the_extra():
-    assert require("math", "none") is math
-    with pytest.raises(ImportError, match=r'BM25 needs the optional dependency no_such_mod_x; install it with '
-                                          r'pip install "uncertank\[retrieval\]"'):
-        require("no_such_mod_x", "retrieval", what="BM25")
 
 
 def test_folder_digest_follows_content_not_location(tmp_path):

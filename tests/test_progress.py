@@ -93,7 +93,7 @@ def test_a_study_reports_training_and_scoring_as_they_run(tmp_path, monkeypatch)
     )
     lines: list[str] = []
     run_study(config, tmp_path / "out", log=lines.append, estimates={"fit bert": 90.0})
-    assert "bert: training on 4 queries; about 1 min 30 s by the benchmarks' rates" in lines
+    assert "bert: training on 4 queries; about 1 min 30 s by the estimate" in lines
     training = [line for line in lines if line.startswith("bert: epoch 1/1: ")]
     assert training and all("pairs" in line and "loss" in line for line in training)
     assert re.match(r"bert: epoch 1/1: (\d+) of \1 pairs \(100%\), loss \d\.\d{4}, ", training[-1]), training[-1]
@@ -142,9 +142,9 @@ def test_a_run_says_what_each_step_should_cost_as_it_starts(tmp_path, monkeypatc
                      'negatives = "random"\n[[rankers]]\nname = "bm25"\n')
     run = CliRunner().invoke(cli, ["run", str(study), "--out", str(tmp_path / "out")])
     assert run.exit_code == 0, run.output
-    assert "estimated time: about 1 min 20 s by the benchmarks' rates" in run.stderr  # 2 x 40 pairs
-    assert "bm25: scoring 40 pairs (valid); about 40 s by the benchmarks' rates" in run.stderr
-    assert "bm25: scoring 40 pairs (in-domain); about 40 s by the benchmarks' rates" in run.stderr
+    assert "estimated time: about 1 min 20 s by the rankers' rates" in run.stderr  # 2 x 40 pairs
+    assert "bm25: scoring 40 pairs (valid); about 40 s by the estimate" in run.stderr
+    assert "bm25: scoring 40 pairs (in-domain); about 40 s by the estimate" in run.stderr
 
 
 def test_a_nutpie_run_reports_its_completed_draws_and_divergences(monkeypatch):

@@ -210,13 +210,14 @@ def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False
 
     log = _progress_logger()
     try:
-        # the dry run's plan first: what each step costs by the benchmarks' rates, said as the step starts
+        # the dry run's plan first: what each step should cost, said as the step starts
         plan = plan_study(config, out_dir, resume=resume, force=force)
         estimates = {s.name: s.seconds for s in plan.steps if not s.cached and s.seconds is not None}
         if estimates:
             busy = machine_load()
-            log(f"estimated time: about {format_duration(plan.seconds)} by the benchmarks' rates (a real run on 2 "
-                "CPU cores; `uncertank run --dry-run` lists the steps)" + (f"; {busy}" if busy else ""))
+            log(f"estimated time: about {format_duration(plan.seconds)} by the rankers' rates (measured on 2 CPU "
+                "cores) or a previous run's seconds; `uncertank run --dry-run` lists the steps"
+                + (f"; {busy}" if busy else ""))
         result = run_study(config, out_dir, resume=resume, log=log, smoke=smoke, force=force, estimates=estimates)
     except StudyConfigError as exc:  # raised by the validation and the output folder's checks, before any work
         _study_error(source, exc)

@@ -29,6 +29,7 @@ A ranker that offers one member of a capability without the other
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from os import PathLike
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -49,6 +50,7 @@ __all__ = [
     "TrainableRanker",
     "WarmStartable",
     "check_capabilities",
+    "cost_rates_problem",
     "takes_show_progress",
 ]
 
@@ -145,6 +147,23 @@ class CostEstimating(Protocol):
     def cost_rates(self, *, warm_start: bool = False) -> CostRates | None:
         """The seconds per training query and per scored pair; ``warm_start``: it starts from another ranker."""
         ...
+
+
+def cost_rates_problem(rates: object) -> str | None:
+    """What is wrong with a value ``cost_rates`` returned, or None when it is None or valid :class:`CostRates`.
+
+    Examples
+    --------
+    >>> cost_rates_problem(CostRates(0.2, 0.006)) is None, cost_rates_problem(None) is None
+    (True, True)
+    >>> cost_rates_problem((0.2, 0.006))
+    'must return None or uncertank.CostRates of two finite seconds >= 0; got (0.2, 0.006)'
+    """
+    if rates is None or (isinstance(rates, CostRates) and all(
+            isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) and r >= 0
+            for r in rates)):
+        return None
+    return f"must return None or uncertank.CostRates of two finite seconds >= 0; got {rates!r}"
 
 
 @runtime_checkable

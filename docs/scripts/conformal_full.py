@@ -39,8 +39,6 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDIES = {"conformal_full": "docs/studies/conformal_full.toml",
            "conformal_full_gp": "docs/studies/conformal_full_gp.toml",
            "conformal_full_ensemble": "docs/studies/conformal_full_ensemble.toml"}
-STUDY = STUDIES["conformal_full"]
-COMMAND = f"uncertank run {STUDY} --out .cache/conformal_full"
 RECORD = ROOT / "docs" / "results" / "conformal_full.json"
 
 #: The fields of a ``ConformalOutcome`` the record keeps.
@@ -97,9 +95,11 @@ def _summarise_one(study_out: Path) -> dict[str, Any]:
     first = result.evaluations[0].conformal
     assert first is not None
     steps = {name: round(s.seconds, 1) for name, s in sorted(result.steps.items())}
+    config = result.config
     return {
         "command": _command(study_out),
         "study": STUDIES.get(study_out.name),
+        "data": {key: config.get(key) for key in _DATA},
         "conditions": conds,
         "rankers": rankers,
         "reference": result.config.get("reference"),
@@ -118,11 +118,16 @@ def _summarise_one(study_out: Path) -> dict[str, Any]:
 
 def _command(study_out: Path) -> str:
     study = STUDIES.get(study_out.name)
-    return COMMAND if study is None else f"uncertank run {study} --out .cache/{study_out.name}"
+    if study is None:
+        return f"uncertank run STUDY.toml --out {study_out}"
+    return f"uncertank run {study} --out .cache/{study_out.name}"
 
 
+#: The study file's keys that say what data it measures on (the conditions' datasets and negatives included).
+_DATA = ("train_dataset", "train_negatives", "n_candidates", "max_train_queries", "max_valid_queries",
+         "max_test_queries", "seed", "conditions")
 #: What the studies must share, and what each keeps for itself.
-_SHARED = ("conditions", "reference", "alpha", "delta", "n_calibration", "significance_level")
+_SHARED = ("data", "conditions", "reference", "alpha", "delta", "n_calibration", "significance_level")
 _OWN = ("command", "study", "rankers", "step_seconds", "step_seconds_total", "run_log", "environment")
 
 

@@ -229,9 +229,10 @@ def cached_scores(folder: Path, stem: str, inputs: dict[str, Any], compute: Call
     record (a run stopped between the two) or whose bytes differ from it is
     computed again, with a line saying so.
     """
-    from uncertank.files import file_digest, json_digest, to_jsonable
+    from uncertank.experiment.stages import digest
+    from uncertank.files import file_digest, to_jsonable
 
-    key = json_digest(inputs)[:16]
+    key = digest(inputs)
     path = folder / f"{stem}-{key}.npy"
     record = path.with_suffix(".json")
     if path.exists():

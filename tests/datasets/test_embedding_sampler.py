@@ -109,12 +109,12 @@ def test_progress_bars_only_on_a_terminal(monkeypatch):
 def test_missing_dependency_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)
     with pytest.raises(ImportError, match=r'the embedding sampler needs the optional dependency faiss; install it '
-                                          r'with pip install "uncertank\[retrieval\]"'):
+                                          r'with pip install "uncertank\[torch,retrieval\]"'):
         EmbeddingSampler(["a", "b"])
     monkeypatch.undo()
     monkeypatch.setitem(sys.modules, "transformers", None)
     with pytest.raises(ImportError, match=r'the sentence encoder needs the optional dependency transformers; '
-                                          r'install it with pip install "uncertank\[torch\]"'):
+                                          r'install it with pip install "uncertank\[torch,retrieval\]"'):
         EmbeddingSampler(["a", "b"])
 
 

@@ -124,7 +124,7 @@ def _check(record: dict[str, Any]) -> None:
 
 def test_the_record_is_the_studys_conformal_outcomes(tmp_path):
     script = _script()
-    record = script["summarise"](_study(tmp_path))
+    record = script["summarise"](_study(tmp_path, "conformal_full"))
     assert record["rankers"] == ["bert", "mc_dropout", "laplace"]
     assert record["conditions"] == ["in-domain", "cross-NS random"]
     assert record["conformal"]["mc_dropout"]["in-domain"]["mean_size"] == 2.5
@@ -161,6 +161,12 @@ def test_studies_that_disagree_on_a_shared_ranker_or_the_data_give_no_record(tmp
     other_bert = _study(tmp_path, "conformal_full_gp", ("bert", "sngp"), bert_size=3.5)
     with pytest.raises(SystemExit, match=r"conformal_full_gp: bert's conformal differ from those of an earlier"):
         summarise(first, other_bert)
+    other_seed = _study(tmp_path, "other_seed", ("bert", "sngp"))
+    results = json.loads((other_seed / "results.json").read_text())
+    results["config"]["seed"] = 1
+    (other_seed / "results.json").write_text(json.dumps(results))
+    with pytest.raises(SystemExit, match=r"other_seed: its data is .*'seed': 1.*the studies must share the data"):
+        summarise(first, other_seed)
     fewer = _study(tmp_path, "fewer", ("bert", "sngp"))
     results = json.loads((fewer / "results.json").read_text())
     results["evaluations"] = [e for e in results["evaluations"] if e["condition"] == "in-domain"]
@@ -178,7 +184,10 @@ def test_the_script_writes_the_record_and_prints_the_table(tmp_path, capsys):
 
 def test_a_study_without_its_results_or_its_stage_names_the_command(tmp_path):
     script = _script()
-    with pytest.raises(SystemExit, match=r"uncertank run docs/studies/conformal_full\.toml"):
+    with pytest.raises(SystemExit, match=r"run `uncertank run docs/studies/conformal_full_gp\.toml --out "
+                                         r"\.cache/conformal_full_gp` first"):
+        script["summarise"](tmp_path / "conformal_full_gp")
+    with pytest.raises(SystemExit, match=rf"run `uncertank run STUDY\.toml --out {tmp_path}` first"):
         script["summarise"](tmp_path)
     from uncertank.experiment.result import Evaluation, StudyResult
 

@@ -167,8 +167,11 @@ def test_the_rankers_rates_are_those_of_the_real_run():
     assert rates("ensemble", n_members=5) == pytest.approx(five)
     assert rates("ensemble", n_members=3) == pytest.approx((five[0] / 2, five[1] * 3 / 5))
     assert rates("ensemble", n_members=3, warm_start=False)[0] == pytest.approx(five[0] * 3 / 4)
-    cs = conf["step_seconds"]
-    assert rates("laplace") == (cs["fit laplace"] / n_train, cs["predict laplace in-domain"] / pairs)
+    (cs,) = [s["step_seconds"] for s in conf["studies"] if s["study"] == "docs/studies/conformal_full.toml"]
+    laplace = (cs["fit laplace"] / n_train, cs["predict laplace in-domain"] / pairs)
+    assert rates("laplace") == laplace
+    # not started from a fitted ranker, it fine-tunes as bert does, then fits its posterior
+    assert rates("laplace", warm_start=False) == pytest.approx((steps["fit bert"] / n_train + laplace[0], laplace[1]))
     assert rates("bm25", warm_start=False) == (0.0, steps["predict bm25 valid"] / (run["sizes"]["valid"] * 10))
 
 
@@ -194,3 +197,17 @@ def test_a_ranker_without_rates_has_no_estimate(study, tmp_path, monkeypatch):
     plan = P.plan_study(load_config(study(embedded=False)), tmp_path / "out")
     scoring = [s for s in plan.steps if s.name.startswith("predict bm25")]
     assert scoring and all(s.seconds is None and s.source == "" for s in scoring)
+
+
+def test_a_ranker_whose_rates_are_wrong_is_named_before_any_work(study, tmp_path, monkeypatch):
+    from uncertank.baselines import BM25Ranker
+
+    monkeypatch.setattr(BM25Ranker, "cost_rates", lambda self, *, warm_start=False: (0.0, 0.1))
+    path = study(embedded=False)
+    for extra in (["--dry-run"], []):
+        result = CliRunner().invoke(cli, ["run", path, "--out", str(tmp_path / "out"), *extra])
+        assert result.exit_code == 2, result.output
+        assert result.output.splitlines()[-1] == (
+            f"Error: {path}: rankers[0]: BM25Ranker.cost_rates(warm_start=False) must return None or "
+            "uncertank.CostRates of two finite seconds >= 0; got (0.0, 0.1)")
+    assert not (tmp_path / "out").exists()  # nothing written

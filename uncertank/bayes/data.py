@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from uncertank._types import query_index
 from uncertank.validation import check_choice
 
 if TYPE_CHECKING:
@@ -299,7 +300,7 @@ def frame_from_runs(
         # the gain of rank k is what rank k adds to RBP: RBP to depth k minus RBP to depth k - 1
         cumulative = np.stack([np.zeros(offsets.size - 1)] + [rbp(k) for k in range(1, depth + 1)])
         per_rank_gain = np.diff(cumulative, axis=0)  # (depth, n_lists)
-        list_of_row = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+        list_of_row = query_index(offsets)
         merged["score"] = per_rank_gain[merged["rank"].to_numpy() - 1, list_of_row]
         out = merged[["system", "topic", "rank", "score"]].reset_index(drop=True)
     else:

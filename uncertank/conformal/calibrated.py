@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from uncertank._types import query_index
 from uncertank.validation import as_label_array
 
 __all__ = ["Answers", "CandidateSets", "ConformalThreshold", "WeightedSets"]
@@ -183,8 +184,7 @@ class CandidateSets:
 
 def _per_query(flags: NDArray[np.bool_], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
     """Sum of ``flags`` within each query, as float64."""
-    q = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
-    return np.bincount(q, weights=flags, minlength=offsets.size - 1).astype(np.float64, copy=False)
+    return np.bincount(query_index(offsets), weights=flags, minlength=offsets.size - 1).astype(np.float64, copy=False)
 
 
 @dataclass(frozen=True, eq=False)

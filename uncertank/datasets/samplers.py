@@ -166,7 +166,7 @@ class EmbeddingSampler(NegativeSampler):
         super().__init__(pool, seed=seed, groups=groups)
         from uncertank.datasets.retrieval import SentenceEncoder
 
-        faiss = require("faiss", "retrieval", what="the embedding sampler")
+        faiss = require("faiss", "torch,retrieval", what="the embedding sampler")
         self.encoder = SentenceEncoder(model, batch_size=batch_size, max_length=max_length, progress=progress)
         self.model_path = self.encoder.model_path
         self.pool_embeddings = self.encode(self.unique_texts, desc="embedding the response pool")

@@ -33,7 +33,7 @@ from typing import Any
 from uncertank.experiment.config import StudyConfig, StudyConfigError
 from uncertank.experiment.preflight import check_output_folder, validate_config
 from uncertank.experiment.stages import StudyData
-from uncertank.protocols import CostEstimating, CostRates, Trainable
+from uncertank.protocols import CostEstimating, CostRates, Trainable, cost_rates_problem
 
 __all__ = ["MODEL_FREE_NEGATIVES", "RATE_LAYERS", "StepPlan", "StudyPlan", "plan_study"]
 
@@ -57,6 +57,17 @@ def _layer_scale(rc: Any, by_label: dict[str, Any]) -> float:
     source = by_label.get(rc.init_from) if rc.init_from else None
     layers = rc.params.get("num_hidden_layers", (source.params if source is not None else {}).get("num_hidden_layers"))
     return layers / RATE_LAYERS if isinstance(layers, int) and layers > 0 else 1.0
+
+
+def _rates(ranker: Any, warm_start: bool, where: str) -> CostRates | None:
+    """A ranker's :class:`~uncertank.CostRates` (None without them); a wrong value is the study's error."""
+    if not isinstance(ranker, CostEstimating):
+        return None
+    rates = ranker.cost_rates(warm_start=warm_start)
+    problem = cost_rates_problem(rates)
+    if problem is not None:
+        raise StudyConfigError([(where, f"{type(ranker).__name__}.cost_rates(warm_start={warm_start}) {problem}")])
+    return rates
 
 
 @dataclass
@@ -207,7 +218,10 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             return 0.0, "nothing to train"
         if rates is None:
             return None, ""
-        return (rates.fit_per_query if kind == "fit" else rates.predict_per_pair) * amount * scale, _RATE
+        rate = rates.fit_per_query if kind == "fit" else rates.predict_per_pair
+        if kind == "fit" and rate == 0.0:
+            return 0.0, "nothing to train"
+        return rate * amount * scale, _RATE
 
     def recorded(split: str) -> int | None:
         size = sizes.get(split) if split in ("train", "valid") else (sizes.get("test") or {}).get(split)
@@ -218,10 +232,10 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     known = exact["train"] and exact["valid"]
     n_pairs = sum(qs.n_pairs for qs in sets.values())
     by_label = {rc.key: rc for rc in config.rankers}
-    for rc in config.rankers:
+    for i, rc in enumerate(config.rankers):
         scale = _layer_scale(rc, by_label)
         ranker = make_ranker(rc.name, **rc.params, **({} if rc.pretrained is None else {"pretrained": rc.pretrained}))
-        rates = ranker.cost_rates(warm_start=rc.init_from is not None) if isinstance(ranker, CostEstimating) else None
+        rates = _rates(ranker, rc.init_from is not None, f"rankers[{i}]")
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = fit_key(rc, data, upstream) if known and (rc.init_from is None or upstream is not None) else None
         if rc.checkpoint is not None:

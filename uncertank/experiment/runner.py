@@ -101,6 +101,7 @@ __all__ = [
     "fit_rankers",
     "load_data",
     "predict_all",
+    "fit_key",
     "run_study",
     "unfitted_key",
 ]
@@ -208,11 +209,11 @@ def _quiet_params(
 
 
 def _estimated(estimates: Mapping[str, float] | None, step: str) -> str:
-    """``"; about 12 min by the benchmarks' rates"`` for a step with an estimate, else ``""``."""
+    """``"; about 12 min by the estimate"`` for a step with an estimate, else ``""``."""
     from uncertank.progress import format_duration
 
     seconds = (estimates or {}).get(step)
-    return "" if seconds is None else f"; about {format_duration(seconds)} by the benchmarks' rates"
+    return "" if seconds is None else f"; about {format_duration(seconds)} by the estimate"
 
 
 def _say_load(log: Log, label: str) -> None:

@@ -356,7 +356,9 @@ class NeuralRanker:
         Measured on the real run (docs/results/real_run.json: the six-layer
         MiniLM, ``max_length`` 64, one epoch, two CPU cores): ``fit`` 2051.7 s
         on 9,539 training queries, ``predict`` 35.8 s on 6,000 pairs. A study
-        scales them by the encoder's layers.
+        scales them by the encoder's layers. A subclass inherits them (the
+        same encoder's cost); one whose ``fit`` or ``predict`` costs otherwise
+        overrides this method, or returns None for no estimate.
         """
         return CostRates(2051.7 / 9539, 35.8 / 6000)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import tempfile
 from pathlib import Path
 from typing import Any, cast
@@ -12,13 +11,13 @@ import numpy as np
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank.protocols import (
     CostEstimating,
-    CostRates,
     Probabilistic,
     Ranker,
     Saveable,
     StochasticRanker,
     Trainable,
     check_capabilities,
+    cost_rates_problem,
 )
 from uncertank.testing._errors import ConformanceError, guard
 from uncertank.validation import InvalidPredictionError, check_prediction
@@ -149,11 +148,9 @@ def _run_checks(
             raise _fail(ranker, "protocol", str(exc)) from exc
         if isinstance(ranker, CostEstimating):
             for warm in (False, True):
-                rates = ranker.cost_rates(warm_start=warm)
-                if rates is not None and not (isinstance(rates, CostRates) and all(
-                        isinstance(r, (int, float)) and math.isfinite(r) and r >= 0 for r in rates)):
-                    raise _fail(ranker, "protocol", f"cost_rates(warm_start={warm}) must return None or "
-                                                    f"uncertank.CostRates of two finite seconds >= 0; got {rates!r}")
+                problem = cost_rates_problem(ranker.cost_rates(warm_start=warm))
+                if problem is not None:
+                    raise _fail(ranker, "protocol", f"cost_rates(warm_start={warm}) {problem}")
     done.append("protocol")
     if train is not None:
         with _step(ranker, "fit"):

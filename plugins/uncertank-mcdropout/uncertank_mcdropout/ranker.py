@@ -209,7 +209,9 @@ class MCDropoutRanker(NeuralRanker):
         """The encoder's rates, ``predict`` at this ranker's passes; started from a ranker it trains nothing.
 
         ``predict`` with 10 passes took 395.9 s on 6,000 pairs on the real
-        run (docs/results/real_run.json, two CPU cores); it scales with the passes.
+        run (docs/results/real_run.json, two CPU cores); it scales with the
+        passes. With ``mc_layers`` set, only the top layers run per pass, so
+        the estimate is an upper bound.
         """
         base = super().cost_rates()
         fit = 0.0 if warm_start or base is None else base.fit_per_query
