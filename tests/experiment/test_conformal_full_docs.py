@@ -238,7 +238,9 @@ def test_the_committed_record_is_consistent_and_the_docs_quote_it():
                     ".cache/conformal_full`, then `python docs/scripts/conformal_full.py`")
     record = json.loads(RECORD.read_text())
     _check(record)
-    assert record["rankers"] == ["bert", "mc_dropout", "laplace"]
+    assert record["rankers"][:6] == ["bert", "mc_dropout", "laplace", "sngp", "gpf_bert", "pgdrr"]
+    assert [s["study"] for s in record["studies"]][:2] == ["docs/studies/conformal_full.toml",
+                                                           "docs/studies/conformal_full_gp.toml"]
     assert record["conditions"] == ["in-domain", "cross-NS random", "cross-NS embedding", "cross-domain chitchat"]
     assert record["n_calibration"] == 200
     assert all(c["n_test"] == 600 for by_cond in record["conformal"].values() for c in by_cond.values())
