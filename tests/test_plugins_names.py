@@ -59,8 +59,8 @@ def test_a_plugin_metric_named_like_a_builtin_raises_duplicate_not_unknown():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         with fake_entry_points(FakeEntryPoint("my-metrics", plugin, distribution="my-metrics-dist", version="0.1")):
-            msg = (r"metric name 'map' is registered by both plugin 'uncertank\.metrics\._plugin' \(distribution "
-                   r"uncertank .*\) and plugin 'my-metrics' \(distribution my-metrics-dist 0\.1\)")
+            msg = (r"metric name 'map' is registered by both plugin 'uncertank\.metrics\._builtin_metrics' "
+                   r"\(distribution uncertank .*\) and plugin 'my-metrics' \(distribution my-metrics-dist 0\.1\)")
             with pytest.raises(host.DuplicateNameError, match=msg):
                 resolve_metrics(["map"])  # was: "unknown metric 'map' (entry 0)"
             with pytest.raises(host.DuplicateNameError, match=msg):
