@@ -55,9 +55,19 @@ NAME = "bench_inference"
 UNTRAINED = "benchmark: untrained weights"
 
 
+def _synchronize() -> None:
+    """Wait for the GPU's queued work, if torch has started CUDA: a call that returns a device tensor returns
+    before its kernels ran, and its time would land on the next call timed."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def _clock(fn: Callable[[], Any]) -> float:
+    _synchronize()
     t0 = time.perf_counter()
     fn()
+    _synchronize()
     return time.perf_counter() - t0
 
 
@@ -203,6 +213,38 @@ def _compiled_pass_ratio(model: Any, batch: Any, repeats: int) -> tuple[float, f
     return ratio["compiled"], compile_s
 
 
+def _profile(rankers: dict[str, Any], queries: Any, device: Any) -> dict[str, dict[str, float]]:
+    """Where one warm whole ``predict`` of each ranker spends its time, from torch.profiler.
+
+    Prints the busiest operators (host, and device on a GPU) and returns, per ranker, the call's wall time,
+    the host time inside torch's operators and the device's kernel time (ms); what the wall time holds
+    beyond the operators is Python, chiefly the tokenisation.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    on_gpu = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    out: dict[str, dict[str, float]] = {}
+    for name, ranker in rankers.items():
+        ranker.predict(queries)  # warm
+        _synchronize()
+        with profile(activities=activities) as prof:
+            t0 = time.perf_counter()
+            ranker.predict(queries)
+            _synchronize()
+            wall = time.perf_counter() - t0
+        events = prof.key_averages()
+        host = sum(e.self_cpu_time_total for e in events) / 1e3
+        kernel = sum(getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0))
+                     for e in events) / 1e3 if on_gpu else float("nan")
+        out[name] = {"wall_ms": wall * 1e3, "host_ops_ms": host, "device_ms": kernel}
+        print(f"== profile: {name} predict, {queries.n_pairs} pairs: {out[name]}", flush=True)
+        print(events.table(sort_by="self_cpu_time_total", row_limit=12), flush=True)
+        if on_gpu:
+            print(events.table(sort_by="self_cuda_time_total", row_limit=8), flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backbone", choices=["minilm", "tiny"], default="minilm")
@@ -213,6 +255,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--compile", action="store_true", help="also time a torch.compile-d dropout pass (slow to compile)")
+    ap.add_argument("--profile", action="store_true",
+                    help="print torch.profiler's busiest operators of one whole predict per ranker (host and device)")
     ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     args = ap.parse_args(argv)
     cli = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--no-write"]
@@ -307,9 +351,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     predict_ratio, predict_t = _paired_ratios(
         lambda: members[0].predict(queries),
-        {name: partial(r.predict, queries) for name, r in gp_rankers.items()},
+        {"encode": partial(members[0].encode, queries),
+         **{name: partial(r.predict, queries) for name, r in gp_rankers.items()}},
         args.repeats,
     )
+    profiled = _profile({"bert": members[0], **gp_rankers}, queries, device) if args.profile else None
     load_mid = os.getloadavg()[0]
     compiled = _compiled_pass_ratio(models[0], batch, args.repeats) if args.compile else None
     # 8 queries on the CPU; on a GPU, where a few batches say nothing, 100 (1,000 pairs)
@@ -344,24 +390,24 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "| ranker | s per 1,000 pairs (best run) | ratio to bert (median paired) | target | papers (PG-DRR Table 2) |",
         "|---|---:|---:|---:|---:|",
-        f"| bert | {per_k['bert']:.2f} | 1.00 | 1 | 1 |",
-        f"| one dropout pass (fast masks) | {per_k['dropout_1']:.2f} | {ratio['dropout_1']:.2f} | <= 1.25 | |",
-        f"| one dropout pass (reference: `bernoulli_`, unfused attention) | {per_k['dropout_1_reference']:.2f} | "
+        f"| bert | {per_k['bert']:.3g} | 1.00 | 1 | 1 |",
+        f"| one dropout pass (fast masks) | {per_k['dropout_1']:.3g} | {ratio['dropout_1']:.2f} | <= 1.25 | |",
+        f"| one dropout pass (reference: `bernoulli_`, unfused attention) | {per_k['dropout_1_reference']:.3g} | "
         f"{ratio['dropout_1_reference']:.2f} | | |",
         f"| mc_dropout (T={args.passes}), fast masks, default ({default_per_call} pass(es) per call) | "
-        f"{per_k['mc_dropout']:.2f} | {ratio['mc_dropout']:.2f} | <= {1.25 * args.passes:.1f} | 9.7 |",
-        f"| mc_dropout (T={args.passes}), fast masks, one pass per call | {per_k['mc_dropout_one_by_one']:.2f} | "
+        f"{per_k['mc_dropout']:.3g} | {ratio['mc_dropout']:.2f} | <= {1.25 * args.passes:.1f} | 9.7 |",
+        f"| mc_dropout (T={args.passes}), fast masks, one pass per call | {per_k['mc_dropout_one_by_one']:.3g} | "
         f"{ratio['mc_dropout_one_by_one']:.2f} | | |",
         f"| mc_dropout (T={args.passes}), fast masks, all T passes in one call (T x batch) | "
-        f"{per_k['mc_dropout_all_in_one']:.2f} | {ratio['mc_dropout_all_in_one']:.2f} | | |",
-        f"| mc_dropout (T={args.passes}), reference | {per_k['mc_dropout_reference']:.2f} | "
+        f"{per_k['mc_dropout_all_in_one']:.3g} | {ratio['mc_dropout_all_in_one']:.2f} | | |",
+        f"| mc_dropout (T={args.passes}), reference | {per_k['mc_dropout_reference']:.3g} | "
         f"{ratio['mc_dropout_reference']:.2f} | | |",
-        f"| ensemble (M={args.members}), member by member | {per_k['ensemble']:.2f} | {ratio['ensemble']:.2f} | "
+        f"| ensemble (M={args.members}), member by member | {per_k['ensemble']:.3g} | {ratio['ensemble']:.2f} | "
         f"<= {1.05 * args.members:.2f} | 5.0 |",
-        f"| ensemble (M={args.members}), vmap over stacked weights | {per_k['ensemble_vmap']:.2f} | "
+        f"| ensemble (M={args.members}), vmap over stacked weights | {per_k['ensemble_vmap']:.3g} | "
         f"{ratio['ensemble_vmap']:.2f} | <= {1.05 * args.members:.2f} | 5.0 |",
-        f"| sngp (D = 2048, mean-field) | {per_k['sngp']:.2f} | {ratio['sngp']:.2f} | <= 1.05 | 1.12 |",
-        f"| gpf_bert (D = 2048, mean-field) | {per_k['gpf_bert']:.2f} | {ratio['gpf_bert']:.2f} | <= 1.05 | "
+        f"| sngp (D = 2048, mean-field) | {per_k['sngp']:.3g} | {ratio['sngp']:.2f} | <= 1.05 | 1.12 |",
+        f"| gpf_bert (D = 2048, mean-field) | {per_k['gpf_bert']:.3g} | {ratio['gpf_bert']:.2f} | <= 1.05 | "
         "1.16 (GPF-BERT Table 3) |",
         "",
         f"One pass with dropout on costs {ratio['dropout_1']:.2f} x an eval pass with the fast masks "
@@ -371,6 +417,9 @@ def main(argv: list[str] | None = None) -> None:
         f"{'met' if ratio['mc_dropout'] <= 1.25 * args.passes else 'missed'}), so its overhead beyond T "
         f"single passes is mc_dropout / (T x one dropout pass) = "
         f"{ratio['mc_dropout'] / (args.passes * ratio['dropout_1']):.2f}.",
+        *(["", "The fast masks are a CPU path: on this device the rows named for them run torch's own dropout "
+            "(`mc_implementation` picks the reference there), so they time the same work as the reference's."]
+          if device.type != "cpu" else []),
         "",
         (
             f"torch.compile of the model with dropout on (the reference modes, inductor's own random "
@@ -386,13 +435,40 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "| ranker | s per 1,000 pairs (best run) | ratio to bert's predict (median paired) | target | papers |",
         "|---|---:|---:|---:|---:|",
-        f"| bert | {predict_per_k['base']:.2f} | 1.00 | 1 | 1 |",
+        f"| bert | {predict_per_k['base']:.3g} | 1.00 | 1 | 1 |",
+        f"| tokenisation alone (`encode`, on the host) | {predict_per_k['encode']:.3g} | "
+        f"{predict_ratio['encode']:.2f} | | |",
     ]
     for name in gp_rankers:
         target = "<= 1.10" if name == "pgdrr" else "<= 1.05"
         lines.append(
-            f"| {name} | {predict_per_k[name]:.2f} | {predict_ratio[name]:.2f} | {target} | {papers[name]} |"
+            f"| {name} | {predict_per_k[name]:.3g} | {predict_ratio[name]:.2f} | {target} | {papers[name]} |"
         )
+    lines += [
+        "",
+        f"`bert` scores {1000 / per_k['bert']:,.0f} pairs per second on the pre-encoded batch and "
+        f"{1000 / predict_per_k['base']:,.0f} in a whole `predict` (best runs). "
+        f"Tokenisation takes {predict_ratio['encode']:.0%} of `bert`'s whole `predict` here: where it is most of "
+        f"the call (a GPU), whole-`predict` ratios measure the host, and the networks' table above is the "
+        f"methods' cost.",
+    ]
+    if profiled is not None:
+        lines += [
+            "",
+            "One warm whole `predict` of each, under torch.profiler (its own overhead included): the call's "
+            "wall time, the host's time inside torch's operators and the device's kernel time; the rest of the "
+            "wall time is Python, chiefly the tokenisation.",
+            "",
+            "| ranker | wall (ms) | torch operators on the host (ms) | kernels on the device (ms) | "
+            "kernels / bert's |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        base_kernels = profiled["bert"]["device_ms"]
+        for name, row in profiled.items():
+            kernels, share = "-", "-"  # no device kernels on the CPU
+            if device.type == "cuda":
+                kernels, share = f"{row['device_ms']:.1f}", f"{row['device_ms'] / base_kernels:.2f}"
+            lines.append(f"| {name} | {row['wall_ms']:.1f} | {row['host_ops_ms']:.1f} | {kernels} | {share} |")
     if "pgdrr" not in gp_rankers:
         lines += ["", "pgdrr: not measured (the uncertank-pgdrr plugin is not installed)."]
     lines += [
@@ -406,9 +482,9 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "| scorer | s per 1,000 pairs (best run) | ratio to CrossEncoder.predict (median paired) | target |",
         "|---|---:|---:|---:|",
-        f"| CrossEncoder.predict | {cross['best']['base'] / cross['pairs'] * 1000:.2f} | 1.00 | |",
+        f"| CrossEncoder.predict | {cross['best']['base'] / cross['pairs'] * 1000:.3g} | 1.00 | |",
         f"| bert predict (eval_batch_size {cross['batch']}, the default) | "
-        f"{cross['best']['bert'] / cross['pairs'] * 1000:.2f} "
+        f"{cross['best']['bert'] / cross['pairs'] * 1000:.3g} "
         f"| {cross['ratio']['bert']:.2f} | <= 1.0 |",
     ]
     if risk is not None:
