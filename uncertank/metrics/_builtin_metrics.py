@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank.hookspecs import hookimpl
+from uncertank.metrics._inputs import ScoresInput
 from uncertank.metrics.accumulators import BrierAccumulator, ECEAccumulator, NLLAccumulator
 from uncertank.metrics.calibration import (
     Convention,
@@ -41,7 +42,7 @@ from uncertank.metrics.ranking import (
 
 
 def rbp(
-    scores: Any, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
+    scores: ScoresInput, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
     max_grade: int | None = None, judged: ArrayLike | None = None, per_query: bool = False,
 ) -> float | NDArray[np.float64]:
     """Rank-biased precision without its residual; see :func:`rank_biased_precision`."""
@@ -50,7 +51,7 @@ def rbp(
 
 
 def rbp_residual(
-    scores: Any, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
+    scores: ScoresInput, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
     max_grade: int | None = None, judged: ArrayLike | None = None, per_query: bool = False,
 ) -> float | NDArray[np.float64]:
     """The residual of rank-biased precision: unjudged weight plus tail; see :func:`rank_biased_precision`."""
@@ -59,7 +60,7 @@ def rbp_residual(
 
 
 def mce(
-    probs: Any, labels: ArrayLike | None = None, *, n_bins: int | None = None, strategy: Strategy = "uniform",
+    probs: ScoresInput, labels: ArrayLike | None = None, *, n_bins: int | None = None, strategy: Strategy = "uniform",
     balanced: bool = False, seed: int | np.random.Generator | None = None,
 ) -> float:
     """Maximum calibration error: :func:`expected_calibration_error` with ``norm="max"``."""

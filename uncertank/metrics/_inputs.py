@@ -21,15 +21,38 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeAlias, TypeGuard
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._types import RankedLists
+from uncertank._types import QuerySet, RankedLists
 from uncertank.validation import as_float_array, as_label_array, check_offsets, check_probabilities
 
-__all__ = ["Lists", "as_lists", "as_pairs", "as_structured"]
+__all__ = ["LabelsInput", "Lists", "ScoredPairs", "ScoresInput", "as_lists", "as_pairs", "as_structured"]
+
+
+class ScoredPairs(Protocol):
+    """Any object with flat ``scores`` and CSR ``offsets`` (a :class:`~uncertank.Predictions` is one)."""
+
+    @property
+    def scores(self) -> ArrayLike: ...
+
+    @property
+    def offsets(self) -> ArrayLike: ...
+
+
+class Labelled(Protocol):
+    """Any object with flat ``labels`` (a :class:`~uncertank.QuerySet` is one)."""
+
+    @property
+    def labels(self) -> ArrayLike | None: ...
+
+
+#: What a metric's ``scores`` may be: ranked lists, a Predictions-like object or an array-like.
+ScoresInput: TypeAlias = RankedLists | ScoredPairs | ArrayLike
+#: What a metric's ``labels`` may be: an array-like, a labelled QuerySet (or any object with labels), or None.
+LabelsInput: TypeAlias = ArrayLike | QuerySet | Labelled | None
 
 #: Pad ragged lists to a dense block when it costs at most this many cells per pair.
 _PAD_FACTOR = 4
@@ -155,7 +178,7 @@ class Lists:
 # --------------------------------------------------------------------------- values
 
 
-def _asarray(x: Any, name: str) -> NDArray[Any]:
+def _asarray(x: object, name: str) -> NDArray[Any]:
     try:
         return np.asarray(x)
     except (TypeError, ValueError) as exc:  # ragged nested lists, unconvertible objects
@@ -189,7 +212,7 @@ def _check_labels(arr: NDArray[Any], name: str, ndim: tuple[int, ...]) -> NDArra
     return as_label_array(arr, name, ndim=ndim)
 
 
-def _is_predictions_like(x: Any) -> bool:
+def _is_predictions_like(x: object) -> TypeGuard[ScoredPairs]:
     return (
         not isinstance(x, (np.ndarray, list, tuple))
         and hasattr(x, "scores")
@@ -201,8 +224,8 @@ def _is_predictions_like(x: Any) -> bool:
 
 
 def as_lists(
-    scores: Any,
-    labels: ArrayLike | Any | None,
+    scores: ScoresInput,
+    labels: LabelsInput,
     *,
     name: str = "scores",
     queries: bool = True,
@@ -276,7 +299,7 @@ def as_lists(
     return Lists(np.full(n_q, width, dtype=np.int64), s, y)
 
 
-def _from_predictions(pred: Any, labels: Any, name: str, probabilities: bool) -> Lists:
+def _from_predictions(pred: ScoredPairs, labels: LabelsInput, name: str, probabilities: bool) -> Lists:
     """Flat scores and offsets of a Predictions-like object, with labels (array or QuerySet)."""
     if labels is None:
         raise ValueError(
@@ -295,13 +318,15 @@ def _from_predictions(pred: Any, labels: Any, name: str, probabilities: bool) ->
     return Lists(np.diff(offsets), scores=s, labels=y, offsets=offsets)
 
 
-def as_pairs(probs: Any, labels: Any, name: str = "probs") -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+def as_pairs(
+    probs: ScoresInput, labels: LabelsInput, name: str = "probs"
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Flat probabilities and relevance, each of shape (n_pairs,), from any input of a calibration metric."""
     return as_lists(probs, labels, name=name, queries=False, probabilities=True).relevance()
 
 
 def as_structured(
-    probs: Any, labels: Any, name: str = "probs"
+    probs: ScoresInput, labels: LabelsInput, name: str = "probs"
 ) -> tuple[Lists, NDArray[np.float64], NDArray[np.bool_]]:
     """The query structure plus flat probabilities and relevance, each of shape (n_pairs,)."""
     lists = as_lists(probs, labels, name=name, queries=True, probabilities=True)

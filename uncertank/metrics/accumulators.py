@@ -47,12 +47,12 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from uncertank.metrics._inputs import as_pairs, as_structured
+from uncertank.metrics._inputs import LabelsInput, ScoresInput, as_pairs, as_structured
 from uncertank.metrics.binning import (
     BinStats,
     Convention,
@@ -86,11 +86,11 @@ PairMeanT = TypeVar("PairMeanT", bound="_PairMean")
 class Accumulator(Protocol):
     """A mergeable streaming evaluator of one metric."""
 
-    def update(self, chunk: Any, labels: Any = None) -> Any:
+    def update(self, chunk: ScoresInput, labels: LabelsInput = None) -> Any:
         """Add a chunk of scored pairs; returns self."""
         ...
 
-    def merge(self, other: Any) -> Any:
+    def merge(self, other: Self) -> Any:
         """Add another accumulator of the same metric and options; returns self."""
         ...
 
@@ -111,7 +111,7 @@ class PerQueryMetric(Protocol):
         """The bound options."""
         ...
 
-    def __call__(self, scores: Any, labels: Any = None, *, per_query: bool = False) -> Any:
+    def __call__(self, scores: ScoresInput, labels: LabelsInput = None, *, per_query: bool = False) -> Any:
         """The metric's value; with ``per_query=True`` one value per query."""
         ...
 
@@ -148,7 +148,7 @@ class _Base:
     def _key(self) -> tuple[Any, ...]:
         raise NotImplementedError
 
-    def _merge(self, other: Any) -> None:
+    def _merge(self, other: Self) -> None:
         """Add the state of ``other``, already checked to match."""
         raise NotImplementedError
 
@@ -157,7 +157,7 @@ class _Base:
         self._merge(self._check_merge(other))
         return self
 
-    def _check_merge(self: A, other: Any) -> A:
+    def _check_merge(self: A, other: object) -> A:
         if type(other) is not type(self):
             raise TypeError(f"can only merge a {type(self).__name__} with another; got {type(other).__name__}")
         if other._key() != self._key():
@@ -197,7 +197,7 @@ class PerQueryMean(_Base):
     def _key(self) -> tuple[Any, ...]:
         return (self.metric.name, tuple(sorted((k, repr(v)) for k, v in self.metric.options.items())))
 
-    def update(self, chunk: Any, labels: Any = None) -> PerQueryMean:
+    def update(self, chunk: ScoresInput, labels: LabelsInput = None) -> PerQueryMean:
         """Add the queries of ``chunk`` (whole queries only)."""
         values = np.asarray(self.metric(chunk, labels, per_query=True), dtype=np.float64)
         self._sum.add(float(values.sum()))
@@ -218,7 +218,7 @@ class PerQueryMean(_Base):
 # --------------------------------------------------------------------------- calibration
 
 
-def _streamable(strategy: str, balanced: Any, what: str) -> None:
+def _streamable(strategy: str, balanced: object, what: str) -> None:
     if balanced:
         raise ValueError(
             f"{what} cannot stream balanced=True: it subsamples at random from all pairs; "
@@ -226,7 +226,7 @@ def _streamable(strategy: str, balanced: Any, what: str) -> None:
         )
 
 
-def _check_edges(edges: Any, n_bins: int) -> NDArray[np.float64] | None:
+def _check_edges(edges: ArrayLike | None, n_bins: int) -> NDArray[np.float64] | None:
     if edges is None:
         return None
     arr = np.asarray(edges, dtype=np.float64)
@@ -241,7 +241,7 @@ def _check_edges(edges: Any, n_bins: int) -> NDArray[np.float64] | None:
 class _Binned(_Base):
     """Per-bin count, sum of confidences, number relevant and sum of (p - y), over fixed edges."""
 
-    def __init__(self, n_bins: int, strategy: str, convention: str, edges: Any = None) -> None:
+    def __init__(self, n_bins: int, strategy: str, convention: str, edges: ArrayLike | None = None) -> None:
         self.n_bins, self.strategy, self.convention = n_bins, strategy, convention
         self.counts = np.zeros(n_bins, dtype=np.int64)
         self.sum_conf = np.zeros(n_bins)
@@ -261,7 +261,7 @@ class _Binned(_Base):
         """The number of bins whose quantile edges this accumulator still needs (None: none)."""
         return self.n_bins if self.strategy == "quantile" and self.quantile_edges is None else None
 
-    def set_edges(self, edges: Any) -> None:
+    def set_edges(self, edges: ArrayLike | None) -> None:
         """Give the quantile edges (shape (n_bins + 1,), from :func:`quantile_edges`)."""
         if self.n:
             raise ValueError(f"{type(self).__name__}: set the edges before the first update")
@@ -293,7 +293,7 @@ class _Binned(_Base):
         self.n += o.n
         self.edges = self.edges if self.edges is not None else o.edges
 
-    def update(self: BinnedT, chunk: Any, labels: Any = None) -> BinnedT:
+    def update(self: BinnedT, chunk: ScoresInput, labels: LabelsInput = None) -> BinnedT:
         """Add the pairs of ``chunk`` (any split)."""
         self._add(*as_pairs(chunk, labels))
         return self
@@ -337,9 +337,9 @@ class ECEAccumulator(_Binned):
         strategy: Strategy = "uniform",
         norm: Norm = "l1",
         balanced: bool = False,
-        seed: Any = None,
+        seed: object = None,
         convention: Convention = "naeini",
-        edges: Any = None,
+        edges: ArrayLike | None = None,
         n_subsamples: int = 1,
     ) -> None:
         c, strategy, norm, convention = check_binning(n_bins, strategy, norm, convention)
@@ -378,7 +378,7 @@ class ReliabilityAccumulator(_Binned):
         (:func:`quantile_edges`), or later through :meth:`set_edges`.
     """
 
-    def __init__(self, *, n_bins: int = 10, strategy: Strategy = "uniform", edges: Any = None) -> None:
+    def __init__(self, *, n_bins: int = 10, strategy: Strategy = "uniform", edges: ArrayLike | None = None) -> None:
         c, strategy, _, _ = check_binning(n_bins, strategy, "l1", "naeini")
         super().__init__(c, strategy, "naeini", edges)
 
@@ -406,7 +406,7 @@ class _PairMean(_Base):
         """The sum of the per-pair terms of scores ``p`` and labels ``y``."""
         raise NotImplementedError
 
-    def update(self: PairMeanT, chunk: Any, labels: Any = None) -> PairMeanT:
+    def update(self: PairMeanT, chunk: ScoresInput, labels: LabelsInput = None) -> PairMeanT:
         """Add the pairs of ``chunk``."""
         p, y = as_pairs(chunk, labels)
         self._sum.add(self._total(p, y))
@@ -515,7 +515,7 @@ class CalibrationByRankAccumulator(_Base):
         self.n_at = np.concatenate([self.n_at, np.zeros(extra, dtype=np.int64)])
         self.n_positions = n_positions
 
-    def update(self, chunk: Any, labels: Any = None) -> CalibrationByRankAccumulator:
+    def update(self, chunk: ScoresInput, labels: LabelsInput = None) -> CalibrationByRankAccumulator:
         """Add the queries of ``chunk`` (whole queries only)."""
         lists, p, y = as_structured(chunk, labels)
         rank = pair_ranks(lists)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -66,7 +66,7 @@ MAX_BINS = 1_000_000
 
 
 def check_binning(
-    n_bins: Any, strategy: Any, norm: Any, convention: Any
+    n_bins: object, strategy: object, norm: object, convention: object
 ) -> tuple[int, Strategy, Norm, Convention]:
     """The checked binning options of an ECE: bins (the convention's default for None), strategy, norm, convention.
 

@@ -95,8 +95,8 @@ MAX_SUBSAMPLES = 10_000
 
 
 def check_ece_options(
-    n_bins: Any, strategy: Any, norm: Any, convention: Any, *, balanced: Any = False, seed: Any = None,
-    n_subsamples: Any = 1,
+    n_bins: object, strategy: object, norm: object, convention: object, *, balanced: object = False,
+    seed: object = None, n_subsamples: object = 1,
 ) -> tuple[int, Strategy, Norm, Convention, int]:
     """The checked options of :func:`expected_calibration_error`: binning, ``balanced``, ``seed``, ``n_subsamples``.
 
@@ -113,7 +113,7 @@ def check_ece_options(
     return c, strategy, norm, convention, n_sub
 
 
-def check_eps(eps: Any) -> float:
+def check_eps(eps: object) -> float:
     """The clipping constant of :func:`negative_log_likelihood`: ``eps`` in (0, 0.5), machine epsilon for None."""
     e = float(np.finfo(np.float64).eps) if eps is None else eps
     if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
@@ -125,7 +125,7 @@ def check_eps(eps: Any) -> float:
 
 
 def _balanced_subset(
-    p: NDArray[np.float64], y: NDArray[np.bool_], seed: Any
+    p: NDArray[np.float64], y: NDArray[np.bool_], seed: int | np.random.Generator | None
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """As many non-relevant as relevant pairs (the larger class subsampled), seeded."""
     pos, neg = np.flatnonzero(y), np.flatnonzero(~y)

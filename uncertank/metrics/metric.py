@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank import plugins
+from uncertank.metrics._inputs import ScoresInput
 from uncertank.metrics.accumulators import Accumulator, PerQueryMean
 from uncertank.metrics.names import IR_MEASURES, parse_ir_measure
 from uncertank.validation import check_choice
@@ -254,7 +255,7 @@ class Metric:
     # ------------------------------------------------------------------ calling
 
     def __call__(
-        self, scores: Any, labels: ArrayLike | Any | None = None, *, per_query: bool = False, **options: Any
+        self, scores: ScoresInput, labels: ArrayLike | Any | None = None, *, per_query: bool = False, **options: Any
     ) -> float | NDArray[np.float64]:
         """Evaluate on ``scores`` and ``labels`` (see the module notes for the accepted inputs).
 
@@ -320,7 +321,7 @@ class Metric:
 MetricEntry = str | Mapping[str, Any] | Metric
 
 
-def as_metric(obj: Any, *, name: str) -> Metric:
+def as_metric(obj: object, *, name: str) -> Metric:
     """A :class:`Metric` from a registry entry.
 
     A :class:`Metric` is returned as it is (renamed to ``name`` if it was
@@ -412,7 +413,7 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
 
 
 def _from_ir_measures(
-    name: Any, options: dict[str, Any], label: Any, i: int, reg: Mapping[str, Any]
+    name: Any, options: dict[str, Any], label: object, i: int, reg: Mapping[str, Any]
 ) -> tuple[str, dict[str, Any], Any]:
     """The registered name, options and label of an ir_measures name (``"nDCG@10"``)."""
     parsed = parse_ir_measure(name)

@@ -16,12 +16,14 @@ The passes are public inside the package so that
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank.metrics._inputs import as_pairs
+from uncertank._types import RankedLists
+from uncertank.metrics._inputs import LabelsInput, ScoresInput, as_pairs
 from uncertank.metrics.binning import MAX_BINS
 from uncertank.validation import check_positive_int
 
@@ -67,6 +69,10 @@ def combine_pass(a: list[Any], b: list[Any], collect: bool) -> list[Any]:
     return [x + y for x, y in zip(a, b, strict=True)]
 
 
+#: A chunk of scored pairs: a RankedLists (probabilities as scores) or a ``(probs, labels)`` tuple.
+Chunk: TypeAlias = RankedLists | tuple[ScoresInput, LabelsInput]
+
+
 def _lerp(a: NDArray[np.float64], b: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.float64]:
     """numpy.quantile's linear interpolation, operation for operation (so the edges agree bit for bit)."""
     diff = b - a
@@ -75,7 +81,7 @@ def _lerp(a: NDArray[np.float64], b: NDArray[np.float64], t: NDArray[np.float64]
     return out
 
 
-def exact_quantiles(run_pass: Any, n_bins: int) -> NDArray[np.float64]:
+def exact_quantiles(run_pass: Callable[[int, tuple[int, ...], bool], list[Any]], n_bins: int) -> NDArray[np.float64]:
     """Edges equal to ``numpy.quantile(all scores, linspace(0, 1, n_bins + 1))``.
 
     ``run_pass(level, prefixes, collect)`` runs :func:`select_pass` over
@@ -143,7 +149,7 @@ def _group_sizes(
     return sizes
 
 
-def chunk_probabilities(chunk: Any) -> NDArray[np.float64]:
+def chunk_probabilities(chunk: Chunk) -> NDArray[np.float64]:
     """The probabilities of a chunk (a RankedLists or a ``(probs, labels)`` tuple), shape (n_pairs,)."""
     if isinstance(chunk, tuple):
         if len(chunk) != 2:
@@ -152,7 +158,7 @@ def chunk_probabilities(chunk: Any) -> NDArray[np.float64]:
     return as_pairs(chunk, None)[0]
 
 
-def reiterable(chunks: Any) -> Any:
+def reiterable(chunks: object) -> Any:
     """A function returning a fresh iterator over ``chunks`` (a callable, or a list or tuple)."""
     if callable(chunks):
         return chunks
@@ -164,7 +170,9 @@ def reiterable(chunks: Any) -> Any:
     )
 
 
-def quantile_edges(chunks: Any, *, n_bins: int = 10) -> NDArray[np.float64]:
+def quantile_edges(
+    chunks: Callable[[], Iterable[Chunk]] | list[Chunk] | tuple[Chunk, ...], *, n_bins: int = 10
+) -> NDArray[np.float64]:
     """The equal-mass bin edges of all the scores in ``chunks``, exactly, in constant memory.
 
     Equal, bit for bit, to ``numpy.quantile(p, numpy.linspace(0, 1, n_bins

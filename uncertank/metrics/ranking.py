@@ -43,7 +43,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
-from uncertank.metrics._inputs import Lists, as_lists
+from uncertank.metrics._inputs import LabelsInput, Lists, ScoresInput, as_lists
 from uncertank.metrics.ranks import pair_ranks, relevant_ranks
 from uncertank.validation import check_positive_int
 
@@ -64,24 +64,24 @@ __all__ = [
 MAX_CUTOFF = 1_000_000_000
 
 
-def check_cutoff(k: Any, name: str = "k") -> int:
+def check_cutoff(k: object, name: str = "k") -> int:
     """A cutoff, depth or grade option: an integer from 1 to :data:`MAX_CUTOFF`, else an error naming it."""
     return check_positive_int(k, name, maximum=MAX_CUTOFF)
 
 
-def check_optional_cutoff(k: Any, name: str = "k") -> int | None:
+def check_optional_cutoff(k: object, name: str = "k") -> int | None:
     """As :func:`check_cutoff`, None passing as None (no cutoff)."""
     return None if k is None else check_cutoff(k, name)
 
 
-def check_persistence(p: Any) -> float:
+def check_persistence(p: object) -> float:
     """RBP's persistence ``p``: a number in (0, 1)."""
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or not 0.0 < float(p) < 1.0:
         raise ValueError(f"p must be a float in (0, 1); got {p!r}")
     return float(p)
 
 
-def _lists(scores: Any, labels: Any, rel: Any) -> Lists:
+def _lists(scores: ScoresInput, labels: LabelsInput, rel: object) -> Lists:
     """The validated lists, with labels below ``rel`` (checked, ``>= 1``) set to 0."""
     return as_lists(scores, labels).at_least(check_cutoff(rel, "rel"))
 
@@ -547,7 +547,7 @@ def rank_biased_precision(
     return float(value.mean()), float(residual.mean())
 
 
-def _judged_mask(judged: Any, lists: Lists) -> NDArray[np.bool_]:
+def _judged_mask(judged: ArrayLike, lists: Lists) -> NDArray[np.bool_]:
     """``judged`` as a flat bool mask in input order, shape (n_pairs,), checked against the labels."""
     try:
         arr = np.asarray(judged)

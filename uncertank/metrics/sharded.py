@@ -29,8 +29,9 @@ order of candidates that straddled partitions (the tie rule uses it).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,7 +40,10 @@ from uncertank._optional import require
 from uncertank._types import RankedLists
 from uncertank.metrics._inputs import as_pairs
 from uncertank.metrics.quantiles import combine_pass, exact_quantiles, float_bits, select_pass
-from uncertank.metrics.streaming import accumulators_for
+from uncertank.metrics.streaming import MetricsArg, accumulators_for
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["evaluate_dask"]
 
@@ -73,7 +77,7 @@ class _Partial:
             acc.update(lists)
 
 
-def _partial(df: Any, templates: list[Any], query: str, score: str, label: str) -> _Partial:
+def _partial(df: pd.DataFrame, templates: list[Any], query: str, score: str, label: str) -> _Partial:
     out = _Partial([copy.deepcopy(t) for t in templates])
     n = len(df)
     if n == 0:
@@ -147,7 +151,7 @@ def _finish(p: _Partial) -> list[Any]:
     return p.accs
 
 
-def _tree(items: list[Any], merge: Any) -> Any:
+def _tree(items: list[Any], merge: Callable[[Any, Any], Any]) -> Any:
     """Reduce ``items`` pairwise, neighbours with neighbours, in order."""
     while len(items) > 1:
         merged = [merge(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
@@ -157,7 +161,7 @@ def _tree(items: list[Any], merge: Any) -> Any:
     return items[0]
 
 
-def _select_partition(scores: Any, level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
+def _select_partition(scores: pd.Series, level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
     p = np.asarray(scores.to_numpy(), dtype=np.float64)
     if p.size == 0:
         return select_pass(np.zeros(0, dtype=np.uint64), level, prefixes, collect)
@@ -166,7 +170,7 @@ def _select_partition(scores: Any, level: int, prefixes: tuple[int, ...], collec
 
 def evaluate_dask(
     frame: Any,
-    metrics: Any,
+    metrics: MetricsArg,
     *,
     query: str = "query_id",
     score: str = "score",

@@ -15,16 +15,19 @@ equal-mass bins and what is not streamed are described once, in
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from uncertank.metrics.accumulators import Accumulator
-from uncertank.metrics.metric import resolve_metrics
+from uncertank.metrics.metric import MetricEntry, resolve_metrics
 from uncertank.metrics.quantiles import quantile_edges, reiterable
 
 __all__ = ["evaluate_stream"]
 
+#: The ``metrics`` argument of :func:`evaluate_stream`: metric entries or accumulators, in a list or named by a mapping.
+MetricsArg: TypeAlias = Iterable[MetricEntry | Accumulator] | Mapping[str, MetricEntry | Accumulator]
 
-def accumulators_for(metrics: Any) -> tuple[list[str], list[Any]]:
+
+def accumulators_for(metrics: MetricsArg) -> tuple[list[str], list[Any]]:
     """Keys and empty accumulators for metric entries or accumulator instances.
 
     The one reading of the ``metrics`` argument of :func:`evaluate_stream`
@@ -53,7 +56,7 @@ def accumulators_for(metrics: Any) -> tuple[list[str], list[Any]]:
     return keys, accs
 
 
-def evaluate_stream(chunks: Iterable[Any] | Callable[[], Iterable[Any]], metrics: Any) -> dict[str, Any]:
+def evaluate_stream(chunks: Iterable[Any] | Callable[[], Iterable[Any]], metrics: MetricsArg) -> dict[str, Any]:
     """Evaluate ``metrics`` over an iterable of chunks (each of whole queries) in one pass.
 
     Parameters
