@@ -27,6 +27,7 @@ from uncertank.bayes.models import PARAMETERS
 
 if TYPE_CHECKING:
     import arviz as az
+    import xarray as xr
 
 __all__ = [
     "ESS_PER_CHAIN_MIN",
@@ -115,7 +116,7 @@ class Diagnostics:
         return f"{rhat}, bulk ESS min {ess}, {self.n_divergences} divergences"
 
 
-def _sizes(idata: Any) -> tuple[int, int]:
+def _sizes(idata: az.InferenceData) -> tuple[int, int]:
     post = idata["posterior"]
     return int(post.sizes.get("chain", 0)), int(post.sizes.get("draw", 0))
 
@@ -165,7 +166,7 @@ def validate_trace(idata: az.InferenceData, *, chains: int | None = None, draws:
             )
 
 
-def _extreme(ds: Any, *, largest: bool) -> tuple[float, str]:
+def _extreme(ds: xr.Dataset, *, largest: bool) -> tuple[float, str]:
     """The largest (or smallest) value over a Dataset of diagnostics, NaN first."""
     best_val, best_name = (-np.inf if largest else np.inf), ""
     for name, da in ds.data_vars.items():
@@ -191,7 +192,7 @@ def _extreme(ds: Any, *, largest: bool) -> tuple[float, str]:
     return best_val, best_name
 
 
-def reported_parameters(idata: Any, names: Iterable[str] = PARAMETERS) -> list[str]:
+def reported_parameters(idata: az.InferenceData, names: Iterable[str] = PARAMETERS) -> list[str]:
     """The reported parameters that ``idata``'s posterior holds (internal)."""
     post = idata["posterior"]
     return [v for v in names if v in post.data_vars]
@@ -252,7 +253,7 @@ def diagnose(idata: az.InferenceData) -> Diagnostics:
     )
 
 
-def min_bulk_ess_and_max_rhat(idata: Any) -> tuple[float, float]:
+def min_bulk_ess_and_max_rhat(idata: az.InferenceData) -> tuple[float, float]:
     """The two numbers the ESS gate reads: min bulk ESS and max R-hat (NaN as worst; internal)."""
     az = require_arviz()
     post = idata["posterior"][reported_parameters(idata)]

@@ -57,8 +57,13 @@ from uncertank.bayes.models import check_model_options, model_for
 from uncertank.validation import check_choice, check_positive_int
 
 if TYPE_CHECKING:
+    from types import FrameType
+
+    import arviz as az
     import pandas as pd
     import pymc as pm
+
+    from uncertank.progress import Tracker
 
 __all__ = ["SAMPLERS", "compare", "default_sampler"]
 
@@ -132,7 +137,7 @@ def _stop_after_sigint(**_: Any) -> None:
         raise KeyboardInterrupt
 
 
-def _draw_callback(track: Any, *, stop_on_sigint: bool) -> Callable[..., None]:
+def _draw_callback(track: Tracker, *, stop_on_sigint: bool) -> Callable[..., None]:
     """PyMC's per-draw callback: count draws and divergences for :mod:`uncertank.progress`.
 
     With ``stop_on_sigint`` (sequential chains) it also ends the chains
@@ -162,7 +167,7 @@ def _sigint_handler(seen: dict[str, bool]) -> Iterator[None]:
         yield
         return
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         seen["sigint"] = True
         if callable(previous):
             previous(signum, frame)
@@ -192,7 +197,7 @@ def _interruptible(run: Callable[[], Any]) -> Any:
     return out
 
 
-def _completed_draws(idata: Any) -> int:
+def _completed_draws(idata: az.InferenceData) -> int:
     """Draws completed by every chain of a (partial) nutpie trace: finite in every variable."""
     post = idata["posterior"]
     if "draw" not in post.dims or post.sizes["draw"] == 0:
@@ -209,7 +214,7 @@ def _completed_draws(idata: Any) -> int:
     return int(prefix.min())
 
 
-def _truncate(idata: Any, n: int) -> Any:
+def _truncate(idata: az.InferenceData, n: int) -> Any:
     """The first ``n`` draws of every chain, in every group with a draw dimension."""
     return idata.isel(draw=slice(0, n))
 

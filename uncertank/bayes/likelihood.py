@@ -20,7 +20,7 @@ for the PyMC models.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -139,7 +139,9 @@ def zoib_rvs(
     return np.where(inflated, one.astype(np.float64), beta)
 
 
-def zoib_logp_graph(value: Any, mu: Any, phi: Any, zoi: Any, coi: Any) -> TensorVariable:
+def zoib_logp_graph(
+    value: TensorVariable, mu: TensorVariable, phi: TensorVariable, zoi: TensorVariable, coi: TensorVariable
+) -> TensorVariable:
     """The ZOiB log-density as a PyTensor graph (for ``pm.CustomDist``).
 
     The Beta branch is evaluated at 0.5 where ``value`` is 0 or 1 and then

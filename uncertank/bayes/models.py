@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -67,6 +68,7 @@ from uncertank.bayes.likelihood import zoib_logp_graph, zoib_rvs
 if TYPE_CHECKING:
     import pandas as pd
     import pymc as pm
+    from pytensor.tensor import TensorVariable
 
 __all__ = [
     "PARAMETERS",
@@ -147,7 +149,7 @@ def choose_centred(d: Design, centred: bool | None = None) -> dict[str, bool]:
     return out
 
 
-def _group_effects(pm: Any, name: str, scale: float, centred: bool) -> Any:
+def _group_effects(pm: ModuleType, name: str, scale: float, centred: bool) -> Any:
     """Partial pooling over coord ``name``: ``r ~ Normal(0, sd)``, centred or as ``sd * z``."""
     sd = pm.HalfStudentT(f"sd_{name}", nu=3, sigma=scale)
     if centred:
@@ -156,19 +158,22 @@ def _group_effects(pm: Any, name: str, scale: float, centred: bool) -> Any:
     return pm.Deterministic(f"r_{name}", sd * z, dims=name)
 
 
-def _zoib_random(mu: Any, phi: Any, zoi: Any, coi: Any, rng: np.random.Generator | None = None,
+def _zoib_random(mu: ArrayLike, phi: ArrayLike, zoi: ArrayLike, coi: ArrayLike, rng: np.random.Generator | None = None,
                  size: tuple[int, ...] | None = None) -> NDArray[np.float64]:
     return zoib_rvs(mu, phi, zoi, coi, rng=rng, size=size)
 
 
-def _gaussian_loglik(pt: Any, eta: Any, sigma: Any, d: Design) -> Any:
+def _gaussian_loglik(pt: ModuleType, eta: TensorVariable, sigma: TensorVariable, d: Design) -> Any:
     """Gaussian log-likelihood from each cell's count, mean and sum of squared deviations."""
     n = d.n.astype(np.float64)
     return (-float(n.sum()) * (pt.log(sigma) + 0.5 * math.log(2 * math.pi))
             - (pt.sum(n * (d.mean - eta) ** 2) + float(d.ss.sum())) / (2.0 * sigma**2))
 
 
-def _beta_loglik(pt: Any, eta: Any, phi: Any, zoi: Any, coi: Any, d: Design) -> Any:
+def _beta_loglik(
+    pt: ModuleType, eta: TensorVariable, phi: TensorVariable, zoi: TensorVariable, coi: TensorVariable | float,
+    d: Design,
+) -> Any:
     """ZOiB log-likelihood from counts of 0s and 1s and sums of log y, log(1 - y) per cell."""
     n0, n1 = float(d.n0.sum()), float(d.n1.sum())
     n_in = d.n_interior

@@ -11,7 +11,7 @@ draw a figure straight into a file, atomically, for reports.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from uncertank._optional import require
 from uncertank.validation import as_float_array, check_positive_int
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
 
     from uncertank.bayes._fitted import Fitted
@@ -32,8 +33,10 @@ __all__ = ["plot_effect_intervals", "plot_effects", "plot_ppc", "plot_ppc_densit
 _WHAT = "the figures of a Bayesian comparison"
 
 
-def plot_effect_intervals(effects: Any, family: str, *, prob: float = 0.95, title: str | None = None,
-                          ax: Axes | None = None) -> Axes:
+def plot_effect_intervals(
+    effects: pd.DataFrame | Sequence[Mapping[str, Any]], family: str, *, prob: float = 0.95,
+    title: str | None = None, ax: Axes | None = None,
+) -> Axes:
     """Forest plot of system effects given as rows: a dot at the mean, a bar over the credible interval.
 
     The drawing of :func:`plot_effects`, from the frame of
