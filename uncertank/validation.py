@@ -185,17 +185,17 @@ def check_same_length(a: NDArray[Any], a_name: str, b: NDArray[Any], b_name: str
         )
 
 
-def check_choice(value: Any, name: str, allowed: Iterable[E]) -> E:
+def check_choice(value: object, name: str, allowed: Iterable[E]) -> E:
     """Raise unless ``value`` is one of ``allowed``; the error lists them."""
     allowed = tuple(allowed)
     if value not in allowed:
         raise ValueError(
             f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}"
         )
-    return value  # type: ignore[no-any-return]
+    return value  # type: ignore[return-value]
 
 
-def check_positive_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+def check_positive_int(value: object, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
     """Raise unless ``value`` is an integer >= ``minimum`` (and <= ``maximum`` when given)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
@@ -211,7 +211,7 @@ _RANDOM_STATES = (np.random.Generator, np.random.BitGenerator, np.random.SeedSeq
 
 
 def check_seed(
-    value: Any, name: str = "seed", *, allow_none: bool = True, generator: bool = True, maximum: int | None = None
+    value: object, name: str = "seed", *, allow_none: bool = True, generator: bool = True, maximum: int | None = None
 ) -> Any:
     """Raise unless ``value`` is a seed: an integer >= 0 (<= ``maximum`` when given), or None.
 
@@ -300,8 +300,8 @@ def _containers() -> Any:
 
 
 def check_prediction(
-    pred: Any,
-    queries: Any,
+    pred: object,
+    queries: object,
     *,
     ranker: str,
     condition: str | None = None,

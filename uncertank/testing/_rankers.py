@@ -25,7 +25,7 @@ from uncertank.validation import InvalidPredictionError, check_prediction
 __all__ = ["check_ranker", "check_stochastic_ranker"]
 
 
-def _name(ranker: Any) -> str:
+def _name(ranker: object) -> str:
     """The ranker's name for a message; ``"?"`` when reading it fails or gives no str."""
     try:
         name = getattr(ranker, "name", "?")
@@ -34,15 +34,15 @@ def _name(ranker: Any) -> str:
     return name if isinstance(name, str) else "?"
 
 
-def _who(ranker: Any) -> str:
+def _who(ranker: object) -> str:
     return f"ranker {_name(ranker)!r} ({type(ranker).__name__})"
 
 
-def _fail(ranker: Any, check: str, message: str) -> ConformanceError:
+def _fail(ranker: object, check: str, message: str) -> ConformanceError:
     return ConformanceError(f"{_who(ranker)} fails check {check!r}: {message}")
 
 
-def _check_queries(queries: Any) -> QuerySet:
+def _check_queries(queries: object) -> QuerySet:
     if not isinstance(queries, QuerySet):
         raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
     return queries
@@ -74,7 +74,7 @@ def _max_diff(a: np.ndarray, b: np.ndarray) -> str:
     return f"max abs difference {float(np.max(np.abs(a - b))):.3g}"
 
 
-def _check_predictions(ranker: Any, pred: Any, queries: QuerySet, check: str) -> Predictions:
+def _check_predictions(ranker: object, pred: object, queries: QuerySet, check: str) -> Predictions:
     try:
         out = check_prediction(pred, queries, ranker=_name(ranker))
     except InvalidPredictionError as exc:
@@ -83,7 +83,7 @@ def _check_predictions(ranker: Any, pred: Any, queries: QuerySet, check: str) ->
 
 
 def _check_samples(
-    ranker: Any, ps: Any, queries: QuerySet, check: str, n: int | None, probabilistic: bool | None = None
+    ranker: object, ps: object, queries: QuerySet, check: str, n: int | None, probabilistic: bool | None = None
 ) -> PredictiveSamples:
     try:
         out = check_prediction(ps, queries, ranker=_name(ranker), samples=True, n_samples=n,
@@ -93,13 +93,13 @@ def _check_samples(
     return cast(PredictiveSamples, out)
 
 
-def _step(ranker: Any, check: str) -> Any:
+def _step(ranker: object, check: str) -> Any:
     """:func:`guard` for a ranker's check."""
     return guard(lambda c, message: _fail(ranker, c, message), check)
 
 
 def _check_again(
-    ranker: Any,
+    ranker: object,
     model: Any,
     queries: QuerySet,
     check: str,
@@ -223,7 +223,7 @@ def _run_checks(
 
 
 def _check_load_with_params(
-    ranker: Any, folder: Path, params: dict[str, Any], proto: type, queries: QuerySet, scores: np.ndarray,
+    ranker: Saveable, folder: Path, params: dict[str, Any], proto: type, queries: QuerySet, scores: np.ndarray,
     samples: np.ndarray | None, atol: float,
 ) -> None:
     """``type(ranker).load(folder, **params)``, as a study with a ``checkpoint`` and ``params`` calls it."""
@@ -245,7 +245,7 @@ def _check_load_with_params(
                      f"a ranker loaded with {shown} must draw what the saved one did; {{diff}}")
 
 
-def _check_params(params: Any) -> dict[str, Any] | None:
+def _check_params(params: object) -> dict[str, Any] | None:
     if params is None:
         return None
     if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
@@ -253,7 +253,7 @@ def _check_params(params: Any) -> dict[str, Any] | None:
     return dict(params)
 
 
-def _check_options(n_samples: Any, atol: Any, train: Any, valid: Any) -> None:
+def _check_options(n_samples: object, atol: object, train: object, valid: object) -> None:
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive int; got {n_samples!r}")
     if isinstance(atol, bool) or not isinstance(atol, (int, float)) or not atol >= 0:
@@ -266,7 +266,7 @@ def _check_options(n_samples: Any, atol: Any, train: Any, valid: Any) -> None:
 
 
 def check_ranker(
-    ranker: Any,
+    ranker: object,
     queries: QuerySet,
     *,
     train: QuerySet | None = None,
@@ -347,7 +347,7 @@ def check_ranker(
 
 
 def check_stochastic_ranker(
-    ranker: Any,
+    ranker: object,
     queries: QuerySet,
     *,
     n_samples: int = 3,
