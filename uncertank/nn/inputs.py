@@ -26,13 +26,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import QuerySet
 from uncertank.validation import check_positive_int
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
 
 __all__ = [
     "TURN_TOKEN",
@@ -51,7 +55,7 @@ TURN_TOKEN = "[T]"
 MIN_LENGTH = 5
 
 
-def add_separator_tokens(tokenizer: Any) -> int:
+def add_separator_tokens(tokenizer: PreTrainedTokenizerBase) -> int:
     """Add ``[U]`` and ``[T]`` to ``tokenizer`` as special tokens.
 
     Parameters
@@ -84,7 +88,9 @@ def turn_text(turn: str) -> str:
     return f"{body}{TURN_TOKEN}"
 
 
-def _tokenize_flat(tokenizer: Any, texts: Sequence[str]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def _tokenize_flat(
+    tokenizer: PreTrainedTokenizerBase, texts: Sequence[str]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Token ids of ``texts`` as one flat array plus CSR offsets of shape (len(texts) + 1,)."""
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     if not texts:
@@ -158,7 +164,7 @@ class EncodedPairs:
         mask[rows, cols] = 1
         return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
-    def batch(self, indices: NDArray[np.int64], device: Any = None) -> dict[str, Any]:
+    def batch(self, indices: NDArray[np.int64], device: torch.device | str | None = None) -> dict[str, Any]:
         """Like :meth:`batch_arrays`, as torch tensors on ``device``."""
         import torch
 
@@ -166,7 +172,7 @@ class EncodedPairs:
 
 
 def encode_pairs(
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     contexts: Sequence[Sequence[str]],
     candidates: Sequence[str],
     query_index: NDArray[np.int64],
@@ -261,7 +267,7 @@ def encode_pairs(
     return EncodedPairs(ids, types, off, pad_id)
 
 
-def encode_queries(tokenizer: Any, queries: QuerySet, *, max_length: int = 128) -> EncodedPairs:
+def encode_queries(tokenizer: PreTrainedTokenizerBase, queries: QuerySet, *, max_length: int = 128) -> EncodedPairs:
     """Encode every pair of a :class:`~uncertank.QuerySet` (see :func:`encode_pairs`)."""
     return encode_pairs(
         tokenizer, queries.contexts, queries.candidates, queries.query_index, max_length=max_length

@@ -15,12 +15,15 @@ import copy
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from uncertank.nn.inputs import add_separator_tokens
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 __all__ = [
     "POOLINGS",
@@ -72,7 +75,7 @@ def quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _check_backbone(backbone: Any) -> Any:
+def _check_backbone(backbone: object) -> Any:
     from transformers import PretrainedConfig
 
     if backbone is None:
@@ -94,7 +97,8 @@ def _check_backbone(backbone: Any) -> Any:
 
 
 def build_backbone(
-    backbone: Any = None, tokenizer: Any = None, *, num_hidden_layers: int | None = None
+    backbone: str | os.PathLike[str] | PretrainedConfig | None = None,
+    tokenizer: str | os.PathLike[str] | PreTrainedTokenizerBase | None = None, *, num_hidden_layers: int | None = None
 ) -> tuple[nn.Module, Any]:
     """Load or initialise an encoder and its tokenizer, with ``[U]`` and ``[T]`` added.
 
@@ -159,7 +163,7 @@ def build_backbone(
     return encoder, tokenizer
 
 
-def check_pooling(pooling: Any) -> str:
+def check_pooling(pooling: object) -> str:
     """Return ``pooling`` when it is one of :data:`POOLINGS`; raise ValueError naming it otherwise."""
     if not isinstance(pooling, str) or pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {', '.join(map(repr, POOLINGS))}; got {pooling!r}")
@@ -270,14 +274,14 @@ class CrossEncoderModel(nn.Module):
         return self.head(self.features(input_ids, attention_mask, token_type_ids))  # type: ignore[no-any-return]
 
 
-def check_max_length(max_length: int, config: Any, whose: str) -> None:
+def check_max_length(max_length: int, config: object, whose: str) -> None:
     """Raise unless ``max_length`` fits ``config.max_position_embeddings`` (``whose``: e.g. "the backbone's")."""
     limit = getattr(config, "max_position_embeddings", None)
     if limit is not None and max_length > limit:
         raise ValueError(f"max_length must be <= {whose} max_position_embeddings ({limit}); got {max_length}")
 
 
-def copy_encoder(source: Any) -> nn.Module:
+def copy_encoder(source: object) -> nn.Module:
     """A deep copy of an encoder with its parametrisations (e.g. a spectral bound) folded into plain weights."""
     from torch.nn.utils import parametrize
 

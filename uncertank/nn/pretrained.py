@@ -23,7 +23,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -32,6 +32,9 @@ from torch import nn
 
 from uncertank.nn.inputs import EncodedPairs
 from uncertank.validation import check_positive_int
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 __all__ = [
     "ACTIVATIONS",
@@ -126,7 +129,7 @@ class PairFormat:
                 )
 
     @classmethod
-    def coerce(cls, value: Any) -> PairFormat:
+    def coerce(cls, value: object) -> PairFormat:
         """``value`` as a PairFormat: one already, None (the default) or a dict of its fields."""
         if value is None:
             return cls()
@@ -163,7 +166,7 @@ class PairFormat:
 
 
 def encode_text_pairs(
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     contexts: Sequence[Sequence[str]],
     candidates: Sequence[str],
     query_index: NDArray[np.int64],
@@ -251,7 +254,7 @@ def recorded_pair_format(folder: str | os.PathLike[str]) -> dict[str, Any] | Non
     return dict(value) if isinstance(value, dict) else None
 
 
-def _sentence_transformers_activation(folder: Path, config: Any) -> str | None:
+def _sentence_transformers_activation(folder: Path, config: object) -> str | None:
     """The activation a sentence-transformers ``CrossEncoder`` folder records, as a dotted path, or None."""
     st_file = folder / "config_sentence_transformers.json"
     if st_file.is_file():  # sentence-transformers >= 5
@@ -266,7 +269,7 @@ def _sentence_transformers_activation(folder: Path, config: Any) -> str | None:
     return str(old) if old else None
 
 
-def classifier_activation(folder: str | os.PathLike[str], config: Any, activation: str = "auto") -> str:
+def classifier_activation(folder: str | os.PathLike[str], config: PretrainedConfig, activation: str = "auto") -> str:
     """How the classifier in ``folder`` turns logits into P(relevant).
 
     ``"auto"`` reads it from the folder: the activation a sentence-transformers
@@ -382,7 +385,7 @@ def read_classifier(
     folder: str | os.PathLike[str],
     *,
     weights: bool = True,
-    tokenizer: Any = None,
+    tokenizer: str | os.PathLike[str] | PreTrainedTokenizerBase | None = None,
     activation: str = "auto",
     require_head: bool = True,
 ) -> tuple[PretrainedCrossEncoder, Any]:
@@ -490,7 +493,7 @@ def read_classifier(
     return model, tokenizer
 
 
-def default_max_length(model: PretrainedCrossEncoder, tokenizer: Any, fallback: int = 512) -> int:
+def default_max_length(model: PretrainedCrossEncoder, tokenizer: object, fallback: int = 512) -> int:
     """The longest pair the model reads: the tokenizer's ``model_max_length`` within the position embeddings.
 
     sentence-transformers records a ``CrossEncoder``'s ``max_length`` as the
@@ -507,7 +510,9 @@ def default_max_length(model: PretrainedCrossEncoder, tokenizer: Any, fallback: 
     return int(min(value, limit)) if limit is not None else value
 
 
-def check_pretrained_args(pretrained: Any, *, backbone: Any, num_hidden_layers: Any, activation: Any) -> None:
+def check_pretrained_args(
+    pretrained: object, *, backbone: object, num_hidden_layers: object, activation: object
+) -> None:
     """Raise unless ``pretrained`` is None or a local model folder given alone, and ``activation`` is known."""
     if pretrained is not None:
         if not isinstance(pretrained, (str, os.PathLike)):

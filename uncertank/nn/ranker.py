@@ -23,8 +23,9 @@ names.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -57,6 +58,10 @@ from uncertank.nn.pretrained import (
 from uncertank.nn.runtime import get_accelerator, is_main_process, resolve_device, seed_everything
 from uncertank.nn.training import TrainingConfig, TrainingHistory, cross_entropy_loss, train_cross_encoder
 from uncertank.protocols import CostRates, NotFittedError
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+    from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 __all__ = ["NeuralRanker", "PostHocHeadWarning"]
 
@@ -157,9 +162,9 @@ class NeuralRanker:
 
     def __init__(
         self,
-        backbone: Any = None,
+        backbone: str | os.PathLike[str] | PretrainedConfig | None = None,
         *,
-        tokenizer: Any = None,
+        tokenizer: str | os.PathLike[str] | PreTrainedTokenizerBase | None = None,
         num_hidden_layers: int | None = None,
         pooling: str = "cls",
         max_length: int | None = None,
@@ -178,7 +183,7 @@ class NeuralRanker:
         train_ratio: int | None = 1,
         max_train_queries: int | None = None,
         pretrained: str | os.PathLike[str] | None = None,
-        pair_format: Any = None,
+        pair_format: PairFormat | dict[str, Any] | None = None,
         activation: str = "auto",
         freeze_encoder: bool | None = None,
         name: str | None = None,
@@ -203,7 +208,7 @@ class NeuralRanker:
         self.device = device
         resolve_device(device)  # fail early on a bad device string
         self.backbone = backbone
-        self.tokenizer = tokenizer
+        self.tokenizer: Any = tokenizer  # the argument, then the loaded tokenizer
         self.num_hidden_layers = num_hidden_layers
         self.pooling = check_pooling(pooling)
         if name is not None:
@@ -312,7 +317,7 @@ class NeuralRanker:
         return cross_entropy_loss(output, labels)
 
     def on_train_end(
-        self, model: torch.nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Any
+        self, model: torch.nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Accelerator
     ) -> None:
         """Called once after training with the final weights; override to fit extra state.
 
@@ -502,7 +507,7 @@ class NeuralRanker:
                 "warm_start/from_ranker, or use a trained model as it is with pretrained=<folder>"
             )
 
-    def check_queries(self, queries: Any) -> QuerySet:
+    def check_queries(self, queries: object) -> QuerySet:
         """Return ``queries`` when it is a :class:`~uncertank.QuerySet`; raise TypeError otherwise."""
         if not isinstance(queries, QuerySet):
             raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
@@ -514,7 +519,8 @@ class NeuralRanker:
         return self.encode_texts(queries.contexts, queries.candidates, queries.query_index)
 
     def encode_texts(
-        self, contexts: Any, candidates: Any, query_index: Any, *, max_length: int | None = None
+        self, contexts: Sequence[Sequence[str]], candidates: Sequence[str], query_index: NDArray[np.int64], *,
+        max_length: int | None = None,
     ) -> EncodedPairs:
         """(context, candidate) pairs as token sequences, the way this ranker's model reads them.
 

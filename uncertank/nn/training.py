@@ -19,9 +19,9 @@ final model and the training pairs, e.g. to compute a covariance).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -33,6 +33,10 @@ from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_pairs
 from uncertank.nn.runtime import progress
 from uncertank.validation import check_positive_int
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+    from transformers import PreTrainedTokenizerBase
 
 __all__ = [
     "TrainingConfig",
@@ -330,12 +334,12 @@ def _param_groups(
 
 def train_cross_encoder(
     model: torch.nn.Module,
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     train: QuerySet,
     valid: QuerySet | None = None,
     *,
     config: TrainingConfig | None = None,
-    accelerator: Any = None,
+    accelerator: Accelerator | None = None,
     loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] | None = None,
     on_train_end: Callable[[torch.nn.Module, EncodedPairs, NDArray[np.int64], Any], None] | None = None,
     encode: Callable[..., EncodedPairs] | None = None,
@@ -411,7 +415,10 @@ def train_cross_encoder(
     set_seed(cfg.seed)
     main = acc.is_main_process
     if encode is None:
-        def encode(contexts: Any, candidates: Any, query_index: Any, *, max_length: int) -> EncodedPairs:
+        def encode(
+            contexts: Sequence[Sequence[str]], candidates: Sequence[str], query_index: NDArray[np.int64], *,
+            max_length: int,
+        ) -> EncodedPairs:
             return encode_pairs(tokenizer, contexts, candidates, query_index, max_length=max_length)
     if cfg.max_train_queries is not None and train.n_queries > cfg.max_train_queries:
         keep = np.random.default_rng(cfg.seed).choice(train.n_queries, size=cfg.max_train_queries, replace=False)
