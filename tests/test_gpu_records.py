@@ -61,7 +61,8 @@ def test_the_docs_quote_the_sampler_and_the_gibbs_sweep():
     log = (RECORDS / "polya_gamma.log").read_text()
     million = {m.group(1): float(m.group(2)) for m in
                re.finditer(r"^\| 1,000,000 \| (\S+) \| [\d.]+ \([\d.]+x\) \| [\d.]+ \(([\d.]+)x\)", log, re.M)}
-    assert million == {"0": 8.38, "2.76": 13.36, "50": 43.89, "10000": 22.4}
+    assert set(million) == {"0", "2.76", "50", "10000"}
+    assert min(million.values()) >= 10  # the target at 10^6 draws
     for z, ratio in million.items():
         assert f"{ratio:.1f}x (z = {z if z != '10000' else '10^4'})" in flat, z
     gpu = json.loads((RECORDS / "pgdrr_bank_cost.json").read_text())["bank_sizes"]["4096"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["format_fixed", "format_number", "format_percent", "format_pvalue", "format_signed"]
+__all__ = ["format_fixed", "format_interval", "format_number", "format_percent", "format_pvalue", "format_signed"]
 
 
 def format_number(value: Any) -> str:
@@ -76,6 +76,19 @@ def format_pvalue(p: float | None) -> str:
     if p < 0.001:
         return f"{p:.1e}"
     return f"{p:.3f}"
+
+
+def format_interval(value: Any, low: Any, high: Any) -> str:
+    """A point estimate with its interval, ``0.9120 [0.8710, 0.9432]``; a dash when there is no estimate.
+
+    Examples
+    --------
+    >>> format_interval(0.912, 0.871, 0.9432), format_interval(None, None, None)
+    ('0.9120 [0.8710, 0.9432]', '–')
+    """
+    if value is None:
+        return "–"
+    return f"{format_number(value)} [{format_number(low)}, {format_number(high)}]"
 
 
 def format_percent(change: float | None) -> str:

@@ -46,6 +46,8 @@ from pydantic import (
 )
 from pydantic.dataclasses import dataclass
 
+from uncertank._schema_errors import describe_value, error_message
+
 __all__ = [
     "DEMO_STUDIES",
     "BayesConfig",
@@ -111,7 +113,7 @@ def _check_pretrained(value: Any) -> Any:
         return list(value)
     raise ValueError(
         "must be a model folder (a string), or a list of folders for a ranker of several models; "
-        f"got {_got(value)}"
+        f"got {describe_value(value, 'toml')}"
     )
 
 
@@ -122,7 +124,8 @@ def _check_metrics(value: Any) -> Any:
         if isinstance(entry, Mapping) and not isinstance(entry.get("name"), str):
             raise _At((i, "name"), f"a metric table needs a name (a string); got keys {sorted(entry)}")
         if not isinstance(entry, (str, Mapping)) and not callable(entry):
-            raise _At((i,), f"must be a metric name or a table {{name = ..., options}}; got {_got(entry)}")
+            raise _At((i,), "must be a metric name or a table {name = ..., options}; "
+                            f"got {describe_value(entry, 'toml')}")
     return tuple(value)
 
 
@@ -565,22 +568,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise StudyConfigError([("", f"not valid TOML: {exc}")]) from None
 
 
-def _got(value: Any) -> str:
-    """A value as a study file's author wrote it: ``the string 'no'``, ``a table``, ``3``."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, Mapping):
-        return f"a table with keys {', '.join(map(str, value)) or 'none'}"
-    if isinstance(value, (list, tuple)):
-        return f"a list of {len(value)}" if value else "an empty list"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return f"{type(value).__name__} {value!r}"
-
-
-def _known_keys(loc: tuple[str | int, ...]) -> list[str]:
+def _study_file_keys(loc: tuple[str | int, ...]) -> list[str]:
     """The keys allowed in the table holding ``loc``."""
     parent = [p for p in loc[:-1] if isinstance(p, str)]
     cls: Any = _TABLES.get(parent[0], StudyConfig) if parent else StudyConfig
@@ -590,56 +578,30 @@ def _known_keys(loc: tuple[str | int, ...]) -> list[str]:
     return [n for n in names if n not in _TABLES] if cls is StudyConfig else names
 
 
-def _describe(err: Any) -> tuple[tuple[str | int, ...], str]:
+def _study_file_error(err: Mapping[str, Any]) -> tuple[tuple[str | int, ...], str]:
     """One pydantic error as (location, the message a study file's author reads)."""
     loc: tuple[str | int, ...] = tuple(err["loc"])
     kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
-    got = _got(value)
+    got = describe_value(value, "toml")
     if kind == "value_error" and isinstance(ctx.get("error"), _At):
         return (*loc, *ctx["error"].where), ctx["error"].message
     if kind == "value_error":
         return loc, str(ctx.get("error", err["msg"]))
-    if kind == "missing" or kind == "missing_argument":
-        return loc, "missing: this key is required"
-    if kind in ("unexpected_keyword_argument", "extra_forbidden"):
-        return loc, f"unknown key; known: {', '.join(_known_keys(loc))}"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        return loc, f"must be an integer; got {got}"
-    if kind in ("float_type", "float_parsing"):
-        return loc, f"must be a number; got {got}"
-    if kind == "finite_number":
-        return loc, f"must be a finite number; got {got}"
-    if kind in ("bool_type", "bool_parsing"):
-        return loc, f"must be true or false; got {got}"
-    if kind == "string_type":
-        what = "a folder path (a string)" if loc and loc[-1] in ("checkpoint", "pretrained") else "a string"
-        return loc, f"must be {what}; got {got}"
-    if kind == "string_too_short":
-        return loc, "must not be empty"
+    if kind == "string_type" and loc and loc[-1] in ("checkpoint", "pretrained"):
+        return loc, f"must be a folder path (a string); got {got}"
     if kind == "dict_type" and loc and loc[-1] == "params":
         return loc, f"must be a table of the factory's keyword arguments, e.g. params = {{ n_passes = 3 }}; got {got}"
-    if kind in ("dict_type", "dataclass_type", "dataclass_args_type", "model_type"):
-        return loc, f"must be a table; got {got}"
     if kind in ("tuple_type", "list_type", "iterable_type"):
         if loc and loc[-1] in _TABLES and loc[-1] not in _SINGLE:
             return loc, f"must be a list of [[{loc[-1]}]] tables; got {got}"
-        hint = f' (write ["{value}"])' if isinstance(value, str) else ""
-        return loc, f"must be a list{hint}; got {got}"
-    if kind == "too_short":
-        need = ctx.get("min_length", 1)
-        return loc, f"must hold at least {need} value{'s' if need != 1 else ''}; got {got}"
-    bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
-    if kind in bounds:
-        bound = next(v for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
-        return loc, f"must be {bounds[kind]} {bound}; got {got}"
-    if kind == "literal_error":
-        return loc, f"must be one of {ctx.get('expected')}; got {got}"
-    return loc, f"{err['msg'][:1].lower()}{err['msg'][1:]}; got {got}"
+        if isinstance(value, str):
+            return loc, f'must be a list (write ["{value}"]); got {got}'
+    return loc, error_message(err, "toml", lambda: _study_file_keys(loc))
 
 
 def _errors(exc: ValidationError) -> list[tuple[str, str]]:
     """One ``(path, message)`` per error, leaving out those implied by an error inside them."""
-    described = [_describe(e) for e in exc.errors()]
+    described = [_study_file_error(e) for e in exc.errors()]
     out: list[tuple[str, str]] = []
     for loc, msg in described:
         inner = any(other != loc and other[: len(loc)] == loc for other, _ in described)
@@ -707,7 +669,7 @@ def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
         errors.append((key, f"unknown table; known: study, {', '.join(_TABLES)}"))
     study = raw.get("study", {})
     if not isinstance(study, dict):
-        errors.append(("study", f"must be a table ([study]); got {_got(study)}"))
+        errors.append(("study", f"must be a table ([study]); got {describe_value(study, 'toml')}"))
         study = {}
     for key in _TABLES:
         if key in study:

@@ -24,10 +24,13 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
 from typing_extensions import NotRequired, TypedDict
+
+from uncertank._schema_errors import describe_value, error_message
 
 __all__ = [
     "BayesOutcome",
@@ -816,25 +819,8 @@ def _json_path(loc: tuple[str | int, ...]) -> str:
     return out
 
 
-def _got(value: Any) -> str:
-    """What a JSON value is, for a message: ``the string 'abc'``, ``null``, ``an object``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    return f"{type(value).__name__} {value!r}"
-
-
-def _known_keys(loc: tuple[str | int, ...]) -> str:
-    """The keys allowed beside ``loc[-1]``: the fields of the dataclass that holds it."""
+def _result_keys(loc: tuple[str | int, ...]) -> list[str] | None:
+    """The keys allowed beside ``loc[-1]``: the fields of the dataclass that holds it (None if none does)."""
     import typing
 
     cls: Any = StudyResult
@@ -850,37 +836,19 @@ def _known_keys(loc: tuple[str | int, ...]) -> str:
                 and typing.get_origin(cls) is not list and typing.get_origin(cls) is not dict:
             cls = next((a for a in typing.get_args(cls) if a is not type(None)), None)  # X | None
     if cls is None or not hasattr(cls, "__dataclass_fields__"):
-        return ""
-    return "; known: " + ", ".join(f.name for f in fields(cls))
+        return None
+    return [f.name for f in fields(cls)]
 
 
-def _describe(err: Any) -> tuple[str, str]:
+def _result_error(err: Mapping[str, Any]) -> tuple[str, str]:
     """One pydantic error as ``(JSON path, message)``."""
     loc: tuple[str | int, ...] = tuple(err["loc"])
     kind, ctx = err["type"], err.get("ctx") or {}
-    got = _got(err.get("input"))
     if kind == "json_invalid":
         return "", f"is not valid JSON: {ctx.get('error', err['msg'])}"
-    if kind in ("missing", "missing_argument"):
-        return _json_path(loc), "missing: this key is required"
-    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
-        return _json_path(loc), f"unknown key{_known_keys(loc)}"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        return _json_path(loc), f"must be an integer; got {got}"
-    if kind in ("float_type", "float_parsing"):
-        return _json_path(loc), f"must be a number; got {got}"
-    if kind in ("bool_type", "bool_parsing"):
-        return _json_path(loc), f"must be true or false; got {got}"
-    if kind in ("string_type", "string_unicode"):
-        return _json_path(loc), f"must be a string; got {got}"
-    if kind in ("dict_type", "dataclass_type", "dataclass_args_type", "model_type"):
-        what = "the document" if not loc else _json_path(loc)
-        return ("", f"{what} must be an object; got {got}") if not loc else (what, f"must be an object; got {got}")
-    if kind in ("list_type", "tuple_type", "iterable_type"):
-        return _json_path(loc), f"must be a list; got {got}"
-    if kind == "literal_error":
-        return _json_path(loc), f"must be one of {ctx.get('expected')}; got {got}"
-    return _json_path(loc), f"{err['msg'][:1].lower()}{err['msg'][1:]}; got {got}"
+    if not loc and kind in ("dict_type", "dataclass_type", "dataclass_args_type", "model_type"):
+        return "", f"the document must be an object; got {describe_value(err.get('input'), 'json')}"
+    return _json_path(loc), error_message(err, "json", lambda: _result_keys(loc))
 
 
 def _inconsistencies(result: StudyResult) -> list[tuple[str, str]]:
@@ -916,7 +884,7 @@ def _inconsistencies(result: StudyResult) -> list[tuple[str, str]]:
 def _validation_errors(exc: Any) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for err in exc.errors():
-        line = _describe(err)
+        line = _result_error(err)
         if line not in out:
             out.append(line)
     return out

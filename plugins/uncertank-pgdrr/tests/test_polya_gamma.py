@@ -219,3 +219,29 @@ def test_proposal_mixture_weight_is_stable_for_any_z():
     zz = [0.0, 1e-9, 0.3, 1 / TRUNCATION, 2.0, 5.0, 20.0, 40.0, 100.0, 5000.0]
     ours = _exponential_mass(torch.tensor(zz, dtype=torch.float64)).numpy()
     np.testing.assert_allclose(ours, [reference(v) for v in zz], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("z", [0.0, 0.5, 2.76, 50.0])
+def test_several_proposals_per_lane_from_the_first_round_draw_the_same_law(z, monkeypatch):
+    """A GPU draws several proposals per lane in every round of the inner loops (fewer rounds): the same
+    law, checked on the CPU by forcing that rule, against the C sampler and the exact moments."""
+    import uncertank_pgdrr.polya_gamma as module
+
+    calls = []
+    monkeypatch.setattr(module, "_candidates_per_lane",
+                        lambda pending, device: calls.append(pending) or module._GPU_CANDIDATES)
+    n = 100_000
+    ours = random_polya_gamma(1, torch.full((n,), z, dtype=torch.float64), generator=gen(5)).numpy()
+    assert calls and calls[0] > module._SMALL_ROUND  # the rule was asked while many lanes were pending
+    theirs = random_polyagamma(1, z, size=n, method="devroye", random_state=np.random.default_rng(5))
+    assert stats.ks_2samp(ours, theirs).pvalue > 1e-3
+    ref_mean, ref_var = reference_moments(1, z)
+    assert abs(ours.mean() - ref_mean) < 4 * np.sqrt(ref_var / n)
+
+
+def test_the_gpu_rule_takes_fewer_rounds():
+    from uncertank_pgdrr.polya_gamma import _CANDIDATES, _GPU_CANDIDATES, _SMALL_ROUND, _candidates_per_lane
+
+    assert _candidates_per_lane(10**6, torch.device("cpu")) == 1
+    assert _candidates_per_lane(_SMALL_ROUND, torch.device("cpu")) == _CANDIDATES
+    assert _candidates_per_lane(10**6, torch.device("cuda")) == _GPU_CANDIDATES > _CANDIDATES  # nothing runs there

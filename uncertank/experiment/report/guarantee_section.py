@@ -13,15 +13,9 @@ from uncertank.experiment.report.figures import Figures
 from uncertank.experiment.report.markdown import MARK, names
 from uncertank.experiment.report.sections import conditions_of, open_section
 from uncertank.experiment.result import ConformalOutcome, Evaluation, StudyResult
-from uncertank.formatting import format_number, format_pvalue
+from uncertank.formatting import format_interval, format_number, format_pvalue
 
 __all__ = ["thresholds"]
-
-
-def _interval(value: float | None, low: float | None, high: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{format_number(value)} [{format_number(low)}, {format_number(high)}]"
 
 
 def _below(value: float | None, high: float | None, target: float) -> bool:
@@ -102,11 +96,11 @@ def thresholds(doc: Doc, result: StudyResult, figs: Figures) -> None:
             rows.append([
                 f"`{cond}`", f"`{e.ranker}`", c.score,
                 "all" if c.threshold is None else format_number(c.threshold),
-                _interval(c.coverage, c.coverage_lower, c.coverage_upper), size,
+                format_interval(c.coverage, c.coverage_lower, c.coverage_upper), size,
                 "never" if c.abstain_threshold is None else format_number(c.abstain_threshold),
                 format_number(c.answer_rate), format_number(c.error_rate),
                 f"{'yes' if c.exchangeable else 'no'} (p {format_pvalue(c.exchangeability_p)})",
-                _interval(c.weighted_coverage, c.weighted_coverage_lower, c.weighted_coverage_upper),
+                format_interval(c.weighted_coverage, c.weighted_coverage_lower, c.weighted_coverage_upper),
                 format_number(c.weighted_mean_size),
             ])
     doc.table(

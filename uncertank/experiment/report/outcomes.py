@@ -20,7 +20,7 @@ from uncertank.experiment.report.figures import Figures
 from uncertank.experiment.report.markdown import MARK, cell, names
 from uncertank.experiment.report.sections import conditions_of, open_section
 from uncertank.experiment.result import BayesOutcome, ExternalRunOutcome, StudyResult
-from uncertank.formatting import format_number, format_pvalue
+from uncertank.formatting import format_interval, format_number, format_pvalue
 
 __all__ = ["DIAGNOSTIC_LABELS", "bayes", "imbalance", "nota", "reliability", "risk", "run_warnings", "selective",
            "timings"]
@@ -230,10 +230,6 @@ def bayes(doc: Doc, result: StudyResult, figs: Figures, out: Path) -> None:
         _bayes_trec_covid(doc, trec, figs, out)
 
 
-def _interval(mean: Any, lower: Any, upper: Any) -> str:
-    return f"{format_number(mean)} [{format_number(lower)}, {format_number(upper)}]"
-
-
 def _external_runs(doc: Doc, runs: list[ExternalRunOutcome]) -> None:
     """The external runs compared beside the rankers: their files, how much of each list they rank, their mean."""
     doc.text(f"Beside the study's rankers, {len(runs)} external run{'s' if len(runs) != 1 else ''} "
@@ -283,8 +279,9 @@ def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path,
         for r in b.against_baseline:
             run = " (run)" if (r["system"], b.condition) in external else ""
             rows.append([f"`{b.condition}`", f"`{b.family}`", f"`{r['system']}`{run}",
-                         _interval(r["diff_mean"], r["diff_lower"], r["diff_upper"]), format_number(r["p_better"]),
-                         str(r["verdict"]), *[_interval(r.get(f"urisk_r{k}"), r.get(f"urisk_r{k}_lower"),
+                         format_interval(r["diff_mean"], r["diff_lower"], r["diff_upper"]),
+                         format_number(r["p_better"]),
+                         str(r["verdict"]), *[format_interval(r.get(f"urisk_r{k}"), r.get(f"urisk_r{k}_lower"),
                                                         r.get(f"urisk_r{k}_upper")) if f"urisk_r{k}" in r else ""
                                               for k in (1, 2)], "yes"])
     doc.table(["condition", "family", "ranker", f"effect − {first.baseline}", "P(better)", "verdict", "URisk r=1",
