@@ -270,12 +270,12 @@ class InvalidPredictionError(ValueError):
         self.problem = problem
 
 
-def _describe(obj: Any) -> str:
+def _type_and_shape(obj: Any) -> str:
     shape = getattr(obj, "shape", None)
     return f"{type(obj).__name__}" + ("" if shape is None else f" of shape {tuple(shape)}")
 
 
-def _first_difference(got: np.ndarray, want: np.ndarray) -> str:
+def _where_offsets_differ(got: np.ndarray, want: np.ndarray) -> str:
     """Where offsets ``got`` first differ from the QuerySet's ``want``."""
     if got.size != want.size:
         return f"offsets of {got.size - 1} queries, the QuerySet has {want.size - 1}"
@@ -383,13 +383,13 @@ def check_prediction(
     n = queries.n_pairs
     if not samples:
         if not isinstance(pred, containers.Predictions):
-            raise fail(f"predict must return uncertank.Predictions; got {_describe(pred)}")
+            raise fail(f"predict must return uncertank.Predictions; got {_type_and_shape(pred)}")
         scores = np.asarray(pred.scores)
         if scores.shape != (n,):
             raise fail(f"scores must have shape ({n},), one per pair; got {scores.shape}")
         if not np.array_equal(pred.offsets, queries.offsets):
             raise fail("predictions must carry the offsets of the QuerySet scored; got "
-                       + _first_difference(np.asarray(pred.offsets), queries.offsets))
+                       + _where_offsets_differ(np.asarray(pred.offsets), queries.offsets))
         bad = ~np.isfinite(scores)
         if bad.any():
             raise fail(f"scores must be finite; got {int(bad.sum())} NaN or infinite values, "
@@ -399,7 +399,7 @@ def check_prediction(
             raise fail(f"probabilistic scores must lie in [0, 1]; {_outside(scores)}")
         return pred
     if not isinstance(pred, containers.PredictiveSamples):
-        raise fail(f"predict_samples must return uncertank.PredictiveSamples; got {_describe(pred)}")
+        raise fail(f"predict_samples must return uncertank.PredictiveSamples; got {_type_and_shape(pred)}")
     s = np.asarray(pred.samples)
     if s.ndim != 2 or s.shape[1] != n or s.shape[0] < 1:
         raise fail(f"samples must have shape (n_samples, {n}), one joint draw per row; got {s.shape}")
@@ -407,7 +407,7 @@ def check_prediction(
         raise fail(f"n_samples={n_samples} must give {n_samples} rows; got {s.shape[0]}")
     if not np.array_equal(pred.offsets, queries.offsets):
         raise fail("samples must carry the offsets of the QuerySet scored; got "
-                   + _first_difference(np.asarray(pred.offsets), queries.offsets))
+                   + _where_offsets_differ(np.asarray(pred.offsets), queries.offsets))
     bad = ~np.isfinite(s)
     if bad.any():
         raise fail(f"samples must be finite; got {int(bad.sum())} NaN or infinite values, e.g. {float(s[bad][0])!r}")

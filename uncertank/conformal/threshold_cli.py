@@ -81,7 +81,7 @@ def _unlabelled_run(path: str, system: str | None) -> Predictions:
     return Predictions(df["score"].to_numpy(dtype=np.float64)[order], offsets, probabilistic=False)
 
 
-def _describe(th: Any) -> str:
+def _threshold_sentence(th: Any) -> str:
     if th.risk == "abstain":
         if not th.feasible:
             return "no threshold: abstain on every query"
@@ -191,7 +191,7 @@ def threshold_command(run: str, qrels: str, alpha_text: str, delta_text: str, ri
         return
     c = report["calibration"]
     what = _RISK_WORDS[th.risk]
-    click.echo(_describe(th))
+    click.echo(_threshold_sentence(th))
     click.echo(f"guarantee: {th.guarantee}")
     size = (f"answers {c['answer_rate']:.1%} of them" if th.risk == "abstain"
             else f"mean set size {c['mean_set_size']:.2f} of {c['mean_list_length']:.2f} candidates")
