@@ -238,9 +238,13 @@ def test_the_committed_record_is_consistent_and_the_docs_quote_it():
                     ".cache/conformal_full`, then `python docs/scripts/conformal_full.py`")
     record = json.loads(RECORD.read_text())
     _check(record)
-    assert record["rankers"][:6] == ["bert", "mc_dropout", "laplace", "sngp", "gpf_bert", "pgdrr"]
-    assert [s["study"] for s in record["studies"]][:2] == ["docs/studies/conformal_full.toml",
-                                                           "docs/studies/conformal_full_gp.toml"]
+    assert record["rankers"] == ["bert", "mc_dropout", "laplace", "sngp", "gpf_bert", "pgdrr", "ensemble"]
+    assert [s["study"] for s in record["studies"]] == ["docs/studies/conformal_full.toml",
+                                                       "docs/studies/conformal_full_gp.toml",
+                                                       "docs/studies/conformal_full_ensemble.toml"]
+    # the ensemble is the full study's model (docs/results/full_study.json)
+    full = json.loads((ROOT / "docs" / "results" / "full_study.json").read_text())["results"]["in-domain"]
+    assert record["metrics"]["ensemble"]["in-domain"]["R@1"] == pytest.approx(full["ensemble"]["R@1"], abs=1e-12)
     assert record["conditions"] == ["in-domain", "cross-NS random", "cross-NS embedding", "cross-domain chitchat"]
     assert record["n_calibration"] == 200
     assert all(c["n_test"] == 600 for by_cond in record["conformal"].values() for c in by_cond.values())
