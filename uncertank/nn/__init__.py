@@ -74,6 +74,7 @@ from uncertank.nn.model import (  # noqa: E402
     default_backbone_path,
     head_dimensions,
     pool_encoder,
+    quiet_transformers,
 )
 from uncertank.nn.pretrained import (  # noqa: E402
     ACTIVATIONS,
@@ -149,6 +150,7 @@ __all__ = [
     "output_probabilities",
     "pool_encoder",
     "progress",
+    "quiet_transformers",
     "read_classifier",
     "save_pretrained",
     "read_manifest",

@@ -33,6 +33,7 @@ __all__ = [
     "default_backbone_path",
     "head_dimensions",
     "pool_encoder",
+    "quiet_transformers",
 ]
 
 #: The ways :func:`pool_encoder` turns token vectors into one vector per pair.
