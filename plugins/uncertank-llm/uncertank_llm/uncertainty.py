@@ -39,6 +39,7 @@ from typing_extensions import Self
 
 from uncertank import CostRates, Predictions, PredictiveSamples, QuerySet
 from uncertank.validation import check_positive_int
+from uncertank_llm.model import score_prompts
 from uncertank_llm.ranker import LLMRanker, _sigmoid
 
 __all__ = [
@@ -187,17 +188,12 @@ class LoRAEnsembleRanker(_Sampled):
         m = _n_draws(n_samples, len(self.adapters_), "members", fixed=True)
         ids = self.encode(queries)
         rows = []
-        from uncertank_llm.model import score_prompts
-
-        try:
-            for adapter in self.adapters_[:m]:
-                self.use_adapter(adapter)
-                logits, _ = score_prompts(self.scorer, ids, batch_size=self.eval_batch_size, pad_id=self._pad_id(),
-                                          device=self.torch_device, show_progress=self.show_progress,
-                                          desc=f"{self.name}: {adapter}")
-                rows.append(_sigmoid(logits[:, 1] - logits[:, 0]))
-        finally:
-            self.use_adapter(self.adapters_[0])
+        for adapter in self.adapters_[:m]:
+            self.use_adapter(adapter)
+            logits, _ = score_prompts(self.scorer, ids, batch_size=self.eval_batch_size, pad_id=self._pad_id(),
+                                      device=self.torch_device, show_progress=self.show_progress,
+                                      desc=f"{self.name}: {adapter}")
+            rows.append(_sigmoid(logits[:, 1] - logits[:, 0]))
         return PredictiveSamples(np.stack(rows), queries.offsets, ranker=self.name)
 
     def memory(self) -> dict[str, int]:
@@ -287,8 +283,7 @@ class LoRADropoutRanker(_Sampled):
         self.check_fitted()
         t = _n_draws(n_samples, self.n_passes, "passes", fixed=False)
         ids = self.encode(queries)
-        from uncertank_llm.model import score_prompts
-
+        self.activate()
         gen_state = torch.random.get_rng_state()
         rows = []
         try:
