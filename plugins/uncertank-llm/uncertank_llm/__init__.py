@@ -30,6 +30,7 @@ __all__ = [
     "prompt_format",
     "read_language_model",
     "score_prompts",
+    "single_token_ids",
 ]
 
 __getattr__ = lazy_exports(__name__, {
@@ -37,6 +38,7 @@ __getattr__ = lazy_exports(__name__, {
     "PromptFormat": "uncertank_llm.prompts",
     "answer_token_ids": "uncertank_llm.prompts",
     "prompt_format": "uncertank_llm.prompts",
+    "single_token_ids": "uncertank_llm.prompts",
     "KINDS": "uncertank_llm.model",
     "AnswerModel": "uncertank_llm.model",
     "encode_prompts": "uncertank_llm.model",

@@ -25,7 +25,7 @@ optionally ``{instruction}``) and its two answer words or token ids.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -36,6 +36,7 @@ __all__ = [
     "PromptFormat",
     "answer_token_ids",
     "prompt_format",
+    "single_token_ids",
 ]
 
 #: Qwen3-Reranker's system prompt (its model card).
@@ -182,41 +183,50 @@ def prompt_format(
     return fmt
 
 
-def answer_token_ids(tokenizer: Any, fmt: PromptFormat) -> tuple[int, int]:
-    """The token ids of ``fmt``'s two answers in ``tokenizer``'s vocabulary: (yes, no).
+def single_token_ids(tokenizer: Any, words: Sequence[str | int], what: str = "answer") -> list[int]:
+    """The token id of each of ``words`` (an int is taken as an id and checked against the vocabulary).
 
     A word must be exactly one token (encoded without special tokens);
     otherwise the error names the tokens it became, so that the caller can
-    pick one and pass its id. Ids are checked against the vocabulary.
+    pick one and pass its id.
 
     Raises
     ------
     ValueError
         When a word is not one token, an id lies outside the vocabulary, or
-        the two answers are one token.
+        two words are one token.
     """
     vocab = len(tokenizer)
-    ids = []
-    for which in ("yes", "no"):
-        value = getattr(fmt, which)
+    ids: list[int] = []
+    for value in words:
         if isinstance(value, int):
             if value >= vocab:
-                raise ValueError(f"the answer {which!r} is the token id {value}, outside the tokenizer's "
-                                 f"vocabulary of {vocab}")
+                raise ValueError(f"the {what} {value} is a token id outside the tokenizer's vocabulary of {vocab}")
             ids.append(value)
             continue
         got = tokenizer.encode(value, add_special_tokens=False)
         if len(got) != 1:
-            tokens = tokenizer.convert_ids_to_tokens(got)
             if not got:
-                raise ValueError(f"the answer {which!r} = {value!r} encodes to no token of this tokenizer; give the "
-                                 "two token ids to read instead: answers=(yes_id, no_id)")
+                raise ValueError(f"the {what} {value!r} encodes to no token of this tokenizer; give the token ids to "
+                                 "read instead")
             raise ValueError(
-                f"the answer {which!r} = {value!r} is {len(got)} tokens of this tokenizer, "
+                f"the {what} {value!r} is {len(got)} tokens of this tokenizer, "
                 f"{tokenizer.convert_ids_to_tokens(got)!r} (ids {got}), not one: choose a word that is one token "
-                "(a leading space often makes one), or give the two token ids to read: answers=(yes_id, no_id)"
+                "(a leading space often makes one), or give the token ids to read"
+                + (": answers=(yes_id, no_id)" if what.startswith("answer") else "")
             )
         ids.append(int(got[0]))
-    if ids[0] == ids[1]:
-        raise ValueError(f"the answers {fmt.yes!r} and {fmt.no!r} are the same token (id {ids[0]}) of this tokenizer")
-    return ids[0], ids[1]
+    if len(set(ids)) != len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"two {what}s of {list(words)!r} are the same token (id {twice}) of this tokenizer")
+    return ids
+
+
+def answer_token_ids(tokenizer: Any, fmt: PromptFormat) -> tuple[int, int]:
+    """The token ids of ``fmt``'s two answers in ``tokenizer``'s vocabulary: (yes, no).
+
+    Each answer must be one token (:func:`single_token_ids`, whose errors
+    name the tokens a word became).
+    """
+    yes, no = single_token_ids(tokenizer, [fmt.yes, fmt.no], "answer")
+    return yes, no

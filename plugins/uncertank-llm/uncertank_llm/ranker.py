@@ -181,8 +181,7 @@ class LLMRanker:
         if pretrained is not None and not Path(pretrained).exists():
             raise ValueError(f"pretrained must be a local model folder or .gguf file (models are never downloaded); "
                              f"{str(pretrained)!r} does not exist")
-        self.format = prompt_format(template, instruction=instruction,
-                                    answers=None if answers is None else tuple(answers))  # type: ignore[arg-type]
+        self.format = self.read_template(template, instruction=instruction, answers=answers)
         for flag, value in (("add_special_tokens", add_special_tokens),):
             if value is not None and not isinstance(value, bool):
                 raise TypeError(f"{flag} must be None or a bool; got {type(value).__name__} {value!r}")
@@ -214,7 +213,7 @@ class LLMRanker:
         if not isinstance(turn_separator, str):
             raise TypeError(f"turn_separator must be a str; got {type(turn_separator).__name__}")
         self.pretrained = None if pretrained is None else str(pretrained)
-        self.template = template if not isinstance(template, PromptFormat) else template.to_dict()
+        self.template = template.to_dict() if callable(getattr(template, "to_dict", None)) else template
         self.instruction = instruction
         self.answers = None if answers is None else list(answers)
         self.tokenizer = None if tokenizer is None else str(tokenizer)
@@ -249,6 +248,11 @@ class LLMRanker:
         self.history_: dict[str, Any] | None = None
 
     # ---------------------------------------------------------------- building
+
+    def read_template(self, template: Any, *, instruction: str | None, answers: Sequence[str | int] | None) -> Any:
+        """The prompt format the parameters describe (:func:`uncertank_llm.prompt_format`)."""
+        return prompt_format(template, instruction=instruction,
+                             answers=None if answers is None else tuple(answers))  # type: ignore[arg-type]
 
     #: The constructor's parameters, in order: what :meth:`get_params` returns and a checkpoint stores.
     _PARAMS = (
