@@ -78,7 +78,7 @@ def test_fit_lowers_the_loss_and_keeps_the_conformance_kit(folder):
 def test_lists_and_labels_that_do_not_fit_are_refused(folder, lists):
     with pytest.raises(ValueError, match="query 0 has 3 candidates, more than the 2 labels"):
         ListwiseRanker(folder, zero_shot=True, answers=["X", "Y"], **FAST).predict(lists)
-    with pytest.raises(ValueError, match="passage label 'relevant' is .* tokens"):
+    with pytest.raises(ValueError, match=r"passage label 'relevant' is .* tokens"):
         ListwiseRanker(folder, zero_shot=True, answers=["A", "relevant"], **FAST).build()
     with pytest.raises(ValueError, match="does not fit max_length 20"):
         ListwiseRanker(folder, zero_shot=True, max_length=20, **FAST).predict(lists)

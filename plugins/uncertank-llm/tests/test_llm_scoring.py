@@ -51,8 +51,8 @@ def _reference(folder, fmt: PromptFormat, queries: QuerySet, *, seq2seq: bool, t
             ids = torch.tensor([tok.encode(text, add_special_tokens=seq2seq)])
             with torch.no_grad():
                 if seq2seq:
-                    logits = model(input_ids=ids, decoder_input_ids=torch.tensor([[model.config.decoder_start_token_id]])
-                                   ).logits[0, 0]
+                    start = torch.tensor([[model.config.decoder_start_token_id]])
+                    logits = model(input_ids=ids, decoder_input_ids=start).logits[0, 0]
                 else:
                     logits = model(input_ids=ids).logits[0, -1]
             out.append(torch.softmax(logits[[yes, no]].double(), 0)[0].item())
@@ -109,7 +109,8 @@ def test_answer_ids_come_from_the_tokenizer_and_a_word_of_two_tokens_is_named():
     tok = tiny_tokenizer()
     assert answer_token_ids(tok, FORMATS["monot5"]) == (tok.convert_tokens_to_ids("true"),
                                                        tok.convert_tokens_to_ids("false"))
-    with pytest.raises(ValueError, match=r"'relevant' is \d+ tokens of this tokenizer, \[.*\].*answers=\(yes_id, no_id\)"):
+    two_tokens = r"'relevant' is \d+ tokens of this tokenizer, \[.*\].*answers=\(yes_id, no_id\)"
+    with pytest.raises(ValueError, match=two_tokens):
         answer_token_ids(tok, PromptFormat("{query} {document}", yes="relevant", no="no"))
     assert answer_token_ids(tok, PromptFormat("{query} {document}", yes=7, no=8)) == (7, 8)
     with pytest.raises(ValueError, match="outside the tokenizer's vocabulary"):
@@ -179,7 +180,7 @@ def test_a_folder_without_a_language_model_head_is_refused(tmp_path):
     from uncertank.nn.testing import tiny_classifier_folder
 
     folder = tiny_classifier_folder(tmp_path / "cls")
-    with pytest.raises(ValueError, match="no causal or seq2seq language-model head.*uncertank.nn.from_pretrained"):
+    with pytest.raises(ValueError, match=r"no causal or seq2seq language-model head.*uncertank\.nn\.from_pretrained"):
         LLMRanker(folder, zero_shot=True, **FAST).build()
     with pytest.raises(ValueError, match="never downloaded"):
         LLMRanker(tmp_path / "missing", **FAST)

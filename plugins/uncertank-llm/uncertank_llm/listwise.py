@@ -51,7 +51,7 @@ _FIELD = re.compile(r"\{(query|passages|instruction)\}")
 
 @dataclass(frozen=True)
 class ListwiseFormat:
-    """A listwise prompt: ``template`` with ``{query}`` and ``{passages}``, and the passages' labels.
+    r"""A listwise prompt: ``template`` with ``{query}`` and ``{passages}``, and the passages' labels.
 
     Parameters
     ----------
@@ -85,7 +85,8 @@ class ListwiseFormat:
                 raise ValueError(f"a listwise template must hold {{{field}}} exactly once; it holds it "
                                  f"{found.count(field)} times: {self.template!r}")
         labels = tuple(self.labels)
-        if len(labels) < 2 or not all(isinstance(lab, str) and lab for lab in labels) or len(set(labels)) != len(labels):
+        distinct = len(set(labels)) == len(labels)
+        if len(labels) < 2 or not distinct or not all(isinstance(lab, str) and lab for lab in labels):
             raise ValueError(f"labels must be two or more distinct non-empty strings; got {self.labels!r}")
         object.__setattr__(self, "labels", labels)
         if "{label}" not in self.line or "{passage}" not in self.line:
@@ -97,7 +98,7 @@ class ListwiseFormat:
             raise ValueError(f"a list of {len(passages)} candidates has more than the {len(self.labels)} labels of "
                              "the listwise format; rank shorter lists or give more labels")
         lines = "\n".join(self.line.replace("{label}", lab).replace("{passage}", p)
-                          for lab, p in zip(self.labels, passages))
+                          for lab, p in zip(self.labels, passages, strict=False))
         values = {"query": query, "passages": lines, "instruction": self.instruction}
         return _FIELD.sub(lambda m: values[m.group(1)], self.template)
 

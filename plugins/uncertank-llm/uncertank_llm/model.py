@@ -185,7 +185,8 @@ def read_language_model(
     auto = AutoModelForCausalLM if kind == "causal" else AutoModelForSeq2SeqLM
     try:
         with quiet_transformers():
-            model, info = auto.from_pretrained(str(path), dtype=torch.float32, output_loading_info=True, **load_args)
+            model, info = auto.from_pretrained(  # type: ignore[misc]
+                str(path), dtype=torch.float32, output_loading_info=True, **load_args)
     except Exception as err:  # unreadable or mismatched weights, an architecture the GGUF reader cannot build
         detail = " ".join(str(err).split())
         raise ValueError(
@@ -247,9 +248,9 @@ class AnswerModel(nn.Module):
                 raise ValueError("the seq2seq model's config names no decoder_start_token_id (nor pad_token_id)")
             self.decoder_start = int(start)
 
-    def head(self) -> nn.Module:
+    def head(self) -> Any:
         """The LM head (the output embeddings), whose rows ``answer_ids`` give the logits."""
-        head = self.model.get_output_embeddings()
+        head = self.model.get_output_embeddings()  # type: ignore[operator]
         if not isinstance(head, nn.Module):
             raise ValueError(f"the {self.kind} model has no output embeddings (LM head) to read answers from")
         return head

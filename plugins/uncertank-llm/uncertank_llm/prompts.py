@@ -83,7 +83,8 @@ class PromptFormat:
 
     def __post_init__(self) -> None:
         if not isinstance(self.template, str):
-            raise TypeError(f"template must be a str with {{query}} and {{document}}; got {type(self.template).__name__}")
+            raise TypeError(f"template must be a str with {{query}} and {{document}}; got "
+                            f"{type(self.template).__name__}")
         found = _FIELD.findall(self.template)
         for field in ("query", "document"):
             n = found.count(field)

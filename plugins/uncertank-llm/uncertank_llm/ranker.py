@@ -62,7 +62,8 @@ def _positive_float(value: object, name: str, *, allow_zero: bool = False, upper
     low_ok = value >= 0 if allow_zero else value > 0
     if not low_ok or (upper is not None and value >= upper):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}" + (f" and < {upper}" if upper is not None else "") + f"; got {value}")
+        below = f" and < {upper}" if upper is not None else ""
+        raise ValueError(f"{name} must be {bound}{below}; got {value}")
     return float(value)
 
 
@@ -213,7 +214,8 @@ class LLMRanker:
         if not isinstance(turn_separator, str):
             raise TypeError(f"turn_separator must be a str; got {type(turn_separator).__name__}")
         self.pretrained = None if pretrained is None else str(pretrained)
-        self.template = template.to_dict() if callable(getattr(template, "to_dict", None)) else template
+        to_dict = getattr(template, "to_dict", None)
+        self.template = to_dict() if callable(to_dict) else template
         self.instruction = instruction
         self.answers = None if answers is None else list(answers)
         self.tokenizer = None if tokenizer is None else str(tokenizer)
@@ -255,7 +257,7 @@ class LLMRanker:
                              answers=None if answers is None else tuple(answers))  # type: ignore[arg-type]
 
     #: The constructor's parameters, in order: what :meth:`get_params` returns and a checkpoint stores.
-    _PARAMS = (
+    _PARAMS: tuple[str, ...] = (
         "pretrained", "template", "instruction", "answers", "tokenizer", "add_special_tokens", "max_length",
         "zero_shot", "lora_r", "lora_alpha", "lora_dropout", "target_modules", "epochs", "batch_size", "lr",
         "weight_decay", "warmup_ratio", "max_grad_norm", "train_ratio", "max_train_queries", "eval_batch_size",
@@ -333,7 +335,7 @@ class LLMRanker:
     # ---------------------------------------------------------------- inputs
 
     def query_text(self, context: Sequence[str]) -> str:
-        """One query's text: its context's turns (and the utterances in them), stripped, joined by ``turn_separator``."""
+        """One query's text: its context's turns and their utterances, stripped, joined by ``turn_separator``."""
         parts = [u.strip() for t in context for u in str(t).split("\n") if u.strip()]
         return self.turn_separator.join(parts)
 
@@ -425,11 +427,11 @@ class LLMRanker:
     # ---------------------------------------------------------------- training
 
     def lora_config(self) -> Any:
-        """peft's ``LoraConfig`` of the adapters."""
+        """Peft's ``LoraConfig`` of the adapters."""
         from peft import LoraConfig, TaskType
 
         return LoraConfig(
-            r=self.lora_r, lora_alpha=self.lora_alpha, lora_dropout=self.lora_dropout,
+            r=self.lora_r, lora_alpha=self.lora_alpha,  # type: ignore[arg-type]  # a float scale works lora_dropout=self.lora_dropout,
             target_modules=self.target_modules,
             task_type=TaskType.CAUSAL_LM if self.kind == "causal" else TaskType.SEQ_2_SEQ_LM,
         )
@@ -510,7 +512,7 @@ class LLMRanker:
         n = len(ids)
         steps_per_epoch = math.ceil(n / self.batch_size)
         total = steps_per_epoch * self.epochs
-        warm = int(round(self.warmup_ratio * total))
+        warm = round(self.warmup_ratio * total)
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: (s + 1) / max(warm, 1) if s < warm else max(0.0, (total - s) / max(total - warm, 1)))
         rng = np.random.default_rng(seed)

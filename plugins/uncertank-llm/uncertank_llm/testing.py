@@ -85,7 +85,7 @@ def tiny_lm_folder(folder: str | os.PathLike[str], architecture: str = "llama", 
     torch.manual_seed(seed)
     model: Any
     if architecture == "t5":
-        model = T5ForConditionalGeneration(T5Config(
+        model = T5ForConditionalGeneration(T5Config(  # type: ignore[call-arg]
             vocab_size=vocab, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, dropout_rate=dropout,
             decoder_start_token_id=tok.pad_token_id, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
         ))

@@ -218,7 +218,7 @@ class LoRAEnsembleRanker(_Sampled):
 
 def lora_dropout_modules(model: nn.Module) -> list[nn.Module]:
     """The dropout modules on the LoRA adapters' inputs (peft's ``lora_dropout``) with a rate above 0."""
-    found = []
+    found: list[nn.Module] = []
     for name, module in model.named_modules():
         if ".lora_dropout." in f".{name}." and isinstance(module, nn.Dropout) and module.p > 0:
             found.append(module)
@@ -368,7 +368,7 @@ class LLMLaplaceRanker(_Sampled):
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
         """Fine-tune the adapters (unless ``zero_shot``), then fit the Laplace posterior on training pairs."""
-        from uncertank_laplace import fit_last_layer
+        from uncertank_laplace import fit_last_layer  # type: ignore[import-not-found,unused-ignore]
 
         if not isinstance(train, QuerySet):
             raise TypeError(f"train must be a QuerySet; got {type(train).__name__}")
@@ -412,7 +412,7 @@ class LLMLaplaceRanker(_Sampled):
 
     def predict(self, queries: QuerySet) -> Predictions:
         """The probit approximation of the posterior predictive P(relevant), shape (n_pairs,)."""
-        from uncertank_laplace import probit
+        from uncertank_laplace import probit  # type: ignore[import-not-found,unused-ignore]
 
         m, v = self.latent_mean_variance(queries)
         return Predictions(np.clip(probit(m, v), 0.0, 1.0), queries.offsets, ranker=self.name)
@@ -440,10 +440,10 @@ class LLMLaplaceRanker(_Sampled):
     def load_extra(self, folder: Path, manifest: dict[str, Any]) -> None:
         """Read the posterior written by :meth:`save_extra`."""
         from safetensors import safe_open
-        from uncertank_laplace import LastLayerPosterior
+        from uncertank_laplace import LastLayerPosterior  # type: ignore[import-not-found,unused-ignore]
 
         with safe_open(str(folder / "laplace.safetensors"), framework="pt") as fh:
-            tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - safe_open has no iteration
+            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
             meta = fh.metadata()
         self.posterior_ = LastLayerPosterior.from_tensors(tensors, meta)
 
