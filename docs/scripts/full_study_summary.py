@@ -31,9 +31,10 @@ TABLE_METRICS = ("R@1", "MAP", "ECE", "ECE balanced", "Brier")
 
 def summarise(result: Any) -> dict[str, Any]:
     """The aggregates of a :class:`~uncertank.experiment.result.StudyResult` quoted in docs/study.md."""
-    from uncertank.experiment.analysis import compare_to_reference
+    from uncertank.experiment.analysis import compare_to_reference, reference_ranker
 
     conds = list(result.conditions)
+    ref = reference_ranker(result)
     # one family of tests per table, as in the report: in-domain alone, then the shifted conditions
     comps = {c.condition + "|" + c.ranker + "|" + c.metric: c
              for fam in ([conds[0]], conds[1:]) if fam
@@ -55,9 +56,9 @@ def summarise(result: Any) -> dict[str, Any]:
             for m in TABLE_METRICS:
                 c = comps.get(f"{cond}|{ranker}|{m}")
                 if c is not None:
-                    row[f"{m} change vs bert %"] = c.change
+                    row[f"{m} change vs {ref} %"] = c.change
                     if c.p_adjusted is not None:
-                        row[f"{m} p (Holm) vs bert"] = c.p_adjusted
+                        row[f"{m} p (Holm) vs {ref}"] = c.p_adjusted
             if ev.risk is not None:
                 row["risk"] = {"b": ev.risk.b, "R@1 mean": ev.risk.r1_mean, "R@1 risk-aware": ev.risk.r1_risk_aware,
                                "p": ev.risk.p_value, "R@1 against b (test)": ev.risk.test_curve}
@@ -78,6 +79,7 @@ def summarise(result: Any) -> dict[str, Any]:
         "sizes": result.sizes,
         "conditions": conds,
         "rankers": list(result.rankers),
+        "reference": ref,
         "results": table,
         "bayes": bayes,
         "step_seconds": computed,
@@ -90,15 +92,15 @@ def _num(v: Any, digits: int = 3) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def _with_change(row: dict[str, Any], metric: str, ranker: str) -> str:
-    """``0.412 (-10.4%)*``: the value, its change against bert, * when the Holm-corrected paired t-test says so."""
+def _with_change(row: dict[str, Any], metric: str, ranker: str, reference: str = "bert") -> str:
+    """``0.412 (-10.4%)*``: the value, its change against the reference, * when the Holm-corrected t-test says so."""
     if metric not in row:
         return "–"
     cell = _num(row[metric])
-    change = row.get(f"{metric} change vs bert %")
-    if ranker != "bert" and change is not None:
+    change = row.get(f"{metric} change vs {reference} %")
+    if ranker != reference and change is not None:
         cell += f" ({change:+.1f}%)"
-    p = row.get(f"{metric} p (Holm) vs bert")
+    p = row.get(f"{metric} p (Holm) vs {reference}")
     if p is not None and p < 0.05:
         cell += "*"
     return cell
@@ -114,6 +116,7 @@ def _table(columns: list[str], rows: list[list[str]]) -> str:
 def tables(payload: dict[str, Any]) -> dict[str, str]:
     """The Markdown tables of docs/study.md, generated from the summary (the docs test regenerates them)."""
     res, conds, rankers = payload["results"], payload["conditions"], payload["rankers"]
+    ref = payload.get("reference", "bert")
     ind = res[conds[0]]
     out = {}
     out["in-domain"] = _table(
@@ -124,7 +127,7 @@ def tables(payload: dict[str, Any]) -> dict[str, str]:
     for metric, key in (("R@1", "R_10@1"), ("ECE", "ECE (all pairs)"), ("ECE balanced", "ECE (balanced)")):
         out[key] = _table(
             ["ranker", *conds],
-            [[f"`{r}`", *(_with_change(res[c].get(r, {}), metric, r) for c in conds)]
+            [[f"`{r}`", *(_with_change(res[c].get(r, {}), metric, r, ref) for c in conds)]
              for r in rankers if any(metric in res[c].get(r, {}) for c in conds)])
     out["recalibration"] = _table(
         ["ranker", *conds],

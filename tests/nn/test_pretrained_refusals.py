@@ -64,3 +64,19 @@ def test_a_complete_folder_still_loads(tmp_path):
     folder = tiny_classifier_folder(tmp_path / "ok")
     scores = from_pretrained(folder).predict(toy_queries()).scores
     np.testing.assert_array_equal(scores, from_pretrained(folder).predict(toy_queries()).scores)  # no random part
+
+
+@pytest.mark.parametrize("name", [None, "bert"])
+def test_a_language_model_folder_is_refused_naming_the_ranker_that_reads_it(tmp_path, name):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    folder = tiny_classifier_folder(tmp_path / "src")
+    torch.manual_seed(0)
+    out = tmp_path / "llama"
+    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=1)).save_pretrained(out)
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(folder / file, out / file)
+    with pytest.raises(ValueError, match=r"holds a language model \(LlamaForCausalLM\), not a sequence classifier.*"
+                                         r"from_pretrained\(.*'llm'|\"llm\""):
+        from_pretrained(out, name).predict(toy_queries())

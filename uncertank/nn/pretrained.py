@@ -441,6 +441,15 @@ def read_classifier(
             "save the tokenizer beside the model (tokenizer.save_pretrained(folder)) or pass tokenizer="
         )
     config = AutoConfig.from_pretrained(str(path), local_files_only=True)
+    archs = [str(a) for a in (getattr(config, "architectures", None) or [])]
+    generative = [a for a in archs if a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration"))]
+    if generative:
+        raise ValueError(
+            f"pretrained folder {str(folder)!r} holds a language model ({generative[0]}), not a sequence "
+            "classifier: its relevance head is the LM head's rows for two answer words. Read it as a yes/no "
+            f"reranker with a ranker for language models, e.g. from_pretrained({str(folder)!r}, \"llm\", "
+            "template=\"qwen3-reranker\") with the plugin uncertank-llm (docs/llm.md)"
+        )
     act = classifier_activation(path, config, activation)
     try:
         with quiet_transformers():
