@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from uncertank_llm import (
     LLMLaplaceRanker,
     LLMRanker,
@@ -157,3 +158,10 @@ def test_warm_started_rankers_share_the_model_and_score_with_their_own_adapter(f
     np.testing.assert_array_equal(fitted.predict(data[1]).scores, before)  # not the ensemble's last member
     with pytest.raises(TypeError, match="starts from an LLM ranker"):
         LoRAEnsembleRanker.from_ranker(object())
+
+
+def test_the_adapters_are_built_with_the_ranker_s_settings(fitted):
+    cfg = fitted._lm.peft_config["default"]
+    assert (cfg.r, cfg.lora_alpha, cfg.lora_dropout) == (4, 16.0, 0.1)
+    drops = [m for n, m in fitted._lm.named_modules() if n.endswith("lora_dropout.default")]
+    assert drops and all(isinstance(m, torch.nn.Dropout) and m.p == 0.1 for m in drops)

@@ -431,8 +431,8 @@ class LLMRanker:
         from peft import LoraConfig, TaskType
 
         return LoraConfig(
-            r=self.lora_r, lora_alpha=self.lora_alpha,  # type: ignore[arg-type]  # a float scale works lora_dropout=self.lora_dropout,
-            target_modules=self.target_modules,
+            r=self.lora_r, lora_alpha=self.lora_alpha,  # type: ignore[arg-type]  # a float scale works
+            lora_dropout=self.lora_dropout, target_modules=self.target_modules,
             task_type=TaskType.CAUSAL_LM if self.kind == "causal" else TaskType.SEQ_2_SEQ_LM,
         )
 
