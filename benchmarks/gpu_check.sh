@@ -7,7 +7,11 @@
 #
 #     bash ../shared/gpu/prepare.sh
 #     pip download -q --no-deps -d .gpu-bundle/whl rerankers==0.10.0 laplace-torch==0.3 asdfghjkl==0.1a4 \
-#         backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1 einconv==0.1.0 unfoldNd==0.2.3
+#         backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1 einconv==0.1.0 unfoldNd==0.2.3 \
+#         peft==0.21.2 gguf==0.19.0
+#
+# (peft and gguf for plugins/uncertank-llm, whose tests build tiny language models; the packaged SmolLM2's
+# 98 MB GGUF is over what may travel with the checkout, so the GPU check fine-tunes and scores the tiny ones.)
 #     bash .gpu-bundle/run.sh bash benchmarks/gpu_check.sh OUT
 #
 # Elsewhere, with the project installed: bash benchmarks/gpu_check.sh OUT. Every log, the JSON
