@@ -38,6 +38,13 @@ def markdown_table(columns: Mapping[str, Callable[[Row], str]], rows: Iterable[R
     return "\n".join(lines)
 
 
+def clock(fn: Callable[[], Any]) -> float:
+    """Wall seconds of one call of ``fn``."""
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def paired(fa: Callable[[], Any], fb: Callable[[], Any], repeats: int) -> tuple[float, float, float, Any, Any]:
     """Median CPU seconds of ``fa`` and ``fb`` run alternately, the median paired ratio ta / tb, and the results."""
     ta, tb, ratios = [], [], []

@@ -26,20 +26,11 @@ import os
 import platform
 import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from _results import markdown_table, write_section
+from _results import clock, markdown_table, write_section
 
 NAME = "bench_laplace"
-
-
-def _clock(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def _folder(root: Path) -> Path:
@@ -83,7 +74,7 @@ def main() -> None:
         bert = from_pretrained(folder, **common)
         laplace = from_pretrained(folder, "laplace", **common)
         assert isinstance(laplace, LaplaceRanker)
-        fit_s = _clock(lambda: laplace.fit(train))
+        fit_s = clock(lambda: laplace.fit(train))
         post = laplace.posterior_
         bert.predict(test), laplace.predict(test), laplace.predict_samples(test)  # warm-up
         rounds: dict[str, list[float]] = {"bert": [], "laplace": [], "laplace_samples": []}
@@ -91,8 +82,8 @@ def main() -> None:
         for _ in range(args.repeats):
             for key, fn in (("laplace", lambda: laplace.predict(test)),
                             ("laplace_samples", lambda: laplace.predict_samples(test))):
-                b = _clock(lambda: bert.predict(test))
-                t = _clock(fn)
+                b = clock(lambda: bert.predict(test))
+                t = clock(fn)
                 rounds["bert"].append(b)
                 rounds[key].append(t)
                 ratios[key].append(t / b)

@@ -23,19 +23,11 @@ import glob
 import os
 import platform
 import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
-from _results import markdown_table, write_section
+from _results import clock, markdown_table, write_section
 
 NAME = "bench_llm"
-
-def _clock(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -61,12 +53,12 @@ def main() -> None:
                      "or give --llm and --bert checkpoints")
     llm: Any = LLMRanker.load(llm_path, device="cpu", show_progress=False)
     bert: Any = load_ranker(bert_path, device="cpu", show_progress=False)
-    t_load = _clock(llm.build)
+    t_load = clock(llm.build)
     llm.predict(test), bert.predict(test)  # warm-up
     t_llm, t_bert, ratios = [], [], []
     for _ in range(args.repeats):
-        b = _clock(lambda: bert.predict(test))
-        a = _clock(lambda: llm.predict(test))
+        b = clock(lambda: bert.predict(test))
+        a = clock(lambda: llm.predict(test))
         t_bert.append(b)
         t_llm.append(a)
         ratios.append(a / b)
