@@ -53,6 +53,10 @@ def summarise(result: Any) -> dict[str, Any]:
                 row["ECE recalibrated"] = {name: m["ECE"] for name, m in ev.recalibrated.items() if "ECE" in m}
             if ev.selective is not None:
                 row["AURC"] = ev.selective.aurc
+            if ev.conformal is not None:
+                row["conformal"] = {k: getattr(ev.conformal, k) for k in (
+                    "alpha", "coverage", "coverage_lower", "coverage_upper", "mean_size", "weighted_coverage",
+                    "weighted_mean_size", "exchangeable")}
             for m in TABLE_METRICS:
                 c = comps.get(f"{cond}|{ranker}|{m}")
                 if c is not None:
@@ -134,6 +138,19 @@ def tables(payload: dict[str, Any]) -> dict[str, str]:
         [[f"`{r}`", *(f"{res[c][r]['ECE']:.3f} → {res[c][r]['ECE recalibrated']['platt']:.3f}"
                       if "platt" in res[c].get(r, {}).get("ECE recalibrated", {}) else "–" for c in conds)]
          for r in rankers if "ECE recalibrated" in ind.get(r, {})])
+    conformal_rows = []
+    for r in rankers:
+        cells = []
+        for c in conds:
+            conf = res[c].get(r, {}).get("conformal")
+            cells.append("–" if conf is None else f"{conf['mean_size']:.2f} ({conf['coverage']:.2f})")
+        if any(cell != "–" for cell in cells):
+            conformal_rows.append([f"`{r}`", *cells])
+    if conformal_rows:
+        alpha = next(res[c][r]["conformal"]["alpha"] for c in conds for r in rankers
+                     if res[c].get(r, {}).get("conformal"))
+        out["conformal"] = _table(["ranker", *(f"{c}: set size (coverage) at {1 - alpha:g}" for c in conds)],
+                                  conformal_rows)
     risk_rows = []
     for c in conds:
         for r in rankers:
