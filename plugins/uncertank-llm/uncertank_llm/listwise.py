@@ -67,8 +67,12 @@ class ListwiseFormat:
 
     Examples
     --------
-    >>> ListwiseFormat().prompt("usb", ["mount it", "reboot"])[-60:]
-    'Query: usb\\n[A] mount it\\n[B] reboot\\nThe most relevant passage is ['
+    >>> print(ListwiseFormat().prompt("usb", ["mount it", "reboot"]))
+    Rank the passages by their relevance to the query.
+    Query: usb
+    [A] mount it
+    [B] reboot
+    The most relevant passage is [
     """
 
     template: str = LISTWISE_TEMPLATE

@@ -379,8 +379,8 @@ def pad_batch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``ids`` as a padded (batch, length) tensor and its attention mask; padded on the left when ``left``."""
     width = max(len(s) for s in ids)
-    out = torch.full((len(ids), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    out = torch.full((len(ids), width), pad_id, dtype=torch.long, device="cpu")  # filled here, then moved once
+    mask = torch.zeros((len(ids), width), dtype=torch.long, device="cpu")
     for r, s in enumerate(ids):
         if left:
             out[r, width - len(s):] = torch.as_tensor(s, dtype=torch.long)

@@ -398,7 +398,7 @@ class LLMLaplaceRanker(_Sampled):
         assert feats is not None
         x = torch.as_tensor(feats, dtype=torch.float64)
         if self.posterior_.has_bias:
-            x = torch.cat([x, torch.ones(x.shape[0], 1, dtype=torch.float64)], 1)
+            x = torch.cat([x, torch.ones(x.shape[0], 1, dtype=torch.float64, device=x.device)], 1)
         return feats, x
 
     def latent_mean_variance(self, queries: QuerySet) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -426,7 +426,7 @@ class LLMLaplaceRanker(_Sampled):
         evals, evecs = torch.linalg.eigh(cov)
         root = (evecs * evals.clamp_min(0).sqrt()) @ evecs.T  # the principal square root: device independent
         gen = torch.Generator().manual_seed(self.seed)
-        z = torch.randn(n, mean.shape[0], generator=gen, dtype=torch.float64)
+        z = torch.randn(n, mean.shape[0], generator=gen, dtype=torch.float64, device="cpu")  # the posterior's device
         draws = mean[None] + z @ root
         return PredictiveSamples(_sigmoid((draws @ x.T).numpy()), queries.offsets, ranker=self.name)
 
