@@ -87,3 +87,26 @@ def test_argument_errors():
         check_prediction(pred, QS, ranker="r", condition=("a", "b"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="n_samples must be an integer >= 1; got 0"):
         check_prediction(pred, QS, ranker="r", samples=True, n_samples=0)
+
+
+@pytest.mark.parametrize(("value", "kwargs", "error", "message"), [
+    (True, {}, TypeError, "must be a finite number; got bool True"),
+    ("1", {}, TypeError, "got str '1'"),
+    (float("nan"), {}, ValueError, "must be a finite number; got nan"),
+    (float("inf"), {"minimum": 0}, ValueError, "finite number >= 0; got inf"),
+    (-0.1, {"minimum": 0}, ValueError, ">= 0; got -0.1"),
+    (0, {"minimum": 0, "exclusive_minimum": True}, ValueError, "> 0; got 0"),
+    (1.0, {"minimum": 0, "maximum": 1, "exclusive_maximum": True}, ValueError, ">= 0 and < 1; got 1.0"),
+])
+def test_check_real_names_the_argument_the_bounds_and_the_value(value, kwargs, error, message):
+    from uncertank.validation import check_real
+
+    with pytest.raises(error, match=re.escape(message)):
+        check_real(value, "x", **kwargs)
+
+
+def test_check_real_returns_a_float():
+    from uncertank.validation import check_real
+
+    assert check_real(np.int64(3), "x", minimum=0, maximum=3) == 3.0
+    assert isinstance(check_real(np.float32(0.5), "x"), float)

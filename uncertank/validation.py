@@ -40,6 +40,7 @@ __all__ = [
     "check_positive_int",
     "check_prediction",
     "check_probabilities",
+    "check_real",
     "check_same_length",
     "check_seed",
 ]
@@ -204,6 +205,34 @@ def check_positive_int(value: object, name: str, *, minimum: int = 1, maximum: i
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be an integer from {minimum} to {maximum}; got {value}")
     return int(value)
+
+
+def check_real(
+    value: object, name: str, *, minimum: float | None = None, maximum: float | None = None,
+    exclusive_minimum: bool = False, exclusive_maximum: bool = False,
+) -> float:
+    """Raise unless ``value`` is a finite real number (not a bool) within the bounds given; return it as a float.
+
+    Examples
+    --------
+    >>> check_real(0.05, "lora_dropout", minimum=0, maximum=1, exclusive_maximum=True)
+    0.05
+    >>> check_real(0, "lr", minimum=0, exclusive_minimum=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be a finite number > 0; got 0
+    """
+    low = "" if minimum is None else f"{'>' if exclusive_minimum else '>='} {minimum:g}"
+    high = "" if maximum is None else f"{'<' if exclusive_maximum else '<='} {maximum:g}"
+    want = "a finite number" + (" " + " and ".join(b for b in (low, high) if b) if low or high else "")
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be {want}; got {type(value).__name__} {value!r}")
+    x = float(value)
+    below = minimum is not None and (x <= minimum if exclusive_minimum else x < minimum)
+    above = maximum is not None and (x >= maximum if exclusive_maximum else x > maximum)
+    if not np.isfinite(x) or below or above:
+        raise ValueError(f"{name} must be {want}; got {value!r}")
+    return x
 
 
 #: What numpy's ``default_rng`` takes besides an integer: a generator, a bit generator or a seed sequence.

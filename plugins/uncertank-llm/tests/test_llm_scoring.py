@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -217,3 +219,16 @@ def test_from_pretrained_reads_a_causal_lm_folder_with_the_llm_ranker(folders, m
     ranker = from_pretrained(folders["qwen3"], "llm", template="qwen3-reranker", zero_shot=True, **FAST)
     want = _reference(folders["qwen3"], FORMATS["qwen3-reranker"], mixed, seq2seq=False)
     np.testing.assert_allclose(ranker.predict(mixed).scores, want, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(("param", "value", "message"), [
+    ("lr", 0, "lr must be a finite number > 0; got 0"),
+    ("lora_dropout", 1.0, "lora_dropout must be a finite number >= 0 and < 1; got 1.0"),
+    ("lora_alpha", float("nan"), "lora_alpha must be a finite number > 0; got nan"),
+    ("max_length", 4, "max_length must be an integer >= 8; got 4"),
+    ("target_modules", "q_proj", "target_modules must be None, 'all-linear' or a list"),
+    ("zero_shot", "yes", "zero_shot must be a bool"),
+])
+def test_bad_parameters_are_refused_at_construction(folders, param, value, message):
+    with pytest.raises((TypeError, ValueError), match=re.escape(message)):
+        LLMRanker(folders["llama"], **{param: value})

@@ -39,7 +39,7 @@ from uncertank.nn import (
     training_pairs,
     write_manifest,
 )
-from uncertank.validation import check_positive_int, check_seed
+from uncertank.validation import check_positive_int, check_real, check_seed
 from uncertank_llm.model import (
     AnswerModel,
     encode_prompts,
@@ -54,17 +54,6 @@ __all__ = ["LLMRanker", "base_fingerprint"]
 
 #: The folder of a checkpoint that holds the adapters, one subfolder per adapter.
 ADAPTERS = "adapters"
-
-
-def _positive_float(value: object, name: str, *, allow_zero: bool = False, upper: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TypeError(f"{name} must be a finite number; got {type(value).__name__} {value!r}")
-    low_ok = value >= 0 if allow_zero else value > 0
-    if not low_ok or (upper is not None and value >= upper):
-        bound = ">= 0" if allow_zero else "> 0"
-        below = f" and < {upper}" if upper is not None else ""
-        raise ValueError(f"{name} must be {bound}{below}; got {value}")
-    return float(value)
 
 
 def base_fingerprint(source: str | os.PathLike[str]) -> str:
@@ -191,18 +180,18 @@ class LLMRanker:
                 raise TypeError(f"{flag} must be a bool; got {type(value).__name__} {value!r}")
         check_positive_int(max_length, "max_length", minimum=8)
         check_positive_int(lora_r, "lora_r")
-        _positive_float(lora_alpha, "lora_alpha")
-        _positive_float(lora_dropout, "lora_dropout", allow_zero=True, upper=1.0)
+        check_real(lora_alpha, "lora_alpha", minimum=0, exclusive_minimum=True)
+        check_real(lora_dropout, "lora_dropout", minimum=0, maximum=1, exclusive_maximum=True)
         if target_modules is not None and target_modules != "all-linear" and (
                 isinstance(target_modules, str) or not all(isinstance(m, str) and m for m in target_modules)):
             raise TypeError(f"target_modules must be None, 'all-linear' or a list of module names; got "
                             f"{target_modules!r}")
         check_positive_int(epochs, "epochs")
         check_positive_int(batch_size, "batch_size")
-        _positive_float(lr, "lr")
-        _positive_float(weight_decay, "weight_decay", allow_zero=True)
-        _positive_float(warmup_ratio, "warmup_ratio", allow_zero=True, upper=1.0)
-        _positive_float(max_grad_norm, "max_grad_norm")
+        check_real(lr, "lr", minimum=0, exclusive_minimum=True)
+        check_real(weight_decay, "weight_decay", minimum=0)
+        check_real(warmup_ratio, "warmup_ratio", minimum=0, maximum=1, exclusive_maximum=True)
+        check_real(max_grad_norm, "max_grad_norm", minimum=0, exclusive_minimum=True)
         if train_ratio is not None:
             check_positive_int(train_ratio, "train_ratio")
         if max_train_queries is not None:

@@ -38,7 +38,7 @@ from torch import nn
 from typing_extensions import Self
 
 from uncertank import CostRates, Predictions, PredictiveSamples, QuerySet
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_positive_int, check_real
 from uncertank_llm.model import score_prompts
 from uncertank_llm.ranker import LLMRanker, _sigmoid
 
@@ -338,10 +338,8 @@ class LLMLaplaceRanker(_Sampled):
         super().__init__(pretrained, **params)
         self.n_samples = check_positive_int(n_samples, "n_samples", minimum=2)
         self.laplace_pairs = check_positive_int(laplace_pairs, "laplace_pairs", minimum=2)
-        if not (prior_precision == "marglik" or (isinstance(prior_precision, (int, float))
-                                                  and not isinstance(prior_precision, bool)
-                                                  and np.isfinite(prior_precision) and prior_precision > 0)):
-            raise ValueError(f"prior_precision must be 'marglik' or a number > 0; got {prior_precision!r}")
+        if prior_precision != "marglik":
+            check_real(prior_precision, "prior_precision ('marglik' or a number)", minimum=0, exclusive_minimum=True)
         self.prior_precision = prior_precision
         self.posterior_: Any = None
 
