@@ -29,6 +29,15 @@ from _results import clock, markdown_table, write_section
 
 NAME = "bench_llm"
 
+def _avx512() -> bool:
+    """Whether the CPU has AVX-512 (CPU times differ about 2x between machines with and without it)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return "avx512" in fh.read()
+    except OSError:
+        return False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=8, help="test queries of 10 candidates (default 8)")
@@ -51,9 +60,14 @@ def main() -> None:
     if not os.path.isdir(llm_path) or bert_path is None:
         parser.error("run docs/studies/llm.toml first (uncertank run docs/studies/llm.toml --out .cache/llm_study), "
                      "or give --llm and --bert checkpoints")
-    llm: Any = LLMRanker.load(llm_path, device="cpu", show_progress=False)
+    llm: Any = None
+
+    def read() -> None:
+        nonlocal llm
+        llm = LLMRanker.load(llm_path, device="cpu", show_progress=False)
+
+    t_load = clock(read)
     bert: Any = load_ranker(bert_path, device="cpu", show_progress=False)
-    t_load = clock(llm.build)
     llm.predict(test), bert.predict(test)  # warm-up
     t_llm, t_bert, ratios = [], [], []
     for _ in range(args.repeats):
@@ -84,7 +98,8 @@ def main() -> None:
         f"Models: {what}. Both predict the same {test.n_queries} Ubuntu-sample test queries ({n} pairs, "
         f"tokenisation included, batches of {llm.eval_batch_size} and {bert.training_config.eval_batch_size}); "
         f"after a warm-up, {args.repeats} rounds, each `llm` call timed right after a `bert` call. Reading the "
-        f"GGUF file took {t_load:.1f} s. Device: cpu ({platform.machine()}, torch {torch.__version__}, "
+        f"GGUF file and loading the adapters took {t_load:.1f} s. Device: cpu ({platform.machine()}, "
+        f"{'with' if _avx512() else 'without'} AVX-512, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads; 1-minute load average {load_before:.1f} before, {load_after:.1f} after)."
         f"\n\n{table}\n\n"
         f"A `llm_mc_dropout` pass, a `llm_prompts` wording and a `llm_laplace` `predict` each cost one `llm` "
