@@ -1,6 +1,6 @@
 """Cost of the yes/no LLM reranker's ``predict`` per pair against ``bert``'s, in one paired run.
 
-``llm`` is the packaged SmolLM2-135M-Instruct (134,975,808 parameters, 30
+``llm`` is the packaged SmolLM2-135M-Instruct (134,515,008 parameters, 30
 layers) with the LoRA adapters, prompt and ``max_length`` that
 docs/studies/llm.toml fine-tunes and saves (``.cache/llm_models/llm``);
 ``bert`` is that study's cross-encoder (three MiniLM layers, mean-pooled,
