@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 STUDIES = {
     "llm_study": "uncertank run docs/studies/llm.toml --out .cache/llm_study",
+    "llm_laplace": "uncertank run docs/studies/llm_laplace.toml --out .cache/llm_uncertainty",
 }
 
 
