@@ -14,6 +14,7 @@ RESULTS = ROOT / "docs" / "results"
 STUDIES = {
     "llm_study": "uncertank run docs/studies/llm.toml --out .cache/llm_study",
     "llm_laplace": "uncertank run docs/studies/llm_laplace.toml --out .cache/llm_uncertainty",
+    "llm_mc_dropout": "uncertank run docs/studies/llm_mc_dropout.toml --out .cache/llm_mc_dropout",
 }
 
 
