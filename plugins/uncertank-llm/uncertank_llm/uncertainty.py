@@ -34,13 +34,14 @@ from typing import Any
 import numpy as np
 import torch
 from numpy.typing import NDArray
+from scipy.special import expit
 from torch import nn
 from typing_extensions import Self
 
 from uncertank import CostRates, Predictions, PredictiveSamples, QuerySet
 from uncertank.validation import check_positive_int, check_real
 from uncertank_llm.model import score_prompts
-from uncertank_llm.ranker import LLMRanker, _sigmoid
+from uncertank_llm.ranker import LLMRanker
 
 __all__ = [
     "INSTRUCTIONS",
@@ -130,7 +131,7 @@ class PromptEnsembleRanker(_Sampled):
         for i, wording in enumerate(self.wordings[:k]):
             logits, _ = self.answer_logits(queries, fmt=replace(self.format, instruction=wording),
                                            desc=f"prompt {i + 1}/{k}")
-            rows.append(_sigmoid(logits[:, 1] - logits[:, 0]))
+            rows.append(expit(logits[:, 1] - logits[:, 0]))
         return PredictiveSamples(np.stack(rows), queries.offsets, ranker=self.name)
 
     def cost_rates(self, *, warm_start: bool = False) -> CostRates | None:
@@ -193,7 +194,7 @@ class LoRAEnsembleRanker(_Sampled):
             logits, _ = score_prompts(self.scorer, ids, batch_size=self.eval_batch_size, pad_id=self._pad_id(),
                                       device=self.torch_device, show_progress=self.show_progress,
                                       desc=f"{self.name}: {adapter}")
-            rows.append(_sigmoid(logits[:, 1] - logits[:, 0]))
+            rows.append(expit(logits[:, 1] - logits[:, 0]))
         return PredictiveSamples(np.stack(rows), queries.offsets, ranker=self.name)
 
     def memory(self) -> dict[str, int]:
@@ -293,7 +294,7 @@ class LoRADropoutRanker(_Sampled):
                     logits, _ = score_prompts(self.scorer, ids, batch_size=self.eval_batch_size,
                                               pad_id=self._pad_id(), device=self.torch_device,
                                               show_progress=self.show_progress, desc=f"{self.name}: pass {p + 1}/{t}")
-                rows.append(_sigmoid(logits[:, 1] - logits[:, 0]))
+                rows.append(expit(logits[:, 1] - logits[:, 0]))
         finally:
             torch.random.set_rng_state(gen_state)
         return PredictiveSamples(np.stack(rows), queries.offsets, ranker=self.name)
@@ -426,7 +427,7 @@ class LLMLaplaceRanker(_Sampled):
         gen = torch.Generator().manual_seed(self.seed)
         z = torch.randn(n, mean.shape[0], generator=gen, dtype=torch.float64, device="cpu")  # the posterior's device
         draws = mean[None] + z @ root
-        return PredictiveSamples(_sigmoid((draws @ x.T).numpy()), queries.offsets, ranker=self.name)
+        return PredictiveSamples(expit((draws @ x.T).numpy()), queries.offsets, ranker=self.name)
 
     def save_extra(self, folder: Path) -> None:
         """The posterior's tensors, in ``laplace.safetensors``."""
