@@ -416,9 +416,11 @@ def evaluate_runs(
         Frames and mappings are checked as files are (finite numeric
         scores, no document twice for a query). The same file twice is an
         error.
-    qrels : path, pandas.DataFrame or mapping
-        The judgements (``qid iter docno rel``), a frame as
-        :func:`uncertank.datasets.read_qrels` returns, or a mapping
+    qrels : path, str, pandas.DataFrame or mapping
+        The judgements (``qid iter docno rel``), the name of an
+        ir_datasets collection as ``"irds:NAME"`` (its qrels, downloaded by
+        ir_datasets on first use; ``pip install "uncertank[irds]"``), a
+        frame as :func:`uncertank.datasets.read_qrels` returns, or a mapping
         ``{query_id: {doc_id: grade}}``; frames and mappings are checked as
         files are (integer grades, none missing, a document judged twice
         only with the same grade).
@@ -454,6 +456,10 @@ def evaluate_runs(
         run, an unknown metric or option, two metrics with one label, a
         calibration metric without ``probabilities``, or scores outside
         [0, 1] with it.
+    UnknownNameError, DatasetUnavailableError
+        For ``qrels="irds:NAME"`` that ir_datasets does not know (close
+        names listed), or cannot download (the message names its cache
+        folder); see :mod:`uncertank.datasets.irds`.
 
     Notes
     -----
@@ -509,6 +515,10 @@ def evaluate_runs(
     _refuse_repeated_files(runs)
     if not isinstance(complete, bool):
         raise TypeError(f"complete must be a bool; got {type(complete).__name__}")
+    if isinstance(qrels, str) and qrels.startswith("irds:"):  # an ir_datasets collection's judgements
+        from uncertank.datasets.irds import irds_qrels
+
+        qrels = irds_qrels(qrels)
     qrels_df = qrels_frame(qrels, "qrels")
     all_queries = set(qrels_df["query_id"].astype(str))
     # Every run is read and checked before any metric is computed.

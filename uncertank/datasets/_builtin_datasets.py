@@ -9,15 +9,17 @@ from uncertank.hookspecs import hookimpl
 
 @hookimpl
 def uncertank_datasets() -> dict[str, Any]:
-    """Register the built-in datasets: two bundled corpora and two file formats."""
+    """Register the built-in datasets: two bundled corpora, two file formats and ir_datasets' collections."""
     from uncertank.datasets.conversation import load_chitchat, load_ubuntu_sample
     from uncertank.datasets.formats import FileLoader
+    from uncertank.datasets.irds import IrdsLoader
 
     return {
         "ubuntu-sample": load_ubuntu_sample,
         "chitchat": load_chitchat,
         "tsv:": FileLoader("tsv"),
         "jsonl:": FileLoader("jsonl"),
+        "irds:": IrdsLoader(),
     }
 
 
