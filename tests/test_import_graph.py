@@ -194,7 +194,8 @@ LAYERS: dict[str, int] = {
     # predictions
     "uncertank.recalibration": 4,
     # evaluators
-    "uncertank.metrics": 5, "uncertank.stats": 5, "uncertank.evaluate": 5, "uncertank.bayes": 5,
+    "uncertank.metrics": 5, "uncertank.stats": 5, "uncertank.evaluate": 5, "uncertank.compare": 5,
+    "uncertank.bayes": 5,
     # decisions (conformal thresholds among them: their command reads TREC files through datasets)
     "uncertank.uncertainty": 6, "uncertank.conformal": 6,
     # report, and the kit that exercises a plugin end to end

@@ -7,12 +7,16 @@ from scipy import stats as ss
 from uncertank.stats import (
     SignificanceResult,
     adjust_pvalues,
+    benjamini_hochberg,
     bonferroni,
     holm,
     paired_bootstrap_test,
     paired_ttest,
+    pairwise_bootstrap_test,
+    pairwise_randomization_test,
     randomization_test,
     significance_marks,
+    tukey_hsd,
     wilcoxon_signed_rank,
 )
 
@@ -199,3 +203,126 @@ def test_errors():
         adjust_pvalues([0.1], "fdr")
     with pytest.raises(ValueError, match=r"alpha must lie in \(0, 1\); got 1.5"):
         significance_marks([0.1], alpha=1.5)
+
+
+# --------------------------------------------------------------------------- every pair at once, one shared draw
+
+
+def _systems(seed, n=40, k=4, binary=False):
+    rng = np.random.default_rng(seed)
+    if binary:
+        return (rng.random((n, k)) < np.linspace(0.3, 0.7, k)).astype(float)
+    return np.clip(rng.random((n, 1)) + np.linspace(0, 0.15, k) + rng.normal(0, 0.1, (n, k)), 0, 1)
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["continuous", "binary"])
+@pytest.mark.parametrize("alternative", ALTS)
+def test_pairwise_randomization_equals_the_single_pair_test(binary, alternative):
+    x = _systems(11, binary=binary)
+    got = pairwise_randomization_test(x, n_resamples=1500, seed=3, alternative=alternative)
+    assert got.method == "randomisation (Monte Carlo)" and got.pvalue.shape == (4, 4)
+    for i in range(4):
+        for j in range(4):
+            if i != j:
+                one = randomization_test(x[:, i], x[:, j], n_resamples=1500, seed=3, alternative=alternative)
+                assert got.pvalue[i, j] == one.pvalue
+                assert got.mean_difference[i, j] == pytest.approx(one.mean_difference, abs=1e-15)
+    assert np.all(np.diag(got.pvalue) == 1.0)
+
+
+def test_pairwise_randomization_enumerates_small_samples_exactly():
+    x = _systems(12, n=9, k=3)
+    got = pairwise_randomization_test(x, n_resamples=512)
+    assert got.method == "randomisation (exact)"
+    for i, j in [(0, 1), (1, 2), (2, 0)]:
+        assert got.pvalue[i, j] == randomization_test(x[:, i], x[:, j], n_resamples=512).pvalue
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["continuous", "binary"])
+def test_pairwise_bootstrap_equals_the_single_pair_test_and_a_loop_interval(binary):
+    x = _systems(13, n=30, k=3, binary=binary)
+    got = pairwise_bootstrap_test(x, n_resamples=1200, seed=9, level=0.9)
+    for i in range(3):
+        for j in range(3):
+            if i == j:
+                continue
+            assert got.pvalue[i, j] == paired_bootstrap_test(x[:, i], x[:, j], n_resamples=1200, seed=9).pvalue
+            rng = np.random.default_rng(9)  # the interval by a plain loop over the same resamples
+            reps = []
+            for _ in range(1200):
+                idx = rng.integers(0, 30, size=30)
+                reps.append(np.mean(x[idx, i] - x[idx, j]))
+            lo, hi = np.quantile(reps, [0.05, 0.95])
+            assert got.low[i, j] == pytest.approx(lo, abs=1e-12)
+            assert got.high[i, j] == pytest.approx(hi, abs=1e-12)
+    assert got.level == 0.9
+
+
+def test_pairwise_tests_share_one_draw_across_leading_axes():
+    a, b = _systems(14), _systems(15)
+    stacked = pairwise_randomization_test(np.stack([a, b]), n_resamples=700, seed=1)
+    assert stacked.pvalue.shape == (2, 4, 4)
+    assert np.array_equal(stacked.pvalue[1], pairwise_randomization_test(b, n_resamples=700, seed=1).pvalue)
+    boot = pairwise_bootstrap_test(np.stack([a, b]), n_resamples=700, seed=1)
+    alone = pairwise_bootstrap_test(a, n_resamples=700, seed=1)
+    assert np.array_equal(boot.pvalue[0], alone.pvalue)
+    assert np.allclose(boot.low[0], alone.low, atol=1e-14)
+
+
+def test_tukey_one_way_matches_scipy():
+    x = _systems(16, n=25, k=5)
+    got = tukey_hsd(x, blocked=False)
+    ref = ss.tukey_hsd(*x.T)
+    assert np.allclose(got.pvalue, ref.pvalue, rtol=1e-9, atol=1e-12)
+    assert np.allclose(got.mean_difference, ref.statistic, atol=1e-15)
+    assert got.method == "Tukey HSD (one-way)"
+
+
+def test_tukey_blocked_matches_a_two_way_anova_loop():
+    x = _systems(17, n=20, k=4)
+    n, k = x.shape
+    grand = x.mean()
+    sse = sum((x[q, i] - x[:, i].mean() - x[q, :].mean() + grand) ** 2 for q in range(n) for i in range(k))
+    df = (n - 1) * (k - 1)
+    got = tukey_hsd(x)
+    for i in range(k):
+        for j in range(k):
+            if i != j:
+                q = (x[:, i].mean() - x[:, j].mean()) / np.sqrt(sse / df / n)
+                assert got.statistic[i, j] == pytest.approx(q, rel=1e-10)
+                assert got.pvalue[i, j] == pytest.approx(ss.studentized_range.sf(abs(q), k, df), rel=1e-9)
+    # the queries' own spread is not noise: blocking separates the systems better than the one-way test
+    assert got.pvalue[3, 0] < tukey_hsd(x, blocked=False).pvalue[3, 0]
+
+
+def test_tukey_without_residual_noise():
+    x = np.array([[0.1, 0.3, 0.1], [0.5, 0.7, 0.5], [0.2, 0.4, 0.2]])  # systems differ by constants: MSE = 0
+    got = tukey_hsd(x)
+    assert got.pvalue[1, 0] == 0.0 and got.pvalue[0, 2] == 1.0
+
+
+def test_benjamini_hochberg_matches_scipy():
+    rng = np.random.default_rng(18)
+    p = np.concatenate([rng.random(30) ** 3, [0.01, 0.01, 1.0, 0.0]])
+    assert np.allclose(benjamini_hochberg(p), ss.false_discovery_control(p, method="bh"), rtol=1e-12, atol=0)
+    assert np.array_equal(adjust_pvalues(p, "bh"), benjamini_hochberg(p))
+
+
+def test_pairwise_errors():
+    with pytest.raises(ValueError, match=r"scores must hold at least 2 systems \(its last axis\); got shape \(5, 1\)"):
+        pairwise_randomization_test(np.ones((5, 1)))
+    with pytest.raises(ValueError, match="scores must hold at least 2 queries"):
+        pairwise_bootstrap_test(np.ones((1, 3)))
+    with pytest.raises(ValueError, match=r"scores must have shape \(\.\.\., n_queries, n_systems\), at least 2-D; "
+                                         r"got 1-D"):
+        tukey_hsd([1.0, 2.0])
+    with pytest.raises(ValueError, match="alternative must be one of"):
+        pairwise_randomization_test(np.ones((5, 2)), alternative="up")
+    with pytest.raises(ValueError, match=r"level must be a finite number > 0 and < 1; got 1"):
+        pairwise_bootstrap_test(np.ones((5, 2)), level=1)
+    with pytest.raises(ValueError, match="n_resamples must be an integer >= 1"):
+        pairwise_bootstrap_test(np.ones((5, 2)), n_resamples=0)
+    with pytest.raises(TypeError, match="blocked must be a bool; got str 'yes'"):
+        tukey_hsd(np.ones((5, 2)), blocked="yes")
+    with pytest.raises(ValueError, match=r"pvalues must lie in \[0, 1\]"):
+        benjamini_hochberg([0.2, 1.5])

@@ -14,7 +14,13 @@ output of a ranking metric) and the tests work on the differences
 - :func:`randomization_test`: Fisher's paired randomisation (sign-flip)
   test, recommended for IR by Smucker, Allan & Carterette (2007); exact when
   all ``2^n`` sign patterns fit in ``n_resamples``.
-- :func:`bonferroni`, :func:`holm`: adjusted p-values (Holm 1979).
+- :func:`pairwise_randomization_test`, :func:`pairwise_bootstrap_test`:
+  the same two resampling tests for every pair of systems at once, from one
+  draw of signs (or resamples) shared by all pairs, vectorised with numpy.
+- :func:`tukey_hsd`: Tukey's honestly significant difference over all pairs
+  (Tukey 1949), with queries as blocks or as scipy computes it.
+- :func:`bonferroni`, :func:`holm`, :func:`benjamini_hochberg`: adjusted
+  p-values (Holm 1979; Benjamini & Hochberg 1995).
 - :func:`significance_marks`: one symbol per comparison for result tables.
 """
 
@@ -28,25 +34,30 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank.validation import as_float_array, check_choice, check_positive_int
+from uncertank.validation import as_float_array, check_choice, check_positive_int, check_real
 
 __all__ = [
+    "PairwiseResult",
     "SignificanceResult",
     "adjust_pvalues",
+    "benjamini_hochberg",
     "bonferroni",
     "holm",
     "paired_bootstrap_test",
     "paired_ttest",
+    "pairwise_bootstrap_test",
+    "pairwise_randomization_test",
     "query_bootstrap_interval",
     "randomization_test",
     "significance_marks",
+    "tukey_hsd",
     "wilcoxon_signed_rank",
 ]
 
 Alternative = Literal["two-sided", "greater", "less"]
 ALTERNATIVES: tuple[Alternative, ...] = ("two-sided", "greater", "less")
-Correction = Literal["bonferroni", "holm", "none"]
-CORRECTIONS: tuple[Correction, ...] = ("bonferroni", "holm", "none")
+Correction = Literal["bonferroni", "holm", "none", "bh"]
+CORRECTIONS: tuple[Correction, ...] = ("bonferroni", "holm", "none", "bh")
 
 #: Resamples drawn per chunk by the resampling tests (bounds memory at ~n * this).
 _CHUNK = 2048
@@ -250,22 +261,47 @@ def wilcoxon_signed_rank(
     return SignificanceResult(stat, p, mean, n, f"Wilcoxon signed-rank ({method})", alternative)
 
 
-def _resampled_means(
-    d: NDArray[np.float64], n_resamples: int, rng: np.random.Generator, kind: str
+def _resampled_column_means(
+    x: NDArray[np.float64], n_resamples: int, rng: np.random.Generator, kind: str
 ) -> NDArray[np.float64]:
-    """Means of ``n_resamples`` bootstrap resamples or random sign flips of ``d``."""
-    n = d.size
-    out = np.empty(n_resamples)
+    """Column means of ``x`` (n, c) under ``n_resamples`` bootstrap resamples or sign flips of its rows, (B, c).
+
+    One draw serves every column: resample ``r`` uses the indices
+    ``rng.integers(0, n, size=n)`` (``kind="bootstrap"``) or the signs
+    ``rng.integers(0, 2, size=n) * 2 - 1`` (``"signflip"``), drawn in order,
+    so a column holding ``a - b`` gets the draws a test of ``a`` against
+    ``b`` alone gets. Both are linear in the rows: the bootstrap mean is
+    ``counts @ x / n`` (``counts`` the times each row is drawn) and the
+    sign-flip mean ``signs @ x / n``, so the columns of all systems go
+    through one matrix product per chunk of draws, and a pair of systems is
+    a difference of two columns.
+    """
+    n, c = x.shape
+    out = np.empty((n_resamples, c))
     step = max(1, _CHUNK * 64 // max(n, 1))
     for a in range(0, n_resamples, step):  # chunks of resamples, bounded memory
         m = min(step, n_resamples - a)
         if kind == "bootstrap":
             idx = rng.integers(0, n, size=(m, n))
-            out[a:a + m] = d[idx].mean(axis=1)
+            rows = (idx + (np.arange(m) * n)[:, None]).ravel()
+            weights = np.bincount(rows, minlength=m * n).reshape(m, n).astype(np.float64)
         else:
-            signs = rng.integers(0, 2, size=(m, n)) * 2 - 1
-            out[a:a + m] = (signs * d).mean(axis=1)
+            weights = (rng.integers(0, 2, size=(m, n)) * 2 - 1).astype(np.float64)
+        out[a:a + m] = weights @ x
+    out /= n
     return out
+
+
+def _enumerates(n: int, n_resamples: int) -> bool:
+    """Whether all ``2^n`` sign patterns fit in ``n_resamples`` (then the randomisation test is exact)."""
+    return n < 63 and 2**n <= n_resamples
+
+
+def _exact_signflip_means(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Column means of ``x`` (n, c) under all ``2^n`` sign patterns of its rows, shape (2^n, c)."""
+    n = x.shape[0]
+    patterns = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+    return ((patterns * 2 - 1).astype(np.float64) @ x) / n
 
 
 def _tail_probabilities(
@@ -328,7 +364,8 @@ def paired_bootstrap_test(
     b_count = check_positive_int(n_resamples, "n_resamples")
     d = _differences(a, b)
     observed = float(d.mean())
-    null = _resampled_means(d - observed, b_count, np.random.default_rng(seed), "bootstrap")
+    rng = np.random.default_rng(seed)
+    null = _resampled_column_means((d - observed)[:, None], b_count, rng, "bootstrap")[:, 0]
     p = _pvalue_from_tails(*_tail_probabilities(null, observed, 1), alternative)
     return SignificanceResult(observed, p, observed, d.size, "paired bootstrap", alternative)
 
@@ -444,17 +481,351 @@ def randomization_test(
     d = _differences(a, b, minimum=1)
     n = d.size
     observed = float(d.mean())
-    if n < 63 and 2**n <= b_count:
-        patterns = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
-        null = ((patterns * 2 - 1) * d).mean(axis=1)
+    if _enumerates(n, b_count):
+        null = _exact_signflip_means(d[:, None])[:, 0]
         tails = _tail_probabilities(null, observed, 0)
         method = "randomisation (exact)"
     else:
-        null = _resampled_means(d, b_count, np.random.default_rng(seed), "signflip")
+        null = _resampled_column_means(d[:, None], b_count, np.random.default_rng(seed), "signflip")[:, 0]
         tails = _tail_probabilities(null, observed, 1)
         method = "randomisation (Monte Carlo)"
     p = _pvalue_from_tails(*tails, alternative)
     return SignificanceResult(observed, p, observed, n, method, alternative)
+
+
+# --------------------------------------------------------------------------- all pairs of systems at once
+
+
+@dataclass(frozen=True, eq=False)
+class PairwiseResult:
+    """Every pair of systems compared on the same queries, as (n_systems, n_systems) matrices.
+
+    Entry ``[..., i, j]`` compares system ``i`` with system ``j``; leading
+    axes are those of the scores given (for example one per metric). The
+    diagonal holds a mean difference of 0 and a p-value of 1.
+
+    Attributes
+    ----------
+    statistic : ndarray of shape (..., n_systems, n_systems)
+        The mean difference for the resampling tests, the studentized mean
+        difference ``(mean_i - mean_j) / sqrt(MSE / n)`` for Tukey's HSD.
+    pvalue : ndarray of shape (..., n_systems, n_systems)
+        The p-value of each pair, symmetric for a two-sided test.
+    mean_difference : ndarray of shape (..., n_systems, n_systems)
+        ``mean(x_i - x_j)``.
+    n : int
+        Queries.
+    method : str
+        Which test (and variant) produced it.
+    alternative : str
+        ``"two-sided"``, ``"greater"`` (system ``i`` above ``j``) or ``"less"``.
+    low, high : ndarray of shape (..., n_systems, n_systems) or None
+        :func:`pairwise_bootstrap_test` only: the percentile interval of the
+        mean difference over the same resamples, at ``level``.
+    level : float or None
+        Coverage of ``low`` and ``high``.
+    """
+
+    statistic: NDArray[np.float64]
+    pvalue: NDArray[np.float64]
+    mean_difference: NDArray[np.float64]
+    n: int
+    method: str
+    alternative: str
+    low: NDArray[np.float64] | None = None
+    high: NDArray[np.float64] | None = None
+    level: float | None = None
+
+
+def _system_scores(scores: ArrayLike, minimum: int) -> NDArray[np.float64]:
+    """Scores of shape (..., n_queries, n_systems), checked: at least 2 systems and ``minimum`` queries."""
+    try:
+        ndim = np.ndim(scores)
+    except ValueError:  # ragged: the converter says so in its words
+        ndim = 2
+    if ndim < 2:
+        raise ValueError(f"scores must have shape (..., n_queries, n_systems), at least 2-D; got {ndim}-D")
+    x = as_float_array(scores, "scores", ndim=ndim)
+    n, k = x.shape[-2:]
+    if k < 2:
+        raise ValueError(f"scores must hold at least 2 systems (its last axis); got shape {x.shape}")
+    if n < minimum:
+        raise ValueError(f"scores must hold at least {minimum} queries (its second-to-last axis); got shape {x.shape}")
+    return x
+
+
+def _columns(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Scores (..., n_queries, k) as one (n_queries, n_blocks * k) matrix; column ``b * k + i``: system i, block b."""
+    return np.ascontiguousarray(np.moveaxis(x, -2, 0).reshape(x.shape[-2], -1))
+
+
+def _pair_tails(
+    null: NDArray[np.float64], observed: NDArray[np.float64], k: int, adjustment: int, centred: bool
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Upper and lower tail p-values of every pair, each of shape (n_blocks, k, k).
+
+    ``null`` (B, n_blocks * k) are resampled column means and ``observed``
+    (n_blocks * k,) the column means; a pair's resampled difference is the
+    difference of its two columns, less the observed difference when
+    ``centred`` (the bootstrap's null). Tails as :func:`_tail_probabilities`.
+    """
+    b_count = null.shape[0]
+    blocks = observed.size // k
+    greater = np.ones((blocks, k, k))
+    less = np.ones((blocks, k, k))
+    for blk in range(blocks):
+        cols = slice(blk * k, (blk + 1) * k)
+        nb, mu = null[:, cols], observed[cols]
+        for i in range(k - 1):  # the pairs (i, j > i); (j, i) is their mirror
+            obs = mu[i] - mu[i + 1:]
+            diff = nb[:, [i]] - nb[:, i + 1:]
+            if centred:
+                diff -= obs
+            gamma = np.abs(obs) * 1e-12 + 1e-15
+            up = (np.count_nonzero(diff >= obs - gamma, axis=0) + adjustment) / (b_count + adjustment)
+            down = (np.count_nonzero(diff <= obs + gamma, axis=0) + adjustment) / (b_count + adjustment)
+            greater[blk, i, i + 1:], less[blk, i, i + 1:] = up, down
+            greater[blk, i + 1:, i], less[blk, i + 1:, i] = down, up
+    return greater, less
+
+
+def _combine_tails(
+    greater: NDArray[np.float64], less: NDArray[np.float64], alternative: str
+) -> NDArray[np.float64]:
+    if alternative == "greater":
+        p = greater
+    elif alternative == "less":
+        p = less
+    else:
+        p = np.minimum(1.0, 2.0 * np.minimum(greater, less))
+    k = p.shape[-1]
+    p[..., np.arange(k), np.arange(k)] = 1.0
+    return p
+
+
+def _pair_matrix(values: NDArray[np.float64], lead: list[int], k: int) -> NDArray[np.float64]:
+    """Column values (n_blocks * k,) as the (..., k, k) matrix of ``values_i - values_j``."""
+    v = values.reshape(-1, k)
+    return (v[:, :, None] - v[:, None, :]).reshape(*lead, k, k)
+
+
+def pairwise_randomization_test(
+    scores: ArrayLike,
+    *,
+    n_resamples: int = 10_000,
+    alternative: Alternative = "two-sided",
+    seed: int | np.random.Generator | None = None,
+) -> PairwiseResult:
+    r"""The paired randomisation test of :func:`randomization_test` for every pair of systems at once.
+
+    One matrix of signs, ``n_resamples`` rows of one sign per query, is
+    drawn once and shared by every pair (and every leading index, such as
+    the metrics): the null mean of the pair $(i, j)$ under sign pattern
+    $s$ is $s \cdot (x_i - x_j) / n = s \cdot x_i / n - s \cdot x_j / n$,
+    so all systems go through one matrix product and each pair is a
+    difference of two of its columns. The p-value of the pair $(i, j)$ is
+    the one :func:`randomization_test` gives for ``(x_i, x_j)`` with the
+    same ``seed`` (the same draws, in the same order), exact enumeration of
+    all $2^n$ patterns included when they fit in ``n_resamples``.
+
+    Parameters
+    ----------
+    scores : array-like of shape (..., n_queries, n_systems)
+        Per-query scores, one column per system; leading axes (for example
+        one per metric) share the draw.
+    n_resamples : int
+        Number of random sign patterns ``B``.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"`` tests, for entry ``[i, j]``, mean(x_i - x_j) > 0.
+    seed : int or numpy.random.Generator, optional
+        Seeds the sign patterns.
+
+    Returns
+    -------
+    PairwiseResult
+        ``statistic`` is the observed mean difference.
+
+    Notes
+    -----
+    Memory is bounded by drawing the signs in chunks of about 131,072
+    values; time is one (chunk, n_queries) by (n_queries, n_columns) matrix
+    product per chunk plus a count over the pairs, so 10 systems, 5
+    metrics, 5,000 queries and 10,000 patterns take a few seconds on two
+    cores (``benchmarks/bench_compare.py``).
+
+    Examples
+    --------
+    Three systems on three queries: all 8 sign patterns are enumerated.
+
+    >>> x = [[3.0, 1.0, 1.0], [2.0, 1.0, 2.0], [4.0, 1.0, 3.0]]
+    >>> res = pairwise_randomization_test(x, alternative="greater")
+    >>> float(res.pvalue[0, 1]), float(randomization_test([3, 2, 4], [1, 1, 1], alternative="greater").pvalue)
+    (0.125, 0.125)
+    """
+    alternative = check_choice(alternative, "alternative", ALTERNATIVES)
+    b_count = check_positive_int(n_resamples, "n_resamples")
+    scores_ = _system_scores(scores, 1)
+    *lead, n, k = scores_.shape
+    x = _columns(scores_)
+    observed = x.mean(axis=0)
+    if _enumerates(n, b_count):
+        null, adjustment, method = _exact_signflip_means(x), 0, "randomisation (exact)"
+    else:
+        rng = np.random.default_rng(seed)
+        null, adjustment = _resampled_column_means(x, b_count, rng, "signflip"), 1
+        method = "randomisation (Monte Carlo)"
+    greater, less = _pair_tails(null, observed, k, adjustment, centred=False)
+    p = _combine_tails(greater, less, alternative).reshape(*lead, k, k)
+    diff = _pair_matrix(observed, lead, k)
+    return PairwiseResult(diff, p, diff.copy(), n, method, alternative)
+
+
+def pairwise_bootstrap_test(
+    scores: ArrayLike,
+    *,
+    n_resamples: int = 10_000,
+    alternative: Alternative = "two-sided",
+    seed: int | np.random.Generator | None = None,
+    level: float = 0.95,
+) -> PairwiseResult:
+    r"""The paired bootstrap test of :func:`paired_bootstrap_test` for every pair of systems, with intervals.
+
+    One matrix of resampled queries, ``n_resamples`` rows of ``n_queries``
+    indices, is drawn once and shared by every pair (and every leading
+    index): the resampled mean of system $i$ is $c \cdot x_i / n$, with
+    $c$ the number of times each query is drawn, so all systems go through
+    one matrix product and each pair is a difference of two columns. The
+    p-value of the pair $(i, j)$ is the one :func:`paired_bootstrap_test`
+    gives for ``(x_i, x_j)`` with the same ``seed``; the same resamples,
+    not shifted to the null, give the percentile interval of the mean
+    difference (Efron & Tibshirani 1993, 13.3).
+
+    Parameters
+    ----------
+    scores : array-like of shape (..., n_queries, n_systems)
+        Per-query scores, one column per system, ``n_queries >= 2``.
+    n_resamples : int
+        Number of bootstrap resamples ``B``.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"`` tests, for entry ``[i, j]``, mean(x_i - x_j) > 0.
+    seed : int or numpy.random.Generator, optional
+        Seeds the resampling. Resample ``r`` uses the indices
+        ``rng.integers(0, n, size=n)``, drawn in order.
+    level : float
+        Coverage of the percentile interval, in (0, 1).
+
+    Returns
+    -------
+    PairwiseResult
+        ``statistic`` is the observed mean difference; ``low`` and ``high``
+        the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the
+        resampled mean differences (``numpy.quantile``'s linear rule).
+
+    Examples
+    --------
+    A constant difference of 0.4: every resample has it.
+
+    >>> x = [[0.5, 0.1], [0.6, 0.2], [0.7, 0.3], [0.8, 0.4]]
+    >>> res = pairwise_bootstrap_test(x, seed=0)
+    >>> round(float(res.low[0, 1]), 6), round(float(res.high[0, 1]), 6), round(float(res.pvalue[0, 1]), 6)
+    (0.4, 0.4, 0.0002)
+    """
+    alternative = check_choice(alternative, "alternative", ALTERNATIVES)
+    b_count = check_positive_int(n_resamples, "n_resamples")
+    level = check_real(level, "level", minimum=0, maximum=1, exclusive_minimum=True, exclusive_maximum=True)
+    scores_ = _system_scores(scores, 2)
+    *lead, n, k = scores_.shape
+    x = _columns(scores_)
+    observed = x.mean(axis=0)
+    null = _resampled_column_means(x, b_count, np.random.default_rng(seed), "bootstrap")
+    greater, less = _pair_tails(null, observed, k, 1, centred=True)
+    p = _combine_tails(greater, less, alternative).reshape(*lead, k, k)
+    blocks = observed.size // k
+    low = np.zeros((blocks, k, k))
+    high = np.zeros((blocks, k, k))
+    q = [(1 - level) / 2, (1 + level) / 2]
+    for blk in range(blocks):
+        nb = null[:, blk * k:(blk + 1) * k]
+        for i in range(k - 1):
+            lo, hi = np.quantile(nb[:, [i]] - nb[:, i + 1:], q, axis=0)
+            low[blk, i, i + 1:], high[blk, i, i + 1:] = lo, hi
+            low[blk, i + 1:, i], high[blk, i + 1:, i] = 0.0 - hi, 0.0 - lo  # the mirror pair (no -0.0)
+    diff = _pair_matrix(observed, lead, k)
+    return PairwiseResult(diff, p, diff.copy(), n, "paired bootstrap", alternative,
+                          low.reshape(*lead, k, k), high.reshape(*lead, k, k), level)
+
+
+def tukey_hsd(scores: ArrayLike, *, blocked: bool = True) -> PairwiseResult:
+    r"""Tukey's honestly significant difference test over every pair of systems (Tukey 1949).
+
+    With $k$ systems on $n$ queries, system means $\bar x_i$ and a mean
+    squared error $\mathrm{MSE}$ on $\nu$ degrees of freedom, the pair
+    $(i, j)$ has
+
+    $$
+    q_{ij} = \frac{\bar x_i - \bar x_j}{\sqrt{\mathrm{MSE} / n}}, \qquad
+    p_{ij} = P\left(Q_{k, \nu} \ge |q_{ij}|\right)
+    $$
+
+    with $Q_{k,\nu}$ the studentized range. The p-values are adjusted for
+    all $k (k - 1) / 2$ pairs (family-wise error rate), so no further
+    correction is applied over the pairs of one metric.
+
+    ``blocked=True`` (the default, for IR: Carterette 2012; Sakai 2014)
+    takes the queries as blocks, the two-way ANOVA without replication:
+    $\mathrm{MSE} = \sum_{q,i} (x_{qi} - \bar x_i - \bar x_q + \bar x)^2 / \nu$
+    with $\nu = (k - 1)(n - 1)$, so the differences between queries do not
+    count as noise, as in the paired tests. ``blocked=False`` is the one-way
+    test of :func:`scipy.stats.tukey_hsd` (and ranx's ``"tukey"``), which
+    ignores the pairing: $\mathrm{MSE}$ is the pooled within-system variance,
+    $\nu = k (n - 1)$.
+
+    Parameters
+    ----------
+    scores : array-like of shape (..., n_queries, n_systems)
+        Per-query scores, one column per system, ``n_queries >= 2``.
+    blocked : bool
+        Queries as blocks (above).
+
+    Returns
+    -------
+    PairwiseResult
+        ``statistic`` is $q_{ij}$ (signed), ``alternative`` two-sided.
+        Where $\mathrm{MSE} = 0$ a pair with a difference has p-value 0,
+        one without a difference 1.
+
+    Examples
+    --------
+    >>> x = [[0.1, 0.5, 0.2], [0.3, 0.6, 0.3], [0.2, 0.9, 0.1], [0.4, 0.7, 0.4]]
+    >>> res = tukey_hsd(x)
+    >>> bool(res.pvalue[0, 1] < 0.05), bool(res.pvalue[0, 2] < 0.05)
+    (True, False)
+    """
+    from scipy.stats import studentized_range
+
+    if not isinstance(blocked, (bool, np.bool_)):
+        raise TypeError(f"blocked must be a bool; got {type(blocked).__name__} {blocked!r}")
+    x = _system_scores(scores, 2)
+    n, k = x.shape[-2:]
+    means = x.mean(axis=-2)  # (..., k)
+    if blocked:
+        resid = x - means[..., None, :] - x.mean(axis=-1, keepdims=True) + x.mean(axis=(-2, -1))[..., None, None]
+        df = (k - 1) * (n - 1)
+    else:
+        resid = x - means[..., None, :]
+        df = k * (n - 1)
+    scale = np.abs(x).max(axis=(-2, -1), keepdims=True)
+    resid = np.where(np.abs(resid) <= 1e-12 * scale, 0.0, resid)  # rounding is no noise: MSE 0 stays 0
+    mse = (resid**2).sum(axis=(-2, -1)) / df
+    diff = means[..., :, None] - means[..., None, :]
+    se = np.sqrt(mse / n)[..., None, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = diff / se
+    q = np.where(diff == 0, 0.0, q)
+    p = np.asarray(studentized_range.sf(np.abs(q), k, df), dtype=np.float64)
+    p = np.where(np.isinf(q), 0.0, np.where(diff == 0, 1.0, p))
+    name = "Tukey HSD (queries as blocks)" if blocked else "Tukey HSD (one-way)"
+    return PairwiseResult(q, p, diff, n, name, "two-sided")
 
 
 # --------------------------------------------------------------------------- corrections
@@ -523,15 +894,52 @@ def holm(pvalues: ArrayLike) -> NDArray[np.float64]:
     return out
 
 
-def adjust_pvalues(pvalues: ArrayLike, method: Correction = "holm") -> NDArray[np.float64]:
-    """Adjusted p-values by ``"bonferroni"``, ``"holm"`` or ``"none"``.
+def benjamini_hochberg(pvalues: ArrayLike) -> NDArray[np.float64]:
+    r"""Benjamini-Hochberg adjusted p-values, which control the false discovery rate (Benjamini & Hochberg 1995).
+
+    With the raw p-values sorted ascending, the adjusted value of
+    $p_{(i)}$ is $\min_{j \ge i} \min(1, m\, p_{(j)} / j)$: rejecting
+    the adjusted values below $\alpha$ keeps the expected share of false
+    rejections among the rejections at most $\alpha$ (for independent or
+    positively dependent tests), as :func:`scipy.stats.false_discovery_control`
+    with ``method="bh"``.
 
     Parameters
     ----------
     pvalues : array-like of shape (m,)
         Raw p-values in [0, 1].
-    method : {"bonferroni", "holm", "none"}
-        The correction.
+
+    Returns
+    -------
+    ndarray of shape (m,)
+        In the input order.
+
+    Examples
+    --------
+    >>> benjamini_hochberg([0.01, 0.04, 0.03, 0.5]).round(6).tolist()
+    [0.04, 0.053333, 0.053333, 0.5]
+    """
+    p = _pvalues(pvalues)
+    m = p.size
+    order = np.argsort(p, kind="stable")[::-1]  # descending
+    rank = m - np.arange(m)  # the ascending rank of each, largest first
+    stepped = np.minimum.accumulate(np.minimum(1.0, p[order] * m / rank))
+    out = np.empty(m)
+    out[order] = stepped
+    return out
+
+
+def adjust_pvalues(pvalues: ArrayLike, method: Correction = "holm") -> NDArray[np.float64]:
+    """Adjusted p-values by ``"bonferroni"``, ``"holm"``, ``"bh"`` (Benjamini-Hochberg) or ``"none"``.
+
+    Parameters
+    ----------
+    pvalues : array-like of shape (m,)
+        Raw p-values in [0, 1].
+    method : {"bonferroni", "holm", "none", "bh"}
+        The correction: :func:`bonferroni`, :func:`holm` (both control the
+        family-wise error rate), :func:`benjamini_hochberg` (the false
+        discovery rate), or none.
 
     Returns
     -------
@@ -541,12 +949,16 @@ def adjust_pvalues(pvalues: ArrayLike, method: Correction = "holm") -> NDArray[n
     --------
     >>> adjust_pvalues([0.01, 0.02], "bonferroni").tolist()
     [0.02, 0.04]
+    >>> adjust_pvalues([0.01, 0.02], "bh").tolist()
+    [0.02, 0.02]
     """
     method = check_choice(method, "method", CORRECTIONS)
     if method == "bonferroni":
         return bonferroni(pvalues)
     if method == "holm":
         return holm(pvalues)
+    if method == "bh":
+        return benjamini_hochberg(pvalues)
     return _pvalues(pvalues).copy()
 
 
@@ -571,8 +983,8 @@ def significance_marks(
         The tests of one family, or their raw p-values.
     alpha : float
         Significance level in (0, 1).
-    correction : {"bonferroni", "holm", "none"}
-        Multiple-comparison correction over the family.
+    correction : {"bonferroni", "holm", "none", "bh"}
+        Multiple-comparison correction over the family (see :func:`adjust_pvalues`).
     mark : str
         The symbol for a significant result.
 

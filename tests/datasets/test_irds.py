@@ -658,3 +658,20 @@ def test_a_name_that_is_not_a_str_is_refused():
 def test_a_sampler_with_too_small_a_pool_says_how_large_it_is(register):
     with pytest.raises(ValueError, match=r"n_candidates=9 is larger than the response pool"):
         load(f"irds:{register()}", split="test", negatives="random", n_candidates=9, cache=False)
+
+
+def test_the_evaluate_command_without_ir_datasets_says_which_extra_in_one_line(tmp_path, monkeypatch):
+    """No traceback: the missing package is named with its extra, exit status 2."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from uncertank.cli import cli
+
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 d1 1 0.9 sys\n")
+    monkeypatch.setitem(sys.modules, "ir_datasets", None)  # as if it were not installed
+    result = CliRunner().invoke(cli, ["evaluate", "--run", str(run), "--qrels", "irds:beir/scifact/test"])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("uncertank evaluate: ") and "irds" in line and "ir_datasets" in line
