@@ -8,8 +8,8 @@ import pytest
 from uncertank.conformal.lists import (
     best_relevant,
     best_relevant_rank,
+    list_positions,
     mass_above,
-    pair_ranks,
     top_candidates,
     top_k_mask,
 )
@@ -27,7 +27,7 @@ def _lists(ragged: bool, seed: int = 0):
 @pytest.mark.parametrize("ragged", [False, True], ids=["dense", "ragged"])
 def test_ranks_tops_and_best_relevant_match_a_loop(ragged):
     s, y, off = _lists(ragged)
-    ranks, tops, best = pair_ranks(s, off), top_candidates(s, off), best_relevant(s, y, off)
+    ranks, tops, best = list_positions(s, off), top_candidates(s, off), best_relevant(s, y, off)
     best_rank = best_relevant_rank(s, y, off)
     masks = {k: top_k_mask(s, off, k) for k in (0, 1, 3, 6, 9)}
     for q in range(off.size - 1):
@@ -67,3 +67,15 @@ def test_mass_above_matches_a_loop(ragged, mass):
 def test_sum_mass_refuses_negative_scores():
     with pytest.raises(ValueError, match="mass='sum' needs scores >= 0"):
         mass_above(np.array([0.5, -0.1]), np.array([0, 2]), "sum")
+
+
+@pytest.mark.parametrize("ragged", [False, True], ids=["dense", "ragged"])
+def test_list_positions_are_the_metrics_pair_ranks(ragged):
+    """One meaning of a pair's rank: the flat helper equals uncertank.metrics.ranks.pair_ranks, ties included."""
+    from uncertank import RankedLists
+    from uncertank.metrics._inputs import as_lists
+    from uncertank.metrics.ranks import pair_ranks
+
+    for seed in range(5):
+        s, y, off = _lists(ragged, seed)
+        np.testing.assert_array_equal(list_positions(s, off), pair_ranks(as_lists(RankedLists(s, y, off), None)))

@@ -35,9 +35,9 @@ def _brute_threshold(lists: RankedLists, alpha: float) -> float:
 
 def _brute_k(lists: RankedLists, alpha: float) -> int:
     n = lists.n_queries
-    from uncertank.conformal.lists import pair_ranks
+    from uncertank.conformal.lists import list_positions
 
-    ranks = pair_ranks(lists.scores, lists.offsets)
+    ranks = list_positions(lists.scores, lists.offsets)
     for k in range(int(lists.lengths.max()) + 1):
         if (n * _miss(lists, ranks < k) + 1) / (n + 1) <= alpha + 1e-12:
             return k

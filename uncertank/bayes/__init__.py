@@ -31,7 +31,8 @@ The modules import one way, bottom to top:
 3. :mod:`~uncertank.bayes.comparison`: the result object, :class:`SystemComparison`
    (and :class:`Gate`), whose methods call the modules of step 2;
 4. :mod:`~uncertank.bayes.fit` (:func:`compare`: models, samplers, the ESS
-   gate) and :mod:`~uncertank.bayes.io` (files), which make results;
+   gate), which makes results (a result writes and reads its own file:
+   :meth:`SystemComparison.to_netcdf` and :meth:`SystemComparison.from_netcdf`);
 5. this package, which only re-exports.
 """
 

@@ -10,7 +10,7 @@ modules that compute on it and below the code that makes it:
   and :mod:`~uncertank.bayes.plots` (the last three take any :class:`~uncertank.bayes._fitted.Fitted`, this class's
   interface, so they never import it);
 - above: :mod:`~uncertank.bayes.fit` (:func:`~uncertank.bayes.compare` builds
-  one) and :mod:`~uncertank.bayes.io`.
+  one).
 
 The posterior summaries follow Benham, Moffat & Culpepper, "Bayesian System
 Inference on Shallow Pools" (ECIR 2021).

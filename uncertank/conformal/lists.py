@@ -19,8 +19,8 @@ from uncertank._types import query_index
 __all__ = [
     "best_relevant",
     "best_relevant_rank",
+    "list_positions",
     "mass_above",
-    "pair_ranks",
     "query_max",
     "ranked_order",
     "top_candidates",
@@ -68,8 +68,13 @@ def ranked_order(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDA
     return np.lexsort((-scores, query_index(offsets))).astype(np.int64)  # stable: ties keep input order
 
 
-def pair_ranks(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.int64]:
-    """0-based rank of every pair within its query under the tie rule, shape (n_pairs,), in input order."""
+def list_positions(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.int64]:
+    """0-based position of every pair in its query's list ranked by score, ties in input order; shape (n_pairs,).
+
+    :func:`uncertank.metrics.ranks.pair_ranks` on flat arrays, without
+    building :class:`~uncertank.metrics.Lists` (the conformal stage calls it
+    per calibration draw); a test holds the two equal.
+    """
     order = ranked_order(scores, offsets)
     ranks = np.empty(scores.size, dtype=np.int64)
     ranks[order] = np.arange(scores.size) - np.repeat(offsets[:-1], np.diff(offsets))
@@ -87,7 +92,7 @@ def best_relevant_rank(scores: NDArray[np.float64], labels: NDArray[np.int64],
     rel = labels > 0
     width = _dense_width(offsets)
     if width is None:
-        ranks = np.where(rel, pair_ranks(scores, offsets), np.iinfo(np.int64).max)
+        ranks = np.where(rel, list_positions(scores, offsets), np.iinfo(np.int64).max)
         out = np.minimum.reduceat(ranks, offsets[:-1]).astype(np.float64)
         out[out == np.iinfo(np.int64).max] = np.inf
         return out  # type: ignore[no-any-return]
@@ -112,7 +117,7 @@ def top_k_mask(scores: NDArray[np.float64], offsets: NDArray[np.int64], k: int) 
     if k <= 0:
         return np.zeros(scores.size, dtype=bool)
     if width is None or k >= width:
-        return pair_ranks(scores, offsets) < k if width is None else np.ones(scores.size, dtype=bool)
+        return list_positions(scores, offsets) < k if width is None else np.ones(scores.size, dtype=bool)
     order = np.argsort(-scores.reshape(-1, width), axis=1, kind="stable")
     mask = np.zeros(order.shape, dtype=bool)
     np.put_along_axis(mask, order[:, :k], True, axis=1)

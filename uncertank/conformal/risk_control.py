@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from uncertank._types import RankedLists, query_index
 from uncertank.conformal.calibrated import ConformalThreshold
 from uncertank.conformal.levels import check_level
-from uncertank.conformal.lists import pair_ranks
+from uncertank.conformal.lists import list_positions
 from uncertank.validation import check_choice
 
 __all__ = ["conformal_risk_control", "miss_weights"]
@@ -109,7 +109,7 @@ def conformal_risk_control(
     else:
         lengths = np.diff(lists.offsets)
         width = int(lengths.max())
-        ranks = pair_ranks(lists.scores, lists.offsets)[rel]
+        ranks = list_positions(lists.scores, lists.offsets)[rel]
         missed_at = np.bincount(ranks, weights=w, minlength=width)  # rank r is missed when k <= r
         # risk[k] for k = 0..width: the weight of ranks >= k
         risk = np.concatenate((np.cumsum(missed_at[::-1])[::-1], [0.0]))
