@@ -11,31 +11,42 @@ from __future__ import annotations
 from uncertank._folders import FolderInUseError
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
 from uncertank.adapters import CallableRanker, CrossEncoderRanker, EnsembleRanker
+from uncertank.compare import ComparisonReport, compare_runs
 from uncertank.files import file_digest
 from uncertank.hookspecs import hookimpl
 from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
 from uncertank.protocols import (
+    Capabilities,
+    CapabilityError,
     CostEstimating,
     CostRates,
+    ModelBuilding,
     NotFittedError,
     Probabilistic,
     Ranker,
+    RequirementChecking,
     Saveable,
     StochasticRanker,
     Trainable,
     TrainableRanker,
+    TrainingLimited,
     WarmStartable,
+    capabilities,
 )
 
 __version__ = "0.1.0"  # the only place the version is written: pyproject.toml reads it from here
 
 __all__ = [
     "CallableRanker",
+    "Capabilities",
+    "CapabilityError",
+    "ComparisonReport",
     "CostEstimating",
     "CostRates",
     "CrossEncoderRanker",
     "EnsembleRanker",
     "FolderInUseError",
+    "ModelBuilding",
     "NotFittedError",
     "PredictiveSamples",
     "Predictions",
@@ -43,12 +54,16 @@ __all__ = [
     "QuerySet",
     "RankedLists",
     "Ranker",
+    "RequirementChecking",
     "Saveable",
     "StochasticRanker",
     "Trainable",
     "TrainableRanker",
+    "TrainingLimited",
     "WarmStartable",
     "__version__",
+    "capabilities",
+    "compare_runs",
     "file_digest",
     "get_plugin_manager",
     "hookimpl",

@@ -19,11 +19,16 @@ and is announced in its own ``pyproject.toml``::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import pluggy
 
 __all__ = [
+    "CacheTokened",
+    "DatasetLoaderCapabilities",
+    "PathResolving",
+    "dataset_loader_capabilities",
     "hookimpl",
     "hookspec",
     "uncertank_datasets",
@@ -121,3 +126,71 @@ def uncertank_metrics() -> Mapping[str, Callable[..., Any]]:
     columns; :func:`uncertank.testing.check_metric` checks this contract.
     """
     raise NotImplementedError
+
+
+# -- what a dataset loader may offer beyond being called ------------------------------------------------------------
+
+
+@runtime_checkable
+class CacheTokened(Protocol):
+    """A dataset loader whose sets :func:`uncertank.datasets.load` caches on disk.
+
+    ``cache_token`` returns a str that changes whenever the data or the way
+    a set is built changes (the cache key also holds every parameter of the
+    call); :func:`uncertank.datasets.cacheable` adds one to a function.
+    """
+
+    def cache_token(self, arg: str | None = None, *, split: str = "train") -> str:
+        """A str that changes with the data read for ``split`` (``arg``: the text after a prefix)."""
+        ...
+
+
+@runtime_checkable
+class PathResolving(Protocol):
+    """A prefix dataset loader (``tsv:PATH``) that names the file it would read, without reading it.
+
+    A study file's relative paths are taken from the file's folder, and the
+    study's check finds a missing file before any work, through ``resolve``.
+    """
+
+    def resolve(self, arg: str, split: str) -> Any:
+        """The file ``arg`` names for ``split``; OSError or ValueError when there is none."""
+        ...
+
+
+@dataclass(frozen=True, eq=False)
+class DatasetLoaderCapabilities:
+    """What a registered dataset loader offers (:func:`dataset_loader_capabilities`).
+
+    Attributes
+    ----------
+    loader : object
+        The loader (a function, a class or a callable loader object).
+    cacheable : CacheTokened or None
+        The loader typed as :class:`CacheTokened`, or None.
+    resolving : PathResolving or None
+        The loader typed as :class:`PathResolving`, or None.
+    """
+
+    loader: Any
+    cacheable: CacheTokened | None
+    resolving: PathResolving | None
+
+
+def dataset_loader_capabilities(loader: Any) -> DatasetLoaderCapabilities:
+    """Ask a dataset loader once what it offers: the one place that tests one against its protocols.
+
+    Examples
+    --------
+    >>> from uncertank.datasets import cacheable
+    >>> @cacheable("v1")
+    ... def mine(*, split="train", negatives=None, n_candidates=None, seed=0): ...
+    >>> caps = dataset_loader_capabilities(mine)
+    >>> caps.cacheable is not None, caps.resolving is None
+    (True, True)
+    """
+    return DatasetLoaderCapabilities(
+        loader=loader,
+        cacheable=loader if callable(getattr(loader, "cache_token", None)) else None,
+        resolving=loader if callable(getattr(loader, "resolve", None)) else None,
+    )

@@ -56,7 +56,8 @@ from typing import Any, Literal
 import pluggy
 
 from uncertank import hookspecs
-from uncertank.protocols import Ranker
+from uncertank.hookspecs import dataset_loader_capabilities
+from uncertank.protocols import CapabilityError, Ranker
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -226,7 +227,7 @@ def entry_problem(kind: str, entry: Any) -> str | None:
     else:
         if isinstance(entry, type) or isinstance(entry, _FUNCTION_TYPES):
             return None
-        if kind == "datasets" and callable(entry) and callable(getattr(entry, "cache_token", None)):
+        if kind == "datasets" and callable(entry) and dataset_loader_capabilities(entry).cacheable is not None:
             return None  # a cacheable loader object, like the built-in "tsv:"
         want = "a class or a function (a factory)"
         if kind == "datasets":
@@ -801,9 +802,9 @@ def make_ranker(name: str, **params: Any) -> Ranker:
         When no plugin provides ``name``.
     DuplicateNameError
         When several plugins do.
-    TypeError
-        When the factory returns something that is not a ranker; the
-        message names the plugin and what is missing.
+    CapabilityError
+        (a TypeError) When the factory returns something that is not a
+        ranker; the message names the plugin and what is missing.
 
     Examples
     --------
@@ -820,7 +821,7 @@ def make_ranker(name: str, **params: Any) -> Ranker:
         problems.append("a callable 'predict(queries)'")
     if problems:
         info = registry("rankers")[name]
-        raise TypeError(
+        raise CapabilityError(
             f"ranker factory {name!r} of plugin {info.plugin!r} (distribution {info.distribution}) returned "
             f"{type(ranker).__name__}, which does not satisfy uncertank.Ranker: it lacks {' and '.join(problems)}"
         )

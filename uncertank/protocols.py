@@ -17,13 +17,23 @@ does with each is in docs/plugins.md ("What a study uses of a ranker"):
 - :class:`CostEstimating` (``cost_rates``): says what its ``fit`` and
   ``predict`` should cost, for ``uncertank run --dry-run`` and the
   estimates a run prints before each step.
+- :class:`TrainingLimited` (``max_train_queries``): it trains on a seeded
+  subset of the training queries, which the study's log and estimate count.
+- :class:`ModelBuilding` (``build_model``): it builds its network untrained
+  (weights read, nothing trained), so a study's check can try a warm start
+  before any work.
+- :class:`RequirementChecking` (``missing_requirements``): it names, before
+  any work, what it needs that the machine lacks (a packaged model).
 - A factory (or ``load``, or ``from_ranker``) that names the keyword
   ``show_progress`` in its signature has its progress bars turned off by a
   study (:func:`takes_show_progress`).
 
-A ranker that offers one member of a capability without the other
-(``fit`` without ``is_fitted``, ``save`` without ``load``) is refused by
-:func:`check_capabilities` rather than half used.
+:func:`capabilities` is the one place that asks a ranker what it offers: it
+returns a :class:`Capabilities` record, which the study (its check, its plan
+and its run), the conformance kit and the checkpoint reader use; nothing
+else probes a ranker. A ranker that offers one member of a capability
+without the other (``fit`` without ``is_fitted``, ``save`` without
+``load``) is refused by :func:`check_capabilities` rather than half used.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from os import PathLike
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -39,16 +50,22 @@ from typing_extensions import Self
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 
 __all__ = [
+    "Capabilities",
+    "CapabilityError",
     "CostEstimating",
     "CostRates",
+    "ModelBuilding",
     "NotFittedError",
     "Probabilistic",
     "Ranker",
+    "RequirementChecking",
     "Saveable",
     "StochasticRanker",
     "Trainable",
     "TrainableRanker",
+    "TrainingLimited",
     "WarmStartable",
+    "capabilities",
     "check_capabilities",
     "cost_rates_problem",
     "takes_show_progress",
@@ -60,6 +77,14 @@ class NotFittedError(ValueError, AttributeError):
 
     Subclasses ValueError and AttributeError, as scikit-learn's
     ``NotFittedError`` does, so existing ``except ValueError`` handlers keep working.
+    """
+
+
+class CapabilityError(TypeError):
+    """A ranker does not offer what it must: not a :class:`Ranker`, or part of a capability only.
+
+    Raised by :func:`uncertank.make_ranker` and :func:`check_capabilities`
+    (so by :func:`capabilities`); a TypeError, as before it had a name of its own.
     """
 
 
@@ -223,6 +248,143 @@ class TrainableRanker(Ranker, Trainable, Saveable, Protocol):
     """A ranker that can be fitted, saved and loaded: :class:`Ranker`, :class:`Trainable` and :class:`Saveable`."""
 
 
+@runtime_checkable
+class TrainingLimited(Protocol):
+    """A trainable ranker that trains on a seeded subset of the training queries when it has more.
+
+    A study's log ("training on 3000 of the 10000 training queries") and
+    its estimate of the ``fit`` step count the subset.
+
+    Attributes
+    ----------
+    max_train_queries : int or None
+        The most training queries ``fit`` uses (None: all of them).
+    """
+
+    @property
+    def max_train_queries(self) -> int | None:
+        """The most training queries ``fit`` uses; None for all."""
+        ...
+
+
+@runtime_checkable
+class ModelBuilding(Protocol):
+    """A ranker that builds its network untrained on request (its weights read, nothing trained).
+
+    A study's check before the work builds an untrained source this way and
+    tries ``from_ranker`` on it, so that a parameter the trained source
+    would refuse (MC dropout layers above the encoder's) is named before any
+    training.
+    """
+
+    def build_model(self) -> Any:
+        """Build (once) and return the ranker's network, untrained."""
+        ...
+
+
+@runtime_checkable
+class RequirementChecking(Protocol):
+    """A ranker that names what it needs and the machine lacks, before anything is loaded."""
+
+    def missing_requirements(self) -> list[tuple[str, str]]:
+        """One ``(parameter, what to do)`` per missing requirement: ``("backbone", "install it with pip ...")``.
+
+        Called on a ranker just built (nothing loaded); an empty list when
+        nothing is missing.
+        """
+        ...
+
+
+@dataclass(frozen=True, eq=False)
+class Capabilities:
+    """What a ranker offers, asked once (:func:`capabilities`): each capability as the ranker, typed, or None.
+
+    Attributes
+    ----------
+    ranker : object
+        The ranker asked.
+    is_ranker : bool
+        Whether it satisfies :class:`Ranker` (a ``name`` and ``predict``).
+    trainable, saveable, warm_startable, stochastic, cost_estimating, model_building, requirement_checking
+        The ranker typed as :class:`Trainable`, :class:`Saveable`,
+        :class:`WarmStartable`, :class:`StochasticRanker`,
+        :class:`CostEstimating`, :class:`ModelBuilding` and
+        :class:`RequirementChecking`, where it offers them; else None.
+    probabilistic : bool or None
+        Its :class:`Probabilistic` flag; None when it declares none.
+    max_train_queries : int or None
+        Its :class:`TrainingLimited` cap; None when it trains on every query
+        (or declares no cap).
+    """
+
+    ranker: Any
+    is_ranker: bool
+    trainable: Trainable | None
+    saveable: Saveable | None
+    warm_startable: WarmStartable | None
+    stochastic: StochasticRanker | None
+    cost_estimating: CostEstimating | None
+    model_building: ModelBuilding | None
+    requirement_checking: RequirementChecking | None
+    probabilistic: bool | None
+    max_train_queries: int | None
+
+    @property
+    def name(self) -> str:
+        """The ranker's class name, for messages."""
+        return type(self.ranker).__name__
+
+    def missing_requirements(self) -> list[tuple[str, str]]:
+        """What the ranker says it needs and the machine lacks (empty when it declares nothing)."""
+        return [] if self.requirement_checking is None else list(self.requirement_checking.missing_requirements())
+
+
+def capabilities(ranker: Any) -> Capabilities:
+    """Ask ``ranker`` once what it offers: the one place that tests a ranker against the protocols.
+
+    Parameters
+    ----------
+    ranker : object
+        A built (or loaded) ranker.
+
+    Returns
+    -------
+    Capabilities
+
+    Raises
+    ------
+    CapabilityError
+        When it offers part of a capability (:func:`check_capabilities`), or
+        declares a ``max_train_queries`` that is not None or an int >= 1.
+
+    Examples
+    --------
+    >>> from uncertank.baselines import BM25Ranker
+    >>> caps = capabilities(BM25Ranker())
+    >>> caps.is_ranker, caps.trainable is None, caps.stochastic is None
+    (True, True, True)
+    """
+    check_capabilities(ranker)
+    limit = ranker.max_train_queries if isinstance(ranker, TrainingLimited) else None
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise CapabilityError(f"ranker {type(ranker).__name__}: max_train_queries must be None or an int >= 1 "
+                        f"(uncertank.TrainingLimited); got {limit!r}")
+    flag = ranker.probabilistic if isinstance(ranker, Probabilistic) else None
+    return Capabilities(
+        ranker=ranker,
+        is_ranker=isinstance(getattr(ranker, "name", None), str) and isinstance(ranker, Ranker),
+        trainable=ranker if isinstance(ranker, Trainable) else None,
+        saveable=ranker if isinstance(ranker, Saveable) else None,
+        warm_startable=ranker if isinstance(ranker, WarmStartable) else None,
+        stochastic=ranker if isinstance(ranker, StochasticRanker) else None,
+        cost_estimating=ranker if isinstance(ranker, CostEstimating) else None,
+        model_building=ranker if isinstance(ranker, ModelBuilding) else None,
+        requirement_checking=ranker if isinstance(ranker, RequirementChecking) else None,
+        probabilistic=None if flag is None else bool(flag),
+        max_train_queries=limit,
+    )
+
+
 #: The members of each capability: offering some without the others is an error.
 _CAPABILITIES: tuple[tuple[type, tuple[str, ...]], ...] = (
     (Trainable, ("fit", "is_fitted")),
@@ -243,14 +405,14 @@ def check_capabilities(ranker: Any) -> None:
 
     Raises
     ------
-    TypeError
+    CapabilityError
         Naming the ranker, the members it has and the member it lacks.
     """
     for proto, members in _CAPABILITIES:
         have = [m for m in members if hasattr(ranker, m)]
         if have and len(have) < len(members):
             lacks = [m for m in members if m not in have]
-            raise TypeError(
+            raise CapabilityError(
                 f"ranker {type(ranker).__name__} offers {' and '.join(have)} but not {' and '.join(lacks)}; "
                 f"uncertank.{proto.__name__} needs {' and '.join(members)} (docs/plugins.md)"
             )

@@ -45,6 +45,9 @@ class Toy:
     def fit(self, train, valid=None):
         return self
 
+    def predict(self, queries):
+        raise AssertionError("a study's check never predicts")
+
     def save(self, path) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)
         (Path(path) / "uncertank.json").write_text(json.dumps({"ranker": "toy"}))
@@ -69,6 +72,9 @@ class Plain:
 
     def __init__(self, *, k: int = 1) -> None:
         self.k = k
+
+    def predict(self, queries):
+        raise AssertionError("a study's check never predicts")
 
 
 @hookimpl

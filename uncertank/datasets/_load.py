@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from uncertank._types import QuerySet
+from uncertank.hookspecs import dataset_loader_capabilities
 from uncertank.validation import check_choice, check_positive_int
 
 __all__ = ["cacheable", "list_datasets", "load", "resolve_dataset"]
@@ -218,12 +219,12 @@ def load(
         kwargs["max_context_turns"] = max_context_turns
     kwargs.update(options)
     _check_options(loader, name, kwargs)
-    token_fn = getattr(loader, "cache_token", None)
+    cacheable = dataset_loader_capabilities(loader).cacheable
     key = None
-    if cache and callable(token_fn):
+    if cache and cacheable is not None:
         from uncertank.datasets import _cache
 
-        token = token_fn(*args, split=split)
+        token = cacheable.cache_token(*args, split=split)
         if not isinstance(token, str):
             raise TypeError(
                 f"dataset {name!r}: cache_token must return a str that changes with the data; "

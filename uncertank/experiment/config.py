@@ -642,6 +642,7 @@ def _dataset_path(name: Any, base: Path) -> Any:
     if not isinstance(name, str) or ":" not in name:
         return name
     from uncertank.datasets._load import resolve_dataset
+    from uncertank.hookspecs import dataset_loader_capabilities
     from uncertank.plugins import get_factory
 
     try:
@@ -649,7 +650,7 @@ def _dataset_path(name: Any, base: Path) -> Any:
         loader = get_factory("datasets", prefix)
     except (ValueError, TypeError):
         return name
-    if not arg or not callable(getattr(loader, "resolve", None)):
+    if not arg or dataset_loader_capabilities(loader).resolving is None:
         return name
     return prefix + _resolve(arg, base)
 

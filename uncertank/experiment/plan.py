@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from uncertank.experiment.building import build_ranker
 from uncertank.experiment.config import StudyConfig, StudyConfigError
 from uncertank.experiment.preflight import check_output_folder, validate_config
 from uncertank.experiment.stages import StudyData
-from uncertank.protocols import CostEstimating, CostRates, Trainable, cost_rates_problem
+from uncertank.protocols import Capabilities, CostRates, cost_rates_problem
 
 __all__ = ["MODEL_FREE_NEGATIVES", "RATE_LAYERS", "StepPlan", "StudyPlan", "plan_study"]
 
@@ -59,14 +60,14 @@ def _layer_scale(rc: Any, by_label: dict[str, Any]) -> float:
     return layers / RATE_LAYERS if isinstance(layers, int) and layers > 0 else 1.0
 
 
-def _rates(ranker: Any, warm_start: bool, where: str) -> CostRates | None:
+def _rates(built: Capabilities, warm_start: bool, where: str) -> CostRates | None:
     """A ranker's :class:`~uncertank.CostRates` (None without them); a wrong value is the study's error."""
-    if not isinstance(ranker, CostEstimating):
+    if built.cost_estimating is None:
         return None
-    rates = ranker.cost_rates(warm_start=warm_start)
+    rates = built.cost_estimating.cost_rates(warm_start=warm_start)
     problem = cost_rates_problem(rates)
     if problem is not None:
-        raise StudyConfigError([(where, f"{type(ranker).__name__}.cost_rates(warm_start={warm_start}) {problem}")])
+        raise StudyConfigError([(where, f"{built.name}.cost_rates(warm_start={warm_start}) {problem}")])
     return rates
 
 
@@ -180,7 +181,6 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     from uncertank.experiment.external import match_runs
     from uncertank.experiment.runner import fit_key, unfitted_key
     from uncertank.experiment.stages import digest, file_stem
-    from uncertank.plugins import make_ranker
 
     validate_config(config)
     refused = check_output_folder(out_dir, study=config.name, force=force)
@@ -234,26 +234,33 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     by_label = {rc.key: rc for rc in config.rankers}
     for i, rc in enumerate(config.rankers):
         scale = _layer_scale(rc, by_label)
-        ranker = make_ranker(rc.name, **rc.params, **({} if rc.pretrained is None else {"pretrained": rc.pretrained}))
-        rates = _rates(ranker, rc.init_from is not None, f"rankers[{i}]")
+        built = build_ranker(rc)
+        rates = _rates(built, rc.init_from is not None, f"rankers[{i}]")
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = fit_key(rc, data, upstream) if known and (rc.init_from is None or upstream is not None) else None
         if rc.checkpoint is not None:
             step, what = f"load {rc.key}", f"loads its checkpoint {rc.checkpoint}"
             seconds, source = cost(step, None, "fit", 0, None)
             plan.steps.append(StepPlan(step, key, False, seconds, source))
-        elif isinstance(ranker, Trainable):
+        elif built.trainable is not None:
             step = f"fit {rc.key}"
+            cap = built.max_train_queries  # it trains on a seeded subset of at most this many (TrainingLimited)
+            n_train = train.n_queries if cap is None else min(cap, train.n_queries)
+            trains_on = f"{n_train} queries" if n_train == train.n_queries else \
+                f"{n_train} of the {train.n_queries} training queries (max_train_queries)"
             if rc.pretrained is not None:
                 what, amount = f"uses {rc.pretrained} as it is when already fitted, else trains on it", 0
             elif rc.init_from is not None:
                 what = f"starts from {rc.init_from} (from_ranker), then trains if it is not fitted"
-                amount = train.n_queries
+                amount = n_train
             else:
-                what, amount = f"trains on {train.n_queries} queries", train.n_queries
+                what, amount = f"trains on {trains_on}", n_train
             folder = out / "models" / f"{file_stem(rc.key)}-{key}"
             cached = resume and key is not None and (folder / ".complete").exists()
-            seconds, source = cost(step, rates, "fit", amount, recorded("train") if amount else None, scale)
+            before_train = recorded("train")
+            if cap is not None and before_train is not None:
+                before_train = min(cap, before_train)
+            seconds, source = cost(step, rates, "fit", amount, before_train if amount else None, scale)
             plan.steps.append(StepPlan(step, key, cached, seconds, source))
         else:
             what, key = "is not trained", unfitted_key(rc)

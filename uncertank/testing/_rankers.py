@@ -9,16 +9,7 @@ from typing import Any, cast
 import numpy as np
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
-from uncertank.protocols import (
-    CostEstimating,
-    Probabilistic,
-    Ranker,
-    Saveable,
-    StochasticRanker,
-    Trainable,
-    check_capabilities,
-    cost_rates_problem,
-)
+from uncertank.protocols import Capabilities, CapabilityError, Saveable, capabilities, cost_rates_problem
 from uncertank.testing._errors import ConformanceError, guard
 from uncertank.validation import InvalidPredictionError, check_prediction
 
@@ -122,6 +113,15 @@ def _check_again(
             raise _fail(ranker, check, samples_message.format(diff=_max_diff(samples, ps.samples)))
 
 
+def _satisfies(obj: Any, stochastic: bool) -> bool:
+    """Whether ``obj`` (or its record) is a :class:`~uncertank.Ranker`, and a stochastic one if asked."""
+    try:
+        caps = obj if isinstance(obj, Capabilities) else capabilities(obj)
+    except CapabilityError:
+        return False
+    return caps.is_ranker and (not stochastic or caps.stochastic is not None)
+
+
 def _run_checks(
     ranker: Any,
     queries: QuerySet,
@@ -134,37 +134,37 @@ def _run_checks(
     params: dict[str, Any] | None = None,
 ) -> list[str]:
     done: list[str] = []
-    proto = StochasticRanker if stochastic else Ranker
+    proto = "StochasticRanker" if stochastic else "Ranker"
     with _step(ranker, "protocol"):
         if not isinstance(getattr(ranker, "name", None), str) or not ranker.name:
             raise _fail(ranker, "protocol", "a ranker needs a non-empty str attribute 'name' (used in reports)")
-        if not isinstance(cast(Any, ranker), proto):
+        try:
+            caps = capabilities(ranker)
+        except CapabilityError as exc:
+            raise _fail(ranker, "protocol", str(exc)) from exc
+        if not _satisfies(caps, stochastic):
             need = "predict(queries) and predict_samples(queries, *, n_samples=None)" if stochastic else \
                 "predict(queries)"
-            raise _fail(ranker, "protocol", f"does not satisfy uncertank.{proto.__name__}: it needs {need}")
-        try:
-            check_capabilities(ranker)
-        except TypeError as exc:
-            raise _fail(ranker, "protocol", str(exc)) from exc
-        if isinstance(ranker, CostEstimating):
+            raise _fail(ranker, "protocol", f"does not satisfy uncertank.{proto}: it needs {need}")
+        if caps.cost_estimating is not None:
             for warm in (False, True):
-                problem = cost_rates_problem(ranker.cost_rates(warm_start=warm))
+                problem = cost_rates_problem(caps.cost_estimating.cost_rates(warm_start=warm))
                 if problem is not None:
                     raise _fail(ranker, "protocol", f"cost_rates(warm_start={warm}) {problem}")
     done.append("protocol")
     if train is not None:
         with _step(ranker, "fit"):
-            if not isinstance(ranker, Trainable):
+            if caps.trainable is None:
                 raise _fail(ranker, "fit", "train was given but the ranker has no fit(train, valid=None) and "
                                            "is_fitted (uncertank.Trainable)")
-            fitted = ranker.fit(train, valid)
+            fitted = caps.trainable.fit(train, valid)
             if fitted is not ranker:
                 raise _fail(ranker, "fit", f"fit must return the ranker itself (self); got {type(fitted).__name__}")
         done.append("fit")
     before = _fingerprint(queries)
     with _step(ranker, "predict"):
         pred = _check_predictions(ranker, ranker.predict(queries), queries, "predict")
-        flag = ranker.probabilistic if isinstance(ranker, Probabilistic) else None
+        flag = capabilities(ranker).probabilistic  # read after fit, as a study reads it
         if flag is not None and bool(flag) != pred.probabilistic:
             raise _fail(ranker, "predict", f"the ranker's attribute probabilistic={flag!r} contradicts its "
                                            f"predictions' probabilistic={pred.probabilistic}")
@@ -202,20 +202,21 @@ def _run_checks(
         raise _fail(ranker, "input unchanged", "predicting must not modify the QuerySet it is given")
     done.append("input unchanged")
     # save and load, as `uncertank run` does: save into a folder that does not exist yet, type(r).load(it)
-    if isinstance(ranker, Saveable):
+    if caps.saveable is not None:
         with _step(ranker, "save/load"), tempfile.TemporaryDirectory(prefix="uncertank-conformance-") as tmp:
             folder = Path(tmp) / "ranker"
             ranker.save(folder)
             if not folder.exists():
                 raise _fail(ranker, "save/load", f"save(path) must write into path; nothing at {folder}")
             loaded = type(ranker).load(folder)
-            if not isinstance(cast(Any, loaded), proto):
-                raise _fail(ranker, "save/load", f"load must return a {proto.__name__}; got {type(loaded).__name__}")
+            if not _satisfies(loaded, stochastic):
+                raise _fail(ranker, "save/load", f"load must return a {proto}; got {type(loaded).__name__}")
             _check_again(ranker, loaded, queries, "save/load", pred.scores, samples, atol,
                          "a loaded ranker must predict what the saved one did; {diff}",
                          "a loaded ranker must draw what the saved one did; {diff}")
             if params:
-                _check_load_with_params(ranker, folder, params, proto, queries, pred.scores, samples, atol)
+                _check_load_with_params(caps.saveable, folder, params, stochastic, queries, pred.scores, samples,
+                                        atol)
         done.append("save/load")
         if params:
             done.append("load with params")
@@ -223,8 +224,8 @@ def _run_checks(
 
 
 def _check_load_with_params(
-    ranker: Saveable, folder: Path, params: dict[str, Any], proto: type, queries: QuerySet, scores: np.ndarray,
-    samples: np.ndarray | None, atol: float,
+    ranker: Saveable, folder: Path, params: dict[str, Any], stochastic: bool, queries: QuerySet,
+    scores: np.ndarray, samples: np.ndarray | None, atol: float,
 ) -> None:
     """``type(ranker).load(folder, **params)``, as a study with a ``checkpoint`` and ``params`` calls it."""
     check = "load with params"
@@ -236,8 +237,9 @@ def _check_load_with_params(
             raise _fail(ranker, check, f"a study with a checkpoint and params calls {call}; load must take the "
                                        f"ranker's parameters as keyword arguments (load(cls, path, **params)); "
                                        f"raised TypeError: {exc}") from exc
-        if not isinstance(cast(Any, loaded), proto):
-            raise _fail(ranker, check, f"{call} must return a {proto.__name__}; got {type(loaded).__name__}")
+        if not _satisfies(loaded, stochastic):
+            proto = "StochasticRanker" if stochastic else "Ranker"
+            raise _fail(ranker, check, f"{call} must return a {proto}; got {type(loaded).__name__}")
         shown = call.replace("{", "{{").replace("}", "}}")  # the messages are formatted with {diff}
         _check_again(ranker, loaded, queries, check, scores, samples, atol,
                      f"a ranker loaded with {shown}, the parameters it was built with, must predict what the saved "

@@ -107,6 +107,15 @@ class DeepEnsembleRanker:
 
         self.members: list[NeuralRanker] = [member(m) for m in range(self.n_members)]
 
+    @property
+    def max_train_queries(self) -> int | None:
+        """The most training queries each member's ``fit`` uses (:class:`uncertank.TrainingLimited`); None: all."""
+        return self.members[0].max_train_queries
+
+    def missing_requirements(self) -> list[tuple[str, str]]:
+        """What the members need and the machine lacks (:class:`uncertank.RequirementChecking`)."""
+        return self.members[0].missing_requirements()
+
     @classmethod
     def from_members(
         cls, members: Sequence[NeuralRanker], *, name: str = "ensemble", stacked: bool | None = None
