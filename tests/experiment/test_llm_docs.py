@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 STUDIES = {
     "llm_study": "uncertank run docs/studies/llm.toml --out .cache/llm_study",
-    "llm_laplace": "uncertank run docs/studies/llm_laplace.toml --out .cache/llm_uncertainty",
+    "llm_laplace": "uncertank run docs/studies/llm_laplace.toml --out .cache/llm_laplace",
     "llm_mc_dropout": "uncertank run docs/studies/llm_mc_dropout.toml --out .cache/llm_mc_dropout",
+    "llm_uncertainty": "uncertank run docs/studies/llm_uncertainty.toml --out .cache/llm_uncertainty",
 }
 
 
