@@ -399,7 +399,7 @@ def fit_last_layer(
     k, d = w.shape
     if phi.shape[1] != d:
         raise ValueError(f"features must have {d} columns, the layer's input width; got {phi.shape[1]}")
-    y = torch.as_tensor(np.asarray(labels)).reshape(-1)
+    y = torch.as_tensor(np.array(labels)).reshape(-1)  # a copy: a QuerySet's labels are read-only
     if y.shape[0] != phi.shape[0]:
         raise ValueError(f"labels must have one entry per feature row ({phi.shape[0]}); got {y.shape[0]}")
     if phi.shape[0] == 0:
