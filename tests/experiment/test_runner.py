@@ -318,7 +318,11 @@ def test_run_command_rejects_an_unknown_ranker_in_one_line(tmp_path):
 
 
 def test_the_log_names_the_queries_a_capped_ranker_trains_on():
-    capped = types.SimpleNamespace(training_config=types.SimpleNamespace(max_train_queries=1908))
+    from uncertank.protocols import capabilities
+
+    capped = capabilities(types.SimpleNamespace(max_train_queries=1908))  # declares uncertank.TrainingLimited
     assert _training_queries(capped, 9539) == "1908 of the 9539 training queries (max_train_queries)"
     assert _training_queries(capped, 1000) == "1000 queries"  # a cap above the split caps nothing
-    assert _training_queries(Trained(), 9539) == "9539 queries"  # a ranker without the option
+    assert _training_queries(capabilities(Trained()), 9539) == "9539 queries"  # a ranker without the option
+    undeclared = types.SimpleNamespace(training_config=types.SimpleNamespace(max_train_queries=1908))
+    assert _training_queries(capabilities(undeclared), 9539) == "9539 queries"  # nothing undeclared is probed

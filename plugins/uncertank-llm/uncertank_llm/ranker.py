@@ -409,11 +409,12 @@ class LLMRanker:
         Measured for the packaged SmolLM2-135M at docs/studies/llm.toml's
         settings on two CPU cores (a fit's cost grows with ``epochs``, the
         prompt's length and the adapters' size); None for another base model,
-        whose cost this class cannot know.
+        whose cost this class cannot know. Started from a trained ``llm``
+        (``warm_start``), it takes that ranker's adapters and trains nothing.
         """
         if self.pretrained is not None:
             return None
-        return CostRates(_FIT_PER_QUERY * (self.epochs if not self.zero_shot else 0), _PREDICT_PER_PAIR)
+        return CostRates(0.0 if self.zero_shot or warm_start else _FIT_PER_QUERY * self.epochs, _PREDICT_PER_PAIR)
 
     # ---------------------------------------------------------------- training
 
@@ -637,7 +638,10 @@ class LLMRanker:
         }
         with atomic_directory(path, overwrite=overwrite) as tmp:
             if self.adapters_:
-                self._lm.save_pretrained(str(tmp / ADAPTERS), selected_adapters=list(self.adapters_))
+                # the adapters alone: the base's embeddings are frozen and referenced by fingerprint, so peft's
+                # "auto" check for a resized vocabulary (which looks for the base's config file) is not needed
+                self._lm.save_pretrained(str(tmp / ADAPTERS), selected_adapters=list(self.adapters_),
+                                         save_embedding_layers=False)
             self.save_extra(tmp)
             write_manifest(tmp, json.loads(json.dumps(manifest)))
 

@@ -211,9 +211,10 @@ class LoRAEnsembleRanker(_Sampled):
         return {"base": base, **{f"adapter:{a}": b for a, b in adapter_bytes.items()}}
 
     def cost_rates(self, *, warm_start: bool = False) -> CostRates | None:
-        """M fits and M scorings."""
-        rates = super().cost_rates(warm_start=warm_start)
-        return None if rates is None else CostRates(rates.fit_per_query * self.n_members,
+        """M fits (M - 1 when started from a trained ``llm``, whose adapter is member 0) and M scorings."""
+        rates = super().cost_rates(warm_start=False)  # one member's
+        fits = self.n_members - 1 if warm_start else self.n_members
+        return None if rates is None else CostRates(rates.fit_per_query * fits,
                                                     rates.predict_per_pair * self.n_members)
 
 
