@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from uncertank.bayes.compare_cli import compare_command
+from uncertank.cli.compare_cmd import compare_command
 
 
 def _csv(tmp_path):

@@ -81,7 +81,7 @@ def test_every_run_is_checked_before_any_metric_is_computed(tmp_path):
         ({"name": "ece", "balanced": True, "n_subsamples": 10**20},
          "n_subsamples must be an integer from 1 to 10000; got 1"),
         ({"name": "rbp", "depth": 0}, "depth must be an integer >= 1; got 0"),
-        ({"name": "nll", "eps": 0.7}, r"eps must be a float in \(0, 0.5\); got 0.7"),
+        ({"name": "nll", "eps": 0.7}, "eps must be a finite number > 0 and < 0.5; got 0.7"),
     ],
 )
 def test_an_option_beyond_its_bound_is_refused_by_name_when_resolved(entry, message):

@@ -196,9 +196,10 @@ LAYERS: dict[str, int] = {
     # evaluators
     "uncertank.metrics": 5, "uncertank.stats": 5, "uncertank.evaluate": 5, "uncertank.compare": 5,
     "uncertank.bayes": 5,
-    # decisions (conformal thresholds among them: their command reads TREC files through datasets)
+    # decisions (conformal thresholds among them)
     "uncertank.uncertainty": 6, "uncertank.conformal": 6,
-    # report, and the kit that exercises a plugin end to end
+    # report, the `uncertank` command (the cli/ package: every sub-command), and the kit that exercises a
+    # plugin end to end
     "uncertank.experiment": 7, "uncertank.display": 7, "uncertank.cli": 7, "uncertank.testing": 7,
 }
 LAYER_NAMES = ("data model", "plugin host", "data", "rankers", "predictions", "evaluators", "decisions", "report")

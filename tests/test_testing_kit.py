@@ -499,7 +499,7 @@ def test_a_stochastic_ranker_with_raw_scores_in_0_1_passes_once_flagged():
 def test_argument_errors():
     with pytest.raises(TypeError, match="queries must be a QuerySet; got list"):
         check_ranker(Good(), [])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="n_samples must be a positive int; got 0"):
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 1; got 0"):
         check_stochastic_ranker(GoodStochastic(), QS, n_samples=0)
     with pytest.raises(ValueError, match="atol must be a number >= 0; got -1"):
         check_ranker(Good(), QS, atol=-1)

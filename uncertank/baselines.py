@@ -72,9 +72,9 @@ class BM25Ranker:
                 raise TypeError(f"{label} must be a number; got {type(value).__name__} {value!r}")
         if k1 < 0:
             raise ValueError(f"k1 must be >= 0; got {k1}")
-        if not 0 <= b <= 1:
-            raise ValueError(f"b must lie in [0, 1]; got {b}")
-        from uncertank.validation import check_choice
+        from uncertank.validation import check_choice, check_unit_interval
+
+        check_unit_interval(b, "b", closed="both")
 
         self.method = check_choice(method, "method", ("lucene", "robertson", "atire"))
         self.k1 = float(k1)

@@ -57,7 +57,7 @@ from numpy.typing import NDArray
 from uncertank._types import RankedLists
 from uncertank.files import to_jsonable
 from uncertank.formatting import format_fixed
-from uncertank.validation import check_choice
+from uncertank.validation import check_choice, check_unit_interval
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -492,8 +492,7 @@ def evaluate_runs(
         raise TypeError(f"runs must be a non-empty sequence of run file paths (or frames or mappings); got {runs!r}")
     if not isinstance(probabilities, bool):
         raise TypeError(f"probabilities must be a bool; got {type(probabilities).__name__}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    check_unit_interval(alpha, "alpha")
     entries = list(DEFAULT_EVALUATE_METRICS) if metrics is None else list(metrics)
     if metrics is None and probabilities:
         entries += list(DEFAULT_CALIBRATION_METRICS)

@@ -34,7 +34,14 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank.validation import as_float_array, check_choice, check_positive_int, check_real
+from uncertank.validation import (
+    as_float_array,
+    check_choice,
+    check_positive_int,
+    check_probabilities,
+    check_real,
+    check_unit_interval,
+)
 
 __all__ = [
     "PairwiseResult",
@@ -417,8 +424,7 @@ def query_bootstrap_interval(
         raise TypeError(f"statistic must be callable; got {type(statistic).__name__}")
     n_resamples = check_positive_int(n_resamples, "n_resamples")
     check_positive_int(seed, "seed", minimum=0)
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1); got {level!r}")
+    check_unit_interval(level, "level")
     starts, lengths = off[:-1], np.diff(off)
     n_queries = lengths.size
     rng = np.random.default_rng(seed)
@@ -833,11 +839,7 @@ def tukey_hsd(scores: ArrayLike, *, blocked: bool = True) -> PairwiseResult:
 
 def _pvalues(pvalues: ArrayLike) -> NDArray[np.float64]:
     p = as_float_array(pvalues, "pvalues")
-    bad = (p < 0) | (p > 1)
-    if bad.any():
-        raise ValueError(
-            f"pvalues must lie in [0, 1]; got {int(bad.sum())} values outside, e.g. {float(p[bad][0])!r}"
-        )
+    check_probabilities(p, "pvalues")
     return p
 
 
@@ -998,8 +1000,7 @@ def significance_marks(
     >>> significance_marks([0.01, 0.02, 0.4], correction="bonferroni")
     ['†', '', '']
     """
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    check_unit_interval(alpha, "alpha")
     items: Any = results if isinstance(results, np.ndarray) else list(results)  # type: ignore[arg-type]
     if len(items) and all(isinstance(r, SignificanceResult) for r in items):
         raw = np.array([r.pvalue for r in items], dtype=np.float64)

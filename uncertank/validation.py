@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -43,9 +43,28 @@ __all__ = [
     "check_real",
     "check_same_length",
     "check_seed",
+    "check_unit_interval",
 ]
 
 E = TypeVar("E", bound=str)
+
+#: Which ends of the unit interval belong to it: ``"neither"`` is (0, 1), ``"both"`` is [0, 1].
+Closed = Literal["neither", "left", "right", "both"]
+
+
+def _unit_interval(closed: Closed) -> str:
+    """The unit interval as written in a message: ``"(0, 1)"``, ``"[0, 1)"``, ``"(0, 1]"`` or ``"[0, 1]"``."""
+    check_choice(closed, "closed", ("neither", "left", "right", "both"))
+    left = "[" if closed in ("left", "both") else "("
+    right = "]" if closed in ("right", "both") else ")"
+    return f"{left}0, 1{right}"
+
+
+def _outside_unit(values: NDArray[Any], closed: Closed) -> NDArray[np.bool_]:
+    """Where ``values`` fall outside the unit interval (NaN included)."""
+    low = values >= 0.0 if closed in ("left", "both") else values > 0.0
+    high = values <= 1.0 if closed in ("right", "both") else values < 1.0
+    return ~(low & high)
 
 
 def _example(values: NDArray[Any]) -> str:
@@ -135,12 +154,24 @@ def as_label_array(x: ArrayLike, name: str = "labels", *, ndim: int | tuple[int,
     return out
 
 
-def check_probabilities(probs: NDArray[np.float64], name: str = "probs") -> None:
-    """Raise unless every value lies in [0, 1]."""
-    bad = (probs < 0.0) | (probs > 1.0)
+def check_probabilities(probs: NDArray[np.float64], name: str = "probs", *, closed: Closed = "both") -> None:
+    """Raise unless every value lies in the unit interval, [0, 1] by default (NaN never does).
+
+    ``closed`` says which ends belong to it, as in :func:`check_unit_interval`.
+
+    Examples
+    --------
+    >>> check_probabilities(np.array([0.2, 1.0]), "probs")
+    >>> check_probabilities(np.array([0.2, 1.0]), "mu", closed="neither")
+    Traceback (most recent call last):
+    ...
+    ValueError: mu must lie in (0, 1); got 1 values outside, e.g. 1.0
+    """
+    where = _unit_interval(closed)
+    bad = _outside_unit(probs, closed)
     if bad.any():
         raise ValueError(
-            f"{name} must lie in [0, 1]; got {int(bad.sum())} values outside, "
+            f"{name} must lie in {where}; got {int(bad.sum())} values outside, "
             f"e.g. {_example(probs[bad])}"
         )
 
@@ -233,6 +264,39 @@ def check_real(
     if not np.isfinite(x) or below or above:
         raise ValueError(f"{name} must be {want}; got {value!r}")
     return x
+
+
+def check_unit_interval(value: object, name: str, *, closed: Closed = "neither") -> float:
+    """Raise unless ``value`` is a real number (not a bool) in the unit interval; return it as a float.
+
+    The check for a level (``alpha``, ``delta``, a coverage), a probability,
+    a quantile or a fraction. ``closed`` says which ends belong to the
+    interval: ``"neither"`` (the default) is (0, 1), ``"left"`` is [0, 1),
+    ``"right"`` is (0, 1] and ``"both"`` is [0, 1]. A value that is not a
+    real number is a TypeError; NaN, infinities and numbers outside are a
+    ValueError.
+
+    Examples
+    --------
+    >>> check_unit_interval(0.1, "alpha")
+    0.1
+    >>> check_unit_interval(0, "warmup_ratio", closed="left")
+    0.0
+    >>> check_unit_interval(1, "alpha")
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha must lie in (0, 1); got 1
+    >>> check_unit_interval("0.1", "alpha")
+    Traceback (most recent call last):
+    ...
+    TypeError: alpha must be a number in (0, 1); got str '0.1'
+    """
+    where = _unit_interval(closed)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number in {where}; got {type(value).__name__} {value!r}")
+    if _outside_unit(np.asarray(value, dtype=np.float64), closed):
+        raise ValueError(f"{name} must lie in {where}; got {value!r}")
+    return float(value)
 
 
 #: What numpy's ``default_rng`` takes besides an integer: a generator, a bit generator or a seed sequence.

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from uncertank.bayes.compare_cli import OUTPUTS, UNCONVERGED_EXIT, compare_command
 from uncertank.bayes.comparison import SystemComparison
+from uncertank.cli.compare_cmd import OUTPUTS, UNCONVERGED_EXIT, compare_command
 
 
 def _csv(tmp_path: Path, *, rank: bool = False) -> Path:

@@ -326,7 +326,7 @@ def test_compare_argument_errors(kwargs, exc, match):
 
 
 def test_compare_rejects_bad_frames_before_sampling():
-    with pytest.raises(ValueError, match=r"must lie in \[0, 1\] for family 'zoib'"):
+    with pytest.raises(ValueError, match=r"\(family 'zoib'\) must lie in \[0, 1\]"):
         compare(_data("zoib").assign(score=lambda d: d["score"] + 1), family="zoib")
     with pytest.raises(ValueError, match=r"missing \['rank'\]"):
         compare(_data("zoib"), family="zoib_rank")

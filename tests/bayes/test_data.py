@@ -44,7 +44,7 @@ def test_check_frame_cleans_types():
         (lambda d: d.assign(score=np.where(d.index == 1, np.inf, d["score"])), "gaussian", ValueError,
          "must be finite"),
         (lambda d: d.assign(score=d["score"] + 0.5), "zoib", ValueError,
-         r"must lie in \[0, 1\] for family 'zoib'"),
+         r"\(family 'zoib'\) must lie in \[0, 1\]"),
         (lambda d: d[d["system"] == "s0"], "zoib", ValueError, "at least 2 distinct systems to compare; got 1"),
         (lambda d: d[d["topic"] == 1], "gaussian", ValueError, "at least 2 distinct topics to compare; got 1"),
         (lambda d: pd.concat([d, d.iloc[:1]]), "zoib", ValueError, r"one row per \('system', 'topic'\)"),

@@ -112,5 +112,5 @@ def test_bad_parameters_raise(kwargs, match):
 
 
 def test_scores_outside_unit_interval_raise():
-    with pytest.raises(ValueError, match=r"y must lie in \[0, 1\]; got min -0.1"):
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 1\]; got 1 values outside, e.g. -0.1"):
         zoib_logpdf([-0.1, 0.5], 0.5, 2.0, 0.1, 0.5)

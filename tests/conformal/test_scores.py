@@ -62,7 +62,7 @@ def test_errors_name_what_is_wrong(samples):
         conformity_scores([[0.1, 0.2]], score="mean")
     with pytest.raises(ValueError, match="score must be one of"):
         resolve_score(samples, "median")
-    with pytest.raises(ValueError, match="quantile must be a number in"):
+    with pytest.raises(ValueError, match=r"quantile must lie in \[0, 1\]; got 1.5"):
         conformity_scores(samples, score="quantile", quantile=1.5)
     with pytest.raises(ValueError, match="k_std must be a number >= 0"):
         conformity_scores(samples, score="lower", k_std=-1)

@@ -115,7 +115,7 @@ def test_errors():
         domain_weights(np.zeros(5), np.zeros((5, 1)))
     with pytest.raises(ValueError, match="test_features must hold at least one query"):
         domain_weights(np.zeros((5, 1)), np.zeros((0, 1)))
-    with pytest.raises(ValueError, match="clip must lie in"):
+    with pytest.raises(ValueError, match=r"clip must be a finite number > 0 and < 0\.5; got 0\.7"):
         domain_weights(np.zeros((5, 1)), np.zeros((5, 1)), clip=0.7)
     with pytest.raises(TypeError, match="classifier must have fit and predict_proba"):
         domain_weights(np.zeros((5, 1)), np.zeros((5, 1)), classifier=object())

@@ -386,7 +386,7 @@ enabled = false
     ("x?query_split=60/20/10", r"add up to 100"),
     ("x/{split}?query_split=60/20/20", r"with \{split\} or query_split, not both"),
     ("x?split_seed=3", r"split_seed applies to query_split, which is not given"),
-    ("x?query_split=60/20/20&split_seed=-1", r"split_seed must be an integer >= 0; got '-1'"),
+    ("x?query_split=60/20/20&split_seed=-1", r"split_seed must be an integer >= 0; got str '-1'"),
     ("x?splits=a,b,c", r"splits says what \{split\} becomes, and the name holds no \{split\}"),
     ("x/{split}?splits=a,b", r"splits must name three parts for train, valid and test"),
 ])

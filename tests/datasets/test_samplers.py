@@ -212,7 +212,7 @@ def test_errors():
         RandomSampler(["a", 3])
     with pytest.raises(ValueError, match="pool must hold at least one non-empty text"):
         RandomSampler(["", "  "])
-    with pytest.raises(TypeError, match="seed must be an int; got str"):
+    with pytest.raises(TypeError, match="seed must be an integer >= 0; got str"):
         RandomSampler(["a"], seed="1")
     with pytest.raises(ValueError, match=r"groups must hold one group per pool text \(2\); got 1"):
         RandomSampler(["a", "b"], groups=["x"])

@@ -40,8 +40,8 @@ def test_the_default_reaches_the_lists():
     ({"n_candidates": "4"}, TypeError, "n_candidates"),
     ({"negatives": 3}, TypeError, r"negatives must be the name of a registered sampler .* got int 3"),
     ({"negatives": ""}, TypeError, "negatives must be the name"),
-    ({"seed": 1.5}, TypeError, r"seed must be an int; got float 1.5"),
-    ({"seed": True}, TypeError, r"seed must be an int; got bool"),
+    ({"seed": 1.5}, TypeError, r"seed must be an integer >= 0; got float 1.5"),
+    ({"seed": True}, TypeError, r"seed must be an integer >= 0; got bool"),
     ({"sampler_options": [("k1", 1.2)]}, TypeError, r"sampler_options must be a mapping; got list"),
 ])
 def test_a_bad_field_is_named(kwargs, exc, match):

@@ -113,7 +113,7 @@ def test_a_metric_tables_options_are_checked_by_the_metric_before_any_data(tmp_p
     assert _refused(_study(tmp_path, study=metrics)) == [
         "study.metrics[1].k: must be an integer >= 1; got 0",
         "study.metrics[2].n_bins: must be an integer >= 1; got 0",
-        "study.metrics[3].eps: must be a float in (0, 0.5); got 2.0",
+        "study.metrics[3].eps: must be a finite number > 0 and < 0.5; got 2.0",
         "study.metrics[4].convention: convention='penha-hauff' bins by equal width only; got strategy='quantile' "
         "(use strategy='uniform')",
         "study.metrics[5].n_bins: must be an integer >= 1; got float 1.5",

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from uncertank import Predictions, hookimpl
-from uncertank.cli import _progress_logger, cli
+from uncertank.cli import cli
+from uncertank.cli.study_cmd import _progress_logger
 from uncertank.experiment import ConditionConfig, RankerConfig, StudyConfig, run_study
 from uncertank.experiment.config import BayesConfig
 from uncertank.experiment.logfile import run_log

@@ -484,7 +484,7 @@ def test_error_other_options():
         reliability_curve([0.1, 0.9], [0, 1], strategy="kmeans")
     with pytest.raises(ValueError, match="balanced=True needs both relevant and non-relevant pairs; got 2"):
         expected_calibration_error([0.1, 0.9], [1, 1], balanced=True)
-    with pytest.raises(ValueError, match=r"eps must be a float in \(0, 0.5\); got 0.7"):
+    with pytest.raises(ValueError, match=r"eps must be a finite number > 0 and < 0.5; got 0.7"):
         negative_log_likelihood([0.1, 0.9], [0, 1], eps=0.7)
     with pytest.raises(ValueError, match="max_rank must be an integer >= 1; got 0"):
         calibration_by_rank([[0.1, 0.9]], [[0, 1]], max_rank=0)

@@ -201,7 +201,7 @@ def test_streaming_errors():
         quantile_edges([(1, 2, 3)])
     with pytest.raises(ValueError, match="metric 'ece' has no per-query value; it cannot be averaged"):
         PerQueryMean(resolve_metrics(["ece"])[0])
-    with pytest.raises(ValueError, match=r"eps must be a float in \(0, 0.5\); got 2"):
+    with pytest.raises(ValueError, match=r"eps must be a finite number > 0 and < 0.5; got 2"):
         NLLAccumulator(eps=2)
     with pytest.raises(TypeError, match="can only merge a ECEAccumulator with another; got BrierAccumulator"):
         ECEAccumulator().merge(BrierAccumulator())

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank.validation import as_float_array, check_choice
+from uncertank.validation import as_float_array, check_choice, check_probabilities
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -129,12 +129,7 @@ def _encode(values: ArrayLike, name: str, n: int) -> tuple[NDArray[np.int64], tu
 def _scores(score: ArrayLike, *, unit: bool) -> NDArray[np.float64]:
     y = as_float_array(score, "score")
     if unit:
-        bad = (y < 0) | (y > 1)
-        if bad.any():
-            raise ValueError(
-                f"score must lie in [0, 1] for a beta family; got {int(bad.sum())} values outside, "
-                f"e.g. {float(y[bad][0])!r}"
-            )
+        check_probabilities(y, "score (a beta family's)")
     return y
 
 

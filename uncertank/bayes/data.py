@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import query_index
-from uncertank.validation import check_choice
+from uncertank.validation import check_choice, check_positive_int, check_probabilities, check_unit_interval
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,12 +81,7 @@ def check_frame(df: object, family: str) -> pd.DataFrame:
         bad = score[~np.isfinite(score)]
         raise ValueError(f"df column 'score' must be finite; got {bad.size} inf values")
     if family != "gaussian":
-        out_of = (score < 0) | (score > 1)
-        if out_of.any():
-            raise ValueError(
-                f"df column 'score' must lie in [0, 1] for family {family!r}; got {int(out_of.sum())} "
-                f"values outside, e.g. {float(score[out_of][0])!r}"
-            )
+        check_probabilities(score, f"df column 'score' (family {family!r})")
     out = pd.DataFrame({"system": df["system"].astype(str).to_numpy()})
     topic = df["topic"]
     if pd.api.types.is_integer_dtype(topic):
@@ -144,10 +139,7 @@ def drop_bottom_systems(df: pd.DataFrame, fraction: float) -> pd.DataFrame:
     pandas.DataFrame
         The rows of the systems kept, index reset.
     """
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.floating)):
-        raise TypeError(f"drop_bottom must be a number in [0, 1); got {type(fraction).__name__}")
-    if not 0.0 <= float(fraction) < 1.0:
-        raise ValueError(f"drop_bottom must lie in [0, 1); got {fraction!r}")
+    fraction = check_unit_interval(fraction, "drop_bottom", closed="left")
     per_topic = df.groupby(["system", "topic"], sort=True)["score"].sum()
     means = per_topic.groupby(level="system").mean()
     n_drop = int(np.floor(float(fraction) * means.size))
@@ -256,10 +248,9 @@ def frame_from_runs(
     from uncertank.metrics import rank_biased_precision
 
     check_choice(gain, "gain", ("graded", "binary"))
-    if isinstance(phi, bool) or not isinstance(phi, (int, float, np.floating)) or not 0 < phi < 1:
-        raise ValueError(f"phi must lie in (0, 1); got {phi!r}")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1):
-        raise ValueError(f"depth must be an integer >= 1 or None; got {depth!r}")
+    check_unit_interval(phi, "phi")
+    if depth is not None:
+        check_positive_int(depth, "depth")
     if per_rank and depth is None:
         raise ValueError("per_rank=True needs depth= (the pool depth, e.g. 7 for TREC-COVID round 1)")
     run = _collect_runs(runs)

@@ -54,7 +54,7 @@ from uncertank.bayes.diagnostics import (
     validate_trace,
 )
 from uncertank.bayes.models import check_model_options, model_for
-from uncertank.validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_positive_int, check_unit_interval
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -605,8 +605,7 @@ def compare(
     tune = check_positive_int(tune, "tune", minimum=0)
     chains = check_positive_int(chains, "chains")
     seed = check_positive_int(seed, "seed", minimum=0)
-    if isinstance(target_accept, bool) or not (isinstance(target_accept, (int, float)) and 0 < target_accept < 1):
-        raise ValueError(f"target_accept must lie in (0, 1); got {target_accept!r}")
+    check_unit_interval(target_accept, "target_accept")
     n_cores = min(chains, os.cpu_count() or 1) if cores is None else check_positive_int(cores, "cores")
     gate = _gate_spec(target_ess, time_budget, max_draws, draws=draws, chains=chains)
     options = check_model_options(family, model_options)

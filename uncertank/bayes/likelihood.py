@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from uncertank.validation import as_float_array
+from uncertank.validation import as_float_array, check_probabilities
 
 if TYPE_CHECKING:
     from pytensor.tensor import TensorVariable
@@ -39,13 +39,11 @@ def _check_params(mu: ArrayLike, phi: ArrayLike, zoi: ArrayLike, coi: ArrayLike)
     phi_a = as_float_array(phi, "phi", ndim=(0, 1, 2, 3))
     zoi_a = as_float_array(zoi, "zoi", ndim=(0, 1, 2, 3))
     coi_a = as_float_array(coi, "coi", ndim=(0, 1, 2, 3))
-    if ((mu_a <= 0) | (mu_a >= 1)).any():
-        raise ValueError(f"mu must lie in (0, 1); got min {float(mu_a.min())!r}, max {float(mu_a.max())!r}")
+    check_probabilities(mu_a, "mu", closed="neither")
     if (phi_a <= 0).any():
         raise ValueError(f"phi must be > 0; got min {float(phi_a.min())!r}")
-    for name, p in (("zoi", zoi_a), ("coi", coi_a)):
-        if ((p < 0) | (p > 1)).any():
-            raise ValueError(f"{name} must lie in [0, 1]; got min {float(p.min())!r}, max {float(p.max())!r}")
+    check_probabilities(zoi_a, "zoi")
+    check_probabilities(coi_a, "coi")
     return mu_a, phi_a, zoi_a, coi_a
 
 
@@ -79,8 +77,7 @@ def zoib_logpdf(
     -1.8971199848858813
     """
     y_a = as_float_array(y, "y", ndim=(0, 1, 2, 3))
-    if ((y_a < 0) | (y_a > 1)).any():
-        raise ValueError(f"y must lie in [0, 1]; got min {float(y_a.min())!r}, max {float(y_a.max())!r}")
+    check_probabilities(y_a, "y")
     mu_a, phi_a, zoi_a, coi_a = _check_params(mu, phi, zoi, coi)
     y_b, mu_b, phi_b, zoi_b, coi_b = np.broadcast_arrays(y_a, mu_a, phi_a, zoi_a, coi_a)
     inner = (y_b > 0) & (y_b < 1)

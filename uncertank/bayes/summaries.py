@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank.validation import check_choice
+from uncertank.validation import check_choice, check_unit_interval
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,9 +25,7 @@ __all__ = ["check_prob", "contrasts", "distinguishable", "quantiles", "system_ef
 
 def check_prob(prob: float) -> float:
     """Return ``prob`` as a float after checking it lies in (0, 1)."""
-    if isinstance(prob, bool) or not isinstance(prob, (int, float, np.floating)) or not 0 < prob < 1:
-        raise ValueError(f"prob must lie in (0, 1); got {prob!r}")
-    return float(prob)
+    return check_unit_interval(prob, "prob")
 
 
 def quantiles(x: NDArray[np.float64], prob: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

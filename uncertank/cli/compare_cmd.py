@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from uncertank.cli._input_error import InputError, one_line
 from uncertank.files import atomic_write_text, to_jsonable
 
 if TYPE_CHECKING:
@@ -59,15 +60,9 @@ _FAMILIES = ("gaussian", "zoib", "zoib_rank")
 _SAMPLERS = ("auto", "pymc", "nutpie", "numpyro")
 
 
-class InputError(click.ClickException):
-    """A bad input file or name: one line (``Error: ...``) and exit code 2, as for ``evaluate`` and ``run``."""
-
-    exit_code = 2
-
-
 def _one_line(exc: BaseException) -> str:
     """The message on one line, without the ``df`` that the Python API's messages name their argument by."""
-    return " ".join(str(exc).split()).removeprefix("df ")
+    return one_line(exc).removeprefix("df ")
 
 
 def _load_source(
@@ -320,5 +315,5 @@ def _write_plots(cmp: SystemComparison, output: Path) -> list[str]:
     return ["effects.png", "ppc.png"]
 
 
-if __name__ == "__main__":  # pragma: no cover - ``python -m uncertank.bayes.compare_cli``
+if __name__ == "__main__":  # pragma: no cover - ``python -m uncertank.cli.compare_cmd``
     compare_command()

@@ -28,17 +28,15 @@ import click
 import numpy as np
 
 from uncertank._types import Predictions, RankedLists
+from uncertank.cli._input_error import InputError, one_line
+from uncertank.validation import check_unit_interval
 
 __all__ = ["threshold_command"]
 
 
-class InputError(click.ClickException):
-    """A bad input: one line, ``uncertank threshold: ...``, and exit status 2."""
-
-    exit_code = 2
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"uncertank threshold: {' '.join(self.format_message().split())}", err=True)
+def _bad(message: str) -> InputError:
+    """A bad input of ``uncertank threshold``: one line, ``uncertank threshold: ...``."""
+    return InputError(one_line(message), command="threshold")
 
 
 class _OneLineCommand(click.Command):
@@ -49,18 +47,19 @@ class _OneLineCommand(click.Command):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
-            raise InputError(exc.format_message()) from None
+            raise _bad(exc.format_message()) from None
 
 
-def _number(text: str, name: str, *, low: float = 0.0, high: float = 1.0, closed_low: bool = False) -> float:
+def _number(text: str, name: str, *, closed_low: bool = False) -> float:
+    """``text`` as a number in (0, 1), or in [0, 1) with ``closed_low``."""
     try:
         value = float(text)
     except ValueError:
-        raise InputError(f"{name} must be a number; got {text!r}") from None
-    ok = (low <= value if closed_low else low < value) and value < high and math.isfinite(value)
-    if not ok:
-        raise InputError(f"{name} must lie in {'[' if closed_low else '('}{low:g}, {high:g}); got {text}")
-    return value
+        raise _bad(f"{name} must be a number; got {text!r}") from None
+    try:
+        return check_unit_interval(value, name, closed="left" if closed_low else "neither")
+    except ValueError as exc:
+        raise _bad(str(exc)) from None
 
 
 def _unlabelled_run(path: str, system: str | None) -> Predictions:
@@ -153,28 +152,28 @@ def threshold_command(run: str, qrels: str, alpha_text: str, delta_text: str, ri
     delta = _number(delta_text, "--delta")
     holdout = _number(holdout_text, "--holdout", closed_low=True)
     if risk not in RISKS:
-        raise InputError(f"--risk must be one of {', '.join(RISKS)}; got {risk!r}")
+        raise _bad(f"--risk must be one of {', '.join(RISKS)}; got {risk!r}")
     if fmt not in ("text", "json"):
-        raise InputError(f"--format must be text or json; got {fmt!r}")
+        raise _bad(f"--format must be text or json; got {fmt!r}")
     if top_k and risk not in ("coverage", "miss"):
-        raise InputError(f"--top-k applies to --risk coverage and miss; got --risk {risk}")
+        raise _bad(f"--top-k applies to --risk coverage and miss; got --risk {risk}")
     try:
         lists = ranked_lists_from_run(run, qrels, system=system)
         target = _unlabelled_run(against, system) if against is not None else None
     except (ValueError, TypeError, OSError) as exc:
-        raise InputError(str(exc)) from None
+        raise _bad(str(exc)) from None
     held: RankedLists | None = None
     cal = lists
     if holdout > 0:
         if lists.n_queries < 2:
-            raise InputError(f"--holdout needs at least 2 judged queries; {run} has {lists.n_queries}")
+            raise _bad(f"--holdout needs at least 2 judged queries; {run} has {lists.n_queries}")
         split = split_queries(lists, calibration=1.0 - holdout, seed=seed)
         cal, held = split.take(lists, "calibration"), split.take(lists, "test")
     try:
         th = calibrate_threshold(cal, risk=risk, alpha=alpha, delta=delta,  # type: ignore[arg-type]
                                  method="topk" if top_k else "threshold")
     except (ValueError, TypeError) as exc:
-        raise InputError(str(exc)) from None
+        raise _bad(str(exc)) from None
     report: dict[str, Any] = {**th.to_dict(), "run": run, "qrels": qrels,
                               "calibration": _measure(th, cal)}
     if held is not None:

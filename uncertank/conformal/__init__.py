@@ -36,7 +36,7 @@ from uncertank.conformal.abstention import (
 from uncertank.conformal.calibrated import Answers, CandidateSets, ConformalThreshold, WeightedSets
 from uncertank.conformal.exchangeability import ExchangeabilityCheck, exchangeability_test
 from uncertank.conformal.fdr import fdr_control, fdr_curve
-from uncertank.conformal.levels import check_level, conformal_rank, min_certifiable
+from uncertank.conformal.levels import conformal_rank, min_certifiable
 from uncertank.conformal.ltt import fixed_sequence, hoeffding_bentkus, learn_then_test, threshold_grid
 from uncertank.conformal.risk_control import conformal_risk_control
 from uncertank.conformal.scores import SCORES, conformity_scores, labelled_scores
@@ -66,7 +66,6 @@ __all__ = [
     "apply_threshold",
     "calibrate_threshold",
     "candidate_sets",
-    "check_level",
     "conformal_abstention",
     "conformal_quantile",
     "conformal_rank",

@@ -41,10 +41,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import Predictions, RankedLists
 from uncertank.conformal.calibrated import Answers, ConformalThreshold
-from uncertank.conformal.levels import check_level, min_certifiable
+from uncertank.conformal.levels import min_certifiable
 from uncertank.conformal.lists import top_candidates
 from uncertank.conformal.ltt import learn_then_test, threshold_grid
 from uncertank.uncertainty.nota import NotaTask
+from uncertank.validation import check_unit_interval
 
 __all__ = ["abstention_curve", "abstention_data", "answer", "conformal_abstention", "nota_abstention_data"]
 
@@ -154,8 +155,8 @@ def conformal_abstention(
     >>> round(conformal_abstention(conf, wrong, alpha=0.1, delta=0.1).threshold, 3)
     0.801
     """
-    alpha = check_level(alpha, "alpha")
-    delta = check_level(delta, "delta")
+    alpha = check_unit_interval(alpha, "alpha")
+    delta = check_unit_interval(delta, "delta")
     c, e = _check_data(confidence, errors)
     floor = min_certifiable(alpha, delta) if min_answered is None else int(min_answered)
     probabilistic = bool(float(c.min()) >= 0.0 and float(c.max()) <= 1.0)

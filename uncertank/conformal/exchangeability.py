@@ -24,9 +24,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import Predictions, RankedLists, query_index
-from uncertank.conformal.levels import check_level
 from uncertank.conformal.lists import query_max
-from uncertank.validation import check_choice
+from uncertank.validation import check_choice, check_unit_interval
 
 __all__ = ["ExchangeabilityCheck", "exchangeability_test"]
 
@@ -116,7 +115,7 @@ def exchangeability_test(
     """
     from scipy.stats import ks_2samp
 
-    level = check_level(level, "level")
+    level = check_unit_interval(level, "level")
     check_choice(summary, "summary", ("top", "mean"))
     a = _summary(calibration, summary, "calibration")
     b = _summary(test, summary, "test")

@@ -25,9 +25,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import RankedLists
 from uncertank.conformal.calibrated import ConformalThreshold
-from uncertank.conformal.levels import check_level
 from uncertank.conformal.lists import ranked_order
 from uncertank.conformal.ltt import learn_then_test, threshold_grid
+from uncertank.validation import check_unit_interval
 
 __all__ = ["fdr_control", "fdr_curve"]
 
@@ -107,8 +107,8 @@ def fdr_control(
     >>> fdr_control(cal, alpha=0.2, delta=0.1).threshold
     0.442
     """
-    alpha = check_level(alpha, "alpha")
-    delta = check_level(delta, "delta")
+    alpha = check_unit_interval(alpha, "alpha")
+    delta = check_unit_interval(delta, "delta")
     s = lists.scores
     probabilistic = bool(float(s.min()) >= 0.0 and float(s.max()) <= 1.0)
     grid = threshold_grid(s, probabilistic=probabilistic, thresholds=thresholds, size=grid_size)

@@ -17,24 +17,8 @@ where ``c_(k)`` is the ``k``-th smallest calibration score (``-inf`` when
 from __future__ import annotations
 
 import math
-from typing import Any
 
-__all__ = ["check_level", "conformal_rank", "min_certifiable"]
-
-
-def check_level(value: Any, name: str) -> float:
-    """Raise unless ``value`` is a number in (0, 1); return it as a float.
-
-    Examples
-    --------
-    >>> check_level(0.1, "alpha")
-    0.1
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TypeError(f"{name} must be a number in (0, 1); got {type(value).__name__} {value!r}")
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must lie in (0, 1); got {value}")
-    return float(value)
+__all__ = ["conformal_rank", "min_certifiable"]
 
 
 def conformal_rank(alpha: float, n: int) -> int:

@@ -35,7 +35,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank.conformal.levels import check_level
+from uncertank.validation import check_probabilities, check_unit_interval
 
 __all__ = ["fixed_sequence", "hoeffding_bentkus", "learn_then_test", "threshold_grid"]
 
@@ -74,12 +74,11 @@ def hoeffding_bentkus(risk: ArrayLike, n: ArrayLike, alpha: float, *, binary: bo
     """
     from scipy.stats import binom
 
-    alpha = check_level(alpha, "alpha")
+    alpha = check_unit_interval(alpha, "alpha")
     r = np.asarray(risk, dtype=np.float64)
     if r.ndim != 1:
         raise ValueError(f"risk must be 1-D; got shape {r.shape}")
-    if r.size and (np.isnan(r).any() or float(r.min()) < 0.0 or float(r.max()) > 1.0):
-        raise ValueError("risk must lie in [0, 1]")
+    check_probabilities(r, "risk")
     m = np.broadcast_to(np.asarray(n, dtype=np.float64), r.shape)
     if m.size and (np.isnan(m).any() or float(m.min()) < 0.0):
         raise ValueError("n must be >= 0")
@@ -102,7 +101,7 @@ def fixed_sequence(pvalues: ArrayLike, delta: float) -> int:
     >>> fixed_sequence([0.01, 0.05, 0.2, 0.01], 0.1)
     2
     """
-    delta = check_level(delta, "delta")
+    delta = check_unit_interval(delta, "delta")
     p = np.asarray(pvalues, dtype=np.float64)
     if p.ndim != 1:
         raise ValueError(f"pvalues must be 1-D; got shape {p.shape}")

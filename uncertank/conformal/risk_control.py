@@ -31,9 +31,8 @@ from numpy.typing import NDArray
 
 from uncertank._types import RankedLists, query_index
 from uncertank.conformal.calibrated import ConformalThreshold
-from uncertank.conformal.levels import check_level
 from uncertank.conformal.lists import list_positions
-from uncertank.validation import check_choice
+from uncertank.validation import check_choice, check_unit_interval
 
 __all__ = ["conformal_risk_control", "miss_weights"]
 
@@ -87,7 +86,7 @@ def conformal_risk_control(
     >>> conformal_risk_control(cal, alpha=0.5).threshold
     0.6
     """
-    alpha = check_level(alpha, "alpha")
+    alpha = check_unit_interval(alpha, "alpha")
     check_choice(method, "method", ("threshold", "topk"))
     n = lists.n_queries
     bound = (alpha * (n + 1) - 1.0) / n  # R_hat <= bound  <=>  (n R_hat + 1) / (n + 1) <= alpha

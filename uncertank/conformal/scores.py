@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
-from uncertank.validation import as_float_array, as_label_array, check_choice
+from uncertank.validation import as_float_array, as_label_array, check_choice, check_unit_interval
 
 __all__ = ["SCORES", "Score", "conformity_scores", "labelled_scores", "resolve_score"]
 
@@ -106,9 +106,8 @@ def conformity_scores(
         if name == "mean":
             s = np.asarray(predictions.mean(), dtype=np.float64)
         elif name == "quantile":
-            if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0.0 <= quantile <= 1.0:
-                raise ValueError(f"quantile must be a number in [0, 1]; got {quantile!r}")
-            s = np.quantile(predictions.samples, float(quantile), axis=0)
+            q = check_unit_interval(quantile, "quantile", closed="both")
+            s = np.quantile(predictions.samples, q, axis=0)
         else:
             if isinstance(k_std, bool) or not isinstance(k_std, (int, float)) or not k_std >= 0.0:
                 raise ValueError(f"k_std must be a number >= 0; got {k_std!r}")

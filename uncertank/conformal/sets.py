@@ -37,9 +37,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import Predictions, RankedLists
 from uncertank.conformal.calibrated import CandidateSets, ConformalThreshold
-from uncertank.conformal.levels import check_level, conformal_rank
+from uncertank.conformal.levels import conformal_rank
 from uncertank.conformal.lists import best_relevant, best_relevant_rank, mass_above, query_max, top_k_mask
-from uncertank.validation import check_choice
+from uncertank.validation import check_choice, check_unit_interval
 
 __all__ = [
     "METHODS",
@@ -78,7 +78,7 @@ def conformal_quantile(conformity: ArrayLike, alpha: float) -> float:
     >>> conformal_quantile([0.9, 0.1, 0.5, 0.7, 0.3, 0.8, 0.6, 0.2, 0.4, 1.0], 0.2)
     0.2
     """
-    alpha = check_level(alpha, "alpha")
+    alpha = check_unit_interval(alpha, "alpha")
     c = np.asarray(conformity, dtype=np.float64)
     if c.ndim != 1 or c.size == 0:
         raise ValueError(f"conformity must be 1-D with at least one query; got shape {c.shape}")
@@ -149,7 +149,7 @@ def split_conformal(
     >>> split_conformal(cal, alpha=0.2).threshold
     0.2
     """
-    alpha = check_level(alpha, "alpha")
+    alpha = check_unit_interval(alpha, "alpha")
     check_choice(method, "method", METHODS)
     resolved = resolve_mass(mass, lists.scores) if method == "aps" else None
     c = query_conformity(lists, method, mass=resolved or "sum")

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
-from uncertank.validation import check_offsets, check_positive_int
+from uncertank.validation import check_offsets, check_positive_int, check_unit_interval
 
 __all__ = ["QuerySplit", "query_positions", "split_queries"]
 
@@ -151,8 +151,7 @@ def split_queries(
     if isinstance(calibration, bool) or not isinstance(calibration, (int, float, np.integer, np.floating)):
         raise TypeError(f"calibration must be a fraction or a number of queries; got {type(calibration).__name__}")
     if isinstance(calibration, (float, np.floating)):
-        if not 0.0 < calibration < 1.0:
-            raise ValueError(f"calibration as a fraction must lie in (0, 1); got {calibration}")
+        check_unit_interval(calibration, "calibration as a fraction")
         n_cal = min(n - 1, max(1, round(float(calibration) * n)))
     else:
         n_cal = int(calibration)

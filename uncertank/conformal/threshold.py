@@ -31,11 +31,10 @@ from uncertank._types import Predictions, PredictiveSamples, RankedLists
 from uncertank.conformal.abstention import abstention_data, answer, conformal_abstention
 from uncertank.conformal.calibrated import Answers, CandidateSets, ConformalThreshold
 from uncertank.conformal.fdr import fdr_control
-from uncertank.conformal.levels import check_level
 from uncertank.conformal.risk_control import conformal_risk_control
 from uncertank.conformal.scores import Score, conformity_scores, labelled_scores, resolve_score
 from uncertank.conformal.sets import candidate_sets, split_conformal
-from uncertank.validation import check_choice
+from uncertank.validation import check_choice, check_unit_interval
 
 __all__ = ["RISKS", "apply_threshold", "calibrate_threshold"]
 
@@ -106,8 +105,8 @@ def calibrate_threshold(
     if method not in _METHODS[risk]:
         raise ValueError(f"method {method!r} does not apply to risk {risk!r}; it takes "
                          f"{', '.join(repr(m) for m in _METHODS[risk])}")
-    alpha = check_level(alpha, "alpha")
-    delta = check_level(delta, "delta")
+    alpha = check_unit_interval(alpha, "alpha")
+    delta = check_unit_interval(delta, "delta")
     name = resolve_score(predictions, score)
     lists = labelled_scores(predictions, labels, score=score, quantile=quantile, k_std=k_std)
     if risk == "coverage":

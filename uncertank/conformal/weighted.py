@@ -38,9 +38,9 @@ from numpy.typing import ArrayLike, NDArray
 from uncertank._optional import require
 from uncertank._types import Predictions, RankedLists
 from uncertank.conformal.calibrated import WeightedSets
-from uncertank.conformal.levels import check_level
 from uncertank.conformal.lists import best_relevant
 from uncertank.conformal.sets import sets_from_thresholds
+from uncertank.validation import check_real, check_unit_interval
 
 __all__ = ["LikelihoodRatioWeights", "domain_weights", "weighted_conformal", "weighted_thresholds"]
 
@@ -99,8 +99,7 @@ def domain_weights(
     """
     n_cal = _n_rows(calibration_features, "calibration_features")
     n_test = _n_rows(test_features, "test_features")
-    if not 0.0 < clip < 0.5:
-        raise ValueError(f"clip must lie in (0, 0.5); got {clip}")
+    check_real(clip, "clip", minimum=0, maximum=0.5, exclusive_minimum=True, exclusive_maximum=True)
     if classifier is None:
         require("sklearn", "all", what="domain_weights' default classifier")
         from sklearn.linear_model import LogisticRegression
@@ -148,7 +147,7 @@ def weighted_thresholds(
     >>> weighted_thresholds([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], [1.0] * 9, [1.0, 4.0], alpha=0.2).tolist()
     [0.2, -inf]
     """
-    alpha = check_level(alpha, "alpha")
+    alpha = check_unit_interval(alpha, "alpha")
     c = np.asarray(conformity, dtype=np.float64)
     wc = np.asarray(calibration_weights, dtype=np.float64)
     wt = np.asarray(test_weights, dtype=np.float64)

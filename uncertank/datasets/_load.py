@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from uncertank._types import QuerySet
 from uncertank.hookspecs import dataset_loader_capabilities
-from uncertank.validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_positive_int, check_seed
 
 __all__ = ["cacheable", "list_datasets", "load", "resolve_dataset"]
 
@@ -198,8 +198,7 @@ def load(
     from uncertank.plugins import get_factory
 
     split = check_choice(split, "split", SPLITS)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int; got {type(seed).__name__} {seed!r}")
+    seed = check_seed(seed, allow_none=False, generator=False)
     if n_candidates is not None:
         n_candidates = check_positive_int(n_candidates, "n_candidates")
     if max_context_turns is not None:

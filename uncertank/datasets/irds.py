@@ -62,7 +62,7 @@ import numpy as np
 
 from uncertank._optional import require
 from uncertank._types import QuerySet
-from uncertank.validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_positive_int, check_seed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -190,9 +190,12 @@ class IrdsName:
         if "split_seed" in given:
             if query_split is None:
                 raise ValueError(f"{where!r}: split_seed applies to query_split, which is not given; leave it out")
-            if not given["split_seed"].isdigit():
-                raise ValueError(f"{where!r}: split_seed must be an integer >= 0; got {given['split_seed']!r}")
-            split_seed = int(given["split_seed"])
+            raw = given["split_seed"]
+            try:
+                split_seed = check_seed(int(raw) if raw.isdigit() else raw, "split_seed", allow_none=False,
+                                        generator=False)
+            except TypeError as exc:
+                raise ValueError(f"{where!r}: {exc}") from None
         splits = DEFAULT_SPLIT_NAMES
         if "splits" in given:
             if not has_slot:

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank.datasets.duplicates import normalize_text
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_positive_int, check_seed
 
 __all__ = ["NegativeSampler"]
 
@@ -100,8 +100,7 @@ class NegativeSampler:
     def __init__(self, pool: Sequence[str], *, seed: int = 0, groups: Sequence[str] | None = None) -> None:
         if isinstance(pool, str) or not isinstance(pool, Sequence):
             raise TypeError(f"pool must be a sequence of str; got {type(pool).__name__}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"seed must be an int; got {type(seed).__name__} {seed!r}")
+        seed = check_seed(seed, allow_none=False, generator=False)
         if groups is not None and len(groups) != len(pool):
             raise ValueError(f"groups must hold one group per pool text ({len(pool)}); got {len(groups)}")
         self.pool = list(pool)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_positive_int, check_seed
 
 __all__ = ["DEFAULT_N_CANDIDATES", "DEFAULT_NEGATIVES", "NegativeSampling"]
 
@@ -68,8 +68,7 @@ class NegativeSampling:
                 f"got {type(self.negatives).__name__} {self.negatives!r}"
             )
         object.__setattr__(self, "n_candidates", check_positive_int(self.n_candidates, "n_candidates", minimum=2))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise TypeError(f"seed must be an int; got {type(self.seed).__name__} {self.seed!r}")
+        object.__setattr__(self, "seed", check_seed(self.seed, allow_none=False, generator=False))
         if not isinstance(self.sampler_options, Mapping):
             raise TypeError(f"sampler_options must be a mapping; got {type(self.sampler_options).__name__}")
         object.__setattr__(self, "sampler_options", dict(self.sampler_options))

@@ -29,6 +29,7 @@ import numpy as np
 
 from uncertank.experiment.result import Comparison, Evaluation, RiskTest, Significance, StudyResult
 from uncertank.metrics.metric import METRIC_KINDS, MetricKind
+from uncertank.validation import check_unit_interval
 
 __all__ = [
     "best_rankers",
@@ -202,8 +203,7 @@ def compare_to_reference(
     """
     from uncertank.stats import adjust_pvalues
 
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    alpha = check_unit_interval(alpha, "alpha")
     if reference is None:
         reference = reference_ranker(result)
         if reference is None:
@@ -272,8 +272,7 @@ def significance(
     """
     from uncertank.stats import adjust_pvalues
 
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    alpha = check_unit_interval(alpha, "alpha")
     ref = reference_ranker(result)
     tables: dict[str, list[Comparison]] = {}
     conds = result.conditions

@@ -64,7 +64,7 @@ from uncertank.metrics.binning import (
 )
 from uncertank.metrics.calibration import ReliabilityCurve
 from uncertank.metrics.ranks import pair_ranks
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_positive_int, check_real
 
 __all__ = [
     "Accumulator",
@@ -449,10 +449,9 @@ class NLLAccumulator(_PairMean):
 
     def __init__(self, *, eps: float | None = None) -> None:
         e = float(np.finfo(np.float64).eps) if eps is None else eps
-        if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
-            raise ValueError(f"eps must be a float in (0, 0.5); got {eps!r}")
+        e = check_real(e, "eps", minimum=0, maximum=0.5, exclusive_minimum=True, exclusive_maximum=True)
         super().__init__()
-        self.eps = float(e)
+        self.eps = e
 
     def _key(self) -> tuple[Any, ...]:
         return (self.eps,)

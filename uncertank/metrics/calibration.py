@@ -71,7 +71,7 @@ from uncertank.metrics.binning import (
     ece_from_stats,
 )
 from uncertank.metrics.ranks import pair_ranks
-from uncertank.validation import check_positive_int, check_seed
+from uncertank.validation import check_positive_int, check_real, check_seed
 
 __all__ = [
     "ImbalanceSweep",
@@ -116,9 +116,7 @@ def check_ece_options(
 def check_eps(eps: object) -> float:
     """The clipping constant of :func:`negative_log_likelihood`: ``eps`` in (0, 0.5), machine epsilon for None."""
     e = float(np.finfo(np.float64).eps) if eps is None else eps
-    if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not 0.0 < e < 0.5:
-        raise ValueError(f"eps must be a float in (0, 0.5); got {eps!r}")
-    return float(e)
+    return check_real(e, "eps", minimum=0, maximum=0.5, exclusive_minimum=True, exclusive_maximum=True)
 
 
 # --------------------------------------------------------------------------- balanced subsample

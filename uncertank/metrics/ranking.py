@@ -45,7 +45,7 @@ from numpy.typing import ArrayLike, NDArray
 from uncertank._types import RankedLists
 from uncertank.metrics._inputs import LabelsInput, Lists, ScoresInput, as_lists
 from uncertank.metrics.ranks import pair_ranks, relevant_ranks
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_positive_int, check_unit_interval
 
 __all__ = [
     "mean_average_precision",
@@ -76,9 +76,7 @@ def check_optional_cutoff(k: object, name: str = "k") -> int | None:
 
 def check_persistence(p: object) -> float:
     """RBP's persistence ``p``: a number in (0, 1)."""
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or not 0.0 < float(p) < 1.0:
-        raise ValueError(f"p must be a float in (0, 1); got {p!r}")
-    return float(p)
+    return check_unit_interval(p, "p")
 
 
 def _lists(scores: ScoresInput, labels: LabelsInput, rel: object) -> Lists:

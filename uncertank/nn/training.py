@@ -32,7 +32,7 @@ from uncertank._types import QuerySet
 from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_pairs
 from uncertank.nn.runtime import progress
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_positive_int, check_unit_interval
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -144,8 +144,7 @@ class TrainingConfig:
         h = self.head_lr
         if h is not None and (isinstance(h, bool) or not isinstance(h, (int, float)) or not np.isfinite(h) or h <= 0):
             raise ValueError(f"head_lr must be None or a finite number > 0; got {h!r}")
-        if not isinstance(self.warmup_ratio, (int, float)) or not 0 <= self.warmup_ratio < 1:
-            raise ValueError(f"warmup_ratio must lie in [0, 1); got {self.warmup_ratio!r}")
+        check_unit_interval(self.warmup_ratio, "warmup_ratio", closed="left")
         if self.train_ratio is not None:
             check_positive_int(self.train_ratio, "train_ratio")
         if self.max_train_queries is not None:

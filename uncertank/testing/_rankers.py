@@ -11,7 +11,7 @@ import numpy as np
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank.protocols import Capabilities, CapabilityError, Saveable, capabilities, cost_rates_problem
 from uncertank.testing._errors import ConformanceError, guard
-from uncertank.validation import InvalidPredictionError, check_prediction
+from uncertank.validation import InvalidPredictionError, check_positive_int, check_prediction
 
 __all__ = ["check_ranker", "check_stochastic_ranker"]
 
@@ -256,8 +256,7 @@ def _check_params(params: object) -> dict[str, Any] | None:
 
 
 def _check_options(n_samples: object, atol: object, train: object, valid: object) -> None:
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive int; got {n_samples!r}")
+    check_positive_int(n_samples, "n_samples")
     if isinstance(atol, bool) or not isinstance(atol, (int, float)) or not atol >= 0:
         raise ValueError(f"atol must be a number >= 0; got {atol!r}")
     for label, value in (("train", train), ("valid", valid)):

@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from uncertank.nn import check_pooling, head_dimensions, pool_encoder
-from uncertank.validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_positive_int, check_unit_interval
 
 __all__ = ["RandomFeatureGP", "SNGPModel", "SoftSpectralNorm", "apply_spectral_norm", "focal_loss"]
 
@@ -212,10 +212,7 @@ class RandomFeatureGP(nn.Module):
         self.ridge = _positive(ridge, "ridge")
         self.cov_mode = check_choice(cov_mode, "cov_mode", COV_MODES)
         self.cov_likelihood = check_choice(cov_likelihood, "cov_likelihood", COV_LIKELIHOODS)
-        m = _positive(cov_momentum, "cov_momentum", allow_zero=True)
-        if m >= 1:
-            raise ValueError(f"cov_momentum must lie in [0, 1); got {cov_momentum!r}")
-        self.cov_momentum = m
+        self.cov_momentum = check_unit_interval(cov_momentum, "cov_momentum", closed="left")
         self.mean_field_factor = _positive(mean_field_factor, "mean_field_factor", allow_zero=True)
         self.norm = nn.LayerNorm(in_features)
         self.register_buffer("feature_weight", torch.randn(self.n_features, in_features))
