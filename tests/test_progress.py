@@ -145,6 +145,7 @@ def test_a_run_says_what_each_step_should_cost_as_it_starts(tmp_path, monkeypatc
     assert "estimated time: about 1 min 20 s by the rankers' rates" in run.stderr  # 2 x 40 pairs
     assert "bm25: scoring 40 pairs (valid); about 40 s by the estimate" in run.stderr
     assert "bm25: scoring 40 pairs (in-domain); about 40 s by the estimate" in run.stderr
+    assert re.search(r"bm25: scored 40 pairs \(in-domain\) in \d+\.\d s \(estimated 40 s\)", run.stderr)
 
 
 def test_a_nutpie_run_reports_its_completed_draws_and_divergences(monkeypatch):

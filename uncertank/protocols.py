@@ -57,6 +57,7 @@ __all__ = [
     "ModelBuilding",
     "NotFittedError",
     "Probabilistic",
+    "ProbeScaled",
     "Ranker",
     "RequirementChecking",
     "Saveable",
@@ -295,6 +296,23 @@ class RequirementChecking(Protocol):
         ...
 
 
+@runtime_checkable
+class ProbeScaled(Protocol):
+    """A ranker whose :class:`CostRates` are a torch network's, so the machine's speed probe scales them.
+
+    Before a study's work, one batch of the bundled backbone trained and
+    scored on the user's machine, against the same batch on the machine the
+    rates were measured on, gives the factor (``uncertank.experiment.speed``).
+
+    Attributes
+    ----------
+    cost_scales_with_probe : bool
+        True when the rates are a torch network's.
+    """
+
+    cost_scales_with_probe: bool
+
+
 @dataclass(frozen=True, eq=False)
 class Capabilities:
     """What a ranker offers, asked once (:func:`capabilities`): each capability as the ranker, typed, or None.
@@ -315,6 +333,8 @@ class Capabilities:
     max_train_queries : int or None
         Its :class:`TrainingLimited` cap; None when it trains on every query
         (or declares no cap).
+    probe_scaled : bool
+        Its :class:`ProbeScaled` flag; False when it declares none.
     """
 
     ranker: Any
@@ -328,6 +348,7 @@ class Capabilities:
     requirement_checking: RequirementChecking | None
     probabilistic: bool | None
     max_train_queries: int | None
+    probe_scaled: bool = False
 
     @property
     def name(self) -> str:
@@ -382,6 +403,7 @@ def capabilities(ranker: Any) -> Capabilities:
         requirement_checking=ranker if isinstance(ranker, RequirementChecking) else None,
         probabilistic=None if flag is None else bool(flag),
         max_train_queries=limit,
+        probe_scaled=bool(ranker.cost_scales_with_probe) if isinstance(ranker, ProbeScaled) else False,
     )
 
 

@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The protocols of uncertank.protocols and uncertank.hookspecs, by class name.
 PROTOCOLS = {"Ranker", "StochasticRanker", "Probabilistic", "CostEstimating", "Trainable", "Saveable",
              "WarmStartable", "TrainableRanker", "TrainingLimited", "ModelBuilding", "RequirementChecking",
-             "CacheTokened", "PathResolving"}
+             "CacheTokened", "PathResolving", "ProbeScaled"}
 #: Members a probe would look for by name.
 MEMBERS = {"fit", "is_fitted", "save", "load", "from_ranker", "predict_samples", "probabilistic", "cost_rates",
            "max_train_queries", "build_model", "missing_requirements", "cache_token", "resolve",
-           "training_config", "backbone"}
+           "training_config", "backbone", "members", "cost_scales_with_probe"}
 #: The homes of the resolvers.
 RESOLVERS = {"uncertank/protocols.py", "uncertank/hookspecs.py"}
 #: Probes outside them that are not of a plugin's object, each with why.

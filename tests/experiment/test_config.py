@@ -145,7 +145,8 @@ CASES = [
      "options}; got 3"),
     ("seed = 1", 'seed = 1\nrecalibrators = "platt"', 'study.recalibrators: must be a list (write ["platt"]); got '
      "the string 'platt'"),
-    (GOOD, GOOD + "\n[extra]\nx = 1\n", "extra: unknown table; known: study, conditions, rankers, bayes, conformal"),
+    (GOOD, GOOD + "\n[extra]\nx = 1\n", "extra: unknown table; known: study, conditions, rankers, bayes, conformal, "
+     "report"),
     ("seed = 1", 'seed = 1\nrankers = ["bm25"]', "study.rankers: give rankers as [[rankers]] tables, not inside "
      "[study]"),
     (GOOD, "[study\n", "not valid TOML: "),

@@ -59,6 +59,7 @@ def _expected(name: str) -> dict[str, Any]:
         "seed": 0, "reference": "bert",
         "conformal": {"enabled": True, "alpha": 0.1, "delta": 0.1, "alphas": (0.05, 0.1, 0.15, 0.2, 0.25, 0.3),
                       "score": "mean", "quantile": None, "k_std": None, "weighted": True},
+        "report": {"test": "t", "correction": None, "family": None, "resamples": 10_000},
     }
 
 

@@ -11,7 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from uncertank.cli import cli
+from uncertank.experiment import load_config
 from uncertank.experiment import plan as P
+from uncertank.progress import format_duration
 
 pytest.importorskip("bm25s")
 
@@ -83,7 +85,25 @@ def no_work(monkeypatch):
     monkeypatch.setattr(NeuralRanker, "build_model", refuse)
 
 
-def test_a_dry_run_counts_the_data_and_estimates_the_steps(study, tmp_path, no_work):
+@pytest.fixture
+def probed(monkeypatch):
+    """The speed probe's measurement injected: fit at 2x the reference machine's (2.5x median), predict at 0.5x."""
+    pytest.importorskip("torch")
+    from uncertank.experiment.speed import REFERENCE_PROBE
+    from uncertank.nn import probe
+
+    train, predict = min(REFERENCE_PROBE.train), min(REFERENCE_PROBE.predict)
+    calls = []
+
+    def measured(*, repeats=3, device="cpu", seed=0):
+        calls.append(device)
+        return [train * 3, train * 2, train * 2.5], [predict * 0.5, predict * 0.5, predict * 0.5]
+
+    monkeypatch.setattr(probe, "probe_backbone", measured)
+    return calls
+
+
+def test_a_dry_run_counts_the_data_and_estimates_the_steps(study, tmp_path, no_work, probed):
     pytest.importorskip("uncertank_bert")
     path = study('[[rankers]]\nname = "bert"\nparams = { device = "cpu" }\n')
     result = CliRunner().invoke(cli, ["run", path, "--out", str(tmp_path / "out"), "--dry-run"])
@@ -96,11 +116,66 @@ def test_a_dry_run_counts_the_data_and_estimates_the_steps(study, tmp_path, no_w
                for line in lines)
     assert "  bert: bert; trains on 10 queries; scores 88 pairs" in lines
     fit = 2051.7 / 9539 * 10
-    assert f"  fit bert: runs, about {fit:.0f} s (at the ranker's rate)" in lines
-    assert "  predict bert embedded: runs unless cached (its data is not built), about 0 s (at the ranker's " \
-           "rate)" in lines
+    assert f"  fit bert: runs, about {2 * fit:.0f} s, up to {2.5 * fit:.0f} s (at the ranker's rate, calibrated; " \
+           f"{fit:.0f} s on the reference machine)" in lines
+    assert "  predict bert embedded: runs unless cached (its data is not built), about 0 s (at the " \
+           "ranker's rate, calibrated; 0 s on the reference machine)" in lines
+    assert "Speed probe: 0.0 s, one small batch of the packaged backbone trained and one scored; this machine " \
+           "takes fit x2.00 (to 2.50), predict x0.50 (to 0.50) the reference machine's seconds: its fastest batch " \
+           "to its median one. It scales the neural rankers' rates." in lines
     assert lines[-1].startswith("Estimated time: about ") and "2 CPU cores" in lines[-1]
+    assert "(at the reference machine's rates: " in lines[-1]
+    assert probed == ["cpu"]  # one probe, on the rankers' device
     assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_the_probes_factors_scale_the_neural_rankers_rates(study, tmp_path, no_work, probed):
+    """With the probe's measurement injected, each calibrated step is the reference estimate times its factor."""
+    pytest.importorskip("uncertank_bert")
+    config = load_config(study('[[rankers]]\nname = "bert"\nparams = { device = "cpu" }\n', embedded=False))
+    reference = P.plan_study(config, tmp_path / "out", calibrate=False)
+    assert probed == [] and reference.speed is None
+    calibrated = P.plan_study(config, tmp_path / "out")
+    assert calibrated.speed is not None and len(probed) == 1
+    before = {s.name: s for s in reference.steps}
+    for step in calibrated.steps:
+        factor, high = (2.0, 2.5) if step.name.startswith("fit ") else (0.5, 0.5)
+        if step.name.startswith("predict bm25"):  # not a neural ranker: its rates as they are
+            assert step.seconds == before[step.name].seconds and step.reference_seconds is None
+            continue
+        assert step.reference_seconds == before[step.name].seconds
+        assert step.seconds == pytest.approx(factor * before[step.name].seconds, rel=1e-12)
+        assert step.high == pytest.approx(high * before[step.name].seconds, rel=1e-12)
+    assert calibrated.reference_seconds == pytest.approx(reference.seconds)
+    assert calibrated.seconds < calibrated.high_seconds
+    assert calibrated.estimate_line().startswith(f"about {format_duration(calibrated.seconds)}, up to ")
+
+
+def test_a_study_without_a_neural_ranker_runs_no_probe(study, tmp_path, monkeypatch):
+    def refuse(**kwargs):
+        raise AssertionError("probed")
+
+    monkeypatch.setattr(P, "probe_machine", refuse)
+    plan = P.plan_study(load_config(study(embedded=False)), tmp_path / "out")
+    assert plan.speed is None and all(s.reference_seconds is None and s.high is None for s in plan.steps)
+    assert "Speed probe:" not in plan.render() and "2 CPU cores" in plan.estimate_line()
+
+
+def test_the_run_records_each_steps_estimate_beside_its_seconds(study, tmp_path):
+    from uncertank.experiment import run_study
+
+    out, said = tmp_path / "out", []
+    estimates = {"predict bm25 valid": 42.0, "predict bm25 in-domain": 7.0}
+    run_study(load_config(study(embedded=False)), out, log=said.append, estimates=estimates)
+    steps = json.loads((out / "results.json").read_text())["steps"]
+    assert steps["predict bm25 valid"]["estimated_seconds"] == 42.0
+    assert steps["predict bm25 in-domain"]["estimated_seconds"] == 7.0
+    assert steps["data"]["estimated_seconds"] is None
+    assert any(line.startswith("bm25: scored 24 pairs (valid) in ") and line.endswith(" s (estimated 42 s)")
+               for line in said), said
+    run_study(load_config(study(embedded=False)), out, log=said.append, estimates=estimates)  # all reused
+    steps = json.loads((out / "results.json").read_text())["steps"]
+    assert steps["predict bm25 valid"]["resumed"] and steps["predict bm25 valid"]["estimated_seconds"] is None
 
 
 def test_a_dry_run_after_a_run_shows_the_cached_steps_and_their_seconds(study, tmp_path):
@@ -211,3 +286,14 @@ def test_a_ranker_whose_rates_are_wrong_is_named_before_any_work(study, tmp_path
             f"Error: {path}: rankers[0]: BM25Ranker.cost_rates(warm_start=False) must return None or "
             "uncertank.CostRates of two finite seconds >= 0; got (0.0, 0.1)")
     assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_an_ensemble_of_neural_rankers_is_calibrated_too(study, tmp_path, no_work, probed):
+    """The deep ensemble is no NeuralRanker, but its members are: its rates are the backbone's."""
+    pytest.importorskip("uncertank_ensemble")
+    config = load_config(study('[[rankers]]\nname = "ensemble"\nparams = { n_members = 2, device = "cpu" }\n',
+                               embedded=False))
+    plan = P.plan_study(config, tmp_path / "out")
+    fit = next(s for s in plan.steps if s.name == "fit ensemble")
+    assert fit.source == "at the ranker's rate, calibrated" and fit.seconds == pytest.approx(2 * fit.reference_seconds)
+    assert len(probed) == 1

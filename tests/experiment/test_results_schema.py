@@ -39,7 +39,7 @@ def test_the_docs_page_names_every_key_of_the_result():
     missing = [f"{name}.{key}" for name in ("StudyResult", "Evaluation", "StepInfo", "BayesOutcome", "Significance",
                                             "Comparison", "RiskOutcome", "CalibrationDetail", "SelectiveOutcome",
                                             "NotaOutcome", "Curve", "RiskTest", "ConformalOutcome",
-                                            "ExternalRunOutcome")
+                                            "ExternalRunOutcome", "PaperTable")
                for key in schema["$defs"][name]["properties"] if f"`{key}`" not in page]
     assert missing == [], "docs/results-schema.md does not describe these keys"
 

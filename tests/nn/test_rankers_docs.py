@@ -24,7 +24,7 @@ def test_the_section_lists_every_public_method_of_the_extension_api():
     assert public == {
         "create_model", "build_model", "loss", "on_train_end", "get_params", "extra_params", "check_queries",
         "encode", "encode_texts", "score", "check_fitted", "save", "save_into", "save_pretrained", "load",
-        "warm_start", "from_ranker", "cost_rates",
+        "warm_start", "from_ranker", "cost_rates", "missing_requirements",
     }
     missing = [name for name in public if f"`{name}(" not in SECTION]
     assert missing == []

@@ -55,6 +55,7 @@ __all__ = [
     "ConformalConfig",
     "ExternalRunConfig",
     "RankerConfig",
+    "ReportConfig",
     "StudyConfig",
     "StudyConfigError",
     "demo_config",
@@ -98,7 +99,7 @@ class _At(ValueError):
 
 def _path(loc: tuple[str | int, ...], *, top: str = "study") -> str:
     """``("rankers", 2, "params")`` -> ``rankers[2].params``; a scalar of the study -> ``study.<key>``."""
-    if loc and loc[0] not in ("conditions", "rankers", "bayes", "conformal") and top:
+    if loc and loc[0] not in ("conditions", "rankers", "bayes", "conformal", "report") and top:
         loc = (top, *loc)
     out = ""
     for part in loc:
@@ -377,8 +378,61 @@ class ConformalConfig:
 
 
 @dataclass(frozen=True, config=_CONFIG)
+class ReportConfig:
+    """The report's comparison table, "A paper's table" (the ``[report]`` table).
+
+    The study's rankers on the in-domain condition's per-query ranking
+    metrics, each against the ``reference`` ranker, by
+    :func:`uncertank.compare_runs` (docs/paper-table.md, "In a study's
+    report"). The defaults repeat the tests the report's † marks make (a
+    paired t-test, Holm's correction over the whole table), so the table's
+    superscripts and the in-domain section's marks say the same.
+    """
+
+    test: Literal["t", "wilcoxon", "randomization", "bootstrap", "tukey"] = Field(
+        default="t",
+        description="The paired test of each ranker against the reference: t, wilcoxon, randomization (Fisher), "
+        "bootstrap, or tukey (Tukey's HSD, which adjusts its own p-values).",
+    )
+    correction: Literal["holm", "bh", "bonferroni", "none"] | None = Field(
+        default=None,
+        description="The multiple-comparison correction: holm, bh (Benjamini-Hochberg), bonferroni or none; holm "
+        "when absent (none with test = \"tukey\", which takes no other).",
+    )
+    family: Literal["metric", "table"] | None = Field(
+        default=None,
+        description="What the correction runs over: the comparisons of each metric (\"metric\") or of the whole "
+        "table (\"table\"); table when absent (metric with test = \"tukey\", which takes no other).",
+    )
+    resamples: _Count = Field(
+        default=10_000,
+        description="Resamples of the queries for the intervals of the mean differences, and draws of a "
+        "randomization or bootstrap test.",
+    )
+
+    @model_validator(mode="after")
+    def _tukey(self) -> ReportConfig:
+        if self.test == "tukey" and self.correction not in (None, "none"):
+            raise _At(("correction",), f"{self.correction!r} with test = \"tukey\": Tukey's HSD adjusts its p-values "
+                      "for all pairs of each metric itself; leave correction out (or \"none\")")
+        if self.test == "tukey" and self.family == "table":
+            raise _At(("family",), "\"table\" with test = \"tukey\": Tukey's HSD adjusts over the pairs of each "
+                      "metric; leave family out (or \"metric\")")
+        return self
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """``test``, ``correction``, ``family`` and ``n_resamples`` as :func:`uncertank.compare_runs` takes them."""
+        tukey = self.test == "tukey"
+        return {"test": self.test, "correction": self.correction or ("none" if tukey else "holm"),
+                "family": self.family or ("metric" if tukey else "table"), "n_resamples": self.resamples}
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class StudyConfig:
-    """Everything a study needs: ``[study]``, ``[[conditions]]``, ``[[rankers]]``, ``[bayes]``, ``[conformal]``.
+    """Everything a study needs: ``[study]``, ``[[conditions]]``, ``[[rankers]]`` and the single tables.
+
+    The single tables are ``[bayes]``, ``[conformal]`` and ``[report]``.
 
     Every field is described in the JSON schema (:func:`study_schema`,
     shown in docs/experiments.md). ``reference`` is filled in with the first
@@ -425,6 +479,7 @@ class StudyConfig:
     )
     bayes: Annotated[BayesConfig, Field(description="The [bayes] table.")] = BayesConfig()
     conformal: Annotated[ConformalConfig, Field(description="The [conformal] table.")] = ConformalConfig()
+    report: Annotated[ReportConfig, Field(description="The [report] table.")] = ReportConfig()
     seed: Annotated[int, Strict(), Field(ge=0)] = Field(
         default=0, description="Seeds data subsets, negative sampling, training and sampling."
     )
@@ -546,9 +601,9 @@ class StudyConfig:
 
 
 _TABLES = {"conditions": ConditionConfig, "rankers": RankerConfig, "bayes": BayesConfig,
-           "conformal": ConformalConfig}
+           "conformal": ConformalConfig, "report": ReportConfig}
 #: The tables given once (``[bayes]``), not as a list (``[[rankers]]``).
-_SINGLE = ("bayes", "conformal")
+_SINGLE = ("bayes", "conformal", "report")
 
 
 # -- reading a study file --------------------------------------------------------------------------------------------
@@ -709,7 +764,7 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
 
     The file has a ``[study]`` table with the scalar fields of
     :class:`StudyConfig`, ``[[conditions]]`` and ``[[rankers]]`` arrays of
-    tables, and optional ``[bayes]`` and ``[conformal]`` tables (the JSON schema of
+    tables, and optional ``[bayes]``, ``[conformal]`` and ``[report]`` tables (the JSON schema of
     :func:`study_schema`). Every key is checked: its type (``"4"`` is not an
     integer, ``"no"`` not a boolean), its range, and the cross-references
     between rankers. Every path in the file (a file dataset's ``tsv:PATH``
@@ -738,7 +793,7 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
 
 
 def study_schema() -> dict[str, Any]:
-    """The JSON schema of a study file (``[study]``, ``[[conditions]]``, ``[[rankers]]``, ``[bayes]``, ``[conformal]``).
+    """The JSON schema of a study file: ``[study]``, ``[[conditions]]``, ``[[rankers]]`` and the single tables.
 
     Generated from :class:`StudyConfig`; docs/experiments.md shows it and a
     test keeps the two equal.
@@ -746,7 +801,7 @@ def study_schema() -> dict[str, Any]:
     Examples
     --------
     >>> sorted(study_schema()["properties"])
-    ['bayes', 'conditions', 'conformal', 'rankers', 'study']
+    ['bayes', 'conditions', 'conformal', 'rankers', 'report', 'study']
     """
     full = TypeAdapter(StudyConfig).json_schema()
     defs = full.pop("$defs", {})
@@ -763,7 +818,8 @@ def study_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "uncertank study file",
         "description": "A study for `uncertank run`: a [study] table, [[conditions]] and [[rankers]] tables, "
-        "and optional [bayes] and [conformal] tables. TOML has no null: a key whose value may be null is left out.",
+        "and optional [bayes], [conformal] and [report] tables. TOML has no null: a key whose value may be null is "
+        "left out.",
         "type": "object",
         "properties": {"study": study, **tables},
         "required": ["study", "conditions", "rankers"],

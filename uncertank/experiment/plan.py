@@ -5,7 +5,7 @@
 :func:`~uncertank.experiment.preflight.check_output_folder`), then counts
 the queries and pairs of every split, finds the steps already cached in the
 output folder (by the keys the run would compute) and estimates the cost of
-the others. It loads no model and trains nothing: the data is built as the
+the others. It loads no ranker's model and trains nothing: the data is built as the
 run builds it (and cached the same way) when its negatives need no model
 (:data:`MODEL_FREE_NEGATIVES`); a split whose sampler needs one is counted
 with random negatives instead, and its steps are shown as not known to be
@@ -18,7 +18,13 @@ output folder recorded for the same step (``results.json``'s ``steps``),
 scaled by the sizes, or from the ranker's own rates
 (:class:`uncertank.CostEstimating`; the first-party rankers' were measured
 on the real run of docs/results/real_run.json, two CPU cores): an estimate
-that scales with the machine and the rankers' settings.
+that scales with the rankers' settings. A neural ranker's rates are
+calibrated to the machine: when one of its steps is estimated by them, a
+probe of a few seconds (:func:`uncertank.experiment.speed.probe_machine`,
+the packaged backbone's only load) times one small batch trained and one
+scored, and their ratio to the reference machine's scales the rates; the
+plan keeps the reference machine's estimate beside it, and the range the
+probe's repeats give.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any
 from uncertank.experiment.building import build_ranker
 from uncertank.experiment.config import StudyConfig, StudyConfigError
 from uncertank.experiment.preflight import check_output_folder, validate_config
+from uncertank.experiment.speed import MachineSpeed, probe_machine
 from uncertank.experiment.stages import StudyData
 from uncertank.protocols import Capabilities, CostRates, cost_rates_problem
 
@@ -44,9 +51,10 @@ MODEL_FREE_NEGATIVES = frozenset({"random", "bm25", "file", "given"})
 #: The encoder layers the rankers' rates are given for (:class:`uncertank.CostEstimating`).
 RATE_LAYERS = 6
 _RATE = "at the ranker's rate"
+_CALIBRATED = "at the ranker's rate, calibrated"
 _RATE_SOURCE = ("estimates (the first-party rankers' measured on a real run on 2 CPU cores, "
-                "docs/results/real_run.json), scaled by the encoder's layers; they scale with the machine, and with "
-                "max_length and epochs, which they do not read")
+                "docs/results/real_run.json), scaled by the encoder's layers and, for the neural rankers, by the "
+                "speed probe; they scale with max_length and epochs, which they do not read")
 
 
 def _layer_scale(rc: Any, by_label: dict[str, Any]) -> float:
@@ -73,13 +81,21 @@ def _rates(built: Capabilities, warm_start: bool, where: str) -> CostRates | Non
 
 @dataclass
 class StepPlan:
-    """One step the study would take: its name, its key (None when not known), whether it is cached, its cost."""
+    """One step the study would take: its name, its key (None when not known), whether it is cached, its cost.
+
+    ``seconds`` is the estimate; for a step estimated by a neural ranker's
+    rates calibrated to the machine (``source`` :data:`_CALIBRATED`),
+    ``high`` is the high end of its range and ``reference_seconds`` the
+    estimate at the reference machine's rates; both are None otherwise.
+    """
 
     name: str
     key: str | None
     cached: bool
     seconds: float | None
     source: str = ""
+    high: float | None = None
+    reference_seconds: float | None = None
 
 
 @dataclass
@@ -91,16 +107,43 @@ class StudyPlan:
     splits: list[tuple[str, str, int, int, bool]]  # (split, what, queries, pairs, exact)
     rankers: list[tuple[str, str]]  # (label, what happens to it)
     steps: list[StepPlan] = field(default_factory=list)
+    speed: MachineSpeed | None = None  # the probe's finding, when a step's rates were calibrated
 
     @property
     def seconds(self) -> float:
         """The estimated seconds of the steps that would run (those with an estimate)."""
         return sum(s.seconds or 0.0 for s in self.steps if not s.cached)
 
+    @property
+    def high_seconds(self) -> float:
+        """The high end of the estimate's range: each calibrated step's ``high``, the others' ``seconds``."""
+        return sum((s.high if s.high is not None else s.seconds) or 0.0 for s in self.steps if not s.cached)
+
+    @property
+    def reference_seconds(self) -> float:
+        """The estimate at the reference machine's rates (the calibrated steps uncalibrated)."""
+        return sum((s.reference_seconds if s.reference_seconds is not None else s.seconds) or 0.0
+                   for s in self.steps if not s.cached)
+
+    def estimate_line(self) -> str:
+        """The total as the run's log says it before any work, with its range and the reference's."""
+        from uncertank.progress import format_duration
+
+        total = f"about {format_duration(self.seconds)}"
+        if self.speed is None:
+            return (f"{total} by the rankers' rates (measured on 2 CPU cores) or a previous run's seconds; "
+                    "`uncertank run --dry-run` lists the steps")
+        return (f"{total}, up to {format_duration(self.high_seconds)} under the load the speed probe met "
+                f"({format_duration(self.reference_seconds)} at the rates of the reference machine, 2 CPU cores; "
+                f"this machine {self.speed.describe()}, a {self.speed.seconds:.1f} s probe); "
+                "`uncertank run --dry-run` lists the steps")
+
     def render(self) -> str:
         """The plan as the lines ``uncertank run --dry-run`` prints."""
+        loaded = "no model is loaded" if self.speed is None else \
+            "no ranker's model is loaded (the speed probe loaded the packaged backbone)"
         lines = [f"Dry run of the study {self.name!r} into {self.out}: the checks passed; nothing is trained "
-                 "and no model is loaded.", "", "Data:"]
+                 f"and {loaded}.", "", "Data:"]
         for split, what, queries, pairs, exact in self.splits:
             note = "" if exact else " (counted with random negatives: its sampler needs a model)"
             lines.append(f"  {split:<12} {what}: {queries} queries, {pairs} pairs{note}")
@@ -109,15 +152,31 @@ class StudyPlan:
         for s in self.steps:
             state = "cached, reused" if s.cached else ("runs" if s.key is not None else "runs unless cached "
                                                                                         "(its data is not built)")
-            cost = "" if s.cached else (f", about {_duration(s.seconds)} ({s.source})" if s.seconds is not None
-                                        else ", cost unknown (no rate for this ranker)")
+            if s.cached:
+                cost = ""
+            elif s.seconds is None:
+                cost = ", cost unknown (no rate for this ranker)"
+            elif s.reference_seconds is not None:
+                cost = (f", about {_upto(s.seconds, s.high)} ({s.source}; "
+                        f"{_duration(s.reference_seconds)} on the reference machine)")
+            else:
+                cost = f", about {_duration(s.seconds)} ({s.source})"
             lines.append(f"  {s.name}: {state}{cost}")
         unknown = sum(1 for s in self.steps if not s.cached and s.seconds is None)
         if all(s.cached for s in self.steps):
             return "\n".join([*lines, "", "Estimated time: none; every step is cached and would be reused."])
-        lines += ["", f"Estimated time: about {_duration(self.seconds)}"
+        rated = any(s.source in (_RATE, _CALIBRATED) for s in self.steps)
+        if self.speed is not None:
+            lines += ["", f"Speed probe: {self.speed.seconds:.1f} s, one small batch of the packaged backbone "
+                      f"trained and one scored; this machine takes {self.speed.describe()}: its fastest batch "
+                      "to its median one. It scales the neural rankers' rates."]
+            total = (f"about {_upto(self.seconds, self.high_seconds)} "
+                     f"(at the reference machine's rates: {_duration(self.reference_seconds)})")
+        else:
+            total = f"about {_duration(self.seconds)}"
+        lines += ["", f"Estimated time: {total}"
                   + (f", plus {unknown} step{'s' if unknown != 1 else ''} of unknown cost" if unknown else "")
-                  + "; " + ("the rankers' rates are " + _RATE_SOURCE if any(s.source == _RATE for s in self.steps)
+                  + "; " + ("the rankers' rates are " + _RATE_SOURCE if rated
                             else "from the seconds the previous run recorded")
                   + "."]
         return "\n".join(lines)
@@ -131,6 +190,12 @@ def _duration(seconds: float | None) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def _upto(seconds: float | None, high: float | None) -> str:
+    """``"3 min, up to 4 min"``; the estimate alone where its range's high end reads the same."""
+    low, top = _duration(seconds), _duration(high)
+    return low if top == low else f"{low}, up to {top}"
 
 
 def _previous(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -160,7 +225,7 @@ def _load_counted(name: str, split: str, negatives: str, cap: int | None, config
 
 
 def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: bool = True,
-               force: bool = False) -> StudyPlan:
+               force: bool = False, calibrate: bool = True) -> StudyPlan:
     """What ``run_study(config, out_dir)`` would train, score and reuse, and an estimate of its cost.
 
     Parameters
@@ -172,6 +237,11 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
         False: every step counts as to be run, as with ``--no-resume``.
     force : bool
         As ``run_study``'s: accept a folder holding another study's results.
+    calibrate : bool
+        True: when a step would be estimated by a neural ranker's rates, run
+        the speed probe (:func:`~uncertank.experiment.speed.probe_machine`, a
+        few seconds) and scale those rates by its factors. False: the
+        reference machine's rates as they are.
 
     Raises
     ------
@@ -228,6 +298,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
         return size * config.n_candidates if isinstance(size, int) and split != "train" else size
 
     plan = StudyPlan(config.name, out, splits, [])
+    neural: dict[int, tuple[str, str]] = {}  # step's index -> (fit or predict, the ranker's device)
     keys: dict[str, str | None] = {}
     known = exact["train"] and exact["valid"]
     n_pairs = sum(qs.n_pairs for qs in sets.values())
@@ -261,6 +332,8 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             if cap is not None and before_train is not None:
                 before_train = min(cap, before_train)
             seconds, source = cost(step, rates, "fit", amount, before_train if amount else None, scale)
+            if source == _RATE and built.probe_scaled:
+                neural[len(plan.steps)] = ("fit", str(getattr(built.ranker, "device", "cpu")))
             plan.steps.append(StepPlan(step, key, cached, seconds, source))
         else:
             what, key = "is not trained", unfitted_key(rc)
@@ -271,5 +344,20 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             path = out / "predictions" / f"{file_stem(rc.key)}-{file_stem(split)}-{pkey}.npz"
             step = f"predict {rc.key} {split}"
             seconds, source = cost(step, rates, "predict", qs.n_pairs, recorded(split), scale)
+            if source == _RATE and built.probe_scaled:
+                neural[len(plan.steps)] = ("predict", str(getattr(built.ranker, "device", "cpu")))
             plan.steps.append(StepPlan(step, pkey, resume and pkey is not None and path.exists(), seconds, source))
+    _calibrate(plan, {i: v for i, v in neural.items() if not plan.steps[i].cached} if calibrate else {})
     return plan
+
+
+def _calibrate(plan: StudyPlan, neural: dict[int, tuple[str, str]]) -> None:
+    """Scale the steps ``neural`` names (index -> kind, device) by the speed probe's factors (none: no probe)."""
+    if not neural:
+        return
+    plan.speed = speed = probe_machine(device=next(iter(neural.values()))[1])
+    for i, (kind, _) in neural.items():
+        step, factor = plan.steps[i], speed.fit if kind == "fit" else speed.predict
+        assert step.seconds is not None  # a step estimated at a rate has seconds
+        step.reference_seconds = step.seconds
+        step.seconds, step.high, step.source = step.seconds * factor.value, step.seconds * factor.high, _CALIBRATED

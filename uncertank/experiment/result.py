@@ -41,6 +41,7 @@ __all__ = [
     "Evaluation",
     "ExternalRunOutcome",
     "NotaOutcome",
+    "PaperTable",
     "ResultsFileError",
     "RiskOutcome",
     "RiskTest",
@@ -70,6 +71,11 @@ class StepInfo:
         Wall time of the run that computed the step (kept on resume).
     resumed : bool
         True when this run reused the step instead of computing it.
+    estimated_seconds : float or None
+        What the plan estimated for the step before it ran (the rankers'
+        rates, calibrated to the machine by the speed probe, or a previous
+        run's seconds), beside ``seconds`` to show how far it was; None when
+        the step had no estimate or was reused.
     """
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
@@ -77,6 +83,7 @@ class StepInfo:
     key: str
     seconds: float
     resumed: bool = False
+    estimated_seconds: float | None = None
 
 
 @dataclass
@@ -590,6 +597,36 @@ class ExternalRunOutcome:
 
 
 @dataclass
+class PaperTable:
+    """The report's "A paper's table": the rankers compared on one condition's per-query ranking metrics.
+
+    Made by :func:`uncertank.experiment.table.paper_table` in the run
+    and rendered by the report (``report.md``, ``report.html``) and as
+    ``table.tex``, computing nothing more.
+
+    Attributes
+    ----------
+    condition : str
+        The condition whose test queries are compared (the in-domain one).
+    report : dict
+        :meth:`uncertank.ComparisonReport.to_dict`: the systems, means,
+        every comparison with its p-values and effect sizes, the
+        calibration columns with intervals, the Bayesian comparison's
+        P(better) and verdict, and the options (test, correction, family,
+        alpha, resamples, seed). ``ComparisonReport.from_dict`` rebuilds it.
+    left_out : list of str
+        Ranking metrics of the condition not compared: some ranker lacks
+        their per-query values or holds a value that is not finite.
+    """
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
+    condition: str
+    report: dict[str, Any]
+    left_out: list[str] = field(default_factory=list)
+
+
+@dataclass
 class StudyResult:
     """What a study produced; ``results.json`` is ``to_dict()``.
 
@@ -626,6 +663,10 @@ class StudyResult:
         ``PostHocHeadWarning`` naming a post-hoc head that ranks the
         validation queries worse than the model's own head. Steps resumed
         from an earlier run raise none again.
+    paper_table : PaperTable or None
+        The rankers compared on the in-domain condition as a paper's table
+        (``[report]``); None when there is nothing to compare (one ranker)
+        or the result predates it.
     """
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
@@ -641,6 +682,7 @@ class StudyResult:
     significance: Significance | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    paper_table: PaperTable | None = None
 
     @property
     def rankers(self) -> list[str]:

@@ -21,10 +21,14 @@ typed result of its own; no stage edits what an earlier one returned, and
    guarantee (``[conformal]``): conformal sets and abstention calibrated on
    the validation queries and measured under every condition.
 7. :func:`~uncertank.experiment.analysis.significance`: the paired t-tests
-   and their Holm correction, for every cell the report marks.
+   and their Holm correction, for every cell the report marks; then
+   :func:`~uncertank.experiment.table.paper_table`: the rankers on the
+   in-domain condition as a paper's table (``[report]``), from the
+   per-query values and predictions already made.
 8. :func:`~uncertank.experiment.report.write_report`: ``results.json``, then
-   ``report.md``, ``report.html`` and the figures drawn from that file (and
-   the curve data stored beside it) alone, as ``uncertank report DIR`` does.
+   ``report.md``, ``report.html``, ``table.tex`` and the figures drawn from
+   that file (and the curve data stored beside it) alone, as ``uncertank
+   report DIR`` does.
 
 Every cached step (a trained model, the predictions of one ranker on one
 split, a Bayesian fit) is keyed by a digest of everything it depends on: the
@@ -71,6 +75,7 @@ from uncertank.experiment.result import (
     CalibrationDetail,
     Curve,
     Evaluation,
+    PaperTable,
     StepInfo,
     StudyResult,
 )
@@ -185,6 +190,14 @@ def _estimated(estimates: Mapping[str, float] | None, step: str) -> str:
 
     seconds = (estimates or {}).get(step)
     return "" if seconds is None else f"; about {format_duration(seconds)} by the estimate"
+
+
+def _against(estimates: Mapping[str, float] | None, step: str) -> str:
+    """``" (estimated 12 min 00 s)"`` after a step's seconds, for a step with an estimate, else ``""``."""
+    from uncertank.progress import format_duration
+
+    seconds = (estimates or {}).get(step)
+    return "" if seconds is None else f" (estimated {format_duration(seconds)})"
 
 
 def _say_load(log: Log, label: str) -> None:
@@ -458,7 +471,7 @@ def fit_rankers(
             with reporting(log, prefix=f"{rc.key}: ", heartbeat=True):  # a line every 20 s while it trains
                 trainable.fit(data.train, data.valid)
         seconds = time.perf_counter() - t0
-        log(f"{rc.key}: ready in {seconds:.1f} s")
+        log(f"{rc.key}: ready in {seconds:.1f} s{_against(estimates, f'fit {rc.key}') if trained else ''}")
         if not trained and rc.pretrained is not None:  # the user's folder as it is: recorded, not copied
             _write_link(folder, rc, key, seconds)
             _save_unsaved_to(rc, built, out, key, log)
@@ -477,7 +490,8 @@ def fit_rankers(
             os.replace(tmp, folder)
             _save_to(rc, folder, key, log)
         rankers[rc.key] = built.ranker
-        steps[f"fit {rc.key}"] = StepInfo(key, seconds)
+        steps[f"fit {rc.key}"] = StepInfo(key, seconds, estimated_seconds=(estimates or {}).get(f"fit {rc.key}")
+                                          if trained else None)
     return rankers, steps
 
 
@@ -595,7 +609,7 @@ def predict_all(
             with reporting(log, prefix=f"{rc.key}: scoring {split}: ", label=rc.key, heartbeat=True):
                 pred = run(qs, split)
             seconds = time.perf_counter() - t0
-            log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s")
+            log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s{_against(estimates, name)}")
             arrays: dict[str, Any] = {"mean": pred.mean, "stochastic": pred.samples is not None,
                                       "probabilistic": pred.probabilistic, "seconds": seconds}
             if pred.samples is not None:
@@ -606,7 +620,7 @@ def predict_all(
                 tmp.write_bytes(buffer.getvalue())
             write_checksum(path, buffer.getvalue())  # after the file: a file without its record is recomputed
             preds[(rc.key, split)] = pred
-            steps[f"predict {rc.key} {split}"] = StepInfo(key, seconds)
+            steps[name] = StepInfo(key, seconds, estimated_seconds=(estimates or {}).get(name))
     return preds, steps
 
 
@@ -720,7 +734,7 @@ def run_study(
         once against the installed plugins
         (:func:`~uncertank.experiment.preflight.validate_config`) before any work.
     out_dir : path
-        The report folder: ``results.json``, ``report.md``, ``report.html``,
+        The report folder: ``results.json``, ``report.md``, ``report.html``, ``table.tex``,
         ``figures/*.png``, plus ``models/``, ``predictions/`` and ``bayes/``
         for resuming (``bayes/`` also holds the posterior predictive curves
         the report draws). It must take new files, and must not hold
@@ -780,6 +794,21 @@ def run_study(
                            warned=lambda: [dict(m) for m in logged.messages], estimates=estimates)
 
 
+def _paper_table(config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction],
+                 result: StudyResult) -> PaperTable | None:
+    """Stage 7's paper's table of the first condition, its calibration columns from the predictions made."""
+    from uncertank.experiment.table import calibration_columns, paper_table
+    from uncertank.metrics import resolve_metrics
+
+    cond = config.conditions[0].name
+    qs = data.tests[cond]
+    probabilities = {rc.key: qs.ranked(preds[(rc.key, cond)].mean) for rc in config.rankers
+                     if preds[(rc.key, cond)].probabilistic and qs.labels is not None}
+    return paper_table(config.report, result, probabilities=probabilities,
+                       calibration_metrics=calibration_columns(resolve_metrics(config.metric_entries())),
+                       seed=config.seed)
+
+
 def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool,
                 warned: Callable[[], list[dict[str, Any]]], estimates: Mapping[str, float] | None) -> StudyResult:
     """Stages 1 to 8 of :func:`run_study`, into the folder ``out`` it checked; ``warned()``: the warnings so far."""
@@ -819,6 +848,7 @@ def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke
         warnings=warned(),
     )
     result = replace(result, significance=significance(result))
+    result = replace(result, paper_table=_paper_table(config, data, preds, result))
     write_report(result, out)
     say(f"report written to {out}")
     return result

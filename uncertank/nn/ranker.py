@@ -159,6 +159,8 @@ class NeuralRanker:
     """
 
     name = "cross-encoder"
+    #: Its cost rates are a torch network's: the machine's speed probe scales them (:class:`uncertank.ProbeScaled`).
+    cost_scales_with_probe = True
 
     def __init__(
         self,

@@ -70,6 +70,8 @@ class DeepEnsembleRanker:
     """
 
     name = "ensemble"
+    #: Its members' cost rates are a torch network's (:class:`uncertank.ProbeScaled`).
+    cost_scales_with_probe = True
 
     def __init__(
         self,

@@ -135,6 +135,8 @@ class LLMRanker:
     """
 
     name = "llm"
+    #: Its cost rates are a torch network's: the machine's speed probe scales them (:class:`uncertank.ProbeScaled`).
+    cost_scales_with_probe = True
 
     def __init__(
         self,

@@ -26,8 +26,12 @@ Benham et al. (ECIR 2021):
 10. ECE against the imbalance ratio (their Figure 2);
 11. the Bayesian comparison per model family (system effects, posterior
     predictive check, convergence, URisk);
-12. the timings, cache keys and reuse of every step;
-13. the warnings raised while the study ran (when there were any).
+12. a paper's table: the rankers on the in-domain condition against the
+    reference (:func:`uncertank.compare_runs`: tests, correction, effect
+    sizes, calibration with intervals, the Bayesian verdict), also written
+    as ``table.tex``;
+13. the timings, cache keys and reuse of every step;
+14. the warnings raised while the study ran (when there were any).
 
 Modules: :mod:`~uncertank.experiment.report.markdown` (numbers and
 Markdown cells), :mod:`~uncertank.experiment.report.document` (the document
@@ -36,17 +40,19 @@ model, its Markdown and HTML renderers and the stylesheet),
 :mod:`~uncertank.experiment.report.sections` (the metric tables) and
 :mod:`~uncertank.experiment.report.outcomes` (what the uncertainty is worth,
 the Bayesian comparison, the timings) and
-:mod:`~uncertank.experiment.report.guarantee_section` (thresholds with a guarantee).
+:mod:`~uncertank.experiment.report.guarantee_section` (thresholds with a guarantee) and
+:mod:`~uncertank.experiment.report.table_section` (a paper's table).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from uncertank.experiment.analysis import reference_ranker
-from uncertank.experiment.report import guarantee_section, outcomes, sections
+from uncertank.experiment.report import guarantee_section, outcomes, sections, table_section
 from uncertank.experiment.report.document import Doc, render_html, render_markdown
 from uncertank.experiment.report.figures import Figures
 from uncertank.experiment.report.markdown import markdown_table
@@ -61,6 +67,11 @@ RESULTS = "results.json"
 
 def _results_text(result: StudyResult) -> str:
     return json.dumps(result.to_dict(), indent=2) + "\n"
+
+
+def _tex_label(result: StudyResult) -> str:
+    """The LaTeX label of the study's table: ``tab:`` and its name, letters and digits only."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", str(result.config.get("name") or "study")).strip("-").lower() or "study"
 
 
 def write_report(result: StudyResult, out: str | os.PathLike[str]) -> None:
@@ -93,10 +104,11 @@ def write_report(result: StudyResult, out: str | os.PathLike[str]) -> None:
 
 
 def render_report(out: str | os.PathLike[str]) -> StudyResult:
-    """Draw ``report.md``, ``report.html`` and ``figures/*.png`` of the folder ``out`` from its ``results.json``.
+    """Draw ``report.md``, ``report.html``, ``table.tex`` and ``figures/*.png`` of ``out`` from its ``results.json``.
 
     What ``uncertank report DIR`` runs: the same bytes as the study wrote,
-    from the folder alone.
+    from the folder alone. ``table.tex`` is the paper's table as LaTeX; a
+    result without one leaves no ``table.tex`` in the folder.
 
     Returns
     -------
@@ -145,8 +157,15 @@ def render_report(out: str | os.PathLike[str]) -> StudyResult:
     outcomes.reliability(doc, result, figs)
     outcomes.imbalance(doc, result, figs)
     outcomes.bayes(doc, result, figs, folder)
+    table_section.paper_table(doc, result)
     outcomes.timings(doc, result)
     outcomes.run_warnings(doc, result)
+    table = table_section.table_report(result)
+    tex = folder / table_section.TEX_FILE
+    if table is not None:
+        atomic_write_text(tex, table.to_latex(label=f"tab:{_tex_label(result)}"))
+    elif tex.is_file():  # an earlier study's table in a folder this result replaces
+        tex.unlink()
     atomic_write_text(folder / "report.md", render_markdown(doc))
     atomic_write_text(folder / "report.html", render_html(doc, str(result.config.get("name") or "Study report")))
     return result

@@ -2,7 +2,7 @@
 
 Sections add blocks to a :class:`Doc`; :func:`render_markdown` and
 :func:`render_html` write the same blocks. Text is inline Markdown (```code```,
-``**bold**``) in both. ``report.html`` is one self-contained page (its own
+``**bold**``, and ``<sup>ab</sup>``: superscript letters) in both. ``report.html`` is one self-contained page (its own
 small stylesheet, no scripts, no external requests) that fits the screen:
 cells wrap at their spaces before a table is wider than the page, a table
 still too wide (on a phone) scrolls inside its own box, and the page itself
@@ -135,6 +135,7 @@ def render_markdown(doc: Doc) -> str:
 def _inline_html(text: str) -> str:
     s = html.escape(text, quote=False)
     s = re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
+    s = re.sub(r"&lt;sup&gt;([A-Za-z]+)&lt;/sup&gt;", r"<sup>\1</sup>", s)  # a paper table's letters
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", s)
 
 
