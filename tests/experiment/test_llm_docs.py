@@ -16,6 +16,7 @@ STUDIES = {
     "llm_laplace": "uncertank run docs/studies/llm_laplace.toml --out .cache/llm_laplace",
     "llm_mc_dropout": "uncertank run docs/studies/llm_mc_dropout.toml --out .cache/llm_mc_dropout",
     "llm_uncertainty": "uncertank run docs/studies/llm_uncertainty.toml --out .cache/llm_uncertainty",
+    "llm_lora_ensemble": "uncertank run docs/studies/llm_lora_ensemble.toml --out .cache/llm_lora_ensemble",
 }
 
 
