@@ -464,3 +464,26 @@ def test_first_party_torch_plugins_import_without_torch(package):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(("name", "params", "message"), [
+    ("bm25", {"pretrained": "x"}, r"ranker 'bm25' takes no parameter 'pretrained'\. It takes k1, b, method, "),
+    ("bm25", {"k_1": 1.2}, r"ranker 'bm25' takes no parameter 'k_1'; did you mean 'k1'\? It takes k1, b, "),
+])
+def test_make_ranker_names_an_unknown_keyword_the_ranker_and_what_it_takes(name, params, message):
+    """The library's error (a TypeError), Python's own chained: never a bare ``__init__() got an unexpected ...``."""
+    from uncertank.plugins import UnknownParameterError, make_ranker
+
+    with pytest.raises(UnknownParameterError, match=message) as info:
+        make_ranker(name, **params)
+    assert isinstance(info.value, TypeError) and "unexpected keyword" in str(info.value.__cause__)
+    assert info.value.ranker == name and info.value.parameter == next(iter(params))
+
+
+def test_make_ranker_follows_the_params_a_subclass_passes_on():
+    pytest.importorskip("uncertank_mcdropout")
+    from uncertank.plugins import UnknownParameterError, make_ranker
+
+    with pytest.raises(UnknownParameterError, match=r"'n_pass'; did you mean 'n_passes'\?") as info:
+        make_ranker("mc_dropout", n_pass=3)
+    assert {"n_passes", "epochs", "backbone"} <= set(info.value.known) and info.value.complete

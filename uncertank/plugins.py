@@ -36,6 +36,7 @@ warned about.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import importlib
@@ -43,6 +44,7 @@ import importlib.metadata
 import inspect
 import json
 import os
+import re
 import sys
 import textwrap
 import threading
@@ -71,6 +73,7 @@ __all__ = [
     "PluginInfo",
     "Registry",
     "UnknownNameError",
+    "UnknownParameterError",
     "check_entry",
     "get_factory",
     "get_plugin_manager",
@@ -106,6 +109,84 @@ class UnknownNameError(ValueError, KeyError):
     """
 
     __str__ = ValueError.__str__  # KeyError's would quote the message
+
+
+class UnknownParameterError(TypeError):
+    """A registered ranker's factory was given a keyword it does not take (:func:`make_ranker`).
+
+    The message names the ranker, the keyword, a close match and the
+    keywords it takes; Python's own TypeError is chained. A TypeError, as
+    Python raises for an unknown keyword.
+
+    Attributes
+    ----------
+    ranker : str
+        The registered name.
+    parameter : str
+        The keyword it does not take.
+    known : list of str
+        The keywords it takes, as far as its signatures say.
+    complete : bool
+        Whether ``known`` is every one (False where a ``**params`` is passed on
+        beyond what can be read).
+    """
+
+    def __init__(self, ranker: str, parameter: str, known: list[str], complete: bool) -> None:
+        self.ranker, self.parameter, self.known, self.complete = ranker, parameter, list(known), complete
+        close = difflib.get_close_matches(parameter, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "."
+        takes = f" It takes {', '.join(known)}{'' if complete else ', ...'}." if known else ""
+        super().__init__(f"ranker {ranker!r} takes no parameter {parameter!r}{hint}{takes}")
+
+
+_UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
+
+
+def _factory_keywords(factory: Callable[..., Any]) -> tuple[list[str], bool]:
+    """The keyword parameters ``factory`` takes, and whether the list is complete.
+
+    A class's ``__init__`` that passes ``**params`` on is followed up its
+    base classes (``MCDropoutRanker`` -> ``NeuralRanker``); a function's own
+    names are all that is known when it takes ``**params``.
+    """
+    names: list[str] = []
+    chain = [vars(c)["__init__"] for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(factory, type) \
+        else [factory]
+    for fn in chain:
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            return names, False
+        names += [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                  and p.name != "self" and p.name not in names]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return names, True
+    return names, False
+
+
+def _refused_keyword(name: str, factory: Callable[..., Any], params: Mapping[str, Any],
+                     exc: TypeError) -> UnknownParameterError | None:
+    """The library's error for Python's ``unexpected keyword argument`` of one of ``params``; None for another."""
+    match = _UNEXPECTED.search(str(exc))
+    if match is None or match.group(1) not in params:
+        return None
+    key = match.group(1)
+    named, complete = _factory_keywords(factory)
+    if not complete:  # a factory function, or **params passed on: read the class it builds without the key
+        try:
+            cls: type | None = type(factory(**{k: v for k, v in params.items() if k != key}))
+        except Exception:
+            cls = None
+        if cls is not None:
+            named, complete = _factory_keywords(cls)
+            # the class that refused it, as Python names it ("NeuralRanker.__init__() got ..."), seen from
+            # the module of the class built: where its **params went
+            refused = re.match(r"(\w+)\.__init__\(\)", str(exc))
+            target = getattr(sys.modules.get(cls.__module__), refused.group(1), None) if refused else None
+            if not complete and isinstance(target, type) and target is not cls:
+                more, complete = _factory_keywords(target)
+                named += [n for n in more if n not in named]
+    return UnknownParameterError(name, key, named, complete)
 
 
 class DuplicateNameError(ValueError):
@@ -802,6 +883,9 @@ def make_ranker(name: str, **params: Any) -> Ranker:
         When no plugin provides ``name``.
     DuplicateNameError
         When several plugins do.
+    UnknownParameterError
+        (a TypeError) When ``params`` holds a keyword the factory does not
+        take: the message names it, a close match and those it takes.
     CapabilityError
         (a TypeError) When the factory returns something that is not a
         ranker; the message names the plugin and what is missing.
@@ -813,7 +897,13 @@ def make_ranker(name: str, **params: Any) -> Ranker:
     UnknownNameError: unknown ranker 'no-such-ranker'; known: ...
     """
     factory = get_factory("rankers", name)
-    ranker = factory(**params)
+    try:
+        ranker = factory(**params)
+    except TypeError as exc:
+        unknown = _refused_keyword(name, factory, params, exc)
+        if unknown is None:
+            raise
+        raise unknown from exc
     problems = []
     if not isinstance(getattr(ranker, "name", None), str):
         problems.append(f"a str attribute 'name' (got {type(getattr(ranker, 'name', None)).__name__})")

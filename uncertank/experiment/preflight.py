@@ -18,7 +18,6 @@ import inspect
 import json
 import os
 import re
-import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Mapping
@@ -124,31 +123,6 @@ def _prefixed(message: str, params: dict[str, Any], base: str) -> tuple[str, str
     return f"{base}.params", message
 
 
-_UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
-
-
-def _known_keywords(factory: Callable[..., Any]) -> tuple[list[str], bool]:
-    """The keyword parameters ``factory`` takes, and whether the list is complete.
-
-    A class's ``__init__`` that passes ``**params`` on is followed up its
-    base classes (``MCDropoutRanker`` -> ``NeuralRanker``); a function's own
-    names are all that is known when it takes ``**params``.
-    """
-    names: list[str] = []
-    chain = [vars(c)["__init__"] for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(factory, type) \
-        else [factory]
-    for fn in chain:
-        try:
-            params = list(inspect.signature(fn).parameters.values())
-        except (TypeError, ValueError):
-            return names, False
-        names += [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                  and p.name != "self" and p.name not in names]
-        if not any(p.kind is p.VAR_KEYWORD for p in params):
-            return names, True
-    return names, False
-
-
 def _build(factory: Callable[..., Any], rc: RankerConfig, base: str,
            errors: list[tuple[str, str]]) -> Capabilities | None:
     """The ranker of ``rc`` and what it offers (:func:`~.building.build_ranker`), or None after an error.
@@ -158,43 +132,23 @@ def _build(factory: Callable[..., Any], rc: RankerConfig, base: str,
     (``unexpected keyword argument 'x'``) when the ranker is built; it is
     named here with its path in the study file.
     """
-    from uncertank.plugins import make_ranker
+    from uncertank.plugins import UnknownParameterError
 
-    kwargs = dict(rc.params)
-    if rc.pretrained is not None:
-        kwargs["pretrained"] = rc.pretrained
     try:
         return build_ranker(rc)
     except CapabilityError as exc:  # not a ranker, or part of a capability
         errors.append((f"{base}.name", str(exc)))
         return None
-    except TypeError as exc:
-        match = _UNEXPECTED.search(str(exc))
-        if match is None:
-            errors.append(_prefixed(str(exc), rc.params, base))
-            return None
-        key = match.group(1)
-        named, complete = _known_keywords(factory)
-        if not complete:  # a factory function, or **params passed on: read the class it builds
-            try:
-                cls = type(make_ranker(rc.name, **{k: v for k, v in kwargs.items() if k != key}))
-            except Exception:
-                cls = None
-            if cls is not None:
-                named, complete = _known_keywords(cls)
-                # the class that refused it, as Python names it ("NeuralRanker.__init__() got ..."), seen
-                # from the module of the class built: where its **params went
-                refused = re.match(r"(\w+)\.__init__\(\)", str(exc))
-                target = getattr(sys.modules.get(cls.__module__), refused.group(1), None) if refused else None
-                if not complete and isinstance(target, type) and target is not cls:
-                    more, complete = _known_keywords(target)
-                    named += [n for n in more if n not in named]
-        known = f"; known: {', '.join(named)}" + ("" if complete else ", ...") if named else ""
-        if key == "pretrained" and key not in rc.params:
+    except UnknownParameterError as exc:  # a keyword nobody down the factory's **params chain takes
+        known = f"; known: {', '.join(exc.known)}" + ("" if exc.complete else ", ...") if exc.known else ""
+        if exc.parameter == "pretrained" and "pretrained" not in rc.params:
             errors.append((f"{base}.pretrained", f"{rc.name!r} takes no pretrained model (its factory has no "
                                                   f"pretrained parameter{known})"))
         else:
-            errors.append((f"{base}.params.{key}", f"unknown parameter of {rc.name!r}{known}"))
+            errors.append((f"{base}.params.{exc.parameter}", f"unknown parameter of {rc.name!r}{known}"))
+        return None
+    except TypeError as exc:
+        errors.append(_prefixed(str(exc), rc.params, base))
         return None
     except (ValueError, ImportError) as exc:
         errors.append(_prefixed(str(exc), rc.params, base))
