@@ -14,6 +14,9 @@
 # 98 MB GGUF is over what may travel with the checkout, so the GPU check fine-tunes and scores the tiny ones.)
 #     bash .gpu-bundle/run.sh bash benchmarks/gpu_check.sh OUT
 #
+# The full study on the GPU (every model trained, about 10 minutes more) is its own script, with its own
+# time limit: benchmarks/gpu_full_study.sh.
+#
 # Elsewhere, with the project installed: bash benchmarks/gpu_check.sh OUT. Every log, the JSON
 # record of benchmarks/gpu_path.py and the RESULTS.md its sections were written into land in OUT.
 set -uo pipefail
