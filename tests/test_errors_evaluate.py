@@ -135,4 +135,5 @@ def test_a_good_spec_still_evaluates(tmp_path):
     code, out = _evaluate("--run", str(good), "--qrels", str(qrels), "--probabilities", "-m", "rbp:depth=2",
                           "-m", "ece:n_bins=2,balanced=true,seed=3")
     assert code == 0, out
-    assert out[0].split() == ["run", "queries", "RBP(0.8)@2", "ECE", "balanced"]
+    # two bins, not the default ten: the label says so (ECE balanced is another measure)
+    assert out[0].split() == ["run", "queries", "RBP(0.8)@2", "ECE", "balanced[n_bins=2]"]

@@ -306,3 +306,19 @@ def test_docs_example_runs_and_prints_what_the_docs_show(monkeypatch):
     code = re.search(r"```python\n(from uncertank.evaluate import evaluate_runs.*?)```", text, re.S)
     assert code is not None
     exec(compile(code.group(1), "trec.md", "exec"), {"__name__": "docs"})
+
+
+def test_every_column_carries_its_measures_identifier():
+    report = evaluate_runs(COVID_RUNS[:2], COVID_QRELS)
+    assert report.metrics == ["MAP", "MRR", "nDCG@10", "R@1", "R@10"]  # the labels of the defaults are kept
+    assert report.measures == {"MAP": "AP", "MRR": "RR", "nDCG@10": "nDCG@10", "R@1": "Success@1",
+                               "R@10": "Success@10"}
+    out = json.loads(report.render("json"))
+    assert out["measures"] == report.measures and out["metrics"] == report.metrics
+    # trec_eval's recall at 10 and R_n@10 are two columns with two identifiers, and (here) two values
+    both = evaluate_runs(COVID_RUNS[:1], COVID_QRELS, metrics=["R@10", {"name": "recall_at_k", "k": 10}])
+    assert both.measures == {"Recall@10": "R@10", "R@10": "Success@10"}
+    summary = both.runs[0].summary
+    assert summary["Recall@10"] < summary["R@10"]  # many relevant documents per topic: a hit is easier
+    with pytest.raises(ValueError, match=r"metrics must be distinct; .*MAP \(AP\) more than once"):
+        evaluate_runs(COVID_RUNS[:1], COVID_QRELS, metrics=["map", "map"])

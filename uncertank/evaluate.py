@@ -32,7 +32,13 @@ What is evaluated matches ``trec_eval`` (and ``pytrec_eval``) defaults:
 
 Metrics can be named as ir_measures names them (``nDCG@10``, ``AP``,
 ``RR``, ``P@5``, ``R@1000``, ``Success@1``, ``nDCG(rel=2)@10``; see
-:mod:`uncertank.metrics.names`); the report then labels them so.
+:mod:`uncertank.metrics.names`); the report then labels them so, but for
+ir_measures' ``R@k`` (trec_eval's recall), labelled ``Recall@k``: ``R@k`` is
+the label of R_n@k (``recall_at_k``, ir_measures' ``Success@k``). No two
+measures share a label (:mod:`uncertank.metrics.measures`), so ``R@100`` and
+``Success@100`` (or ``recall_at_k:k=100``) go in one report as two columns,
+and :attr:`EvaluationReport.measures` (``"measures"`` in the JSON) gives the
+canonical identifier of every column.
 
 Calibration metrics (with ``probabilities=True``) take every retrieved
 (query, document) pair with its binary label (grade >= 1); unjudged
@@ -164,6 +170,10 @@ class EvaluationReport:
         runs compared with the first, per metric).
     alpha : float
         Significance level of the markers.
+    measures : dict of str to str
+        The canonical identifier of each metric's measure, by label
+        (``{"R@1": "Success@1", "Recall@100": "R@100", "MAP": "AP"}``; see
+        :mod:`uncertank.metrics.measures`).
     """
 
     runs: list[RunScores]
@@ -171,6 +181,7 @@ class EvaluationReport:
     ranking: list[str]
     comparisons: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     alpha: float = 0.05
+    measures: dict[str, str] = field(default_factory=dict)
 
     def significant(self, run: str, metric: str) -> bool:
         """Whether ``run`` differs from the first run on ``metric`` (Holm-corrected p < alpha)."""
@@ -193,9 +204,10 @@ class EvaluationReport:
         return pd.DataFrame(rows, columns=["run", "n_queries", *self.metrics])
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
-        """Plain JSON values: metrics, per-run summaries, comparisons (and per-query values)."""
+        """Plain JSON values: metrics, their identifiers, per-run summaries, comparisons (and per-query values)."""
         out: dict[str, Any] = {
             "metrics": list(self.metrics),
+            "measures": {m: self.measures[m] for m in self.metrics if m in self.measures},
             "baseline": self.runs[0].name,
             "alpha": self.alpha,
             "runs": {
@@ -263,17 +275,6 @@ class EvaluationReport:
         return "\n".join(lines) + "\n"
 
 
-def _label_hint(metrics: Sequence[Metric]) -> str:
-    """Why two metrics share a label, where the reason is R@k's two meanings."""
-    names = {m.name for m in metrics}
-    if {"recall_at_k", "trec_recall_at_k"} <= names:
-        return (
-            "; ir_measures' R@k is trec_recall_at_k (relevant in the top k over all relevant), while "
-            "recall_at_k is R_n@k (ir_measures' Success@k): write Success@k for the latter"
-        )
-    return ""
-
-
 # --------------------------------------------------------------------------- trec_eval normalisation
 
 
@@ -333,9 +334,14 @@ def _relevant_retrieved(lists: RankedLists, rel: int) -> NDArray[np.float64]:
                        minlength=lists.n_queries).astype(np.float64)
 
 
-#: Metrics whose value over the retrieved list divides by its relevant documents, which
-#: trec_eval divides by every relevant document of the qrels instead.
-_OVER_ALL_RELEVANT = ("map", "trec_recall_at_k")
+#: Measures whose value over the retrieved list divides by its relevant documents, which
+#: trec_eval divides by every relevant document of the qrels instead (``map``, ``trec_recall_at_k``).
+_OVER_ALL_RELEVANT = ("AP", "R")
+
+
+def _measure(metric: Metric) -> str | None:
+    """The identifier stem of the metric's measure (``"AP"``), None for a metric without one."""
+    return None if metric.measure is None else metric.measure.id
 
 
 def _trec_normalised(metric: Metric, lists: RankedLists, judged: _Judged) -> NDArray[np.float64]:
@@ -347,12 +353,12 @@ def _trec_normalised(metric: Metric, lists: RankedLists, judged: _Judged) -> NDA
     extra = {"judged": judged.judged} if not metric.accepts_any_option and metric.accepts("judged") else {}
     values = np.asarray(metric(lists, per_query=True, **extra), dtype=np.float64)
     rel = int(metric.options.get("rel", 1))
-    if metric.name in _OVER_ALL_RELEVANT:
+    if _measure(metric) in _OVER_ALL_RELEVANT:
         rel_ret = _relevant_retrieved(lists, rel)
         n_rel = judged.n_relevant(rel)
         # the value over the retrieved list divides by the relevant retrieved; trec_eval by all relevant
         return np.divide(values * rel_ret, n_rel, out=np.zeros_like(values), where=n_rel > 0)
-    if metric.name == "ndcg":
+    if _measure(metric) == "nDCG":
         k = metric.options.get("k")
         ret = np.where(lists.labels >= rel, lists.labels, 0).astype(np.float64)
         ideal_ret = _ideal_dcg(ret, lists.query_index, lists.n_queries, k)
@@ -455,7 +461,9 @@ def evaluate_runs(
         ``qrels`` and the row), a run file given twice, no judged query in a
         run, an unknown metric or option, two metrics with one label, a
         calibration metric without ``probabilities``, or scores outside
-        [0, 1] with it.
+        [0, 1] with it. Two measures cannot share a label, and one
+        measure cannot appear under two (``recall_at_k:k=1`` and
+        ``Success@1``; see :func:`uncertank.metrics.resolve_metrics`).
     UnknownNameError, DatasetUnavailableError
         For ``qrels="irds:NAME"`` that ir_datasets does not know (close
         names listed), or cannot download (the message names its cache
@@ -508,8 +516,9 @@ def evaluate_runs(
     ranking = [m for m in resolved if m.per_query and not m.needs_probabilities]
     ranking_ids = {id(m) for m in ranking}
     labels = [m.display_label for m in resolved]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"metrics must be distinct; got the labels {labels}{_label_hint(resolved)}")
+    if len(set(labels)) != len(labels):  # one measure twice (two labels of one measure are refused when resolved)
+        twice = sorted({f"{m.display_label} ({m.measure_id})" for m in resolved if labels.count(m.display_label) > 1})
+        raise ValueError(f"metrics must be distinct; got the labels {labels}: {', '.join(twice)} more than once")
 
     _refuse_repeated_files(runs)
     if not isinstance(complete, bool):
@@ -563,7 +572,7 @@ def evaluate_runs(
             if id(m) in ranking_ids:
                 values = _trec_normalised(m, lists, judged)
                 if position is not None:
-                    full = np.full(len(query_ids), 1.0 if m.name == "rbp_residual" else 0.0)
+                    full = np.full(len(query_ids), 1.0 if _measure(m) == "RBP_residual" else 0.0)
                     full[position] = values
                     values = full
                 per_query[label] = values
@@ -596,4 +605,5 @@ def evaluate_runs(
                 comparisons[r.name][label]["pvalue_holm"] = p_adj
     ranking_labels = [m.display_label for m in ranking]
     ordered = ranking_labels + [lab for lab in labels if lab not in ranking_labels]
-    return EvaluationReport(results, ordered, ranking_labels, comparisons, float(alpha))
+    measures = {m.display_label: m.measure_id for m in resolved}
+    return EvaluationReport(results, ordered, ranking_labels, comparisons, float(alpha), measures)

@@ -69,6 +69,11 @@ def _write(
     return qp, rp
 
 
+def _label(name: str) -> str:
+    """The column of an ir_measures name: its spelling, but Recall@k for R@k (R@k labels R_n@k, Success@k)."""
+    return resolve_metrics([name])[0].display_label
+
+
 def _reference(name: str, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict[str, float]:
     """ir_measures' per-query values (pytrec_eval provider).
 
@@ -97,9 +102,13 @@ def test_every_name_equals_ir_measures_per_query_and_mean(tmp_path, seed):
     qp, rp = _write(tmp_path, qrels, run, "sys")
     report = evaluate_runs([rp], qp, metrics=NAMES, complete=True)
     scores = report.runs[0]
-    assert report.ranking == [parse_ir_measure(n)["label"] for n in NAMES]  # type: ignore[index]
+    assert report.ranking == [_label(n) for n in NAMES]
+    # every column's canonical identifier is ir_measures' own spelling of the measure (which has no nDCG(rel=N))
     for name in NAMES:
-        label = parse_ir_measure(name)["label"]  # type: ignore[index]
+        if not name.startswith("nDCG(rel="):
+            assert report.measures[_label(name)] == str(ir_measures.parse_measure(name)), name
+    for name in NAMES:
+        label = _label(name)
         ref = _reference(name, qrels, run)
         assert sorted(scores.query_ids) == sorted(ref) == sorted(qrels), name
         ours = dict(zip(scores.query_ids, scores.per_query[label].tolist(), strict=True))
@@ -117,7 +126,7 @@ def test_by_default_the_queries_of_both_files_as_trec_eval(tmp_path, seed):
     shared = sorted(set(qrels) & set(run))
     assert sorted(scores.query_ids) == shared
     for name in NAMES:
-        label = parse_ir_measure(name)["label"]  # type: ignore[index]
+        label = _label(name)
         ref = _reference(name, qrels, run)
         ours = dict(zip(scores.query_ids, scores.per_query[label].tolist(), strict=True))
         assert [ours[q] for q in shared] == pytest.approx([ref[q] for q in shared], abs=1e-12), name
@@ -145,7 +154,8 @@ def test_the_command_of_the_issue_prints_ir_measures_names(tmp_path):
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
     header, _, row = res.output.splitlines()[:3]
-    assert header.split() == ["run", "queries", *names]
+    assert header.split() == ["run", "queries", *[_label(n) for n in names]]
+    assert _label("R@1000") == "Recall@1000"
     for name, cell in zip(names, row.split()[2:], strict=True):
         ref = _reference(name, qrels, run)
         assert float(cell) == pytest.approx(np.mean(list(ref.values())), abs=5e-5), name
@@ -293,7 +303,8 @@ def test_evaluate_stream_and_a_study_entry_take_the_names():
     s, y = rng.random((20, 8)), rng.integers(0, 3, (20, 8))
     out = evaluate_stream([(s[:10], y[:10]), (s[10:], y[10:])], ["P@3", "R@3", "nDCG(rel=2)@5"])
     assert out["P@3"] == pytest.approx(precision_at_k(s, y, k=3))
-    assert out["R@3"] == pytest.approx(trec_recall_at_k(s, y, k=3))
+    assert "R@3" not in out  # R@3 labels R_n@3 (Success@3); ir_measures' R@3 is trec recall, labelled Recall@3
+    assert out["Recall@3"] == pytest.approx(trec_recall_at_k(s, y, k=3))
     from uncertank.metrics import ndcg_at_k
 
     assert out["nDCG(rel=2)@5"] == pytest.approx(ndcg_at_k(np.asarray(s), np.where(y >= 2, y, 0), k=5))
@@ -305,13 +316,19 @@ def test_labels_of_the_registered_names_show_rel():
     assert [m.display_label for m in (ndcg, p, r, succ)] == ["nDCG(rel=2)@10", "P@5", "Recall@100", "R(rel=2)@1"]
 
 
-def test_two_meanings_of_r_at_k_in_one_report_are_refused_with_the_reason(tmp_path):
+def test_two_meanings_of_r_at_k_are_two_columns_of_one_report(tmp_path):
     qrels, run = _generate(0)
     qp, rp = _write(tmp_path, qrels, run, "sys")
-    with pytest.raises(ValueError, match=r"metrics must be distinct.*write Success@k for the latter"):
-        evaluate_runs([rp], qp, metrics=["R@5", {"name": "recall_at_k", "k": 5}])
+    report = evaluate_runs([rp], qp, metrics=["R@5", {"name": "recall_at_k", "k": 5}])
+    assert report.ranking == ["Recall@5", "R@5"]
+    assert report.measures == {"Recall@5": "R@5", "R@5": "Success@5"}
+    summary = report.runs[0].summary
+    assert summary["Recall@5"] != summary["R@5"]
     report = evaluate_runs([rp], qp, metrics=["R@5", "Success@5"])
-    assert report.ranking == ["R@5", "Success@5"]
+    assert report.ranking == ["Recall@5", "Success@5"]
+    # one measure under two labels is refused
+    with pytest.raises(ValueError, match=r"one measure, Success@5, under two labels \('R@5' and 'Success@5'\)"):
+        evaluate_runs([rp], qp, metrics=[{"name": "recall_at_k", "k": 5}, "Success@5"])
 
 
 def test_rel_must_be_a_positive_integer():

@@ -7,6 +7,11 @@ the same call::
 
     metric(scores, labels=None, *, per_query=False, **options)
 
+Each built-in metric is built from its measure's one entry in
+:data:`~uncertank.metrics.measures.MEASURES` (:meth:`Metric.from_measure`),
+which owns its function, label, accumulator and metadata and gives its
+canonical identifier (:attr:`Metric.measure_id`).
+
 ``scores`` is a :class:`~uncertank.RankedLists` (``labels`` None), a
 :class:`~uncertank.Predictions` (or any object with flat ``scores`` and
 ``offsets``) with ``labels`` an array of shape (n_pairs,) or a labelled
@@ -19,12 +24,14 @@ The ``uncertank_metrics`` hook returns ``{name: Metric}``. A bare callable
 registered by a third party is accepted and wrapped by :func:`as_metric`
 with the metadata of a ranking metric (see there). :func:`resolve_metrics`
 turns the entries of a study file (names or mappings with options) into
-bound metrics, checking every name and option against the registry first.
+bound metrics, checking every name and option against the registry first,
+and that no label names two measures and no measure has two labels.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -35,6 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 from uncertank import plugins
 from uncertank.metrics._inputs import ScoresInput
 from uncertank.metrics.accumulators import Accumulator, PerQueryMean
+from uncertank.metrics.measures import MEASURES, Measure, function_measure_id
 from uncertank.metrics.names import IR_MEASURES, parse_ir_measure
 from uncertank.validation import check_choice
 
@@ -122,6 +130,10 @@ class Metric:
         options whenever they are set (here and by :meth:`bind`), so a bad
         option is refused when the metric is resolved, before any scoring;
         the options of a single call are checked by ``fn`` itself.
+    measure : Measure, optional
+        The :class:`~uncertank.metrics.measures.Measure` the metric computes;
+        the built-in metrics have one (see :meth:`from_measure`), and it
+        gives the canonical identifier :attr:`measure_id`.
 
     Examples
     --------
@@ -136,7 +148,7 @@ class Metric:
 
     __slots__ = (
         "_accumulator", "_check", "_option_names", "_options", "_var_kw", "description", "fn", "higher_is_better",
-        "kind", "label", "name", "needs_probabilities", "per_query",
+        "kind", "label", "measure", "name", "needs_probabilities", "per_query",
     )
 
     def __init__(
@@ -153,13 +165,17 @@ class Metric:
         accumulator: Callable[..., Accumulator] | None = None,
         description: str | None = None,
         check: Callable[[Mapping[str, Any]], None] | None = None,
+        measure: Measure | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be callable; got {type(fn).__name__}")
         if not isinstance(name, str) or not name:
             raise TypeError(f"name must be a non-empty str; got {name!r}")
+        if measure is not None and not isinstance(measure, Measure):
+            raise TypeError(f"measure must be a Measure; got {type(measure).__name__}")
         self.fn = fn
         self.name = name
+        self.measure = measure
         self.kind: MetricKind = check_choice(kind, "kind", METRIC_KINDS)
         self.needs_probabilities = bool(needs_probabilities)
         self.higher_is_better = bool(higher_is_better)
@@ -180,6 +196,36 @@ class Metric:
             doc = inspect.getdoc(fn) or ""
             description = doc.strip().splitlines()[0] if doc.strip() else name
         self.description = description
+
+    @classmethod
+    def from_measure(cls, measure: Measure) -> Metric:
+        """The registered metric of ``measure``: its function, label, options, accumulator and metadata.
+
+        Examples
+        --------
+        >>> from uncertank.metrics.measures import MEASURES
+        >>> m = Metric.from_measure(MEASURES["Success"]).bind(k=5)
+        >>> m.name, m.display_label, m.measure_id
+        ('recall_at_k', 'R@5', 'Success@5')
+        """
+        return cls(
+            measure.fn, name=measure.name, kind=measure.kind, needs_probabilities=measure.needs_probabilities,
+            higher_is_better=measure.higher_is_better, label=measure.display, options=measure.options,
+            accumulator=measure.accumulator, description=measure.description, check=measure.check, measure=measure,
+        )
+
+    @property
+    def measure_id(self) -> str:
+        """The canonical identifier of what the metric computes with its options (``"Success@1"``, ``"AP"``).
+
+        The measure's own (:meth:`Measure.measure_id
+        <uncertank.metrics.measures.Measure.measure_id>`) for a built-in
+        metric; for another (a plugin's), its registry name with the options
+        that differ from its function's defaults: ``"my_metric(k=3)"``.
+        """
+        if self.measure is not None:
+            return self.measure.measure_id(self._options)
+        return function_measure_id(self.name, self.fn, self._options)
 
     # ------------------------------------------------------------------ options
 
@@ -232,7 +278,7 @@ class Metric:
             "name": self.name, "kind": self.kind, "needs_probabilities": self.needs_probabilities,
             "higher_is_better": self.higher_is_better, "label": self.label, "options": self._options,
             "per_query": self.per_query, "accumulator": self._accumulator, "description": self.description,
-            "check": self._check,
+            "check": self._check, "measure": self.measure,
         }
         kw.update(changes)
         return Metric(self.fn, **kw)
@@ -313,7 +359,8 @@ class Metric:
 
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self._options.items())
-        return f"Metric({self.name!r}, kind={self.kind!r}, label={self.display_label!r}, options={{{opts}}})"
+        return (f"Metric({self.name!r}, kind={self.kind!r}, label={self.display_label!r}, options={{{opts}}}, "
+                f"measure={self.measure_id!r})")
 
 
 #: An entry of a study's ``metrics = [...]``: a registered name, a mapping
@@ -359,7 +406,9 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
         ir_measures name (``"nDCG@10"``, ``"AP"``, ``"RR"``, ``"P@5"``,
         ``"R@1000"``, ``"Success@1"``, ``"nDCG(rel=2)@10"``; see
         :mod:`uncertank.metrics.names`): the metric it maps to, with its
-        options, labelled with ir_measures' spelling.
+        options, labelled with ir_measures' spelling when that spelling is
+        a label of the measure (``R@k`` is not: it labels R_n@k, so
+        trec_eval's recall keeps ``Recall@k``).
 
     Returns
     -------
@@ -372,7 +421,11 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
         An unknown name (the message lists the registered ones), an unknown
         option (the message lists the metric's options), a wrong value of an
         option (``k=0``, a cutoff or a number of bins beyond its bound; the
-        message names the option), or an entry without a name.
+        message names the option), an entry without a name, a ``label``
+        that is another measure's (``R@5`` for ``trec_recall_at_k``), two
+        entries with one label that are not the same entry, or one measure
+        under two labels (``"map"`` and ``"AP"``; see
+        :mod:`uncertank.metrics.measures`).
     TypeError
         An entry that is neither a str, a mapping nor a Metric.
 
@@ -380,8 +433,8 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
     --------
     >>> [m.display_label for m in resolve_metrics([{"name": "recall_at_k", "k": 5}, "map"])]
     ['R@5', 'MAP']
-    >>> [(m.name, m.display_label) for m in resolve_metrics(["Success@5", "R@100", "AP"])]
-    [('recall_at_k', 'Success@5'), ('trec_recall_at_k', 'R@100'), ('map', 'AP')]
+    >>> [(m.name, m.display_label, m.measure_id) for m in resolve_metrics(["Success@5", "R@100", "AP"])]
+    [('recall_at_k', 'Success@5', 'Success@5'), ('trec_recall_at_k', 'Recall@100', 'R@100'), ('map', 'AP', 'AP')]
     """
     if isinstance(entries, (str, Mapping)):
         raise TypeError(
@@ -405,11 +458,69 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
             raise TypeError(
                 f"metric entry {i} must be a name, a mapping or a Metric; got {type(entry).__name__}"
             )
+        own_label = label is not None
         if name not in reg:
             name, options, label = _from_ir_measures(name, options, label, i, reg)
         metric = as_metric(reg[name].factory, name=name).bind(**options)
-        out.append(metric if label is None else metric.with_label(str(label)))
+        if label is not None:
+            if own_label:
+                _check_own_label(metric, str(label), i)
+            metric = metric.with_label(str(label))
+        out.append(metric)
+    _check_one_label_per_measure(out)
     return out
+
+
+def _check_own_label(metric: Metric, label: str, i: int) -> None:
+    """A label given in an entry may not be another measure's, nor, in its measure's grammar, other options'.
+
+    ``R@5`` for trec recall is R_n@5's label, and ``MAP`` for ``map`` with
+    ``k=5`` is another average precision's: both are refused; ``AP@5``
+    (the identifier), ``MAP@5`` (the label) and ``MAP of the top 5`` are not.
+    """
+    owner = MEASURES.of_label(label)
+    if owner is None:
+        return
+    if metric.measure is None or MEASURES.of_id(metric.measure_id) is not owner:
+        raise ValueError(
+            f"metric entry {i}: the label {label!r} belongs to the measure {owner.id} ({owner.name}), "
+            f"not to {metric.measure_id} ({metric.name}); give a label of its own"
+        )
+    for stem in owner.labels:
+        parts = re.fullmatch(rf"({re.escape(stem)})(_\d+)?(\([^()]*\))?(@\d+)?", label)
+        if parts is None:
+            continue
+        plain = label
+        if parts[2] and metric.options.get("n") is None:  # R_10@1 names the lists' length: R@1 on lists of ten
+            plain = parts[1] + (parts[3] or "") + (parts[4] or "")
+        if plain in (metric.display_label, metric.measure_id):
+            return
+        raise ValueError(
+            f"metric entry {i}: the label {label!r} is not {metric.measure_id}'s (its label is "
+            f"{metric.display_label!r}, its identifier {metric.measure_id!r}); use one of them or a label of its own"
+        )
+
+
+def _check_one_label_per_measure(metrics: list[Metric]) -> None:
+    """No label names two measures, and no measure appears under two labels."""
+    by_label: dict[str, int] = {}
+    by_id: dict[str, int] = {}
+    for i, m in enumerate(metrics):
+        label, ident = m.display_label, m.measure_id
+        j = by_label.setdefault(label, i)
+        other = metrics[j]
+        if j != i and (other.name != m.name or dict(other.options) != dict(m.options)):
+            what = (f"one measure, {ident}, with other settings ({dict(other.options)} and {dict(m.options)})"
+                    if other.measure_id == ident else f"different measures ({other.measure_id} and {ident})")
+            raise ValueError(
+                f"metric entries {j} and {i} share the label {label!r} but are {what}; give one a label of its own"
+            )
+        j = by_id.setdefault(ident, i)
+        if metrics[j].display_label != label:
+            raise ValueError(
+                f"metric entries {j} and {i} are one measure, {ident}, under two labels "
+                f"({metrics[j].display_label!r} and {label!r}); keep one"
+            )
 
 
 def _from_ir_measures(
@@ -426,6 +537,9 @@ def _from_ir_measures(
         )
     ir_label = parsed.pop("label")
     registered = parsed.pop("name")
+    measure = MEASURES.of_name(registered)
+    if measure is not None and not measure.claims(ir_label):
+        ir_label = None  # ir_measures' R@k: its label (R@k) is R_n@k's, so trec recall keeps its own (Recall@k)
     clash = [k for k in options if k in parsed and options[k] != parsed[k]]
     if clash:
         raise ValueError(

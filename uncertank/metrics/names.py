@@ -22,30 +22,33 @@ grades below ``N`` to 0 (ir_measures has no ``rel`` for nDCG; this is the
 nDCG of qrels with those grades set to 0). The aliases ``NDCG``, ``MAP``,
 ``MRR``, ``Precision`` and ``Recall`` are understood. The column label is
 ir_measures' own spelling of the measure (defaults dropped, ``MAP`` written
-``AP``), so one metric has one name in a report.
+``AP``), and so is the measure's canonical identifier
+(:mod:`uncertank.metrics.measures`).
 
 Note that ir_measures' ``R@k`` is the recall of trec_eval (relevant in the
 top k over all relevant), not the R_n@k of response ranking that
 ``recall_at_k`` computes and labels ``R@k``; that one is ``Success@k``.
+Since no two measures share a label, ``R@k`` asked for by its ir_measures
+name is labelled ``Recall@k`` (ir_measures' other spelling of it), while
+its identifier is ``R@k``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
+
+from uncertank.metrics.measures import MEASURES
 
 __all__ = ["IR_MEASURES", "parse_ir_measure"]
 
-#: ir_measures measure name -> (registered metric, whether a cutoff is required).
-IR_MEASURES: Mapping[str, tuple[str, bool]] = {
-    "nDCG": ("ndcg", False),
-    "AP": ("map", False),
-    "RR": ("mrr", False),
-    "P": ("precision", True),
-    "R": ("trec_recall_at_k", True),
-    "Success": ("recall_at_k", True),
-}
+#: ir_measures measure name -> (registered metric, whether a cutoff is required): the
+#: measures of :data:`~uncertank.metrics.measures.MEASURES` whose identifier is ir_measures' name.
+IR_MEASURES: Mapping[str, tuple[str, bool]] = MappingProxyType(
+    {m.id: (m.name, m.cutoff_required) for m in MEASURES.values() if m.ir_measures}
+)
 
 #: ir_measures' other spellings of the same measures.
 _ALIASES = {"NDCG": "nDCG", "MAP": "AP", "MRR": "RR", "Precision": "P", "Recall": "R"}
