@@ -187,6 +187,8 @@ LAYERS: dict[str, int] = {
     "uncertank.formatting": 0, "uncertank.progress": 0, "uncertank._schema_errors": 0,
     # the plugin host, and the ranker contract it checks what a factory builds against
     "uncertank.hookspecs": 1, "uncertank.plugins": 1, "uncertank.protocols": 1,
+    # ... and its tooling: a plugin's source digest, light plugin packages, the `uncertank plugins` listing
+    "uncertank.plugin_sources": 1, "uncertank.plugin_packages": 1, "uncertank.plugin_listing": 1,
     # data
     "uncertank.datasets": 2,
     # rankers

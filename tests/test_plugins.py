@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 import uncertank
 from uncertank import CallableRanker, hookimpl
+from uncertank import plugin_listing as listing
 from uncertank import plugins as host
 from uncertank.cli import cli
 from uncertank.testing import FakeEntryPoint, fake_entry_points
@@ -371,20 +372,20 @@ def test_listing_never_breaks_a_name_at_80_columns():
     mod = _module("m15", uncertank_rankers=_rankers(**{"ranker-with-a-long-descriptive-name": _ConstantRanker}))
     with fake_entry_points(FakeEntryPoint(LONG, mod, distribution="uncertank-some-long-distribution",
                                           version="10.20.30")):
-        report = host.plugin_report()
-    text = host.render_plugin_report(report, width=80)
+        report = listing.plugin_report()
+    text = listing.render_plugin_report(report, width=80)
     words = set(text.split())
     for row in report["registered"]:
         assert row["name"] in words and row["plugin"] in words and row["distribution"] in words
     assert LONG in words
     assert max(len(line) for line in text.splitlines()) <= 80
-    narrow = host.render_plugin_report(report, width=30)
+    narrow = listing.render_plugin_report(report, width=30)
     narrow_words = set(narrow.split())
     for row in report["registered"]:
         assert row["name"] in narrow_words and row["plugin"].rstrip(",") in {w.rstrip(",") for w in narrow_words}
     # lines longer than 30 hold a single unbreakable word
     assert all(len(line) <= 30 or len(line.split()) == 1 for line in narrow.splitlines())
-    assert host.render_plugin_report({"registered": [], "failed": [], "clashes": []}).endswith(
+    assert listing.render_plugin_report({"registered": [], "failed": [], "clashes": []}).endswith(
         "no plugins registered")
 
 
@@ -437,7 +438,7 @@ def test_lazy_exports_imports_a_name_from_its_module_on_first_use(tmp_path, monk
     pkg = tmp_path / "lazy_pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(
-        "from uncertank.plugins import lazy_exports\n\n"
+        "from uncertank.plugin_packages import lazy_exports\n\n"
         "__getattr__ = lazy_exports(__name__, {'VALUE': 'lazy_pkg.heavy'})\n"
     )
     (pkg / "heavy.py").write_text("VALUE = 42\n")
@@ -487,3 +488,17 @@ def test_make_ranker_follows_the_params_a_subclass_passes_on():
     with pytest.raises(UnknownParameterError, match=r"'n_pass'; did you mean 'n_passes'\?") as info:
         make_ranker("mc_dropout", n_pass=3)
     assert {"n_passes", "epochs", "backbone"} <= set(info.value.known) and info.value.complete
+
+
+def test_the_tooling_names_are_still_found_in_the_host_module():
+    """docs/plugins.md names them ``uncertank.plugins.X``; their homes are the tooling modules."""
+    from uncertank import plugin_packages, plugin_sources
+    from uncertank.plugins import lazy_exports, plugin_report, plugin_source_digest, render_plugin_report
+
+    assert plugin_source_digest is plugin_sources.plugin_source_digest
+    assert (plugin_report, render_plugin_report) == (listing.plugin_report, listing.render_plugin_report)
+    assert lazy_exports is plugin_packages.lazy_exports
+    moved = {"lazy_exports", "plugin_report", "plugin_source_digest", "render_plugin_report"}
+    assert not moved & set(host.__all__)  # one home each: listed in their own modules' __all__
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        host.no_such_name  # noqa: B018

@@ -15,6 +15,7 @@ import pytest
 
 import uncertank
 from uncertank import hookimpl
+from uncertank import plugin_sources as sources
 from uncertank import plugins as host
 from uncertank.metrics import Metric, mean_reciprocal_rank, resolve_metrics
 from uncertank.testing import FakeEntryPoint, fake_entry_points
@@ -202,19 +203,19 @@ def test_editing_a_file_of_a_plugin_package_changes_the_digest(tmp_path, monkeyp
     plugin = importlib.import_module("digest_plugin_pkg.plugin")
     try:
         with fake_entry_points(FakeEntryPoint("digest-plugin", plugin, distribution="not-installed-dist")):
-            first = host.plugin_source_digest("rankers", "digest-ranker")
-            assert first == host.plugin_source_digest("rankers", "digest-ranker")  # stable
-            assert len(first) == 64 and first != host.plugin_source_digest("rankers", "bm25")
+            first = sources.plugin_source_digest("rankers", "digest-ranker")
+            assert first == sources.plugin_source_digest("rankers", "digest-ranker")  # stable
+            assert len(first) == 64 and first != sources.plugin_source_digest("rankers", "bm25")
             helper = tmp_path / "digest_plugin_pkg" / "helpers.py"
             helper.write_text("SCALE = 2.0\n")  # a file the factory's module does not even import
-            second = host.plugin_source_digest("rankers", "digest-ranker")
+            second = sources.plugin_source_digest("rankers", "digest-ranker")
             assert second != first
             (tmp_path / "digest_plugin_pkg" / "extra.py").write_text("X = 1\n")  # an added file
-            assert host.plugin_source_digest("rankers", "digest-ranker") not in (first, second)
+            assert sources.plugin_source_digest("rankers", "digest-ranker") not in (first, second)
             (tmp_path / "digest_plugin_pkg" / "extra.py").unlink()
-            assert host.plugin_source_digest("rankers", "digest-ranker") == second
+            assert sources.plugin_source_digest("rankers", "digest-ranker") == second
             with pytest.raises(host.UnknownNameError, match="unknown ranker 'nope'"):
-                host.plugin_source_digest("rankers", "nope")
+                sources.plugin_source_digest("rankers", "nope")
     finally:
         for mod in [m for m in sys.modules if m.startswith("digest_plugin_pkg")]:
             del sys.modules[mod]
@@ -222,14 +223,14 @@ def test_editing_a_file_of_a_plugin_package_changes_the_digest(tmp_path, monkeyp
 
 def test_the_digest_of_an_editable_first_party_plugin_follows_its_source_tree():
     pytest.importorskip("uncertank_bert")
-    files = host._package_files("uncertank_bert.plugin")
+    files = sources._package_files("uncertank_bert.plugin")
     assert "uncertank_bert/plugin.py" in files and "uncertank_bert/__init__.py" in files
-    assert host._distribution_files("uncertank-bert") == {}  # editable: RECORD lists no code
-    assert host._distribution_files("no-such-distribution") == {}
+    assert sources._distribution_files("uncertank-bert") == {}  # editable: RECORD lists no code
+    assert sources._distribution_files("no-such-distribution") == {}
 
 
 def test_the_digest_reads_a_normal_installs_record():
-    files = host._distribution_files("pluggy")
+    files = sources._distribution_files("pluggy")
     assert "pluggy/__init__.py" in files and files["pluggy/__init__.py"].is_file()
 
 
@@ -240,5 +241,5 @@ def test_a_factory_without_a_source_file_warns_and_uses_its_name():
     mod = _module("no_file_plugin", uncertank_rankers=_hook("rankers", interactive=namespace["Interactive"]))
     with fake_entry_points(("no-file", mod)):
         with pytest.warns(RuntimeWarning, match="no source found for ranker 'interactive' of plugin 'no-file'"):
-            digest = host.plugin_source_digest("rankers", "interactive")
+            digest = sources.plugin_source_digest("rankers", "interactive")
         assert len(digest) == 64

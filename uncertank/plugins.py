@@ -24,9 +24,14 @@ What a misbehaving plugin costs is that plugin only:
 
 The module reads top to bottom: the kinds, the records (:class:`PluginInfo`,
 :class:`PluginFailure`, :class:`NameClash`), the rule for hook entries and
-:class:`Registry`; the manager, registration and lookups; the source digest
-of a plugin (:func:`plugin_source_digest`); :func:`lazy_exports` (for light
-plugin packages); and the ``uncertank plugins`` listing.
+:class:`Registry`; then the manager, registration and lookups
+(:func:`make_ranker`, :func:`list_plugins`). The tooling around the host has
+modules of its own: the source digest of a plugin
+(:mod:`uncertank.plugin_sources`), :func:`~uncertank.plugin_packages.lazy_exports`
+for light plugin packages (:mod:`uncertank.plugin_packages`) and the
+``uncertank plugins`` listing (:mod:`uncertank.plugin_listing`). Their public
+names are still found here (``uncertank.plugins.plugin_source_digest``, as
+docs/plugins.md names them), imported on first use.
 
 The environment variable ``UNCERTANK_PLUGINS`` (a comma-separated list of
 entry-point names) restricts which third-party plugins load; the built-ins
@@ -38,20 +43,16 @@ from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
 import importlib
 import importlib.metadata
 import inspect
-import json
 import os
 import re
 import sys
-import textwrap
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any, Literal
 
@@ -59,6 +60,7 @@ import pluggy
 
 from uncertank import hookspecs
 from uncertank.hookspecs import dataset_loader_capabilities
+from uncertank.plugin_packages import lazy_exports
 from uncertank.protocols import CapabilityError, Ranker
 
 __all__ = [
@@ -77,16 +79,12 @@ __all__ = [
     "check_entry",
     "get_factory",
     "get_plugin_manager",
-    "lazy_exports",
     "list_plugins",
     "make_ranker",
     "name_clashes",
     "plugin_failures",
-    "plugin_report",
-    "plugin_source_digest",
     "register",
     "registry",
-    "render_plugin_report",
     "unregister",
 ]
 
@@ -917,172 +915,6 @@ def make_ranker(name: str, **params: Any) -> Ranker:
         )
     return ranker
 
-# --------------------------------------------------------------------------- the source digest of a plugin
-
-def _defining_module(obj: Any) -> str | None:
-    """The module that defines a registry entry: its own for a class or function, else its class's."""
-    while isinstance(obj, functools.partial):
-        obj = obj.func
-    fn = getattr(obj, "fn", None)  # a Metric: the function it wraps
-    if fn is not None and not isinstance(obj, (type, FunctionType)) and callable(fn):
-        obj = fn
-    if isinstance(obj, MethodType):
-        obj = obj.__func__
-    if isinstance(obj, (type, FunctionType, BuiltinFunctionType)):
-        return getattr(obj, "__module__", None)
-    return type(obj).__module__
-
-
-def _package_files(module_name: str) -> dict[str, Path]:
-    """The .py files of ``module_name``'s top-level package (or the module's own file), by relative name."""
-    top = sys.modules.get(module_name.split(".")[0])
-    own = sys.modules.get(module_name)
-    out: dict[str, Path] = {}
-    top_file = getattr(top, "__file__", None)
-    if top is not None and top_file and getattr(top, "__path__", None) is not None:
-        root = Path(top_file).resolve().parent
-        for f in root.rglob("*.py"):
-            if "__pycache__" not in f.parts:
-                out[f"{root.name}/{f.relative_to(root).as_posix()}"] = f
-    own_file = getattr(own, "__file__", None)
-    if own_file and Path(own_file).suffix == ".py" and Path(own_file).is_file():
-        path = Path(own_file).resolve()
-        if path not in out.values():
-            out[f"{module_name.replace('.', '/')}{'/__init__' if path.name == '__init__.py' else ''}.py"] = path
-    return out
-
-
-def _distribution_files(dist_name: str) -> dict[str, Path]:
-    """The .py files a distribution's RECORD lists (none for an editable install, whose code is elsewhere)."""
-    try:
-        dist = importlib.metadata.distribution(dist_name)
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        return {}
-    out: dict[str, Path] = {}
-    for f in dist.files or []:
-        if f.suffix == ".py" and not f.name.startswith("__editable__") and ".." not in f.parts:
-            path = Path(str(dist.locate_file(f)))
-            if path.is_file():
-                out[f.as_posix()] = path
-    return out
-
-
-def plugin_source_digest(kind: Kind, name: str) -> str:
-    """Hex SHA-256 of the source of the plugin that provides ``name``: changes whenever its code does.
-
-    The files digested, each by its path relative to its package's parent
-    folder and the SHA-256 of its bytes:
-
-    - every ``.py`` file of the top-level package that defines the factory
-      (for a :class:`~uncertank.metrics.Metric`, of its function; for a
-      callable object, of its class), and of the package of the plugin
-      module that registers it (for a module outside any package: that
-      file);
-    - every ``.py`` file the distribution providing the plugin lists in its
-      metadata (a normal install). An editable install lists none of its
-      code; its files are the package folders above, found from the
-      modules' ``__file__``, in the source tree.
-
-    A study's cache key includes it, so that editing a plugin's code, not
-    only bumping its version, makes its cached steps stale. A factory with
-    no source file anywhere (defined at an interactive prompt) is digested
-    by its ``inspect.getsource`` text where there is one, and otherwise by
-    its qualified name only, with a RuntimeWarning: such a step cannot be
-    told stale.
-
-    Parameters
-    ----------
-    kind : str
-        One of :data:`KINDS`.
-    name : str
-        A registered name.
-
-    Returns
-    -------
-    str
-        64 hex digits.
-
-    Raises
-    ------
-    UnknownNameError, DuplicateNameError
-        As :func:`get_factory`.
-
-    Examples
-    --------
-    >>> len(plugin_source_digest("rankers", "bm25"))
-    64
-    """
-    check_kind(kind)
-    info = registry(kind)[name]
-    plugin = get_plugin_manager().get_plugin(info.plugin)
-    modules = [_defining_module(info.factory)]
-    if plugin is not None:
-        modules.append(plugin.__name__ if isinstance(plugin, ModuleType) else _defining_module(plugin))
-    files: dict[str, Path] = {}
-    for module in modules:
-        if module:
-            files.update(_package_files(module))
-    files.update(_distribution_files(info.distribution))
-    h = hashlib.sha256()
-    if files:
-        by_path: dict[Path, str] = {}
-        for rel, path in sorted(files.items()):
-            by_path.setdefault(path.resolve(), rel)
-        for path, rel in sorted(by_path.items(), key=lambda item: item[1]):
-            h.update(f"{rel}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
-        return h.hexdigest()
-    try:
-        source = inspect.getsource(info.factory)
-    except (OSError, TypeError):
-        warnings.warn(f"no source found for {singular(kind)} {name!r} of plugin {info.plugin!r}: its digest is that "
-              "of its qualified name only, so an edit to it cannot be detected", RuntimeWarning, stacklevel=2)
-        source = f"{modules[0]}.{getattr(info.factory, '__qualname__', type(info.factory).__qualname__)}"
-    h.update(json.dumps(["source", source]).encode())
-    return h.hexdigest()
-
-# --------------------------------------------------------------------------- light plugin packages
-
-def lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` that imports each exported name from its module when first used.
-
-    A plugin package's ``__init__.py`` stays light this way: importing the
-    package, or its entry-point module inside it, does not import the modules
-    that need torch (PEP 562 module attributes).
-
-    Parameters
-    ----------
-    package : str
-        The package's ``__name__``, for the error message.
-    homes : mapping of str to str
-        Exported name -> the module that defines it.
-
-    Returns
-    -------
-    callable
-        ``__getattr__(name)``: the attribute ``name`` of ``homes[name]``,
-        imported then; AttributeError for a name not in ``homes``.
-
-    Examples
-    --------
-    In a package's ``__init__.py``:
-
-    >>> __getattr__ = lazy_exports("uncertank_demo", {"dumps": "json"})
-    >>> __getattr__("dumps")([1])
-    '[1]'
-    >>> __getattr__("loads")
-    Traceback (most recent call last):
-    AttributeError: module 'uncertank_demo' has no attribute 'loads'
-    """
-    homes = dict(homes)
-
-    def __getattr__(name: str) -> Any:
-        if name in homes:
-            return getattr(importlib.import_module(homes[name]), name)
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-
-    return __getattr__
-
-# --------------------------------------------------------------------------- the `uncertank plugins` listing
 
 def list_plugins(kind: Kind | None = None) -> list[PluginInfo]:
     """Everything registered and usable, sorted by kind then name.
@@ -1096,95 +928,10 @@ def list_plugins(kind: Kind | None = None) -> list[PluginInfo]:
     return [info for k in kinds for _, info in sorted(registry(k).usable().items())]
 
 
-def plugin_report(kind: Kind | None = None) -> dict[str, Any]:
-    """What ``uncertank plugins --json`` prints: registered names, failures and clashes.
-
-    Parameters
-    ----------
-    kind : str, optional
-        Restrict the registered names and clashes to one of :data:`KINDS`
-        (failures are always all listed).
-
-    Returns
-    -------
-    dict
-        ``{"registered": [{"name", "kind", "plugin", "distribution",
-        "version"}, ...], "failed": [{"plugin", "distribution", "hook",
-        "error"}, ...], "clashes": [{"kind", "name", "plugins",
-        "distributions"}, ...]}``, JSON-serialisable.
-    """
-    with warnings.catch_warnings():  # the report carries every failure and clash the host would warn about
-        warnings.simplefilter("ignore", RuntimeWarning)
-        infos = list_plugins(kind)
-        failures = plugin_failures()
-        clashes = name_clashes(kind)
-    return {
-        "registered": [
-            {"name": i.name, "kind": i.kind, "plugin": i.plugin, "distribution": i.distribution, "version": i.version}
-            for i in infos
-        ],
-        "failed": [
-            {"plugin": f.plugin, "distribution": f.distribution, "hook": f.hook, "error": f.error}
-            for f in failures
-        ],
-        "clashes": [
-            {"kind": c.kind, "name": c.name, "plugins": [p.plugin for p in c.providers],
-             "distributions": [p.distribution for p in c.providers]}
-            for c in clashes
-        ],
-    }
-
-
-def render_plugin_report(report: Mapping[str, Any], *, width: int = 80) -> str:
-    """Lay out :func:`plugin_report` as text no wider than ``width`` where words allow.
-
-    Names are never broken: rows grouped by kind show ``name``, the
-    distribution and version, and the plugin, in columns when they fit in
-    ``width`` and otherwise on a second, indented line wrapped between words.
-
-    Parameters
-    ----------
-    report : mapping
-        The output of :func:`plugin_report`.
-    width : int
-        Columns available (a terminal's width); at least 20 is used.
-
-    Returns
-    -------
-    str
-        The text, ending without a newline.
-    """
-    width = max(int(width), 20)
-    lines = textwrap.wrap("name, distribution and version, plugin; by kind", width)
-    rows = list(report.get("registered", []))
-    for kind in KINDS:
-        group = [r for r in rows if r["kind"] == kind]
-        if not group:
-            continue
-        lines.extend(["", f"{kind} ({len(group)})"])
-        cells = [(r["name"], f"{r['distribution']} {r['version']}", r["plugin"]) for r in group]
-        w0 = max(len(c[0]) for c in cells)
-        w1 = max(len(c[1]) for c in cells)
-        for name, dist, plugin in cells:
-            row = f"  {name:<{w0}}  {dist:<{w1}}  {plugin}"
-            if len(row) <= width:
-                lines.append(row)
-                continue
-            lines.append(f"  {name}")
-            detail = f"from {dist}, plugin {plugin}"
-            lines.extend(textwrap.wrap(detail, width, initial_indent="      ", subsequent_indent="      ",
-                                       break_long_words=False, break_on_hyphens=False))
-    for clash in report.get("clashes", []):
-        who = " and ".join(f"{p} ({d})" for p, d in zip(clash["plugins"], clash["distributions"], strict=True))
-        text = f"disabled {singular(clash['kind'])} name {clash['name']!r}: registered by both {who}"
-        lines.extend(textwrap.wrap(text, width, subsequent_indent="    ", break_long_words=False,
-                                   break_on_hyphens=False))
-    for failure in report.get("failed", []):
-        where = f" hook {failure['hook']}()" if failure.get("hook") else ""
-        text = (f"failed: plugin {failure['plugin']!r} (distribution {failure['distribution']}){where}: "
-                f"{failure['error']}")
-        lines.extend(textwrap.wrap(text, width, subsequent_indent="    ", break_long_words=False,
-                                   break_on_hyphens=False))
-    if not rows:
-        lines.append("no plugins registered")
-    return "\n".join(lines)
+#: Public names of the host's tooling, still found here as docs/plugins.md names them (PEP 562); ``lazy_exports``
+#: is imported above, since the host uses it for this.
+__getattr__ = lazy_exports(__name__, {
+    "plugin_report": "uncertank.plugin_listing",
+    "plugin_source_digest": "uncertank.plugin_sources",
+    "render_plugin_report": "uncertank.plugin_listing",
+})

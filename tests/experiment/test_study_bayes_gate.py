@@ -35,3 +35,22 @@ def test_an_unconverged_study_fit_records_no_verdict(tmp_path, monkeypatch):
     assert any("fails its convergence checks" in line and "no verdict" in line for line in lines)
     assert b.fits == 2 and any("fitting again with 600 draws" in line for line in lines)  # one retry, then none
     assert "bayes gaussian" in steps
+
+
+def test_a_fits_step_records_its_estimate_beside_its_seconds(tmp_path, monkeypatch):
+    """The plan's ``bayes <family>`` estimate reaches the fit's log line and its step in results.json."""
+    import uncertank.bayes
+    from uncertank.experiment import demo_config
+    from uncertank.experiment.systems import compare_systems
+
+    monkeypatch.setattr(uncertank.bayes, "compare", _disagreeing_chains)
+    config = demo_config("quick")
+    config = type(config)(**{**config.__dict__, "bayes": type(config.bayes)(
+        **{**config.bayes.__dict__, "families": ("gaussian",), "retries": 0})})
+    lines: list[str] = []
+    _, steps = compare_systems(config, tmp_path, resume=False, log=lines.append, estimates={"bayes gaussian": 7.5})
+    assert steps["bayes gaussian"].estimated_seconds == 7.5
+    assert any(line.startswith("bayes: the gaussian fit took ") and line.endswith("(estimated 8 s)")
+               for line in lines), lines
+    _, steps = compare_systems(config, tmp_path / "none", resume=False, log=lines.append)
+    assert steps["bayes gaussian"].estimated_seconds is None

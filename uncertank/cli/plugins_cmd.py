@@ -17,7 +17,7 @@ def plugins_command(kind: str | None, as_json: bool) -> None:
     """List the installed plugins and what each registers."""
     import shutil
 
-    from uncertank.plugins import plugin_report, render_plugin_report
+    from uncertank.plugin_listing import plugin_report, render_plugin_report
 
     report = plugin_report(kind)  # type: ignore[arg-type]
     if as_json:

@@ -24,13 +24,14 @@ everywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BeforeValidator,
@@ -48,16 +49,26 @@ from pydantic.dataclasses import dataclass
 
 from uncertank._schema_errors import describe_value, error_message
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 __all__ = [
     "DEMO_STUDIES",
     "BayesConfig",
+    "ComparisonSettings",
     "ConditionConfig",
     "ConformalConfig",
+    "DataSettings",
+    "DecisionSettings",
     "ExternalRunConfig",
+    "GuaranteeSettings",
+    "MeasureSettings",
     "RankerConfig",
+    "RankerSettings",
     "ReportConfig",
     "StudyConfig",
     "StudyConfigError",
+    "TableSettings",
     "demo_config",
     "demo_study_path",
     "load_config",
@@ -72,6 +83,7 @@ _CONFIG = ConfigDict(extra="forbid")
 _Name = Annotated[StrictStr, Field(min_length=1)]
 _Count = Annotated[int, Strict(), Field(ge=1)]
 _Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+_Section = TypeVar("_Section", bound="DataclassInstance")
 
 
 class StudyConfigError(ValueError):
@@ -491,9 +503,22 @@ class StudyConfig:
 
     def metric_entries(self) -> list[Any]:
         """The study's metric entries: ``metrics``, or ``uncertank.metrics.DEFAULT_STUDY_METRICS`` when absent."""
-        from uncertank.metrics import DEFAULT_STUDY_METRICS
+        return _metric_entries(self.metrics)
 
-        return list(self.metrics if self.metrics is not None else DEFAULT_STUDY_METRICS)
+    def section(self, kind: type[_Section]) -> _Section:
+        """The section of the study one stage reads: each field of ``kind`` is the field of the study so named.
+
+        The one place where the study is cut into what each stage sees
+        (:class:`DataSettings`, :class:`MeasureSettings`, ...); the runner
+        passes each stage its section.
+
+        Examples
+        --------
+        >>> study = demo_config("quick")
+        >>> study.section(DecisionSettings).risk_grid == study.risk_grid
+        True
+        """
+        return kind(**{f.name: getattr(self, f.name) for f in fields(kind)})
 
     @model_validator(mode="after")
     def _cross_references(self) -> StudyConfig:
@@ -598,6 +623,115 @@ class StudyConfig:
                 raise _At(("bayes", "runs", i, "condition"), f"{run.condition!r} is not among the conditions compared "
                           f"(bayes.conditions = {list(bayes.conditions)}): the run would not be compared; add the "
                           "condition there or leave the run out")
+
+
+def _metric_entries(metrics: tuple[Any, ...] | None) -> list[Any]:
+    """``metrics`` as a list, or ``uncertank.metrics.DEFAULT_STUDY_METRICS`` when None."""
+    from uncertank.metrics import DEFAULT_STUDY_METRICS
+
+    return list(metrics if metrics is not None else DEFAULT_STUDY_METRICS)
+
+
+# -- what each stage of a study reads ----------------------------------------------------------------------------------
+#
+# A stage of the runner takes its section, never the whole StudyConfig: the fields it reads, each named and typed as
+# the StudyConfig field it is copied from (StudyConfig.section builds them), so the signature of a stage says what it
+# depends on.
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSettings:
+    """What stage 1 (:func:`~uncertank.experiment.runner.load_data`) reads: the datasets and how to sample them."""
+
+    train_dataset: str
+    train_negatives: str
+    conditions: tuple[ConditionConfig, ...]
+    n_candidates: int
+    max_train_queries: int | None
+    max_valid_queries: int | None
+    max_test_queries: int | None
+    max_context_turns: int | None
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RankerSettings:
+    """What stages 2 and 3 (:func:`~uncertank.experiment.runner.fit_rankers`, ``predict_all``) read: ``[[rankers]]``."""
+
+    rankers: tuple[RankerConfig, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasureSettings:
+    """What stage 4 (:func:`~uncertank.experiment.runner.measure`) reads: metrics, recalibrators, bins."""
+
+    rankers: tuple[RankerConfig, ...]
+    conditions: tuple[ConditionConfig, ...]
+    metrics: tuple[Any, ...] | None
+    recalibrators: tuple[str, ...] | None
+    n_bins: int
+    seed: int
+
+    def metric_entries(self) -> list[Any]:
+        """As :meth:`StudyConfig.metric_entries`."""
+        return _metric_entries(self.metrics)
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisionSettings:
+    """What stage 5 (:func:`~uncertank.experiment.decisions.decide`) reads: the risk grid, NOTA, the reference."""
+
+    rankers: tuple[RankerConfig, ...]
+    conditions: tuple[ConditionConfig, ...]
+    reference: str | None
+    risk_grid: tuple[float, ...]
+    nota: bool
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class GuaranteeSettings:
+    """What stage 6 (:func:`~uncertank.experiment.guarantees.guarantees`) reads: ``[conformal]`` and the reference."""
+
+    rankers: tuple[RankerConfig, ...]
+    conditions: tuple[ConditionConfig, ...]
+    reference: str | None
+    conformal: ConformalConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparisonSettings:
+    """What the external runs and the Bayesian comparison read: ``[bayes]`` and the systems it compares.
+
+    Stages :mod:`uncertank.experiment.external` (``[[bayes.runs]]``) and
+    :func:`~uncertank.experiment.systems.compare_systems`.
+    """
+
+    rankers: tuple[RankerConfig, ...]
+    conditions: tuple[ConditionConfig, ...]
+    reference: str | None
+    metrics: tuple[Any, ...] | None
+    bayes: BayesConfig
+    seed: int
+
+    def metric_entries(self) -> list[Any]:
+        """As :meth:`StudyConfig.metric_entries`."""
+        return _metric_entries(self.metrics)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableSettings:
+    """What the paper's table (:func:`~uncertank.experiment.table.study_paper_table`) reads: ``[report]``."""
+
+    rankers: tuple[RankerConfig, ...]
+    conditions: tuple[ConditionConfig, ...]
+    metrics: tuple[Any, ...] | None
+    report: ReportConfig
+    seed: int
+
+    def metric_entries(self) -> list[Any]:
+        """As :meth:`StudyConfig.metric_entries`."""
+        return _metric_entries(self.metrics)
 
 
 _TABLES = {"conditions": ConditionConfig, "rankers": RankerConfig, "bayes": BayesConfig,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from uncertank.experiment.config import StudyConfig
+from uncertank.experiment.config import DecisionSettings
 from uncertank.experiment.result import Evaluation, NotaOutcome, RiskOutcome, SelectiveOutcome
 
 if TYPE_CHECKING:
@@ -42,12 +42,16 @@ class Decision:
 
 
 def decide(
-    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
+    settings: DecisionSettings, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
 ) -> dict[tuple[str, str], Decision]:
     """Stage 5: risk-aware reranking, NOTA and selective prediction, per ranker and condition.
 
+    Reads ``settings`` (the study's rankers, conditions, reference,
+    ``risk_grid``, ``nota`` and seed), the query sets of stage 1 and the
+    predictions of stage 3.
+
     - Risk-aware reranking (stochastic rankers): ``b`` chosen on validation
-      R@1 over ``config.risk_grid``; test R@1 at every ``b`` for the figure; a
+      R@1 over ``settings.risk_grid``; test R@1 at every ``b`` for the figure; a
       paired t-test over queries between the chosen ``b`` and the mean ranking;
       the oracle ``b`` (the best on the test condition: an upper bound, not a
       result); and, when the reference ranker is deterministic, the same on
@@ -85,26 +89,26 @@ def decide(
     def p_between(x: np.ndarray, y: np.ndarray) -> float | None:
         return float(paired_ttest(x, y).pvalue) if np.any(x != y) else None
 
-    first = config.conditions[0].name
-    ref_key = next((r.key for r in config.rankers if r.key == config.reference), None)
+    first = settings.conditions[0].name
+    ref_key = next((r.key for r in settings.rankers if r.key == settings.reference), None)
     ref_deterministic = ref_key is not None and preds[(ref_key, "valid")].samples is None
     out: dict[tuple[str, str], Decision] = {}
-    for rc in config.rankers:
+    for rc in settings.rankers:
         vpred = preds[(rc.key, "valid")]
         sel = mixed_sel = None
         if vpred.samples is not None and data.valid.labels is not None:
-            sel = select_risk_aversion(vpred.samples, data.valid.labels, r1, grid=config.risk_grid)
+            sel = select_risk_aversion(vpred.samples, data.valid.labels, r1, grid=settings.risk_grid)
             if ref_deterministic and rc.key != ref_key:
                 mixed_valid = _with_means(vpred.samples, preds[(str(ref_key), "valid")].mean)
-                mixed_sel = select_risk_aversion(mixed_valid, data.valid.labels, r1, grid=config.risk_grid)
-        for cond in config.conditions:
+                mixed_sel = select_risk_aversion(mixed_valid, data.valid.labels, r1, grid=settings.risk_grid)
+        for cond in settings.conditions:
             qs = data.tests[cond.name]
             pred = preds[(rc.key, cond.name)]
             ranked = qs.ranked(pred.mean)
             risk = nota = None
             if sel is not None and pred.samples is not None:
                 test_curve = {float(b): r1(qs.ranked(risk_aware_rerank(pred.samples, b=float(b))))
-                              for b in config.risk_grid}
+                              for b in settings.risk_grid}
                 a = per_query_r1(qs, pred.mean)
                 b_ = per_query_r1(qs, risk_aware_rerank(pred.samples, b=sel.b))
                 # the oracle: the best b on the test condition itself (the smallest |b| on ties)
@@ -129,14 +133,14 @@ def decide(
             rc_curve = risk_coverage_curve(query_certainty(ranked, certainty=kind), top1_loss(ranked))
             selective = SelectiveOutcome(kind, rc_curve.coverage.tolist(), rc_curve.risk.tolist(),
                                          rc_curve.aurc, rc_curve.oracle_aurc)
-            if config.nota and cond.name == first and pred.probabilistic:
-                task = make_nota_task(ranked, None if pred.samples is None else pred.samples.var(), seed=config.seed)
+            if settings.nota and cond.name == first and pred.probabilistic:
+                task = make_nota_task(ranked, None if pred.samples is None else pred.samples.var(), seed=settings.seed)
                 if pred.samples is not None:
-                    cmp = compare_nota(task, seed=config.seed)
+                    cmp = compare_nota(task, seed=settings.seed)
                     nota = NotaOutcome(cmp.means_only.f1_mean, cmp.means_only.f1_std,
                                        cmp.with_variance.f1_mean, cmp.with_variance.f1_std, float(cmp.p_value))
                 else:
-                    res = evaluate_nota(task, seed=config.seed)
+                    res = evaluate_nota(task, seed=settings.seed)
                     nota = NotaOutcome(res.f1_mean, res.f1_std)
             out[(rc.key, cond.name)] = Decision(risk, selective, nota)
     return out

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from uncertank.experiment.config import StudyConfig, StudyConfigError
+from uncertank.experiment.config import ComparisonSettings, StudyConfigError
 from uncertank.experiment.result import ExternalRunOutcome
 from uncertank.files import file_digest
 
@@ -99,15 +99,15 @@ def _load(i: int, path: str) -> pd.DataFrame | tuple[str, str]:
     return frame
 
 
-def check_run_files(config: StudyConfig) -> list[tuple[str, str]]:
-    """``(path in the study file, message)`` for each run file that is missing or not a TREC run.
+def check_run_files(settings: ComparisonSettings) -> list[tuple[str, str]]:
+    """``(path in the study file, message)`` for each run file of ``settings.bayes`` that is missing or not a TREC run.
 
     Cheap: each file is read once and parsed; the test queries are not
     loaded (:func:`match_runs` checks the ids against them).
     """
-    if not config.bayes.enabled or config.bayes.systems != "study":
+    if not settings.bayes.enabled or settings.bayes.systems != "study":
         return []
-    loaded = (_load(i, run.path) for i, run in enumerate(config.bayes.runs))
+    loaded = (_load(i, run.path) for i, run in enumerate(settings.bayes.runs))
     return [got for got in loaded if isinstance(got, tuple)]
 
 
@@ -184,8 +184,8 @@ def _mismatch(frame: pd.DataFrame, qs: QuerySet, condition: str) -> list[str]:
     return out
 
 
-def match_runs(config: StudyConfig, tests: Mapping[str, QuerySet]) -> list[MatchedRun]:
-    """Read every ``[[bayes.runs]]`` file and match it with its condition's test queries ``tests``.
+def match_runs(settings: ComparisonSettings, tests: Mapping[str, QuerySet]) -> list[MatchedRun]:
+    """Read every ``[[bayes.runs]]`` file of ``settings.bayes``; match it with its condition's test queries ``tests``.
 
     A run whose condition is not in ``tests`` is left out (the dry run
     passes only the conditions it loads as the study would).
@@ -201,9 +201,9 @@ def match_runs(config: StudyConfig, tests: Mapping[str, QuerySet]) -> list[Match
     """
     errors: list[tuple[str, str]] = []
     matched: list[MatchedRun] = []
-    if not config.bayes.enabled or config.bayes.systems != "study":
+    if not settings.bayes.enabled or settings.bayes.systems != "study":
         return matched
-    for i, run in enumerate(config.bayes.runs):
+    for i, run in enumerate(settings.bayes.runs):
         qs = tests.get(run.condition)
         if qs is None:
             continue
@@ -257,8 +257,14 @@ def _completed(frame: pd.DataFrame, qs: QuerySet) -> tuple[pd.DataFrame, int]:
     return pd.concat([frame[["query_id", "doc_id", "score"]], fill], ignore_index=True), int(left.sum())
 
 
-def score_runs(config: StudyConfig, tests: Mapping[str, QuerySet], runs: list[MatchedRun]) -> list[ExternalRunOutcome]:
+def score_runs(
+    settings: ComparisonSettings, tests: Mapping[str, QuerySet], runs: list[MatchedRun]
+) -> list[ExternalRunOutcome]:
     """Each matched run's per-query value of the compared metric, with the condition's labels as qrels.
+
+    The metric is :func:`~uncertank.experiment.systems.bayes_metric` of
+    ``settings``; ``tests`` are the test queries of stage 1 and ``runs``
+    what :func:`match_runs` gave.
 
     Returns
     -------
@@ -270,8 +276,10 @@ def score_runs(config: StudyConfig, tests: Mapping[str, QuerySet], runs: list[Ma
     from uncertank.experiment.systems import bayes_metric
     from uncertank.metrics import resolve_metrics
 
-    label = bayes_metric(config)
-    metric = next(m for m in resolve_metrics(config.metric_entries()) if m.display_label == label)
+    if not runs:  # no metric to choose: a study without runs may measure no ranking metric at all
+        return []
+    label = bayes_metric(settings)
+    metric = next(m for m in resolve_metrics(settings.metric_entries()) if m.display_label == label)
     out = []
     for run in runs:
         qs = tests[run.condition]

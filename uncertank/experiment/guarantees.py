@@ -46,7 +46,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank import Predictions, RankedLists
-from uncertank.experiment.config import StudyConfig
+from uncertank.experiment.config import ConformalConfig, GuaranteeSettings
 from uncertank.experiment.result import ConformalOutcome, Evaluation
 
 if TYPE_CHECKING:
@@ -58,11 +58,10 @@ __all__ = ["EXCHANGEABILITY_LEVEL", "guarantees", "score_features", "with_guaran
 EXCHANGEABILITY_LEVEL = 0.05
 
 
-def _conformity(pred: RankerPrediction, offsets: NDArray[np.int64], config: StudyConfig) -> tuple[Predictions, str]:
+def _conformity(pred: RankerPrediction, offsets: NDArray[np.int64], conf: ConformalConfig) -> tuple[Predictions, str]:
     """The conformity scores of one prediction and the name of the score used."""
     from uncertank.conformal import conformity_scores
 
-    conf = config.conformal
     if pred.samples is None:
         return Predictions(np.asarray(pred.mean, dtype=np.float64), offsets, probabilistic=pred.probabilistic), "score"
     scores = conformity_scores(pred.samples, score=conf.score,
@@ -154,11 +153,13 @@ def _finite(x: float | None) -> float | None:
 
 
 def guarantees(
-    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
+    settings: GuaranteeSettings, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
 ) -> dict[tuple[str, str], ConformalOutcome]:
     """Stage 6: conformal sets, abstention, exchangeability and set sizes, per ranker and condition.
 
-    See the module notes. A ranker is calibrated only where the validation
+    Reads ``settings`` (``[conformal]``, the study's rankers, conditions
+    and reference), the query sets of stage 1 and the predictions of
+    stage 3. See the module notes. A ranker is calibrated only where the validation
     queries are labelled, and measured only on labelled test queries.
 
     Returns
@@ -178,24 +179,24 @@ def guarantees(
         weighted_conformal,
     )
 
-    conf = config.conformal
+    conf = settings.conformal
     out: dict[tuple[str, str], ConformalOutcome] = {}
     if not conf.enabled or data.valid.labels is None:
         return out
-    first = config.conditions[0].name
+    first = settings.conditions[0].name
     sizes: dict[tuple[str, str], NDArray[np.int64]] = {}
-    for rc in config.rankers:
-        cal_scores, score = _conformity(preds[(rc.key, "valid")], data.valid.offsets, config)
+    for rc in settings.rankers:
+        cal_scores, score = _conformity(preds[(rc.key, "valid")], data.valid.offsets, conf)
         cal = RankedLists(cal_scores.scores, data.valid.labels, data.valid.offsets)
         split = split_conformal(cal, alpha=conf.alpha)
         abstain = conformal_abstention(*abstention_data(cal), alpha=conf.alpha, delta=conf.delta)
         curve = [split_conformal(cal, alpha=a) for a in conf.alphas]
         cal_features = score_features(cal_scores) if conf.weighted else None
-        for cond in config.conditions:
+        for cond in settings.conditions:
             qs = data.tests[cond.name]
             if qs.labels is None:
                 continue
-            test, _ = _conformity(preds[(rc.key, cond.name)], qs.offsets, config)
+            test, _ = _conformity(preds[(rc.key, cond.name)], qs.offsets, conf)
             sets = candidate_sets(test, split)
             covered = sets.covered(qs.labels)
             n = int(covered.size)
@@ -227,7 +228,7 @@ def guarantees(
                 curve_coverage=[float(s.covered(qs.labels).mean()) for s in curve_sets],
                 curve_size=[float(s.sizes.mean()) for s in curve_sets],
             )
-    return _against_reference(out, sizes, config.reference)
+    return _against_reference(out, sizes, settings.reference)
 
 
 def _against_reference(

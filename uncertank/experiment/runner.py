@@ -2,7 +2,10 @@
 
 Each stage is a function of this module (or of the module named) returning a
 typed result of its own; no stage edits what an earlier one returned, and
-:func:`run_study` chains them:
+:func:`run_study` orders them. A stage takes its section of the study
+(:meth:`StudyConfig.section <uncertank.experiment.config.StudyConfig.section>`:
+``DataSettings``, ``RankerSettings``, ``MeasureSettings``, ...), never the
+whole config, and what the stages before it returned:
 
 1. :func:`load_data`: the training, validation and test query sets (built and
    cached by :mod:`uncertank.datasets`), each with a digest of its content.
@@ -22,7 +25,7 @@ typed result of its own; no stage edits what an earlier one returned, and
    the validation queries and measured under every condition.
 7. :func:`~uncertank.experiment.analysis.significance`: the paired t-tests
    and their Holm correction, for every cell the report marks; then
-   :func:`~uncertank.experiment.table.paper_table`: the rankers on the
+   :func:`~uncertank.experiment.table.study_paper_table`: the rankers on the
    in-domain condition as a paper's table (``[report]``), from the
    per-query values and predictions already made.
 8. :func:`~uncertank.experiment.report.write_report`: ``results.json``, then
@@ -65,7 +68,18 @@ from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._folders import MANIFEST, STUDY_RECORD, model_folder
 from uncertank.datasets._cache import checksum_problem, write_checksum
 from uncertank.experiment.building import build_ranker, load_ranker, warm_start
-from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
+from uncertank.experiment.config import (
+    ComparisonSettings,
+    DataSettings,
+    DecisionSettings,
+    GuaranteeSettings,
+    MeasureSettings,
+    RankerConfig,
+    RankerSettings,
+    StudyConfig,
+    StudyConfigError,
+    TableSettings,
+)
 from uncertank.experiment.decisions import decide, with_decisions
 from uncertank.experiment.guarantees import guarantees, with_guarantees
 from uncertank.experiment.logfile import LOG_FILE, run_log
@@ -75,7 +89,6 @@ from uncertank.experiment.result import (
     CalibrationDetail,
     Curve,
     Evaluation,
-    PaperTable,
     StepInfo,
     StudyResult,
 )
@@ -121,27 +134,28 @@ def _quiet(msg: str) -> None:
 # -- stage 1: data ---------------------------------------------------------------------------------------------------
 
 
-def _load(name: str, split: str, negatives: str, cap: int | None, config: StudyConfig) -> QuerySet:
+def _load(name: str, split: str, negatives: str, cap: int | None, settings: DataSettings) -> QuerySet:
     from uncertank.datasets import load
 
     options: dict[str, Any] = {}
     if cap is not None:
         options["max_queries"] = cap  # a seeded subset, drawn before the negatives are sampled
-    if config.max_context_turns is not None:
-        options["max_context_turns"] = config.max_context_turns
-    return load(name, split=split, negatives=negatives, n_candidates=config.n_candidates, seed=config.seed, **options)
+    if settings.max_context_turns is not None:
+        options["max_context_turns"] = settings.max_context_turns
+    return load(name, split=split, negatives=negatives, n_candidates=settings.n_candidates, seed=settings.seed,
+                **options)
 
 
-def load_data(config: StudyConfig, log: Log = _quiet) -> StudyData:
-    """Stage 1: load (building and caching on first use) every query set of ``config``."""
-    log(f"data: {config.train_dataset} train/valid with {config.train_negatives} negatives")
+def load_data(settings: DataSettings, log: Log = _quiet) -> StudyData:
+    """Stage 1: load (building and caching on first use) every query set the study's ``settings`` name."""
+    log(f"data: {settings.train_dataset} train/valid with {settings.train_negatives} negatives")
     with reporting(log, prefix="data: ", heartbeat=True):  # building a cache (embedding negatives) can take minutes
-        train = _load(config.train_dataset, "train", config.train_negatives, config.max_train_queries, config)
-        valid = _load(config.train_dataset, "valid", config.train_negatives, config.max_valid_queries, config)
+        train = _load(settings.train_dataset, "train", settings.train_negatives, settings.max_train_queries, settings)
+        valid = _load(settings.train_dataset, "valid", settings.train_negatives, settings.max_valid_queries, settings)
         tests: dict[str, QuerySet] = {}
-        for cond in config.conditions:
+        for cond in settings.conditions:
             log(f"data: condition {cond.name!r} = {cond.dataset} test with {cond.negatives} negatives")
-            tests[cond.name] = _load(cond.dataset, "test", cond.negatives, config.max_test_queries, config)
+            tests[cond.name] = _load(cond.dataset, "test", cond.negatives, settings.max_test_queries, settings)
     digests = {"train": train.digest(), "valid": valid.digest(), **{k: v.digest() for k, v in tests.items()}}
     return StudyData(train, valid, tests, digests)
 
@@ -163,7 +177,7 @@ def _ranker_code(name: str) -> str:
     neural machinery changes the digest, so a study recomputes that ranker's
     steps instead of reusing stale ones.
     """
-    from uncertank.plugins import plugin_source_digest
+    from uncertank.plugin_sources import plugin_source_digest
 
     nn_dir = Path(__file__).resolve().parents[1] / "nn"
     nn_src = [f"{f.name}:{hashlib.sha256(f.read_bytes()).hexdigest()}" for f in sorted(nn_dir.glob("*.py"))]
@@ -380,10 +394,10 @@ def unfitted_key(rc: RankerConfig) -> str:
 
 
 def fit_rankers(
-    config: StudyConfig, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet,
+    settings: RankerSettings, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet,
     estimates: Mapping[str, float] | None = None,
 ) -> tuple[dict[str, Any], dict[str, StepInfo]]:
-    """Stage 2: train every ranker of ``config`` (or load it from ``out/models``).
+    """Stage 2: train every ranker of ``settings`` (or load it from ``out/models``) on the query sets of stage 1.
 
     ``estimates`` (step name -> seconds, e.g. from
     :func:`uncertank.experiment.plan.plan_study`) go into the line that
@@ -410,7 +424,7 @@ def fit_rankers(
     rankers: dict[str, Any] = {}
     keys: dict[str, str] = {}
     steps: dict[str, StepInfo] = {}
-    for rc in config.rankers:
+    for rc in settings.rankers:
         # Building a ranker is cheap (models load lazily); its class gives fit, load and from_ranker.
         built = build_ranker(rc)
         upstream = keys.get(rc.init_from) if rc.init_from else None
@@ -562,7 +576,7 @@ def _read_prediction(path: Path, qs: QuerySet, label: str) -> tuple[RankerPredic
 
 
 def predict_all(
-    config: StudyConfig,
+    settings: RankerSettings,
     data: StudyData,
     rankers: dict[str, Any],
     fit_steps: dict[str, StepInfo],
@@ -572,7 +586,9 @@ def predict_all(
     log: Log = _quiet,
     estimates: Mapping[str, float] | None = None,
 ) -> tuple[dict[tuple[str, str], RankerPrediction], dict[str, StepInfo]]:
-    """Stage 3: predictions of every ranker on ``"valid"`` and every condition (or loaded).
+    """Stage 3: predictions of every ranker of ``settings`` on ``"valid"`` and every condition (or loaded).
+
+    ``rankers`` and ``fit_steps`` are what :func:`fit_rankers` returned.
 
     ``estimates`` as :func:`fit_rankers`'s: a step estimated at 30 s or
     more gets a line when it starts.
@@ -588,7 +604,7 @@ def predict_all(
     preds: dict[tuple[str, str], RankerPrediction] = {}
     steps: dict[str, StepInfo] = {}
     sets = {"valid": data.valid, **data.tests}
-    for rc in config.rankers:
+    for rc in settings.rankers:
         step = fit_steps.get(f"fit {rc.key}") or fit_steps.get(f"load {rc.key}")
         upstream = step.key if step is not None else unfitted_key(rc)
         run = _predict_one(rankers[rc.key], rc.key)
@@ -644,9 +660,13 @@ def _calibration_detail(curve: Any, probs: np.ndarray, labels: np.ndarray) -> Ca
 
 
 def measure(
-    config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
+    settings: MeasureSettings, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
 ) -> tuple[list[Evaluation], dict[str, dict[str, Any]]]:
     """Stage 4: every metric of the study, recalibration, reliability and imbalance, per ranker and condition.
+
+    Reads ``settings`` (the study's rankers, conditions, metrics,
+    recalibrators, ``n_bins`` and seed), the query sets of stage 1 and the
+    predictions of stage 3.
 
     Returns
     -------
@@ -660,20 +680,21 @@ def measure(
     from uncertank.metrics import resolve_metrics
     from uncertank.plugins import get_factory, registry
 
-    bound = resolve_metrics(config.metric_entries())
+    bound = resolve_metrics(settings.metric_entries())
     info = {m.display_label: {"kind": m.kind, "higher_is_better": m.higher_is_better,
                               "needs_probabilities": m.needs_probabilities, "name": m.name,
                               "options": to_jsonable(dict(m.options))} for m in bound}
-    recal_names = list(config.recalibrators) if config.recalibrators is not None else sorted(registry("recalibrators"))
+    recal_names = (list(settings.recalibrators) if settings.recalibrators is not None
+                   else sorted(registry("recalibrators")))
     out: list[Evaluation] = []
     valid_labels = data.valid.labels
-    for rc in config.rankers:
+    for rc in settings.rankers:
         valid_pred = preds[(rc.key, "valid")]
         fitted: dict[str, Any] = {}
         if valid_pred.probabilistic and valid_labels is not None:
             for name in recal_names:
                 fitted[name] = get_factory("recalibrators", name)().fit(valid_pred.mean, valid_labels)
-        for cond in config.conditions:
+        for cond in settings.conditions:
             qs = data.tests[cond.name]
             pred = preds[(rc.key, cond.name)]
             ranked = qs.ranked(pred.mean)
@@ -691,13 +712,13 @@ def measure(
                 for name, rec in fitted.items():
                     cal = qs.ranked(np.clip(rec.transform(pred.mean), 0.0, 1.0))
                     recalibrated[name] = {m.display_label: float(m(cal)) for m in bound if m.kind == "calibration"}
-                curve = M.reliability_curve(ranked, n_bins=config.n_bins)
+                curve = M.reliability_curve(ranked, n_bins=settings.n_bins)
                 filled = curve.counts > 0
                 reliability = Curve(curve.mean_confidence[filled].tolist(), curve.fraction_relevant[filled].tolist(),
                                     [int(c) for c in curve.counts[filled]])
                 if qs.labels is not None:
                     detail = _calibration_detail(curve, pred.mean, qs.labels)
-                sweep = M.imbalance_sweep(ranked, n_bins=config.n_bins, seed=config.seed)
+                sweep = M.imbalance_sweep(ranked, n_bins=settings.n_bins, seed=settings.seed)
                 imbalance = {int(k): float(v) for k, v in zip(sweep.n_negatives, sweep.ece, strict=True)}
             out.append(Evaluation(
                 ranker=rc.key, condition=cond.name, probabilistic=pred.probabilistic,
@@ -794,50 +815,45 @@ def run_study(
                            warned=lambda: [dict(m) for m in logged.messages], estimates=estimates)
 
 
-def _paper_table(config: StudyConfig, data: StudyData, preds: dict[tuple[str, str], RankerPrediction],
-                 result: StudyResult) -> PaperTable | None:
-    """Stage 7's paper's table of the first condition, its calibration columns from the predictions made."""
-    from uncertank.experiment.table import calibration_columns, paper_table
-    from uncertank.metrics import resolve_metrics
-
-    cond = config.conditions[0].name
-    qs = data.tests[cond]
-    probabilities = {rc.key: qs.ranked(preds[(rc.key, cond)].mean) for rc in config.rankers
-                     if preds[(rc.key, cond)].probabilistic and qs.labels is not None}
-    return paper_table(config.report, result, probabilities=probabilities,
-                       calibration_metrics=calibration_columns(resolve_metrics(config.metric_entries())),
-                       seed=config.seed)
-
-
 def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool,
                 warned: Callable[[], list[dict[str, Any]]], estimates: Mapping[str, float] | None) -> StudyResult:
-    """Stages 1 to 8 of :func:`run_study`, into the folder ``out`` it checked; ``warned()``: the warnings so far."""
+    """Stages 1 to 8 of :func:`run_study`, into the folder ``out`` it checked; ``warned()``: the warnings so far.
+
+    Each stage gets its section of ``config``
+    (:meth:`~uncertank.experiment.config.StudyConfig.section`) and what the
+    stages before it returned; docs/architecture.md tables what
+    each reads and writes.
+    """
     from uncertank._environment import environment
     from uncertank.experiment.analysis import significance
     from uncertank.experiment.external import match_runs, score_runs
     from uncertank.experiment.report import write_report
     from uncertank.experiment.systems import compare_systems
+    from uncertank.experiment.table import study_paper_table
 
     say = log
+    rankers_settings = config.section(RankerSettings)
+    comparison = config.section(ComparisonSettings)
     t0 = time.perf_counter()
-    data = load_data(config, say)
-    matched = match_runs(config, data.tests)  # before any ranker is trained: a run's ids against the test queries
+    data = load_data(config.section(DataSettings), say)
+    matched = match_runs(comparison, data.tests)  # before any ranker is trained: a run's ids against the test queries
     steps = {"data": StepInfo(digest(data.digests), round(time.perf_counter() - t0, 2))}
-    rankers, fit_steps = fit_rankers(config, data, out, resume=resume, log=say, estimates=estimates)
-    preds, pred_steps = predict_all(config, data, rankers, fit_steps, out, resume=resume, log=say,
+    rankers, fit_steps = fit_rankers(rankers_settings, data, out, resume=resume, log=say, estimates=estimates)
+    preds, pred_steps = predict_all(rankers_settings, data, rankers, fit_steps, out, resume=resume, log=say,
                                     estimates=estimates)
     t0 = time.perf_counter()
-    measured, metric_info = measure(config, data, preds)
-    decisions = decide(config, data, preds)
-    guaranteed = guarantees(config, data, preds)
+    measured, metric_info = measure(config.section(MeasureSettings), data, preds)
+    decisions = decide(config.section(DecisionSettings), data, preds)
+    guaranteed = guarantees(config.section(GuaranteeSettings), data, preds)
     steps.update(fit_steps)
     steps.update(pred_steps)
     steps["evaluate and decide"] = StepInfo(digest([s.key for s in steps.values()]),
                                             round(time.perf_counter() - t0, 2))
     bayes: dict[str, BayesOutcome] = {}
-    external = score_runs(config, data.tests, matched)
-    if config.bayes.enabled:
-        bayes, bayes_steps = compare_systems(config, out, measured, runs=external, resume=resume, log=say)
+    external = score_runs(comparison, data.tests, matched)
+    if comparison.bayes.enabled:
+        bayes, bayes_steps = compare_systems(comparison, out, measured, runs=external, resume=resume, log=say,
+                                             estimates=estimates)
         steps.update(bayes_steps)
     result = StudyResult(
         config=to_jsonable(asdict(config)),
@@ -848,7 +864,7 @@ def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke
         warnings=warned(),
     )
     result = replace(result, significance=significance(result))
-    result = replace(result, paper_table=_paper_table(config, data, preds, result))
+    result = replace(result, paper_table=study_paper_table(config.section(TableSettings), data, preds, result))
     write_report(result, out)
     say(f"report written to {out}")
     return result

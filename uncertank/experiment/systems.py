@@ -29,7 +29,7 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -38,11 +38,11 @@ import numpy as np
 
 from uncertank import __version__
 from uncertank.datasets._cache import checksum_problem, write_checksum
-from uncertank.experiment.config import StudyConfig
+from uncertank.experiment.config import ComparisonSettings
 from uncertank.experiment.result import BayesOutcome, Evaluation, ExternalRunOutcome, StepInfo
 from uncertank.experiment.stages import digest, file_stem
 from uncertank.files import atomic_path, atomic_write_text, to_jsonable
-from uncertank.progress import reporting
+from uncertank.progress import format_duration, reporting
 
 __all__ = ["PPC_GRID", "PPC_REPLICATES", "bayes_metric", "compare_systems", "ppc_curves", "quiet_bayes"]
 
@@ -90,7 +90,7 @@ def ppc_curves(cmp: Any, seed: int) -> dict[str, np.ndarray]:
     return ppc_densities(cmp, PPC_REPLICATES, seed=seed, points=PPC_GRID)
 
 
-def bayes_metric(config: StudyConfig) -> str:
+def bayes_metric(settings: ComparisonSettings) -> str:
     """The label of the per-query metric a comparison of the study's rankers fits.
 
     ``[bayes] metric`` when given, else ``MAP`` when the study measures it,
@@ -104,8 +104,8 @@ def bayes_metric(config: StudyConfig) -> str:
     """
     from uncertank.metrics import resolve_metrics
 
-    ranking = [m.display_label for m in resolve_metrics(config.metric_entries()) if m.kind == "ranking"]
-    chosen = config.bayes.metric
+    ranking = [m.display_label for m in resolve_metrics(settings.metric_entries()) if m.kind == "ranking"]
+    chosen = settings.bayes.metric
     if chosen is None:
         if not ranking:
             raise ValueError("the study measures no ranking metric to compare its rankers by; add one to "
@@ -118,15 +118,16 @@ def bayes_metric(config: StudyConfig) -> str:
 
 
 def compare_systems(
-    config: StudyConfig,
+    settings: ComparisonSettings,
     out: Path,
     evaluations: list[Evaluation] | None = None,
     *,
     runs: Sequence[ExternalRunOutcome] = (),
     resume: bool = True,
     log: Log = _quiet,
+    estimates: Mapping[str, float] | None = None,
 ) -> tuple[dict[str, BayesOutcome], dict[str, StepInfo]]:
-    """The Bayesian comparison of ``config.bayes``: the study's rankers, or the TREC-COVID round 1 runs.
+    """The Bayesian comparison of ``settings.bayes``: the study's rankers, or the TREC-COVID round 1 runs.
 
     Each fit is a cached step (``bayes/<family>[-<condition>]-<key>.json``,
     keyed by the family, the ``[bayes]`` table, the seed and the data
@@ -139,8 +140,9 @@ def compare_systems(
 
     Parameters
     ----------
-    config : StudyConfig
-        The study; its ``[bayes]`` table says what is compared and how.
+    settings : ComparisonSettings
+        The study's ``[bayes]`` table (what is compared and how), its
+        rankers, conditions, reference, metrics and seed.
     out : Path
         The report folder.
     evaluations : list of Evaluation, optional
@@ -153,6 +155,10 @@ def compare_systems(
         more system of its condition's fit, after the rankers.
     resume, log
         As in :func:`~uncertank.experiment.runner.run_study`.
+    estimates : mapping, optional
+        Step name -> estimated seconds (``uncertank.experiment.plan``'s
+        ``bayes <family>[ <condition>]`` steps): a fit's log line gives its
+        seconds beside its estimate, and its step records both.
 
     Returns
     -------
@@ -171,12 +177,12 @@ def compare_systems(
         number of queries.
     """
     with quiet_bayes():
-        if config.bayes.systems == "trec_covid":
-            return _fit_all(config, out, _trec_covid_fits(config), resume, log)
+        if settings.bayes.systems == "trec_covid":
+            return _fit_all(settings, out, _trec_covid_fits(settings), resume, log, estimates or {})
         if evaluations is None:
             raise ValueError('evaluations: a comparison of the study\'s rankers (systems = "study") needs the '
                              "study's per-query measurements; got None")
-        return _fit_all(config, out, _study_fits(config, evaluations, runs), resume, log)
+        return _fit_all(settings, out, _study_fits(settings, evaluations, runs), resume, log, estimates or {})
 
 
 @dataclass
@@ -192,25 +198,26 @@ class _Fit:
     metric: str | None = None
 
 
-def _trec_covid_fits(config: StudyConfig) -> list[_Fit]:
+def _trec_covid_fits(settings: ComparisonSettings) -> list[_Fit]:
     from uncertank.bayes import frame_from_trec_covid
 
     fits = []
-    for family in config.bayes.families:
+    for family in settings.bayes.families:
         frame = frame_from_trec_covid(family)
-        fits.append(_Fit(family, family, frame, config.bayes.baseline or "bm25_baseline",
+        fits.append(_Fit(family, family, frame, settings.bayes.baseline or "bm25_baseline",
                          f"TREC-COVID round 1 ({frame['system'].nunique()} pooled runs)"))
     return fits
 
 
-def _study_fits(config: StudyConfig, evaluations: list[Evaluation], runs: Sequence[ExternalRunOutcome]) -> list[_Fit]:
+def _study_fits(settings: ComparisonSettings, evaluations: list[Evaluation],
+                runs: Sequence[ExternalRunOutcome]) -> list[_Fit]:
     import pandas as pd
 
-    metric = bayes_metric(config)
+    metric = bayes_metric(settings)
     given = {(r.name, r.condition): r for r in runs}
-    conditions = list(config.bayes.conditions or [c.name for c in config.conditions])
-    labels = [rc.key for rc in config.rankers]
-    baseline = config.bayes.baseline or config.reference
+    conditions = list(settings.bayes.conditions or [c.name for c in settings.conditions])
+    labels = [rc.key for rc in settings.rankers]
+    baseline = settings.bayes.baseline or settings.reference
     fits = []
     for cond in conditions:
         columns: dict[str, list[Any]] = {"system": [], "topic": [], "score": []}
@@ -223,7 +230,7 @@ def _study_fits(config: StudyConfig, evaluations: list[Evaluation], runs: Sequen
             columns["topic"] += list(range(len(scores)))
             columns["score"] += [float(x) for x in scores]
         n_queries = len(columns["score"]) // len(labels)
-        external = [r.name for r in config.bayes.runs if r.condition == cond]
+        external = [r.name for r in settings.bayes.runs if r.condition == cond]
         for name in external:
             run = given.get((name, cond))
             if run is None or run.metric != metric or len(run.per_query) != n_queries:
@@ -235,7 +242,7 @@ def _study_fits(config: StudyConfig, evaluations: list[Evaluation], runs: Sequen
             columns["score"] += [float(x) for x in run.per_query]
         frame = pd.DataFrame(columns)
         also = f" and {len(external)} external run{'s' if len(external) != 1 else ''}" if external else ""
-        for family in config.bayes.families:
+        for family in settings.bayes.families:
             fits.append(_Fit(f"{family} {cond}", family, frame, baseline,
                              f"the study's {len(labels)} rankers{also} under {cond!r} (per-query {metric}, "
                              f"{n_queries} queries)", condition=cond, metric=metric))
@@ -255,7 +262,7 @@ def _read_fit(out: Path, path: Path, ppc: str) -> tuple[BayesOutcome, float] | s
         return f"{path}: it is not a fit's record ({type(exc).__name__}: {exc})"
 
 
-def _fit(config: StudyConfig, fit: _Fit, log: Log) -> tuple[Any, Any, int]:
+def _fit(settings: ComparisonSettings, fit: _Fit, log: Log) -> tuple[Any, Any, int]:
     """``compare`` on ``fit``'s data, again with more draws while it fails its checks (``[bayes] retries``).
 
     Returns the comparison, its diagnostics and the number of fits made;
@@ -263,13 +270,13 @@ def _fit(config: StudyConfig, fit: _Fit, log: Log) -> tuple[Any, Any, int]:
     """
     from uncertank.bayes import ConvergenceWarning, compare
 
-    bayes = config.bayes
+    bayes = settings.bayes
     draws, tune, accept = bayes.draws, bayes.tune, 0.9
     for attempt in range(bayes.retries + 1):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # the gate below reports the checks
             cmp = compare(fit.frame, family=fit.family, draws=draws, tune=tune,  # type: ignore[arg-type]
-                          chains=bayes.chains, seed=config.seed, sampler=bayes.sampler,  # type: ignore[arg-type]
+                          chains=bayes.chains, seed=settings.seed, sampler=bayes.sampler,  # type: ignore[arg-type]
                           drop_bottom=bayes.drop_bottom, target_accept=accept)
             diag = cmp.diagnostics()
         if diag.ok or attempt == bayes.retries:
@@ -294,13 +301,13 @@ def _against_baseline(cmp: Any, baseline: str) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-def _fit_all(config: StudyConfig, out: Path, fits: list[_Fit], resume: bool, log: Log) -> tuple[
-        dict[str, BayesOutcome], dict[str, StepInfo]]:
+def _fit_all(settings: ComparisonSettings, out: Path, fits: list[_Fit], resume: bool, log: Log,
+             estimates: Mapping[str, float]) -> tuple[dict[str, BayesOutcome], dict[str, StepInfo]]:
     outcomes: dict[str, BayesOutcome] = {}
     steps: dict[str, StepInfo] = {}
     for fit in fits:
         frame_key = digest(fit.frame.to_csv(index=False))
-        key = digest([fit.family, asdict(config.bayes), config.seed, frame_key, __version__])
+        key = digest([fit.family, asdict(settings.bayes), settings.seed, frame_key, __version__])
         stem = fit.family if fit.condition is None else f"{fit.family}-{file_stem(fit.condition)}"
         path = out / "bayes" / f"{stem}-{key}.json"
         ppc = f"bayes/{stem}-{key}-ppc.npz"
@@ -315,7 +322,7 @@ def _fit_all(config: StudyConfig, out: Path, fits: list[_Fit], resume: bool, log
         log(f"bayes: fitting the {fit.family} model on {fit.what}")
         t0 = time.perf_counter()
         with reporting(log, prefix=f"bayes: {fit.name}: ", heartbeat=True):  # draws, divergences: every 20 s
-            cmp, diag, n_fits = _fit(config, fit, log)
+            cmp, diag, n_fits = _fit(settings, fit, log)
         eff = cmp.system_effects()
         risk: dict[str, int] = {}
         against: list[dict[str, Any]] = []
@@ -331,7 +338,7 @@ def _fit_all(config: StudyConfig, out: Path, fits: list[_Fit], resume: bool, log
                 # Benham convention: URisk > 0 is riskier than the baseline.
                 risk[f"credibly riskier than {baseline} (r={r})"] = int((ur["urisk_lower"] > 0).sum())
                 risk[f"credibly less risky than {baseline} (r={r})"] = int((ur["urisk_upper"] < 0).sum())
-        curves: dict[str, Any] = ppc_curves(cmp, config.seed)
+        curves: dict[str, Any] = ppc_curves(cmp, settings.seed)
         with atomic_path(out / ppc) as tmp, tmp.open("wb") as fh:
             np.savez(fh, **curves)
         write_checksum(out / ppc)
@@ -349,6 +356,9 @@ def _fit_all(config: StudyConfig, out: Path, fits: list[_Fit], resume: bool, log
         atomic_write_text(path, json.dumps({"outcome": to_jsonable(asdict(outcome)), "seconds": seconds}, indent=2))
         write_checksum(path)
         outcomes[fit.name] = outcome
-        steps[f"bayes {fit.name}"] = StepInfo(key, seconds)
+        estimated = estimates.get(f"bayes {fit.name}")
+        if estimated is not None:
+            log(f"bayes: the {fit.name} fit took {seconds:.1f} s (estimated {format_duration(estimated)})")
+        steps[f"bayes {fit.name}"] = StepInfo(key, seconds, estimated_seconds=estimated)
     return outcomes, steps
 

@@ -25,11 +25,12 @@ from collections.abc import Mapping, Sequence
 
 from uncertank._types import RankedLists
 from uncertank.experiment.analysis import ALPHA, higher_is_better, measured_labels, reference_ranker
-from uncertank.experiment.config import ReportConfig
+from uncertank.experiment.config import ReportConfig, TableSettings
 from uncertank.experiment.result import BayesOutcome, PaperTable, StudyResult
+from uncertank.experiment.stages import RankerPrediction, StudyData
 from uncertank.metrics.metric import Metric
 
-__all__ = ["CALIBRATION_COLUMNS", "calibration_columns", "paper_table"]
+__all__ = ["CALIBRATION_COLUMNS", "calibration_columns", "paper_table", "study_paper_table"]
 
 #: The study's calibration metrics shown as columns, by label, where it measures them.
 CALIBRATION_COLUMNS: tuple[str, ...] = ("ECE", "Brier")
@@ -126,3 +127,24 @@ def paper_table(
         bayes_metric=f"{fit.metric} ({fit.family} model)" if use_bayes and fit is not None else None,
     )
     return PaperTable(condition=condition, report=report.to_dict(), left_out=left_out)
+
+
+def study_paper_table(settings: TableSettings, data: StudyData, preds: Mapping[tuple[str, str], RankerPrediction],
+                      result: StudyResult) -> PaperTable | None:
+    """The stage of a study that makes its paper's table: :func:`paper_table` of the first condition.
+
+    Reads ``settings`` (``[report]``, the study's rankers, conditions,
+    metrics and seed), the test queries of stage 1, the predictions of
+    stage 3 (the calibration columns, for the rankers whose scores are
+    probabilities on labelled queries) and the result so far (its per-query
+    values, significance and Bayesian fits).
+    """
+    from uncertank.metrics import resolve_metrics
+
+    cond = settings.conditions[0].name
+    qs = data.tests[cond]
+    probabilities = {rc.key: qs.ranked(preds[(rc.key, cond)].mean) for rc in settings.rankers
+                     if preds[(rc.key, cond)].probabilistic and qs.labels is not None}
+    return paper_table(settings.report, result, probabilities=probabilities,
+                       calibration_metrics=calibration_columns(resolve_metrics(settings.metric_entries())),
+                       seed=settings.seed)
