@@ -45,7 +45,7 @@ from uncertank._types import RankedLists
 from uncertank.files import atomic_write_text, to_jsonable
 from uncertank.formatting import format_fixed, format_pvalue
 from uncertank.stats import CORRECTIONS, Correction
-from uncertank.validation import as_float_array, check_choice, check_positive_int, check_real, check_seed
+from uncertank.validation import as_float_array, check_choice, check_path, check_positive_int, check_real, check_seed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -1143,6 +1143,7 @@ def report_format(path: str | os.PathLike[str]) -> str:
     >>> report_format("table.tex")
     'latex'
     """
+    check_path(path, "path")
     suffix = os.path.splitext(os.fspath(path))[1].lower()
     if suffix not in REPORT_SUFFIXES:
         raise ValueError(

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from uncertank.validation import check_instance, check_path
+
 __all__ = [
     "atomic_path",
     "atomic_write_text",
@@ -82,7 +84,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     Writers that pick a file name's extension themselves (``numpy.save``
     adds ``.npy``) should be given an open file handle instead of the path.
     """
-    target = Path(path)
+    target = check_path(path, "path")
+    if target.is_dir():
+        raise IsADirectoryError(f"path must be a file's path, not a folder; got {str(target)!r}")
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(target.stat().st_mode)
@@ -116,7 +120,14 @@ def temporary_folder(*, prefix: str, suffix: str = ".tmp", dir: str | os.PathLik
     >>> stat.S_IMODE(folder.stat().st_mode) == 0o777 & ~current_umask()
     True
     """
-    folder = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=dir))
+    check_instance(prefix, "prefix", str)
+    check_instance(suffix, "suffix", str)
+    where = check_path(dir, "dir")
+    if not where.is_dir():
+        raise FileNotFoundError(f"dir must be an existing folder; got {str(where)!r}")
+    if os.sep in prefix or os.sep in suffix:
+        raise ValueError(f"prefix and suffix must be parts of a file name (no {os.sep!r}); got {prefix!r}, {suffix!r}")
+    folder = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=where))
     try:
         os.chmod(folder, 0o777 & ~current_umask())
     except BaseException:
@@ -127,6 +138,8 @@ def temporary_folder(*, prefix: str, suffix: str = ".tmp", dir: str | os.PathLik
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` as UTF-8 with Unix line ends to ``path`` atomically."""
+    path = check_path(path, "path")
+    check_instance(text, "text", str)
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8", newline="\n")
 
@@ -174,16 +187,24 @@ def json_digest(obj: Any) -> str:
 
 def bytes_digest(chunks: Iterable[bytes]) -> str:
     """Hex SHA-256 of the concatenation of ``chunks``."""
+    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Iterable):
+        raise TypeError(f"chunks must be an iterable of bytes; got {type(chunks).__name__}")
     h = hashlib.sha256()
     for chunk in chunks:
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):
+            raise TypeError(f"chunks must be an iterable of bytes; got an item of type {type(chunk).__name__}")
         h.update(chunk)
     return h.hexdigest()
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
     """Hex SHA-256 of a file's bytes."""
-    with open(path, "rb") as fh:
-        return bytes_digest(iter(lambda: fh.read(1 << 20), b""))
+    path = check_path(path, "path")
+    try:
+        with open(path, "rb") as fh:
+            return bytes_digest(iter(lambda: fh.read(1 << 20), b""))
+    except OSError as exc:
+        raise type(exc)(f"path must be a readable file; got {str(path)!r} ({exc.strerror or exc})") from None
 
 
 def folder_digest(path: str | os.PathLike[str]) -> str:
@@ -192,7 +213,7 @@ def folder_digest(path: str | os.PathLike[str]) -> str:
     Two folders with the same files and contents have the same digest
     wherever they are; a changed, added, removed or renamed file changes it.
     """
-    root = Path(path)
+    root = check_path(path, "path")
     if not root.is_dir():
         raise NotADirectoryError(f"path must be a folder; got {str(root)!r}")
     files = sorted(f for f in root.rglob("*") if f.is_file())

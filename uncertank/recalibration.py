@@ -94,6 +94,7 @@ from uncertank.validation import (
 
 __all__ = [
     "DegenerateDataWarning",
+    "NotConvergedWarning",
     "HistogramBinning",
     "IsotonicCalibration",
     "PlattScaling",
@@ -110,6 +111,10 @@ _Z_KEEP = float(np.log(0.99) - np.log(0.01))
 _CONSTANT_RTOL = 1e-12
 
 Inputs = Literal["probabilities", "logits"]
+
+
+class NotConvergedWarning(UserWarning):
+    """A recalibrator's likelihood fit stopped before its optimiser converged; ``converged_`` is False."""
 
 
 class DegenerateDataWarning(UserWarning):
@@ -175,6 +180,8 @@ class Recalibrator:
     needs_probabilities: bool = False
     #: Why the last ``fit`` fell back to an order-keeping map (see the module notes), or None.
     fallback_: str | None = None
+    #: Whether the last ``fit``'s optimiser converged (None for a map fitted without one, or after a fallback).
+    converged_: bool | None = None
     #: Slope and intercept of the base-rate shift used after a fallback (subclasses may use their own).
     _shift: tuple[float, float] | None = None
 
@@ -194,9 +201,17 @@ class Recalibrator:
         y = (as_label_array(labels, "labels") > 0).astype(np.float64)
         check_same_length(x, "scores", y, "labels")
         self._shift = None
+        self.converged_ = None
+        spread = float(np.max(x) - np.min(x))
+        if not np.isfinite(spread) or not np.isfinite(float(np.mean(x))):
+            raise ValueError(f"scores must span less than the largest float (their spread and mean must be "
+                             f"finite); got scores from {float(np.min(x))!r} to {float(np.max(x))!r}")
         self.fallback_ = _degenerate(x, y)
         if self.fallback_ is None:
             self._fit(x, y)
+            if self.converged_ is False:
+                warnings.warn(f"{type(self).__name__}.fit did not converge; the fitted map is the optimiser's "
+                              "last iterate (converged_ is False)", NotConvergedWarning, stacklevel=2)
             return self
         what = self._fit_fallback(x, y)
         warnings.warn(
@@ -208,7 +223,14 @@ class Recalibrator:
         return self
 
     def transform(self, scores: ArrayLike) -> NDArray[np.float64]:
-        """Calibrated probabilities of relevance, shape (n_pairs,), in [0, 1]."""
+        """Calibrated probabilities of relevance, shape (n_pairs,), in [0, 1].
+
+        The promise of every built-in map: each value lies in [0, 1], and the
+        map is non-decreasing in the score, so a higher score never gets a
+        lower probability (the order of two distinct scores is never
+        reversed; see the module notes on ties). ``tests/properties`` holds
+        every built-in to it on random data.
+        """
         if self._shift is None and any(getattr(self, a) is None for a in self.fitted_attributes):
             raise RuntimeError(f"{type(self).__name__} must be fitted before transform(); call fit() first")
         x = self._scores(scores)
@@ -273,6 +295,9 @@ class PlattScaling(Recalibrator):
     ----------
     a_, b_ : float
         The fitted slope and intercept on the original score scale.
+    converged_ : bool or None
+        Whether L-BFGS-B converged (None after a fallback); a fit that did
+        not warns with :class:`NotConvergedWarning`.
 
     Examples
     --------
@@ -306,6 +331,7 @@ class PlattScaling(Recalibrator):
         res = minimize(_nll_affine, np.array([1.0, 0.0]), args=(xs, y), jac=True, method="L-BFGS-B",
                        bounds=bounds, options={"maxiter": 1000, "ftol": 1e-14, "gtol": 1e-10})
         a_s, b_s = (float(v) for v in res.x)
+        self.converged_ = bool(res.success) and bool(np.isfinite(res.x).all())
         self.a_ = a_s / sd
         self.b_ = b_s - a_s * mu / sd
 
@@ -351,6 +377,9 @@ class TemperatureScaling(Recalibrator):
         The fitted temperature.
     temperature_bounds_ : tuple of float
         ``(T_min, exp(5))``, the range searched.
+    converged_ : bool or None
+        Whether the bounded search converged (None after a fallback); a fit
+        that did not warns with :class:`NotConvergedWarning`.
 
     Examples
     --------
@@ -392,6 +421,7 @@ class TemperatureScaling(Recalibrator):
         res = minimize_scalar(nll, bounds=(np.log(t_min), np.log(t_max)), method="bounded",
                               options={"xatol": 1e-10})
         self.temperature_ = float(np.clip(np.exp(res.x), t_min, t_max))
+        self.converged_ = bool(res.success) and bool(np.isfinite(res.x))
 
     def _fit_fallback(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> str:
         self.temperature_ = 1.0

@@ -27,7 +27,7 @@ output of a ranking metric) and the tests work on the differences
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -417,7 +417,13 @@ def query_bootstrap_interval(
     >>> 0.0 <= lo <= values.mean() <= hi <= 1.0
     True
     """
-    off = np.asarray(offsets, dtype=np.int64)
+    off = np.asarray(offsets)
+    if off.dtype.kind == "f" and off.ndim == 1 and np.isfinite(off).all() and (off == np.round(off)).all() \
+            and (np.abs(off) < 2.0**63).all():
+        off = off.astype(np.int64)
+    if off.dtype.kind not in "iu":
+        raise TypeError(f"offsets must be integers; got {type(offsets).__name__} of dtype {off.dtype}")
+    off = off.astype(np.int64)
     if off.ndim != 1 or off.size < 2 or off[0] != 0 or np.any(np.diff(off) < 0):
         raise ValueError("offsets must be a non-decreasing 1-d array from 0 with at least one query")
     if not callable(statistic):
@@ -1001,11 +1007,13 @@ def significance_marks(
     ['†', '', '']
     """
     check_unit_interval(alpha, "alpha")
-    items: Any = results if isinstance(results, np.ndarray) else list(results)  # type: ignore[arg-type]
+    if isinstance(results, (str, bytes)) or not isinstance(results, (np.ndarray, Iterable)):
+        raise TypeError(f"results must be SignificanceResults or p-values; got {type(results).__name__} {results!r}")
+    items: Any = results if isinstance(results, np.ndarray) else list(results)
     if len(items) and all(isinstance(r, SignificanceResult) for r in items):
         raw = np.array([r.pvalue for r in items], dtype=np.float64)
     else:
-        raw = np.asarray(items, dtype=np.float64) if len(items) else np.empty(0)
+        raw = as_float_array(items, "results") if len(items) else np.empty(0)
     if raw.size == 0:
         return []
     adjusted = adjust_pvalues(raw, correction)

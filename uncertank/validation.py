@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -32,18 +33,29 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "InvalidPredictionError",
+    "NonFiniteResultError",
     "as_float_array",
     "as_label_array",
+    "check_bool",
     "check_choice",
+    "check_count",
+    "check_finite_result",
+    "check_fits",
+    "check_instance",
     "check_name",
+    "check_nonnegative",
     "check_offsets",
+    "check_path",
     "check_positive_int",
     "check_prediction",
     "check_probabilities",
     "check_real",
     "check_same_length",
+    "check_scale",
     "check_seed",
+    "check_unique",
     "check_unit_interval",
+    "unique_keys",
 ]
 
 E = TypeVar("E", bound=str)
@@ -76,6 +88,8 @@ def _example(values: NDArray[Any]) -> str:
 def _check_rank(arr: NDArray[Any], name: str, ndim: int | tuple[int, ...]) -> None:
     """Raise unless ``arr`` has one of the ranks ``ndim`` and at least one value."""
     ndims = (ndim,) if isinstance(ndim, int) else ndim
+    if not isinstance(ndims, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in ndims):
+        raise TypeError(f"ndim must be an int or a tuple of ints; got {type(ndim).__name__} {ndim!r}")
     if arr.ndim not in ndims:
         want = " or ".join(f"{d}-D" for d in ndims)
         raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
@@ -168,6 +182,9 @@ def check_probabilities(probs: NDArray[np.float64], name: str = "probs", *, clos
     ValueError: mu must lie in (0, 1); got 1 values outside, e.g. 1.0
     """
     where = _unit_interval(closed)
+    probs = np.asarray(probs)
+    if probs.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric (real numbers); got dtype {probs.dtype}")
     bad = _outside_unit(probs, closed)
     if bad.any():
         raise ValueError(
@@ -182,6 +199,7 @@ def check_offsets(offsets: ArrayLike, n_pairs: int, name: str = "offsets") -> ND
     ``offsets`` must be 1-D integers of length ``n_queries + 1`` (at least 2),
     start at 0, end at ``n_pairs`` and increase strictly (no empty query).
     """
+    n_pairs = check_positive_int(n_pairs, "n_pairs", minimum=0)
     arr = np.asarray(offsets)
     if arr.ndim != 1 or arr.size < 2:
         raise ValueError(
@@ -190,6 +208,8 @@ def check_offsets(offsets: ArrayLike, n_pairs: int, name: str = "offsets") -> ND
         )
     if not np.issubdtype(arr.dtype, np.integer):
         if np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr)):
+            if (np.abs(arr) >= 2.0**63).any():
+                raise ValueError(f"{name} must fit in int64 (below 2**63); got {_example(arr[np.abs(arr) >= 2.0**63])}")
             arr = arr.astype(np.int64)
         else:
             raise TypeError(f"{name} must be integers; got dtype {arr.dtype}")
@@ -211,16 +231,22 @@ def check_offsets(offsets: ArrayLike, n_pairs: int, name: str = "offsets") -> ND
 
 def check_same_length(a: NDArray[Any], a_name: str, b: NDArray[Any], b_name: str) -> None:
     """Raise unless ``a`` and ``b`` have the same shape."""
-    if a.shape != b.shape:
+    if np.shape(a) != np.shape(b):
         raise ValueError(
-            f"{a_name} and {b_name} must have the same shape; got {a.shape} and {b.shape}"
+            f"{a_name} and {b_name} must have the same shape; got {np.shape(a)} and {np.shape(b)}"
         )
 
 
 def check_choice(value: object, name: str, allowed: Iterable[E]) -> E:
     """Raise unless ``value`` is one of ``allowed``; the error lists them."""
+    if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Iterable):
+        raise TypeError(f"allowed must be a collection of names; got {type(allowed).__name__} {allowed!r}")
     allowed = tuple(allowed)
-    if value not in allowed:
+    try:
+        known = bool(value in allowed)
+    except (TypeError, ValueError):  # an array or another value that does not compare to a name
+        known = False
+    if not known:
         raise ValueError(
             f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}"
         )
@@ -229,12 +255,16 @@ def check_choice(value: object, name: str, allowed: Iterable[E]) -> E:
 
 def check_positive_int(value: object, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
     """Raise unless ``value`` is an integer >= ``minimum`` (and <= ``maximum`` when given)."""
+    for bound, label in ((minimum, "minimum"), (maximum, "maximum")):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, np.integer))):
+            raise TypeError(f"{label} must be an integer; got {type(bound).__name__} {bound!r}")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value}")
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be an integer from {minimum} to {maximum}; got {value}")
+    check_fits(value, name)
     return int(value)
 
 
@@ -253,6 +283,12 @@ def check_real(
     ...
     ValueError: lr must be a finite number > 0; got 0
     """
+    check_bool(exclusive_minimum, "exclusive_minimum")
+    check_bool(exclusive_maximum, "exclusive_maximum")
+    for bound, label in ((minimum, "minimum"), (maximum, "maximum")):
+        real = isinstance(bound, (int, float, np.integer, np.floating)) and not isinstance(bound, bool)
+        if bound is not None and (not real or float(bound) != float(bound)):
+            raise TypeError(f"{label} must be a number or None; got {type(bound).__name__} {bound!r}")
     low = "" if minimum is None else f"{'>' if exclusive_minimum else '>='} {minimum:g}"
     high = "" if maximum is None else f"{'<' if exclusive_maximum else '<='} {maximum:g}"
     want = "a finite number" + (" " + " and ".join(b for b in (low, high) if b) if low or high else "")
@@ -264,6 +300,211 @@ def check_real(
     if not np.isfinite(x) or below or above:
         raise ValueError(f"{name} must be {want}; got {value!r}")
     return x
+
+
+def check_bool(value: object, name: str) -> bool:
+    """Raise a TypeError unless ``value`` is a bool (``numpy.bool_`` too); return it as a bool.
+
+    A flag given an array, a string or a number is named, never "the truth
+    value of an array is ambiguous".
+
+    Examples
+    --------
+    >>> check_bool(True, "per_query")
+    True
+    >>> check_bool("yes", "per_query")
+    Traceback (most recent call last):
+    ...
+    TypeError: per_query must be a bool (True or False); got str 'yes'
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TypeError(f"{name} must be a bool (True or False); got {type(value).__name__} {shown}")
+    return bool(value)
+
+
+def check_fits(value: object, name: str, *, dtype: str = "int64") -> int:
+    """Raise unless the integer ``value`` fits the integer type ``dtype`` it is stored in (int64 by default).
+
+    The overflow rule: a count, a seed or a cutoff read from a file, an
+    option or an argument is stored in a numpy integer; above ``2**63 - 1``
+    (or below ``-2**63``) numpy would raise an ``OverflowError`` of its own,
+    or wrap around silently.
+
+    Examples
+    --------
+    >>> check_fits(2**63 - 1, "depth")
+    9223372036854775807
+    >>> check_fits(2**63, "depth")
+    Traceback (most recent call last):
+    ...
+    ValueError: depth must fit in int64 (from -9223372036854775808 to 9223372036854775807); got 9223372036854775808
+    """
+    try:
+        info = np.iinfo(dtype)
+    except (TypeError, ValueError):
+        raise TypeError(f"dtype must name an integer type (int64, uint64); got {dtype!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
+    if not int(info.min) <= int(value) <= int(info.max):
+        raise ValueError(f"{name} must fit in {dtype} (from {info.min} to {info.max}); got {value}")
+    return int(value)
+
+
+def check_count(value: object, name: str, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """Raise unless ``value`` is a count: an integer >= ``minimum`` (0 by default) that fits in int64.
+
+    A float holding a whole number (``5.0``, as JSON and TOML write it) is
+    taken; ``5.5``, NaN, infinities and bools are not.
+
+    Examples
+    --------
+    >>> check_count(5.0, "n_resamples", minimum=1)
+    5
+    >>> check_count(-1, "n_draws")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_draws must be an integer >= 0; got -1
+    """
+    if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+        if not np.isfinite(value) or value != np.round(value):
+            raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+        if abs(float(value)) >= 2.0**63:
+            raise ValueError(f"{name} must fit in int64 (below 2**63); got {value!r}")
+        value = int(value)
+    return check_positive_int(value, name, minimum=minimum, maximum=maximum)
+
+
+def check_nonnegative(value: object, name: str, *, maximum: float | None = None) -> float:
+    """Raise unless ``value`` is a finite number >= 0: the domain of a variance, a weight or a duration.
+
+    Examples
+    --------
+    >>> check_nonnegative(0, "variance")
+    0.0
+    >>> check_nonnegative(-0.1, "variance")
+    Traceback (most recent call last):
+    ...
+    ValueError: variance must be a finite number >= 0; got -0.1
+    """
+    return check_real(value, name, minimum=0, maximum=maximum)
+
+
+def check_scale(value: object, name: str, *, maximum: float | None = None) -> float:
+    """Raise unless ``value`` is a finite number > 0: the domain of a scale, a temperature or a standard deviation.
+
+    Examples
+    --------
+    >>> check_scale(0.5, "temperature")
+    0.5
+    >>> check_scale(0.0, "temperature")
+    Traceback (most recent call last):
+    ...
+    ValueError: temperature must be a finite number > 0; got 0.0
+    """
+    return check_real(value, name, minimum=0, exclusive_minimum=True, maximum=maximum)
+
+
+def check_unique(labels: Iterable[object], name: str) -> list[Any]:
+    """Raise unless every label in ``labels`` (runs, systems, rankers, metrics shown in a report) is unique.
+
+    Two inputs shown under one label could not be told apart in a table,
+    and a dict keyed by label would keep only the last. Returns the labels
+    as a list.
+
+    Examples
+    --------
+    >>> check_unique(["bm25", "dense"], "rankers")
+    ['bm25', 'dense']
+    >>> check_unique(["bm25", "dense", "bm25"], "rankers")
+    Traceback (most recent call last):
+    ...
+    ValueError: rankers must be unique; got 'bm25' twice
+    """
+    seen: dict[Any, int] = {}
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+        raise TypeError(f"{name} must be a collection of labels; got {type(labels).__name__} {labels!r}")
+    out = list(labels)
+    for label in out:
+        if isinstance(label, (float, np.floating)) and not np.isfinite(label):
+            raise ValueError(f"{name} must be labels that equal themselves; got {label!r}")
+        try:
+            seen[label] = seen.get(label, 0) + 1
+        except TypeError:
+            raise TypeError(f"{name} must be labels (str); got {type(label).__name__} {label!r}") from None
+    twice = [k for k, n in seen.items() if n > 1]
+    if twice:
+        times = {2: "twice"}.get(seen[twice[0]], f"{seen[twice[0]]} times")
+        more = f" (and {len(twice) - 1} more)" if len(twice) > 1 else ""
+        raise ValueError(f"{name} must be unique; got {twice[0]!r} {times}{more}")
+    return out
+
+
+def unique_keys(pairs: Iterable[tuple[str, Any]], name: str = "keys") -> dict[str, Any]:
+    """A dict of ``pairs``, raising when a key is given twice (an option, a JSON key, a ``key=value``).
+
+    Usable as ``json.loads(text, object_pairs_hook=unique_keys)``: the
+    standard library keeps the last of two equal keys silently.
+
+    Examples
+    --------
+    >>> unique_keys([("k", 1), ("n", 2)], "metric options")
+    {'k': 1, 'n': 2}
+    >>> unique_keys([("k", 1), ("k", 2)], "metric options")
+    Traceback (most recent call last):
+    ...
+    ValueError: metric options must not give a key twice; got 'k' twice
+    """
+    out: dict[str, Any] = {}
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
+        raise TypeError(f"{name} must be (key, value) pairs; got {type(pairs).__name__} {pairs!r}")
+    for pair in pairs:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"{name} must be (key, value) pairs; got {pair!r}")
+        key, value = pair
+        try:
+            hash(key)
+        except TypeError:
+            raise TypeError(f"{name} must have hashable keys; got {type(key).__name__} {key!r}") from None
+        if key in out:
+            raise ValueError(f"{name} must not give a key twice; got {key!r} twice")
+        out[key] = value
+    return out
+
+
+class NonFiniteResultError(ValueError):
+    """A public computation would return NaN or an infinity; the message says which result and why.
+
+    A subclass of :class:`ValueError`, raised by :func:`check_finite_result`.
+    """
+
+
+def check_finite_result(value: Any, name: str, why: str) -> Any:
+    """Return ``value`` (a number or an array) when it is finite; raise :class:`NonFiniteResultError` otherwise.
+
+    The rule for results: a public function returns finite numbers or
+    raises, saying which result and ``why`` it is undefined (``"every
+    query has one candidate"``), never a NaN the caller finds later.
+
+    Examples
+    --------
+    >>> check_finite_result(0.5, "ECE", "no pairs")
+    0.5
+    >>> try:
+    ...     check_finite_result(float("nan"), "ECE", "no pair has a label")
+    ... except ValueError as exc:
+    ...     print(exc)
+    ECE must be finite; got nan: no pair has a label
+    """
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number or an array of numbers; got {type(value).__name__}") from None
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise NonFiniteResultError(f"{name} must be finite; got {float(arr[bad].ravel()[0])!r}: {why}")
+    return value
 
 
 def check_unit_interval(value: object, name: str, *, closed: Closed = "neither") -> float:
@@ -315,6 +556,8 @@ def check_seed(
     negative integers are refused here, before numpy would refuse them in
     its own words.
     """
+    allow_none = check_bool(allow_none, "allow_none")
+    generator = check_bool(generator, "generator")
     if value is None and allow_none:
         return None
     if generator and isinstance(value, _RANDOM_STATES):
@@ -328,7 +571,61 @@ def check_seed(
         raise TypeError(f"{name} must be {want}; got {type(value).__name__} {value!r}")
     if value < 0 or (maximum is not None and value > maximum):
         raise ValueError(f"{name} must be {want}; got {value}")
-    return int(value)
+    return int(value)  # numpy's default_rng takes any integer >= 0: no type to overflow
+
+
+def check_instance(value: object, name: str, types: type | tuple[type, ...], what: str | None = None) -> Any:
+    """Raise a TypeError unless ``value`` is an instance of ``types``; ``what`` says it in words.
+
+    The rule for an argument that must be one of the library's objects (a
+    :class:`~uncertank.RankedLists`, a fitted comparison, a data frame):
+    a float or a string passed there is named, never an ``AttributeError``
+    from deep inside.
+
+    Examples
+    --------
+    >>> check_instance([1], "runs", (list, tuple), "a list of runs")
+    [1]
+    >>> check_instance(0.5, "runs", (list, tuple), "a list of runs")
+    Traceback (most recent call last):
+    ...
+    TypeError: runs must be a list of runs; got float 0.5
+    """
+    names = types if isinstance(types, tuple) else (types,)
+    if not all(isinstance(t, type) for t in names):
+        raise TypeError(f"types must be a type or a tuple of types; got {types!r}")
+    if not isinstance(value, types):
+        if what is None:
+            what = "a " + " or ".join(t.__name__ for t in names)
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__} {shown}")
+    return value
+
+
+def check_path(value: object, name: str = "path") -> Path:
+    """Raise a TypeError unless ``value`` is a path: a str or an ``os.PathLike``, never empty.
+
+    Returns it as a :class:`pathlib.Path`.
+
+    Examples
+    --------
+    >>> check_path("runs/a.run", "run").name
+    'a.run'
+    >>> check_path(0.5, "run")
+    Traceback (most recent call last):
+    ...
+    TypeError: run must be a path (a str or os.PathLike); got float 0.5
+    """
+    import os
+
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (a str or os.PathLike); got {type(value).__name__} {value!r}")
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(f"{name} must be a path, not empty; got {value!r}")
+    if "\x00" in str(value):
+        raise ValueError(f"{name} must be a path without NUL characters; got {str(value)!r}")
+    return Path(value)
 
 
 def check_name(name: object, what: str = "name") -> str:

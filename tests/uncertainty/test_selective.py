@@ -73,7 +73,7 @@ def test_errors_name_the_argument():
         risk_coverage_curve([0.1, 0.2], [1.0])
     with pytest.raises(ValueError, match="1-D"):
         risk_coverage_curve([[0.1]], [[1.0]])
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError, match="certainty must not be empty"):
         risk_coverage_curve([], [])
     with pytest.raises(ValueError, match="certainty must be finite"):
         risk_coverage_curve([np.nan], [1.0])

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from uncertank.bayes.cells import Design
 
-__all__ = ["Fitted"]
+__all__ = ["Fitted", "check_fitted"]
 
 
 class Fitted(Protocol):
@@ -55,3 +55,18 @@ class Fitted(Protocol):
 
     def observed_matrix(self) -> NDArray[np.float64]:
         """Observed per-topic scores, shape (n_systems, n_topics)."""
+
+
+#: What a fitted comparison has, as :func:`check_fitted` looks for it.
+_FITTED_ATTRIBUTES = ("family", "systems", "data", "design", "params", "system_effects")
+
+
+def check_fitted(cmp: object, name: str = "cmp") -> Any:
+    """Raise a TypeError unless ``cmp`` is a fitted comparison (has what :class:`Fitted` names); return it."""
+    missing = [a for a in _FITTED_ATTRIBUTES if not hasattr(cmp, a)]
+    if missing:
+        shown = repr(cmp)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TypeError(f"{name} must be a fitted comparison (uncertank.bayes.compare); "
+                        f"got {type(cmp).__name__} {shown}")
+    return cmp

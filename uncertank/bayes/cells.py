@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank.validation import as_float_array, check_choice, check_probabilities
+from uncertank.validation import as_float_array, check_choice, check_instance, check_probabilities
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -265,6 +265,8 @@ def linear_predictor(params: Mapping[str, Any], d: Design) -> Any:
     -------
     ndarray or TensorVariable of shape (..., n_cells)
     """
+    check_instance(d, "d", Design, "a Design (uncertank.bayes.design)")
+    check_instance(params, "params", Mapping, "a mapping of parameter names to draws")
     eta = (params["Intercept"][..., None] + params["r_system"][..., d.cell_system]
            + params["r_topic"][..., d.cell_topic])
     if d.family == "zoib_rank":

@@ -18,7 +18,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import query_index
-from uncertank.validation import check_choice, check_positive_int, check_probabilities, check_unit_interval
+from uncertank.validation import (
+    check_bool,
+    check_choice,
+    check_instance,
+    check_positive_int,
+    check_probabilities,
+    check_unit_interval,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -139,6 +146,9 @@ def drop_bottom_systems(df: pd.DataFrame, fraction: float) -> pd.DataFrame:
     pandas.DataFrame
         The rows of the systems kept, index reset.
     """
+    import pandas as pd
+
+    check_instance(df, "df", pd.DataFrame, "a pandas DataFrame")
     fraction = check_unit_interval(fraction, "drop_bottom", closed="left")
     per_topic = df.groupby(["system", "topic"], sort=True)["score"].sum()
     means = per_topic.groupby(level="system").mean()
@@ -251,6 +261,7 @@ def frame_from_runs(
     check_unit_interval(phi, "phi")
     if depth is not None:
         check_positive_int(depth, "depth")
+    per_rank = check_bool(per_rank, "per_rank")
     if per_rank and depth is None:
         raise ValueError("per_rank=True needs depth= (the pool depth, e.g. 7 for TREC-COVID round 1)")
     run = _collect_runs(runs)

@@ -24,6 +24,7 @@ import numpy as np
 
 from uncertank._optional import require_arviz
 from uncertank.bayes.models import PARAMETERS
+from uncertank.validation import check_instance
 
 if TYPE_CHECKING:
     import arviz as az
@@ -140,6 +141,9 @@ def validate_trace(idata: az.InferenceData, *, chains: int | None = None, draws:
         a NaN or infinite value in any posterior variable (a sampler
         interrupted mid-run pads its trace with NaN).
     """
+    import arviz as az
+
+    check_instance(idata, "idata", az.InferenceData, "an arviz InferenceData")
     if not hasattr(idata, "groups") or "posterior" not in idata.groups():
         raise SamplingError("the sampler returned no posterior group")
     post = idata["posterior"]
@@ -216,6 +220,9 @@ def diagnose(idata: az.InferenceData) -> Diagnostics:
     -------
     Diagnostics
     """
+    import arviz as az
+
+    check_instance(idata, "idata", az.InferenceData, "an arviz InferenceData")
     az = require_arviz()
     names = reported_parameters(idata)
     post = idata["posterior"][names]

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from uncertank.validation import as_float_array, check_probabilities
+from uncertank.validation import as_float_array, check_probabilities, check_seed
 
 if TYPE_CHECKING:
     from pytensor.tensor import TensorVariable
@@ -123,7 +123,16 @@ def zoib_rvs(
         The draws, in [0, 1].
     """
     mu_a, phi_a, zoi_a, coi_a = _check_params(mu, phi, zoi, coi)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(check_seed(rng, "rng"))
+    if size is not None:
+        sizes = (size,) if isinstance(size, (int, np.integer)) and not isinstance(size, bool) else size
+        if not isinstance(sizes, tuple) or not all(
+                isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0 for n in sizes):
+            raise ValueError(f"size must be None, an integer >= 0 or a tuple of them; got {size!r}")
+        try:
+            np.broadcast_shapes(mu_a.shape, phi_a.shape, zoi_a.shape, coi_a.shape, sizes)
+        except ValueError:
+            raise ValueError(f"size must be a shape mu, phi, zoi and coi broadcast to; got {size!r}") from None
     shape = np.broadcast_shapes(mu_a.shape, phi_a.shape, zoi_a.shape, coi_a.shape) if size is None else size
     mu_b, phi_b, zoi_b, coi_b = (np.broadcast_to(p, shape) for p in (mu_a, phi_a, zoi_a, coi_a))
     inflated = gen.random(shape) < zoi_b
@@ -155,8 +164,20 @@ def zoib_logp_graph(
     TensorVariable
         The elementwise log-density.
     """
+    for arg, label in ((value, "value"), (mu, "mu"), (phi, "phi"), (zoi, "zoi"), (coi, "coi")):
+        if not hasattr(arg, "type") and np.asarray(arg).dtype.kind not in "biuf":
+            raise TypeError(f"{label} must be a number, an array or a tensor; got {type(arg).__name__} {arg!r}")
+    concrete = [(label, np.shape(arg)) for arg, label in ((value, "value"), (mu, "mu"), (phi, "phi"), (zoi, "zoi"),
+                                                         (coi, "coi")) if not hasattr(arg, "type")]
+    try:
+        np.broadcast_shapes(*(shape for _, shape in concrete))
+    except ValueError:
+        raise ValueError("value, mu, phi, zoi and coi must have shapes that broadcast together; got "
+                         + ", ".join(f"{label} {shape}" for label, shape in concrete)) from None
     import pytensor.tensor as pt
 
+    value, mu, phi, zoi, coi = (a if hasattr(a, "type") else pt.as_tensor_variable(np.asarray(a, dtype=np.float64))
+                                for a in (value, mu, phi, zoi, coi))
     is0 = pt.eq(value, 0.0)
     is1 = pt.eq(value, 1.0)
     inner = pt.and_(pt.gt(value, 0.0), pt.lt(value, 1.0))

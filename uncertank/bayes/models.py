@@ -64,6 +64,7 @@ from numpy.typing import ArrayLike, NDArray
 from uncertank._optional import require_pymc
 from uncertank.bayes.cells import Design, RankEffect, design, design_from_frame, linear_predictor
 from uncertank.bayes.likelihood import zoib_logp_graph, zoib_rvs
+from uncertank.validation import check_instance
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,6 +117,7 @@ POOLED_MIN_SYSTEMS = 10
 
 def choose_system_effects(d: Design, system_effects: str | None = None) -> str:
     """``system_effects`` if given; else ``"pooled"`` from :data:`POOLED_MIN_SYSTEMS` systems on, ``"fixed"`` below."""
+    check_instance(d, "d", Design, "a Design (uncertank.bayes.design)")
     if system_effects is None:
         return "pooled" if len(d.systems) >= POOLED_MIN_SYSTEMS else "fixed"
     if system_effects not in SYSTEM_EFFECTS:
@@ -141,6 +143,7 @@ def choose_centred(d: Design, centred: bool | None = None) -> dict[str, bool]:
     dict
         ``{"system": bool, "topic": bool}``.
     """
+    check_instance(d, "d", Design, "a Design (uncertank.bayes.design)")
     if centred is not None:
         return {"system": centred, "topic": centred}
     out = {}

@@ -19,7 +19,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._optional import require
-from uncertank.validation import as_float_array, check_positive_int
+from uncertank.bayes._fitted import check_fitted
+from uncertank.validation import as_float_array, check_instance, check_path, check_positive_int
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,9 +65,18 @@ def plot_effect_intervals(
     -------
     matplotlib.axes.Axes
     """
+    import pandas as pd
+
+    if not isinstance(effects, pd.DataFrame):
+        check_instance(effects, "effects", (list, tuple), "a DataFrame or a list of rows (dicts)")
     rows = effects.to_dict("records") if hasattr(effects, "to_dict") else list(effects)
     if not rows:
         raise ValueError("effects must hold at least one system")
+    for i, row in enumerate(rows):
+        check_instance(row, f"effects[{i}]", Mapping, "a row with mean, lower and upper")
+        missing = [k for k in ("mean", "lower", "upper") if k not in row]
+        if missing:
+            raise ValueError(f"effects[{i}] must have mean, lower and upper; got no {', '.join(missing)}")
     mean, lower, upper = (np.array([float(r[k]) for r in rows]) for k in ("mean", "lower", "upper"))
     if ax is None:
         _, ax = require("matplotlib.pyplot", "plot", what=_WHAT).subplots(figsize=(5.0, 0.6 + 0.18 * len(rows)))
@@ -106,6 +116,7 @@ def plot_effects(
     -------
     matplotlib.axes.Axes
     """
+    check_fitted(cmp)
     eff = cmp.system_effects(prob=prob)
     if top is not None or bottom is not None:
         n = len(eff)
@@ -145,6 +156,7 @@ def ppc_densities(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = No
         replicated scores outside [0, 1]: what :func:`plot_ppc_densities`
         draws, and what ``numpy.savez`` stores.
     """
+    check_fitted(cmp)
     from scipy.stats import gaussian_kde
 
     n_replicates = check_positive_int(n_replicates, "n_replicates")
@@ -191,6 +203,7 @@ def plot_ppc_densities(densities: Mapping[str, ArrayLike], family: str, *, title
     -------
     matplotlib.axes.Axes
     """
+    check_instance(densities, "densities", Mapping, "a mapping of names to densities")
     grid = as_float_array(densities["grid"], "grid")
     observed = as_float_array(densities["observed"], "observed")
     replicates = as_float_array(densities["replicates"], "replicates", ndim=2)
@@ -244,6 +257,7 @@ def plot_ppc(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = None,
     -------
     matplotlib.axes.Axes
     """
+    check_fitted(cmp)
     return plot_ppc_densities(ppc_densities(cmp, n_replicates, seed=seed), cmp.family, ax=ax)
 
 
@@ -283,6 +297,8 @@ def write_effects_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int 
     pathlib.Path
         The path written.
     """
+    check_path(path, "path")
+    check_fitted(cmp)
     return _write(plot_effects(cmp, **options), path, dpi)
 
 
@@ -302,4 +318,6 @@ def write_ppc_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int = 12
     pathlib.Path
         The path written.
     """
+    check_path(path, "path")
+    check_fitted(cmp)
     return _write(plot_ppc(cmp, **options), path, dpi)

@@ -18,9 +18,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from uncertank.bayes._fitted import check_fitted
 from uncertank.bayes.cells import Design, linear_predictor
 from uncertank.bayes.likelihood import zoib_rvs
-from uncertank.validation import check_positive_int
+from uncertank.validation import as_float_array, as_label_array, check_instance, check_positive_int, check_seed
 
 if TYPE_CHECKING:
     from uncertank.bayes._fitted import Fitted
@@ -59,6 +60,9 @@ def posterior_predictive(
     ndarray of shape (n_draws, n_obs)
         Column ``i`` replicates observation ``i``.
     """
+    check_instance(d, "d", Design, "a Design (uncertank.bayes.design)")
+    check_instance(params, "params", Mapping, "a mapping of parameter names to draws")
+    check_instance(rng, "rng", np.random.Generator, "a numpy Generator")
     eta = np.asarray(linear_predictor(params, d), dtype=np.float64)[:, d.obs_cell]
     if d.family == "gaussian":
         sigma = np.asarray(params["sigma"], dtype=np.float64)[:, None]
@@ -72,6 +76,7 @@ def posterior_predictive(
 
 def draw_index(total: int, n_draws: int | None) -> NDArray[np.int64]:
     """Indices of ``n_draws`` posterior samples evenly spaced over ``total`` (all when None or larger)."""
+    total = check_positive_int(total, "total", minimum=0)
     if n_draws is None or (not isinstance(n_draws, bool) and isinstance(n_draws, (int, np.integer))
                            and n_draws >= total):
         return np.arange(total, dtype=np.int64)
@@ -84,6 +89,8 @@ def replicates(cmp: Fitted, idx: NDArray[np.int64], *, seed: int) -> NDArray[np.
 
     Column ``i`` replicates row ``i`` of ``cmp.data``.
     """
+    check_fitted(cmp)
+    check_seed(seed, "seed", allow_none=False)
     rng = np.random.default_rng(seed)
     out = np.empty((idx.size, cmp.design.n_obs), dtype=np.float64)
     chunk = max(1, _CHUNK_VALUES // max(cmp.design.n_obs, 1))
@@ -96,6 +103,16 @@ def replicates(cmp: Fitted, idx: NDArray[np.int64], *, seed: int) -> NDArray[np.
 def cell_sums(values: NDArray[np.float64], s_code: NDArray[np.int64], t_code: NDArray[np.int64],
               n_systems: int, n_topics: int) -> NDArray[np.float64]:
     """Sum ``values`` of shape (k, n_obs) into (k, n_systems, n_topics); NaN for empty cells."""
+    values = as_float_array(values, "values", ndim=2)
+    s_code = as_label_array(s_code, "s_code")
+    t_code = as_label_array(t_code, "t_code")
+    n_systems = check_positive_int(n_systems, "n_systems")
+    n_topics = check_positive_int(n_topics, "n_topics")
+    if not (s_code.size == t_code.size == values.shape[1]):
+        raise ValueError(f"s_code and t_code must have one code per observation ({values.shape[1]}); "
+                         f"got {s_code.size} and {t_code.size}")
+    if s_code.max() >= n_systems or t_code.max() >= n_topics:
+        raise ValueError(f"s_code must be below n_systems ({n_systems}) and t_code below n_topics ({n_topics})")
     from scipy import sparse
 
     cell = s_code * n_topics + t_code

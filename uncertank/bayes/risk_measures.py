@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from uncertank.bayes._fitted import check_fitted
 from uncertank.validation import check_choice
 
 if TYPE_CHECKING:
@@ -43,6 +44,18 @@ __all__ = ["RISK_CONVENTIONS", "georisk", "loss_weight", "urisk", "urisk_table",
 
 RiskConvention = Literal["benham", "trec"]
 RISK_CONVENTIONS: tuple[str, ...] = ("benham", "trec")
+
+
+def _scores_with_gaps(x: ArrayLike, name: str) -> NDArray[np.float64]:
+    """Per-topic scores as float64, NaN allowed (a topic a system did not run), infinities and text not."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf" or arr.ndim == 0 or arr.size == 0:
+        raise TypeError(f"{name} must be a non-empty array of numbers (NaN for a missing topic); "
+                        f"got {type(x).__name__} of dtype {arr.dtype} and shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    if np.isinf(arr).any():
+        raise ValueError(f"{name} must be finite or NaN (a missing topic); got an infinite value")
+    return arr
 
 
 def loss_weight(r: float, convention: RiskConvention) -> float:
@@ -101,8 +114,9 @@ def urisk(
     -0.06666666666666665
     """
     w = loss_weight(r, convention)
-    s = np.asarray(scores, dtype=np.float64)
-    b = np.asarray(baseline, dtype=np.float64)
+    s, b = _scores_with_gaps(scores, "scores"), _scores_with_gaps(baseline, "baseline")
+    if s.shape[-1:] != b.shape[-1:]:
+        raise ValueError(f"scores and baseline must have one value per topic each; got shapes {s.shape} and {b.shape}")
     d = s - b
     valid = ~np.isnan(d)
     d0 = np.where(valid, d, 0.0)
@@ -115,7 +129,7 @@ def urisk(
 
 
 def _z_matrix(matrix: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    x = np.asarray(matrix, dtype=np.float64)
+    x = _scores_with_gaps(matrix, "matrix")
     if x.ndim < 2:
         raise ValueError(f"matrix must have shape (..., n_systems, n_topics); got shape {x.shape}")
     if np.isnan(x).any():
@@ -242,6 +256,7 @@ def urisk_table(
         (NaN when some system has no score on some topic); sorted from least
         to most risky.
     """
+    check_fitted(cmp)
     import pandas as pd
 
     from uncertank.bayes.summaries import check_prob, quantiles

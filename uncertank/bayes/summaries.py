@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank.validation import check_choice, check_unit_interval
+from uncertank.validation import as_float_array, check_choice, check_unique, check_unit_interval
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,8 +28,20 @@ def check_prob(prob: float) -> float:
     return check_unit_interval(prob, "prob")
 
 
+def _systems(systems: object, r: NDArray[np.float64]) -> list[Any]:
+    """``systems`` as a list of one unique name per column of ``r``."""
+    if isinstance(systems, (str, bytes)) or not isinstance(systems, Sequence):
+        raise TypeError(f"systems must be a sequence of names; got {type(systems).__name__} {systems!r}")
+    names = check_unique(systems, "systems")
+    if len(names) != r.shape[1]:
+        raise ValueError(f"systems must name the {r.shape[1]} columns of r; got {len(names)} names")
+    return names
+
+
 def quantiles(x: NDArray[np.float64], prob: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Lower and upper ends of the equal-tailed ``prob`` interval over axis 0."""
+    prob = check_prob(prob)
+    x = as_float_array(x, "x", ndim=(1, 2, 3))
     lo, hi = np.quantile(x, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
     return lo, hi
 
@@ -53,6 +65,8 @@ def system_effects(r: NDArray[np.float64], systems: Sequence[Any], *, prob: floa
         Columns ``system``, ``mean``, ``median``, ``lower``, ``upper``,
         sorted by ``mean``, best first.
     """
+    r = as_float_array(r, "r", ndim=2)
+    systems = _systems(systems, r)
     import pandas as pd
 
     prob = check_prob(prob)
@@ -113,6 +127,8 @@ def distinguishable(
         probability that the reference's effect is larger). Its length is
         the count the paper reports.
     """
+    r = as_float_array(r, "r", ndim=2)
+    systems = _systems(systems, r)
     import pandas as pd
 
     check_choice(method, "method", ("interval", "contrast"))
@@ -167,6 +183,8 @@ def contrasts(
         ``verdict``: ``"better"`` or ``"worse"`` when the interval
         excludes 0, else ``"not distinguishable"``.
     """
+    r = as_float_array(r, "r", ndim=2)
+    systems = _systems(systems, r)
     import pandas as pd
 
     prob = check_prob(prob)

@@ -35,6 +35,14 @@ class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            _refuse_repeated_options(command, rest)
+        return name, command, rest
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
             import importlib
@@ -43,6 +51,30 @@ class _LazyGroup(click.Group):
             command: click.Command = getattr(importlib.import_module(module), attr)
             return command
         return super().get_command(ctx, cmd_name)
+
+
+def _refuse_repeated_options(command: click.Command, args: list[str]) -> None:
+    """A usage error (exit status 2) when an option that takes one value, or a flag, is given twice.
+
+    click would keep the last of two ``--seed`` silently; an option meant to
+    be repeated (``--runs``, ``-m``) is left alone. The rule is
+    :func:`uncertank.validation.check_unique`.
+    """
+    from uncertank.validation import check_unique
+
+    single = {opt: p.opts[0] for p in command.params if isinstance(p, click.Option) and not p.multiple
+              and not p.count for opt in (*p.opts, *p.secondary_opts)}
+    given: list[str] = []
+    for arg in args:
+        if arg == "--":
+            break
+        head = arg.split("=", 1)[0]
+        if head in single:
+            given.append(single[head])
+    try:
+        check_unique(given, "options")
+    except ValueError as exc:
+        raise click.UsageError(f"{exc} (give each option once)") from None
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

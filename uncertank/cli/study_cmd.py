@@ -145,6 +145,12 @@ def _load_study(path: str | Path, source: str) -> StudyConfig:
         return load_config(path)
     except StudyConfigError as exc:
         _study_error(source, exc)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: a study file must be UTF-8 text (TOML); got undecodable bytes at byte "
+                         f"{exc.start}") from None
+    except OSError as exc:
+        raise InputError(f"{source}: a study file must be a readable file; got {one_line(exc.strerror or exc)}"
+                         ) from None
 
 
 def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False, source: str = "study",

@@ -45,7 +45,7 @@ from uncertank.conformal.levels import min_certifiable
 from uncertank.conformal.lists import top_candidates
 from uncertank.conformal.ltt import learn_then_test, threshold_grid
 from uncertank.uncertainty.nota import NotaTask
-from uncertank.validation import check_unit_interval
+from uncertank.validation import as_float_array, as_label_array, check_instance, check_unit_interval
 
 __all__ = ["abstention_curve", "abstention_data", "answer", "conformal_abstention", "nota_abstention_data"]
 
@@ -60,6 +60,7 @@ def abstention_data(lists: RankedLists) -> tuple[NDArray[np.float64], NDArray[np
     confidence : ndarray of shape (n_queries,)
     errors : ndarray of shape (n_queries,), 0 or 1
     """
+    check_instance(lists, "lists", RankedLists, "a RankedLists (scores, labels, offsets)")
     top = top_candidates(lists.scores, lists.offsets)
     return lists.scores[top].astype(np.float64), (lists.labels[top] <= 0).astype(np.int64)
 
@@ -77,8 +78,8 @@ def nota_abstention_data(task: NotaTask) -> tuple[NDArray[np.float64], NDArray[n
 
 
 def _check_data(confidence: ArrayLike, errors: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    c = np.asarray(confidence, dtype=np.float64)
-    e = np.asarray(errors)
+    c = as_float_array(confidence, "confidence")
+    e = as_label_array(errors, "errors")
     if c.ndim != 1 or c.size == 0:
         raise ValueError(f"confidence must be 1-D with at least one query; got shape {c.shape}")
     if e.shape != c.shape:

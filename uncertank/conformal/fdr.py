@@ -27,7 +27,7 @@ from uncertank._types import RankedLists
 from uncertank.conformal.calibrated import ConformalThreshold
 from uncertank.conformal.lists import ranked_order
 from uncertank.conformal.ltt import learn_then_test, threshold_grid
-from uncertank.validation import check_unit_interval
+from uncertank.validation import as_float_array, check_instance, check_unit_interval
 
 __all__ = ["fdr_control", "fdr_curve"]
 
@@ -55,6 +55,8 @@ def fdr_curve(lists: RankedLists, grid: NDArray[np.float64]) -> NDArray[np.float
     threshold, in ``O(n_pairs log(list length))`` whatever the size of the
     grid.
     """
+    check_instance(lists, "lists", RankedLists, "a RankedLists (scores, labels, offsets)")
+    grid = as_float_array(grid, "grid")
     m = grid.size
     order = ranked_order(lists.scores, lists.offsets)
     s = lists.scores[order]
@@ -107,6 +109,7 @@ def fdr_control(
     >>> fdr_control(cal, alpha=0.2, delta=0.1).threshold
     0.442
     """
+    check_instance(lists, "lists", RankedLists, "a RankedLists (scores, labels, offsets)")
     alpha = check_unit_interval(alpha, "alpha")
     delta = check_unit_interval(delta, "delta")
     s = lists.scores

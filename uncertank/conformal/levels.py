@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+from uncertank.validation import check_count, check_unit_interval
+
 __all__ = ["conformal_rank", "min_certifiable"]
 
 
@@ -33,6 +35,8 @@ def conformal_rank(alpha: float, n: int) -> int:
     >>> conformal_rank(0.1, 29), conformal_rank(0.1, 8)
     (3, 0)
     """
+    alpha = check_unit_interval(alpha, "alpha")
+    n = check_count(n, "n")
     return math.floor(round(alpha * (n + 1), 9))
 
 
@@ -49,4 +53,6 @@ def min_certifiable(alpha: float, delta: float) -> int:
     >>> min_certifiable(0.1, 0.1)
     22
     """
+    alpha = check_unit_interval(alpha, "alpha")
+    delta = check_unit_interval(delta, "delta")
     return math.ceil(math.log(delta) / math.log1p(-alpha) - 1e-12)

@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import query_index
+from uncertank.validation import as_float_array, as_label_array, check_choice, check_offsets, check_positive_int
 
 __all__ = [
     "best_relevant",
@@ -28,6 +29,27 @@ __all__ = [
 ]
 
 
+def _arrays(values: ArrayLike, offsets: ArrayLike, name: str = "scores", *,
+            finite: bool = True) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """``values`` as 1-D float64 (finite unless ``finite=False``) and ``offsets`` checked against their length."""
+    if finite:
+        v = as_float_array(values, name)
+    else:
+        v = np.asarray(values)
+        if v.dtype.kind not in "biuf" or v.ndim != 1 or v.size == 0 or np.isnan(v.astype(np.float64)).any():
+            raise ValueError(f"{name} must be a non-empty 1-D array of numbers (no NaN); "
+                             f"got {type(values).__name__} of shape {np.shape(values)}")
+        v = v.astype(np.float64)
+    return v, check_offsets(offsets, v.size)
+
+
+def _labels(labels: ArrayLike, n: int) -> NDArray[np.int64]:
+    lab = as_label_array(labels, "labels")
+    if lab.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},), one per score; got {lab.shape}")
+    return lab
+
+
 def _dense_width(offsets: NDArray[np.int64]) -> int | None:
     """The common list length when every list has it, else None."""
     lengths = np.diff(offsets)
@@ -37,6 +59,7 @@ def _dense_width(offsets: NDArray[np.int64]) -> int | None:
 
 def query_max(values: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
     """The largest of ``values`` within each query, shape (n_queries,)."""
+    values, offsets = _arrays(values, offsets, "values", finite=False)
     width = _dense_width(offsets)
     if width is not None:
         return values.reshape(-1, width).max(axis=1)  # type: ignore[no-any-return]
@@ -51,6 +74,8 @@ def best_relevant(scores: NDArray[np.float64], labels: NDArray[np.int64],
     when this is ``>= t``: it is the conformity score of a query for
     split conformal candidate sets.
     """
+    scores, offsets = _arrays(scores, offsets)
+    labels = _labels(labels, scores.size)
     return query_max(np.where(labels > 0, scores, -np.inf), offsets)
 
 
@@ -60,6 +85,7 @@ def ranked_order(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDA
     One stable ``argsort`` along the rows for equal-length lists, one
     ``lexsort`` by (query, -score) otherwise; shape (n_pairs,).
     """
+    scores, offsets = _arrays(scores, offsets, finite=False)
     width = _dense_width(offsets)
     if width is not None:
         order = np.argsort(-scores.reshape(-1, width), axis=1, kind="stable")
@@ -75,6 +101,7 @@ def list_positions(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> N
     building :class:`~uncertank.metrics.Lists` (the conformal stage calls it
     per calibration draw); a test holds the two equal.
     """
+    scores, offsets = _arrays(scores, offsets, finite=False)
     order = ranked_order(scores, offsets)
     ranks = np.empty(scores.size, dtype=np.int64)
     ranks[order] = np.arange(scores.size) - np.repeat(offsets[:-1], np.diff(offsets))
@@ -89,6 +116,8 @@ def best_relevant_rank(scores: NDArray[np.float64], labels: NDArray[np.int64],
     candidates that beat the best relevant one (a higher score, or the same
     score at an earlier position), counted with comparisons along the rows.
     """
+    scores, offsets = _arrays(scores, offsets)
+    labels = _labels(labels, scores.size)
     rel = labels > 0
     width = _dense_width(offsets)
     if width is None:
@@ -113,6 +142,8 @@ def top_k_mask(scores: NDArray[np.float64], offsets: NDArray[np.int64], k: int) 
     For equal-length lists: one stable ``argsort`` along the rows, and the
     first ``k`` columns of the order set (no inverse permutation).
     """
+    scores, offsets = _arrays(scores, offsets)
+    k = check_positive_int(k, "k", minimum=0)
     width = _dense_width(offsets)
     if k <= 0:
         return np.zeros(scores.size, dtype=bool)
@@ -126,6 +157,7 @@ def top_k_mask(scores: NDArray[np.float64], offsets: NDArray[np.int64], k: int) 
 
 def top_candidates(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.int64]:
     """Flat index of each query's top candidate (ties to the earlier position), shape (n_queries,)."""
+    scores, offsets = _arrays(scores, offsets)
     width = _dense_width(offsets)
     if width is not None:
         return (np.argmax(scores.reshape(-1, width), axis=1) + offsets[:-1]).astype(np.int64)
@@ -153,6 +185,8 @@ def mass_above(scores: NDArray[np.float64], offsets: NDArray[np.int64], mass: Ma
     -------
     ndarray of shape (n_pairs,), in input order
     """
+    scores, offsets = _arrays(scores, offsets)
+    check_choice(mass, "mass", ("sum", "softmax"))
     q = query_index(offsets)
     lengths = np.diff(offsets)
     if mass == "softmax":

@@ -35,7 +35,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank.validation import check_probabilities, check_unit_interval
+from uncertank.validation import as_float_array, check_positive_int, check_probabilities, check_unit_interval
 
 __all__ = ["fixed_sequence", "hoeffding_bentkus", "learn_then_test", "threshold_grid"]
 
@@ -75,7 +75,10 @@ def hoeffding_bentkus(risk: ArrayLike, n: ArrayLike, alpha: float, *, binary: bo
     from scipy.stats import binom
 
     alpha = check_unit_interval(alpha, "alpha")
-    r = np.asarray(risk, dtype=np.float64)
+    r = np.asarray(risk)
+    if r.dtype.kind not in "biuf":
+        raise TypeError(f"risk must be numeric (real numbers); got {type(risk).__name__} of dtype {r.dtype}")
+    r = r.astype(np.float64)
     if r.ndim != 1:
         raise ValueError(f"risk must be 1-D; got shape {r.shape}")
     check_probabilities(r, "risk")
@@ -165,8 +168,16 @@ def threshold_grid(
     Pass ``thresholds`` chosen in advance for the guarantee as the theory
     states it.
     """
+    if not isinstance(probabilistic, (bool, np.bool_)):
+        raise TypeError(f"probabilistic must be a bool; got {type(probabilistic).__name__} {probabilistic!r}")
+    size = check_positive_int(size, "size", minimum=2)
+    if thresholds is None:
+        values = as_float_array(values, "values")
     if thresholds is not None:
-        g = np.asarray(thresholds, dtype=np.float64)
+        g = np.asarray(thresholds)
+        if g.dtype.kind not in "biuf":
+            raise TypeError(f"thresholds must be numeric (real numbers); got dtype {g.dtype}")
+        g = g.astype(np.float64)
         if g.ndim != 1 or g.size == 0:
             raise ValueError(f"thresholds must be 1-D with at least one value; got shape {g.shape}")
         if not np.isfinite(g).all():

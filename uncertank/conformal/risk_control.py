@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from uncertank._types import RankedLists, query_index
 from uncertank.conformal.calibrated import ConformalThreshold
 from uncertank.conformal.lists import list_positions
-from uncertank.validation import check_choice, check_unit_interval
+from uncertank.validation import check_choice, check_instance, check_unit_interval
 
 __all__ = ["conformal_risk_control", "miss_weights"]
 
@@ -51,6 +51,7 @@ def miss_weights(lists: RankedLists) -> tuple[NDArray[np.int64], NDArray[np.floa
         ``1 / (n_queries * n_relevant of its query)``: the empirical risk
         ``R_hat`` is the sum of the weights of the missed relevant pairs.
     """
+    check_instance(lists, "lists", RankedLists, "a RankedLists (scores, labels, offsets)")
     rel = np.flatnonzero(lists.labels > 0)
     q = query_index(lists.offsets)[rel]
     n_rel = np.bincount(q, minlength=lists.n_queries)
@@ -86,6 +87,7 @@ def conformal_risk_control(
     >>> conformal_risk_control(cal, alpha=0.5).threshold
     0.6
     """
+    check_instance(lists, "lists", RankedLists, "a RankedLists (scores, labels, offsets)")
     alpha = check_unit_interval(alpha, "alpha")
     check_choice(method, "method", ("threshold", "topk"))
     n = lists.n_queries

@@ -39,7 +39,7 @@ from uncertank._types import Predictions, RankedLists
 from uncertank.conformal.calibrated import CandidateSets, ConformalThreshold
 from uncertank.conformal.levels import conformal_rank
 from uncertank.conformal.lists import best_relevant, best_relevant_rank, mass_above, query_max, top_k_mask
-from uncertank.validation import check_choice, check_unit_interval
+from uncertank.validation import check_choice, check_instance, check_unit_interval
 
 __all__ = [
     "METHODS",
@@ -103,6 +103,7 @@ def query_conformity(lists: RankedLists, method: str = "threshold", *, mass: str
 
     See the module notes; ``-inf`` for a query without a relevant candidate.
     """
+    check_instance(lists, "lists", RankedLists, "a RankedLists (scores, labels, offsets)")
     check_choice(method, "method", METHODS)
     s, y, off = lists.scores, lists.labels, lists.offsets
     if method == "threshold":
@@ -149,6 +150,7 @@ def split_conformal(
     >>> split_conformal(cal, alpha=0.2).threshold
     0.2
     """
+    check_instance(lists, "lists", RankedLists, "a RankedLists (scores, labels, offsets)")
     alpha = check_unit_interval(alpha, "alpha")
     check_choice(method, "method", METHODS)
     resolved = resolve_mass(mass, lists.scores) if method == "aps" else None

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
-from uncertank.validation import check_offsets, check_positive_int, check_unit_interval
+from uncertank.validation import as_label_array, check_offsets, check_positive_int, check_seed, check_unit_interval
 
 __all__ = ["QuerySplit", "query_positions", "split_queries"]
 
@@ -48,6 +48,12 @@ def query_positions(
     >>> pos.tolist(), off.tolist()
     ([3, 4, 5, 0, 1], [0, 3, 5])
     """
+    offsets = np.asarray(offsets)
+    offsets = check_offsets(offsets, int(offsets[-1]) if offsets.ndim == 1 and offsets.size
+                            and offsets.dtype.kind in "iu" else -1)
+    queries = as_label_array(queries, "queries")
+    if queries.size and int(queries.max()) >= offsets.size - 1:
+        raise ValueError(f"queries must be query numbers below {offsets.size - 1}; got {int(queries.max())}")
     lengths = np.diff(offsets)[queries]
     new_offsets = np.zeros(queries.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
@@ -157,5 +163,5 @@ def split_queries(
         n_cal = int(calibration)
         if not 1 <= n_cal <= n - 1:
             raise ValueError(f"calibration as a number of queries must lie in [1, {n - 1}]; got {n_cal}")
-    perm = np.random.default_rng(seed).permutation(n)
+    perm = np.random.default_rng(check_seed(seed)).permutation(n)
     return QuerySplit(np.sort(perm[:n_cal]).astype(np.int64), np.sort(perm[n_cal:]).astype(np.int64), n)

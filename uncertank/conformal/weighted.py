@@ -40,7 +40,7 @@ from uncertank._types import Predictions, RankedLists
 from uncertank.conformal.calibrated import WeightedSets
 from uncertank.conformal.lists import best_relevant
 from uncertank.conformal.sets import sets_from_thresholds
-from uncertank.validation import check_real, check_unit_interval
+from uncertank.validation import as_float_array, check_real, check_unit_interval
 
 __all__ = ["LikelihoodRatioWeights", "domain_weights", "weighted_conformal", "weighted_thresholds"]
 
@@ -148,9 +148,12 @@ def weighted_thresholds(
     [0.2, -inf]
     """
     alpha = check_unit_interval(alpha, "alpha")
-    c = np.asarray(conformity, dtype=np.float64)
-    wc = np.asarray(calibration_weights, dtype=np.float64)
-    wt = np.asarray(test_weights, dtype=np.float64)
+    c = np.asarray(conformity)
+    if c.dtype.kind not in "biuf":
+        raise TypeError(f"conformity must be numeric (real numbers); got dtype {c.dtype}")
+    c = c.astype(np.float64)
+    wc = as_float_array(calibration_weights, "calibration_weights")
+    wt = as_float_array(test_weights, "test_weights")
     if c.ndim != 1 or c.size == 0 or wc.shape != c.shape:
         raise ValueError(f"conformity and calibration_weights must be 1-D of one length; got {c.shape}, {wc.shape}")
     if wt.ndim != 1:

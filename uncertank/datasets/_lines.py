@@ -65,6 +65,8 @@ def read_lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
             f"{what} {path}: broken gzip archive ({type(exc).__name__}: {exc}) {after}"
         ) from None
     except OSError as exc:
-        if gz:  # gzip reports a bad header as a plain OSError on some versions
+        if gz and number:  # gzip reports a bad header as a plain OSError on some versions
             raise ValueError(f"{what} {path}: broken gzip archive ({exc}) after line {number}") from None
+        if not number:  # the file could not be opened: said in the library's words, as the same OSError
+            raise type(exc)(f"{what} {path} must be a readable file; got {exc.strerror or exc}") from None
         raise

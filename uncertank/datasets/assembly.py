@@ -21,12 +21,13 @@ from uncertank.datasets.dialogues import (
     MAX_CONTEXT_TURNS,
     MAX_INSTANCES_PER_DIALOGUE,
     Dialogue,
+    check_dialogues,
     conversation_instances,
     dialogue_of,
 )
 from uncertank.datasets.duplicates import normalize_text
 from uncertank.datasets.sampling import NegativeSampling
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_instance, check_positive_int
 
 __all__ = ["assemble_query_set", "build_query_set", "candidate_ids_or_positions", "redraw_negatives"]
 
@@ -73,6 +74,7 @@ def build_query_set(
     QuerySet
         See :func:`assemble_query_set`.
     """
+    dialogues = check_dialogues(dialogues)
     spec = NegativeSampling.resolve(sampling, negatives=negatives, n_candidates=n_candidates, seed=seed,
                                     sampler_options=sampler_options, relevant_first=relevant_first)
     contexts, responses, ids = conversation_instances(
@@ -168,6 +170,10 @@ def assemble_query_set(
         When ``n_candidates - 1`` exceeds the number of distinct pool texts
         minus one.
     """
+    for arg, label in ((contexts, "contexts"), (positives, "positives"), (ids, "ids"), (pool, "pool")):
+        check_instance(arg, label, (list, tuple), "a list")
+    if not all(isinstance(t, str) for t in [*positives, *pool]):
+        raise TypeError("positives and pool must be lists of str")
     spec = NegativeSampling.resolve(sampling, negatives=negatives, n_candidates=n_candidates, seed=seed,
                                     sampler_options=sampler_options, relevant_first=relevant_first)
     negatives, n_candidates, seed = spec.negatives, spec.n_candidates, spec.seed
@@ -216,6 +222,7 @@ def assemble_query_set(
 
 def candidate_ids_or_positions(qs: QuerySet) -> list[str]:
     """Candidate ids of ``qs``, or ``"<query id>:<position>"`` where it has none."""
+    check_instance(qs, "qs", QuerySet)
     if qs.candidate_ids is not None:
         return [str(c) for c in qs.candidate_ids]
     qids = [str(x) for x in qs.query_ids] if qs.query_ids is not None else [str(q) for q in range(qs.n_queries)]

@@ -108,7 +108,6 @@ def _require_chitchat() -> Any:
     return require("chitchat_dataset", "retrieval", what="the chitchat dataset")
 
 
-@lru_cache(maxsize=2)
 def chitchat_dialogues(min_turns: int = 3) -> tuple[Dialogue, ...]:
     """The conversations of the ``chitchat-dataset`` package with at least ``min_turns`` turns.
 
@@ -125,7 +124,12 @@ def chitchat_dialogues(min_turns: int = 3) -> tuple[Dialogue, ...]:
     tuple of Dialogue
         In the package's order; ids are the package's conversation keys.
     """
-    min_turns = check_positive_int(min_turns, "min_turns", minimum=2)
+    return _chitchat_dialogues(check_positive_int(min_turns, "min_turns", minimum=2))
+
+
+@lru_cache(maxsize=2)
+def _chitchat_dialogues(min_turns: int) -> tuple[Dialogue, ...]:
+    """:func:`chitchat_dialogues` on a checked ``min_turns``, cached (the check runs before the cache's hash)."""
     mod = _require_chitchat()
     with open(mod._PATH, encoding="utf-8") as fh:
         raw = json.load(fh)
@@ -264,3 +268,6 @@ class ConversationLoader:
 
 load_ubuntu_sample = ConversationLoader("ubuntu-sample", ubuntu_dialogues, _ubuntu_version)
 load_chitchat = ConversationLoader("chitchat", chitchat_dialogues, _chitchat_version)
+
+
+chitchat_dialogues.cache_clear = _chitchat_dialogues.cache_clear  # type: ignore[attr-defined]

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from uncertank.datasets._load import SPLITS
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_instance, check_positive_int, check_seed
 
 __all__ = [
     "MAX_CONTEXT_TURNS",
@@ -55,6 +56,14 @@ class Dialogue:
     utterances: tuple[str, ...]
 
 
+def check_dialogues(dialogues: object, name: str = "dialogues") -> list[Dialogue]:
+    """``dialogues`` as a list, raising a TypeError unless it is a sequence of :class:`Dialogue`."""
+    items: list[Any] | tuple[Any, ...] = check_instance(dialogues, name, (list, tuple), "a list of Dialogue")
+    for i, d in enumerate(items):
+        check_instance(d, f"{name}[{i}]", Dialogue)
+    return list(items)
+
+
 def split_dialogues(
     dialogues: Sequence[Dialogue],
     *,
@@ -81,6 +90,7 @@ def split_dialogues(
     dict
         ``{"train": [...], "valid": [...], "test": [...]}``, each in sorted id order.
     """
+    dialogues = check_dialogues(dialogues)
     fr = np.asarray(fractions, dtype=np.float64)
     if fr.shape != (3,) or (fr < 0).any() or not np.isclose(fr.sum(), 1.0):
         raise ValueError(
@@ -90,7 +100,7 @@ def split_dialogues(
     if len(set(ids)) != len(ids):
         raise ValueError("dialogues must have unique ids; some id occurs twice")
     ordered = sorted(dialogues, key=lambda d: d.dialogue_id)
-    perm = np.random.default_rng(split_seed).permutation(len(ordered))
+    perm = np.random.default_rng(check_seed(split_seed, "split_seed", allow_none=False)).permutation(len(ordered))
     cuts = np.round(np.cumsum(fr)[:2] * len(ordered)).astype(int)
     parts = np.split(perm, cuts)
     return {name: [ordered[i] for i in np.sort(part)] for name, part in zip(SPLITS, parts, strict=True)}
@@ -129,6 +139,7 @@ def conversation_instances(
     ids : list of n_instances str
         ``"<dialogue_id>#<turn>"`` of the response (turns counted from 0).
     """
+    dialogues = check_dialogues(dialogues)
     if max_context_turns is not None:
         max_context_turns = check_positive_int(max_context_turns, "max_context_turns")
     if max_instances_per_dialogue is not None:

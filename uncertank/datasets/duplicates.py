@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from uncertank.validation import check_instance, check_positive_int
+
 __all__ = ["DuplicateStats", "duplicate_stats", "normalize_text"]
 
 _WS = re.compile(r"\s+")
@@ -31,6 +33,7 @@ def normalize_text(text: str) -> str:
     >>> normalize_text("  sudo   apt-get\tupdate ")
     'sudo apt-get update'
     """
+    check_instance(text, "text", str)
     return _WS.sub(" ", text).strip()
 
 
@@ -78,6 +81,10 @@ def duplicate_stats(texts: Sequence[str], *, top: int = 10) -> DuplicateStats:
     >>> s.n_texts, s.n_unique, s.n_duplicates, s.n_repeated, s.most_common
     (5, 3, 2, 1, [('yes', 3)])
     """
+    top = check_positive_int(top, "top", minimum=0)
+    check_instance(texts, "texts", (list, tuple), "a list of str")
+    if not all(isinstance(t, str) for t in texts):
+        raise TypeError("texts must be a list of str; got an item that is not a str")
     counts = Counter(normalize_text(t) for t in texts)
     repeated = [(t, c) for t, c in counts.most_common() if c > 1]
     return DuplicateStats(

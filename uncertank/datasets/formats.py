@@ -50,7 +50,7 @@ from uncertank.datasets._lines import read_lines
 from uncertank.datasets.assembly import candidate_ids_or_positions, redraw_negatives
 from uncertank.datasets.sampling import NegativeSampling
 from uncertank.files import atomic_path
-from uncertank.validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_path, check_positive_int
 
 __all__ = [
     "FileLoader",
@@ -120,6 +120,7 @@ def read_response_tsv(path: PathLike, *, name: str | None = None) -> QuerySet:
         >= 0, bytes that are not UTF-8 or a broken ``.gz`` archive; the
         message names the file and the line.
     """
+    path = check_path(path, "path")
     p = Path(path)
     contexts: list[list[str]] = []
     candidates: list[list[str]] = []
@@ -179,6 +180,7 @@ def write_response_tsv(qs: QuerySet, path: PathLike) -> None:
         a tab or line break, or two adjacent queries share their context
         (they would merge on reading).
     """
+    path = check_path(path, "path")
     if not isinstance(qs, QuerySet):
         raise TypeError(f"qs must be a QuerySet; got {type(qs).__name__}")
     if qs.labels is None:
@@ -251,6 +253,7 @@ def read_response_jsonl(path: PathLike, *, name: str | None = None) -> QuerySet:
         that are not UTF-8 or a broken ``.gz`` archive; the message names
         the file and the line.
     """
+    path = check_path(path, "path")
     p = Path(path)
     contexts: list[list[str]] = []
     candidates: list[list[str]] = []
@@ -302,6 +305,7 @@ def read_response_jsonl(path: PathLike, *, name: str | None = None) -> QuerySet:
 
 def write_response_jsonl(qs: QuerySet, path: PathLike) -> None:
     """Write a labelled :class:`~uncertank.QuerySet` as JSON lines (atomically)."""
+    path = check_path(path, "path")
     if not isinstance(qs, QuerySet):
         raise TypeError(f"qs must be a QuerySet; got {type(qs).__name__}")
     if qs.labels is None:

@@ -98,8 +98,10 @@ class NegativeSampler:
     name = "base"
 
     def __init__(self, pool: Sequence[str], *, seed: int = 0, groups: Sequence[str] | None = None) -> None:
-        if isinstance(pool, str) or not isinstance(pool, Sequence):
+        if isinstance(pool, (str, bytes)) or not isinstance(pool, Sequence):
             raise TypeError(f"pool must be a sequence of str; got {type(pool).__name__}")
+        if groups is not None and (isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence)):
+            raise TypeError(f"groups must be a sequence of str, one per pool text; got {type(groups).__name__}")
         seed = check_seed(seed, allow_none=False, generator=False)
         if groups is not None and len(groups) != len(pool):
             raise ValueError(f"groups must hold one group per pool text ({len(pool)}); got {len(groups)}")

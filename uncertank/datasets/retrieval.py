@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._optional import require
+from uncertank.validation import check_real, check_unit_interval
 
 __all__ = ["BM25Index", "SentenceEncoder", "packaged_model_path", "require_bm25s"]
 
@@ -115,12 +116,22 @@ class BM25Index:
         method: str = "lucene",
         stopwords: str | None = "en",
     ) -> None:
-        if method not in self._METHODS:
+        k1 = check_real(k1, "k1", minimum=0)
+        b = check_unit_interval(b, "b", closed="both")
+        if stopwords is not None and not isinstance(stopwords, str):
+            raise TypeError(f"stopwords must be a language code (str) or None; got {type(stopwords).__name__}")
+        if not isinstance(method, str) or method not in self._METHODS:
             raise ValueError(
                 f"method must be one of {', '.join(map(repr, self._METHODS))}; got {method!r}"
             )
+        if isinstance(corpus, (str, bytes)) or not isinstance(corpus, Sequence):
+            raise TypeError(f"corpus must be a sequence of str (documents); got {type(corpus).__name__}")
         if len(corpus) == 0:
             raise ValueError("corpus must hold at least one document; got none")
+        if not all(isinstance(t, str) for t in corpus):
+            raise TypeError("corpus must be a sequence of str (documents); got an item that is not a str")
+        if not any(t.strip() for t in corpus):
+            raise ValueError("corpus must hold at least one document with a word; got only empty documents")
         bm25s = require_bm25s()
         from scipy import sparse
 

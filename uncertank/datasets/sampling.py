@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from uncertank.validation import check_positive_int, check_seed
+from uncertank.validation import check_bool, check_positive_int, check_seed
 
 __all__ = ["DEFAULT_N_CANDIDATES", "DEFAULT_NEGATIVES", "NegativeSampling"]
 
@@ -72,7 +72,7 @@ class NegativeSampling:
         if not isinstance(self.sampler_options, Mapping):
             raise TypeError(f"sampler_options must be a mapping; got {type(self.sampler_options).__name__}")
         object.__setattr__(self, "sampler_options", dict(self.sampler_options))
-        object.__setattr__(self, "relevant_first", bool(self.relevant_first))
+        object.__setattr__(self, "relevant_first", check_bool(self.relevant_first, "relevant_first"))
 
     @classmethod
     def of(

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from uncertank.experiment.building import build_ranker, warm_start
-from uncertank.experiment.config import RankerConfig, StudyConfig, StudyConfigError
+from uncertank.experiment.config import ComparisonSettings, RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.external import check_run_files
 from uncertank.hookspecs import dataset_loader_capabilities
 from uncertank.protocols import Capabilities, CapabilityError
+from uncertank.validation import check_bool, check_instance, check_path
 
 __all__ = ["POOL_SIZES", "SAVE_TO_REMEDY", "check_output_folder", "validate_config"]
 
@@ -209,9 +210,42 @@ def _check_folders(rc: RankerConfig, built: Capabilities, base: str, errors: lis
             if problem is not None:
                 errors.append((where, f"must be a classifier with one logit (P = sigmoid) or two labels "
                                       f"(P = softmax[:, 1]); got {f!r}, {problem}"))
+            elif getattr(built.ranker, "keeps_pretrained_head", False):
+                encoder = _encoder_only(Path(f))
+                if encoder is not None:
+                    errors.append((where, f"must be a cross-encoder with its trained classification head, which "
+                                          f"{rc.name!r} keeps; got {f!r}, {encoder}: train a head on it first "
+                                          f"(backbone = {f!r}), or give it to a ranker that brings its own head"))
     if rc.checkpoint is None and rc.pretrained is None:  # what the ranker, built from its params, says it lacks
         for param, remedy in built.missing_requirements():
             errors.append((f"{base}.params.{param}", remedy))
+
+
+#: The files a sentence-transformers embedding model keeps beside config.json (a cross-encoder has none of them).
+_EMBEDDING_FILES = ("modules.json", "1_Pooling/config.json", "sentence_bert_config.json")
+
+
+def _encoder_only(folder: Path) -> str | None:
+    """Why ``folder`` holds an encoder without a sequence-classification head; None when it may hold one.
+
+    What :func:`uncertank.nn.pretrained.read_classifier` finds only when it
+    loads the weights (the head's parameters missing), told here from the
+    files alone: a sentence-embedding model (``modules.json``, a pooling
+    layer), or a ``config.json`` whose ``architectures`` name no
+    ``...ForSequenceClassification``.
+    """
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # said by _classifier_labels
+    archs = [str(a) for a in (config.get("architectures") or [])] if isinstance(config, dict) else []
+    classifier = any(a.endswith("ForSequenceClassification") for a in archs)
+    embedding = [name for name in _EMBEDDING_FILES if (folder / name).is_file()]
+    if embedding and not classifier:
+        return f"a sentence-embedding model ({embedding[0]}, no sequence-classification head)"
+    if archs and not classifier:
+        return f"an encoder without a sequence-classification head (architectures {', '.join(archs)})"
+    return None
 
 
 def _classifier_labels(folder: Path) -> str | None:
@@ -274,9 +308,10 @@ def check_output_folder(
     """Why a study cannot write its output into ``out_dir`` (an empty list when it can).
 
     The folder must be a folder (or not exist yet, and then the nearest
-    existing folder above it must take a new folder), and the folder and
-    its ``models/``, ``predictions/``, ``bayes/`` and ``figures/`` that exist
-    must take new files; each is tried by creating a file and removing it.
+    existing folder above it must take a new folder), its ``models/``,
+    ``predictions/``, ``bayes/`` and ``figures/`` that exist must be folders
+    (a file of one of those names is refused), and the folder and those
+    subfolders must take new files; each is tried by creating a file and removing it.
 
     With ``study`` (the name of the study about to run, ``config.name``), a
     folder whose ``results.json`` is another study's is refused too, unless
@@ -297,6 +332,10 @@ def check_output_folder(
     list of (str, str)
         ``("", message)`` pairs, the message naming the folder.
     """
+    check_path(out_dir, "out_dir")
+    force = check_bool(force, "force")
+    if study is not None:
+        check_instance(study, "study", str)
     out = Path(out_dir)
     remedy = "give a folder you can write to (uncertank run --out DIR)"
     here = out.absolute()
@@ -309,6 +348,11 @@ def check_output_folder(
         if reason is None:
             return []
         return [("", f"the output folder {out} cannot be created in {base} ({reason}); {remedy}")]
+    for part in _OUTPUT_PARTS:
+        path = here / part
+        if path.exists() and not path.is_dir():
+            return [("", f"the output's {part}/ must be a folder; got {out / part}, a file: move or remove it, or "
+                         f"{remedy}")]
     for folder in [here, *(here / part for part in _OUTPUT_PARTS if (here / part).is_dir())]:
         reason = _writable(folder)
         if reason is not None:
@@ -501,7 +545,7 @@ def _check_bayes_metric(config: StudyConfig, errors: list[tuple[str, str]]) -> N
     from uncertank.experiment.systems import bayes_metric
 
     try:
-        bayes_metric(config)
+        bayes_metric(config.section(ComparisonSettings))
     except ValueError as exc:
         errors.append(("bayes.metric", str(exc)))
 
@@ -628,6 +672,9 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
         One line per error, each starting with its path in the study file
         (the output folder's, with no path, names the folder).
     """
+    check_instance(config, "config", StudyConfig, "a StudyConfig (uncertank.experiment.load_config)")
+    if out_dir is not None:
+        check_path(out_dir, "out_dir")
     from uncertank.plugins import get_factory, registry
 
     errors: list[tuple[str, str]] = []
@@ -668,16 +715,23 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
     from uncertank.metrics import resolve_metrics
 
     entries = config.metric_entries()
+    each_fine = True
     for j, entry in enumerate(entries):
         try:
             resolve_metrics([entry])
         except (ValueError, TypeError) as exc:
+            each_fine = False
             said = " ".join(str(exc).replace(" (entry 0)", "").split())
             options = {k: v for k, v in entry.items() if k not in ("name", "label")} if isinstance(entry, Mapping) \
                 else {}
             found = _option_error(said, options, f"study.metrics[{j}]") if options else None
             errors.append(found if found is not None and found[0] != f"study.metrics[{j}]"
                           else (f"study.metrics[{j}]", said))
+    if each_fine:  # then the list as a whole: one measure under two labels, two measures under one label
+        try:
+            resolve_metrics(list(entries))
+        except (ValueError, TypeError) as exc:
+            errors.append(("study.metrics", " ".join(str(exc).split())))
     recal = registry("recalibrators")
     for j, name in enumerate(config.recalibrators or ()):
         if name not in recal:
@@ -693,7 +747,7 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
     _check_bayes_metric(config, errors)
     _check_dataset_files(config, errors)
     _check_pool_sizes(config, errors)
-    errors += check_run_files(config)
+    errors += check_run_files(config.section(ComparisonSettings))
 
     built: dict[str, Capabilities] = {}
     for i, rc in enumerate(config.rankers):

@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from uncertank._optional import require
 from uncertank._types import RankedLists
-from uncertank.validation import as_float_array, check_positive_int, check_seed
+from uncertank.validation import as_float_array, check_instance, check_positive_int, check_seed
 
 __all__ = ["NotaComparison", "NotaResult", "NotaTask", "compare_nota", "evaluate_nota", "make_nota_task"]
 
@@ -109,6 +109,7 @@ def make_nota_task(
     >>> task.means.shape, int(task.y.sum())
     ((2, 2), 1)
     """
+    check_instance(ranked, "ranked", RankedLists, "a RankedLists (scores, labels, offsets)")
     check_seed(seed)
     if not ranked.is_dense:
         raise ValueError("ranked must have the same number of candidates in every query for NOTA")
@@ -252,6 +253,7 @@ class NotaComparison:
 
 def compare_nota(task: NotaTask, *, n_splits: int = 5, n_estimators: int = 100, seed: int = 0) -> NotaComparison:
     """Does uncertainty help predict NOTA? Both feature sets on the same folds, paired t-test."""
+    check_instance(task, "task", NotaTask, "a NotaTask (uncertank.uncertainty.make_nota_task)")
     from scipy.stats import ttest_rel
 
     if task.variances is None:

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import PredictiveSamples, RankedLists
-from uncertank.validation import as_float_array, as_label_array, check_choice
+from uncertank.validation import as_float_array, as_label_array, check_choice, check_instance, check_real
 
 __all__ = ["RiskSelection", "risk_aware_rerank", "select_risk_aversion"]
 
@@ -88,7 +88,9 @@ def risk_aware_rerank(
     Returns
     -------
     ndarray of shape (n_pairs,)
-        New scores whose descending order is the risk-aware ranking:
+        New scores whose descending order is the risk-aware ranking (the
+        promise: per query of length ``L``, a permutation of ``1..L``, for
+        any finite ``b``, ties and constant draws included):
         the candidate placed at rank ``i`` (0-based) of a list of length ``L``
         scores ``L - i``. Pair them with labels via
         ``RankedLists.with_scores`` to evaluate.
@@ -103,9 +105,8 @@ def risk_aware_rerank(
     >>> risk_aware_rerank(PredictiveSamples(draws, np.array([0, 2])), b=1.0)
     array([2., 1.])
     """
-    b = float(b)
-    if not np.isfinite(b):
-        raise ValueError(f"b must be a finite number; got {b}")
+    check_instance(samples, "samples", PredictiveSamples, "a PredictiveSamples (joint draws of a stochastic ranker)")
+    b = check_real(b, "b")
     mean = samples.mean()
     offsets = samples.offsets
     lengths = np.diff(offsets)
@@ -176,6 +177,7 @@ def select_risk_aversion(
         A ``metric`` that is not callable or returns something that is not
         a real number.
     """
+    check_instance(samples, "samples", PredictiveSamples, "a PredictiveSamples (joint draws of a stochastic ranker)")
     if not callable(metric):
         raise TypeError(f"metric must be callable (RankedLists -> float); got {type(metric).__name__}")
     lab = as_label_array(labels, "labels")

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import PredictiveSamples, RankedLists
+from uncertank.validation import as_float_array, check_instance
 
 __all__ = ["RiskCoverage", "query_certainty", "risk_coverage_curve", "top1_loss"]
 
@@ -92,8 +93,8 @@ def risk_coverage_curve(certainty: ArrayLike, loss: ArrayLike) -> RiskCoverage:
     >>> round(rc.aurc, 4), round(rc.oracle_aurc, 4)
     (0.1111, 0.1111)
     """
-    c = np.asarray(certainty, dtype=np.float64)
-    ell = np.asarray(loss, dtype=np.float64)
+    c = as_float_array(certainty, "certainty")
+    ell = as_float_array(loss, "loss")
     if c.ndim != 1 or ell.ndim != 1:
         raise ValueError(f"certainty and loss must be 1-D; got shapes {c.shape} and {ell.shape}")
     if c.shape != ell.shape:
@@ -128,6 +129,7 @@ def top1_loss(ranked: RankedLists) -> NDArray[np.float64]:
 
     Ties break as in every ranking metric: the earlier position wins.
     """
+    check_instance(ranked, "ranked", RankedLists, "a RankedLists (scores, labels, offsets)")
     return (ranked.labels[_top(ranked)] <= 0).astype(np.float64)
 
 
@@ -145,7 +147,8 @@ def query_certainty(
     samples : PredictiveSamples, optional
         Needed for ``"std"``; must have the same pairs as ``ranked``.
     """
-    if certainty not in _CERTAINTIES:
+    check_instance(ranked, "ranked", RankedLists, "a RankedLists (scores, labels, offsets)")
+    if not isinstance(certainty, str) or certainty not in _CERTAINTIES:
         raise ValueError(f"certainty must be one of {', '.join(_CERTAINTIES)}; got {certainty!r}")
     top = _top(ranked)
     if certainty == "probability":
