@@ -184,7 +184,7 @@ LAYERS: dict[str, int] = {
     "uncertank._types": 0,
     "uncertank.validation": 0, "uncertank.files": 0, "uncertank._optional": 0, "uncertank._folders": 0,
     "uncertank._environment": 0,
-    "uncertank.formatting": 0, "uncertank.progress": 0, "uncertank._schema_errors": 0,
+    "uncertank.formatting": 0, "uncertank.progress": 0, "uncertank._schema_errors": 0, "uncertank.params": 0,
     # the plugin host, and the ranker contract it checks what a factory builds against
     "uncertank.hookspecs": 1, "uncertank.plugins": 1, "uncertank.protocols": 1,
     # ... and its tooling: a plugin's source digest, light plugin packages, the `uncertank plugins` listing

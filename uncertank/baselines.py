@@ -13,12 +13,13 @@ import numpy as np
 
 from uncertank._types import Predictions, QuerySet
 from uncertank.hookspecs import hookimpl
+from uncertank.params import Parameters
 from uncertank.protocols import CostRates
 
 __all__ = ["BM25Ranker"]
 
 
-class BM25Ranker:
+class BM25Ranker(Parameters):
     """BM25 scores of each candidate against its query's context (raw, not probabilities).
 
     The documents are the distinct candidate texts of the :class:`~uncertank.QuerySet`
@@ -67,19 +68,23 @@ class BM25Ranker:
         method: str = "lucene",
         stopwords: str | None = "en",
     ) -> None:
-        for label, value in (("k1", k1), ("b", b)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{label} must be a number; got {type(value).__name__} {value!r}")
-        if k1 < 0:
-            raise ValueError(f"k1 must be >= 0; got {k1}")
+        self.k1 = k1
+        self.b = b
+        self.method = method
+        self.stopwords = stopwords
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Raise for a bad parameter (called by the constructor and :meth:`set_params`); nothing is stored."""
         from uncertank.validation import check_choice, check_unit_interval
 
-        check_unit_interval(b, "b", closed="both")
-
-        self.method = check_choice(method, "method", ("lucene", "robertson", "atire"))
-        self.k1 = float(k1)
-        self.b = float(b)
-        self.stopwords = stopwords
+        for label, value in (("k1", self.k1), ("b", self.b)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{label} must be a number; got {type(value).__name__} {value!r}")
+        if self.k1 < 0:
+            raise ValueError(f"k1 must be >= 0; got {self.k1}")
+        check_unit_interval(self.b, "b", closed="both")
+        check_choice(self.method, "method", ("lucene", "robertson", "atire"))
 
     def cost_rates(self, *, warm_start: bool = False) -> CostRates | None:
         """Seconds per scored pair (it trains nothing): 0.3 s on 2,000 pairs (docs/results/real_run.json)."""
@@ -96,13 +101,15 @@ class BM25Ranker:
             (doc_of.setdefault(t, len(doc_of)) for t in queries.candidates),
             dtype=np.int64, count=queries.n_pairs,
         )
-        index = BM25Index(list(doc_of), k1=self.k1, b=self.b, method=self.method, stopwords=self.stopwords)
+        index = BM25Index(
+            list(doc_of), k1=float(self.k1), b=float(self.b), method=self.method, stopwords=self.stopwords
+        )
         texts = [" ".join(c) for c in queries.contexts]
         scores = index.pair_scores(texts, queries.query_index, doc_index)
         return Predictions(scores, queries.offsets, ranker=self.name, probabilistic=False)
 
     def __repr__(self) -> str:
-        return f"BM25Ranker(k1={self.k1}, b={self.b}, method={self.method!r})"
+        return f"BM25Ranker(k1={float(self.k1)}, b={float(self.b)}, method={self.method!r})"
 
 
 @hookimpl

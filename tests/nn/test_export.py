@@ -60,10 +60,10 @@ def test_the_exported_folder_scores_as_the_ranker(tmp_path, arch):
     assert config.get("num_labels", len(config.get("id2label", {}))) == 1
     assert config["uncertank_pair_format"] == {"turn_markers": True}
     back = from_pretrained(folder, show_progress=False, device="cpu")
-    assert back.pair_format == PairFormat(turn_markers=True)
+    assert back.pair_format_ == PairFormat(turn_markers=True)
     np.testing.assert_allclose(back.predict(queries).scores, expected, atol=1e-5)
     assert back.training_config.max_length == 48  # recorded in the tokenizer
-    assert back.activation == "sigmoid"
+    assert back.activation_ == "sigmoid"
     # transformers itself, on the texts with their markers (short pairs: no truncation)
     model = transformers.AutoModelForSequenceClassification.from_pretrained(folder, local_files_only=True).eval()
     tok = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
@@ -108,7 +108,7 @@ def test_a_users_two_logit_classifier_is_written_with_one(tmp_path):
     out = ranker.save_pretrained(tmp_path / "out")
     back = from_pretrained(out, **SMALL)
     np.testing.assert_allclose(back.predict(queries).scores, expected, atol=1e-5)
-    assert back.activation == "sigmoid" and back.pair_format == PairFormat()
+    assert back.activation_ == "sigmoid" and back.pair_format_ == PairFormat()
 
 
 def test_what_cannot_be_written(tmp_path):

@@ -103,7 +103,9 @@ def test_public_methods_replace_the_private_ones(queries):
     model = ranker.build_model()
     assert ranker.build_model() is model
     params = ranker.get_params()
-    assert params["max_length"] == 32 and params["name"] == "cross-encoder" and "negatives" not in params
+    assert params["max_length"] == 32 and params["name"] is None and "negatives" not in params
+    saved = ranker.saved_params()
+    assert saved["max_length"] == 32 and saved["name"] == "cross-encoder" and "backbone" not in saved
     assert ranker.extra_params() == {}
     probs = ranker.score(queries, n_passes=3, mc=True, seed=0)
     assert probs.shape == (3, 100) and probs.var(axis=0).mean() > 0

@@ -79,7 +79,7 @@ def test_scores_equal_transformers(tmp_path, arch, num_labels):
     ranker = from_pretrained(folder, **SMALL)
     assert ranker.is_fitted
     ours = ranker.predict(queries).scores
-    assert ranker.activation == ("sigmoid" if num_labels == 1 else "softmax")
+    assert ranker.activation_ == ("sigmoid" if num_labels == 1 else "softmax")
     np.testing.assert_allclose(ours, _reference(model, tok, queries, PairFormat(), 48), atol=1e-5)
     # the context second, joined by another separator: still the reference's texts
     fmt = PairFormat(context_first=False, turn_separator=" | ")
@@ -111,7 +111,7 @@ def test_a_recorded_identity_activation_still_gives_probabilities(tmp_path):
     ranker = from_pretrained(folder, **SMALL)
     np.testing.assert_allclose(ranker.predict(queries).scores, _reference(model, tok, queries, PairFormat(), 48),
                                atol=1e-5)
-    assert ranker.activation == "sigmoid"
+    assert ranker.activation_ == "sigmoid"
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -140,7 +140,7 @@ def test_an_ensemble_of_folders_of_different_architectures(tmp_path):
     folders = [_save(tmp_path, arch)[0] for arch in ("bert", "distilbert", "electra")]
     queries = toy_queries(3, 4)
     ens = uncertank.make_ranker("ensemble", pretrained=folders, **SMALL)
-    assert ens.is_fitted and ens.n_members == 3
+    assert ens.is_fitted and ens.n_members_ == 3 and len(ens.members) == 3
     samples = ens.predict_samples(queries).samples
     for m, folder in enumerate(folders):
         np.testing.assert_allclose(samples[m], from_pretrained(folder, **SMALL).predict(queries).scores, atol=1e-6)
@@ -183,7 +183,7 @@ def test_a_pretrained_ranker_saves_and_loads(tmp_path, name):
     before = ranker.predict(queries).scores
     ranker.save(tmp_path / "ck")
     again = load_ranker(tmp_path / "ck")
-    assert type(again) is type(ranker) and again.activation == "sigmoid"
+    assert type(again) is type(ranker) and again.activation_ == "sigmoid"
     np.testing.assert_array_equal(again.predict(queries).scores, before)
 
 
@@ -300,7 +300,7 @@ def test_a_new_head_warm_started_from_a_users_model_is_not_fitted_until_fit(tmp_
     assert user.is_fitted
     head = uncertank.make_ranker("bert", epochs=1, batch_size=8, freeze_encoder=True, train_ratio=2, **SMALL)
     head.warm_start(user)
-    assert not head.is_fitted and head.pretrained == user.pretrained
+    assert not head.is_fitted and head.pretrained_ == user.pretrained_
     before = {k: v.clone() for k, v in head.model.encoder.state_dict().items()}
     queries = toy_queries(6, 4)
     head.fit(queries)
@@ -331,5 +331,5 @@ def test_a_post_hoc_gp_layer_with_nothing_to_train_is_fitted_by_its_memory_bank(
     other = uncertank.make_ranker("pgdrr", pretrained=folder, projection_dim="none", **SMALL)
     net = other.build_model()
     with pytest.raises(ValueError, match="freeze_encoder leaves nothing to train"):  # and nothing to fit it
-        train_cross_encoder(net, other.tokenizer, queries, config=TrainingConfig(freeze_encoder=True, max_length=32),
+        train_cross_encoder(net, other.tokenizer_, queries, config=TrainingConfig(freeze_encoder=True, max_length=32),
                             encode=other.encode_texts)

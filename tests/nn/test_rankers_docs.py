@@ -22,9 +22,9 @@ def test_the_section_lists_every_public_method_of_the_extension_api():
         if not name.startswith("_") and callable(getattr(NeuralRanker, name)) and name not in ("fit", "predict")
     }
     assert public == {
-        "create_model", "build_model", "loss", "on_train_end", "get_params", "extra_params", "check_queries",
-        "encode", "encode_texts", "score", "check_fitted", "save", "save_into", "save_pretrained", "load",
-        "warm_start", "from_ranker", "cost_rates", "missing_requirements",
+        "create_model", "build_model", "loss", "on_train_end", "extra_params", "saved_params", "check_queries",
+        "encode", "encode_texts", "score", "batch_outputs", "check_fitted", "save", "save_into", "save_pretrained",
+        "load", "warm_start", "from_ranker", "read_pairs_like", "cost_rates", "missing_requirements",
     }
     missing = [name for name in public if f"`{name}(" not in SECTION]
     assert missing == []

@@ -80,4 +80,4 @@ def test_a_classifier_whose_config_names_its_pad_token_gets_it(tmp_path):
     ranker = from_pretrained(folder)
     scores = ranker.predict(toy_queries()).scores
     assert scores.shape == (100,) and np.isfinite(scores).all()
-    assert ranker.tokenizer.pad_token_id == 0
+    assert ranker.tokenizer_.pad_token_id == 0

@@ -47,7 +47,7 @@ def test_the_encoder_is_a_copy_and_the_head_is_new(trained):
     for k in source:  # a loop over every tensor, the reference
         assert torch.equal(copied[k], source[k]), k
     assert new.model.encoder is not trained.model.encoder
-    assert new.tokenizer is trained.tokenizer
+    assert new.tokenizer_ is trained.tokenizer_
     again = NeuralRanker.from_ranker(trained, **_kw(seed=5))
     other = NeuralRanker.from_ranker(trained, **_kw(seed=6))
     assert torch.equal(new.model.head[-1].weight, again.model.head[-1].weight)  # seeded

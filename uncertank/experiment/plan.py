@@ -32,12 +32,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from uncertank.experiment.building import build_ranker
-from uncertank.experiment.config import StudyConfig, StudyConfigError
+from uncertank.experiment.config import ComparisonSettings, StudyConfig, StudyConfigError
 from uncertank.experiment.preflight import check_output_folder, validate_config
 from uncertank.experiment.speed import MachineSpeed, probe_machine
 from uncertank.experiment.stages import StudyData
@@ -50,11 +51,19 @@ MODEL_FREE_NEGATIVES = frozenset({"random", "bm25", "file", "given"})
 
 #: The encoder layers the rankers' rates are given for (:class:`uncertank.CostEstimating`).
 RATE_LAYERS = 6
+#: Seconds of one Bayesian fit of the bundled TREC-COVID round 1 systems (42 runs x 30 topics, 1,260 cells) with
+#: nutpie, 1,000 tuning steps and 1,000 draws in each of 4 chains, on the reference machine: the default demo
+#: there, quiet (docs/results/demo.json). A fit is estimated at its family's seconds, scaled by its steps times
+#: chains over these 8,000 and, for a study's own systems, by its cells (systems x queries) over these 1,260;
+#: a refit after failed convergence checks (``[bayes] retries``) is not counted.
+BAYES_REFERENCE_SECONDS = {"gaussian": 7.7, "zoib": 9.0}
+_BAYES_REFERENCE_CELLS = 42 * 30
+_BAYES_SOURCE = "the reference machine's seconds for its size"
 _RATE = "at the ranker's rate"
 _CALIBRATED = "at the ranker's rate, calibrated"
 _RATE_SOURCE = ("estimates (the first-party rankers' measured on a real run on 2 CPU cores, "
-                "docs/results/real_run.json), scaled by the encoder's layers and, for the neural rankers, by the "
-                "speed probe; they scale with max_length and epochs, which they do not read")
+                "docs/results/real_run.json; a neural ranker's follow its pairs per query, epochs and max_length), "
+                "scaled by the encoder's layers and, for the neural rankers, by the speed probe")
 
 
 def _layer_scale(rc: Any, by_label: dict[str, Any]) -> float:
@@ -150,12 +159,17 @@ class StudyPlan:
         lines += ["", "Rankers:"] + [f"  {label}: {what}" for label, what in self.rankers]
         lines += ["", "Steps:"]
         for s in self.steps:
-            state = "cached, reused" if s.cached else ("runs" if s.key is not None else "runs unless cached "
-                                                                                        "(its data is not built)")
+            if s.cached:
+                state = "cached, reused"
+            elif s.key is not None:
+                state = "runs"
+            else:
+                state = "runs unless cached" + ("" if s.name.startswith("bayes ") else " (its data is not built)")
             if s.cached:
                 cost = ""
             elif s.seconds is None:
-                cost = ", cost unknown (no rate for this ranker)"
+                cost = ", cost unknown (" + ("measured with nutpie only" if s.name.startswith("bayes ")
+                                            else "no rate for this ranker") + ")"
             elif s.reference_seconds is not None:
                 cost = (f", about {_upto(s.seconds, s.high)} ({s.source}; "
                         f"{_duration(s.reference_seconds)} on the reference machine)")
@@ -266,7 +280,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
         tests[cond.name], exact[cond.name] = _load_counted(cond.dataset, "test", cond.negatives,
                                                            config.max_test_queries, config, f"conditions[{i}].dataset")
     # a run's ids against the test queries the run will load (not those drawn with stand-in negatives)
-    match_runs(config, {name: qs for name, qs in tests.items() if exact[name]})
+    match_runs(config.section(ComparisonSettings), {name: qs for name, qs in tests.items() if exact[name]})
     digests = {"train": train.digest(), "valid": valid.digest(), **{k: v.digest() for k, v in tests.items()}}
     data = StudyData(train, valid, tests, digests)
     sets = {"valid": valid, **tests}
@@ -347,8 +361,43 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             if source == _RATE and built.probe_scaled:
                 neural[len(plan.steps)] = ("predict", str(getattr(built.ranker, "device", "cpu")))
             plan.steps.append(StepPlan(step, pkey, resume and pkey is not None and path.exists(), seconds, source))
+    _plan_bayes(plan, config, {name: qs.n_queries for name, qs in tests.items()}, before if resume else {})
     _calibrate(plan, {i: v for i, v in neural.items() if not plan.steps[i].cached} if calibrate else {})
     return plan
+
+
+def _plan_bayes(plan: StudyPlan, config: StudyConfig, queries: Mapping[str, int], before: Mapping[str, Any]) -> None:
+    """The Bayes stage's fits as steps (``bayes <family>[ <condition>]``), estimated by :data:`BAYES_REFERENCE_SECONDS`.
+
+    A fit a previous run in the folder recorded is estimated at its seconds.
+    """
+    bayes = config.bayes
+    if not bayes.enabled:
+        return
+    steps = (bayes.draws + bayes.tune) * bayes.chains / 8000
+
+    def seconds(family: str, cells: int) -> float | None:
+        if bayes.sampler not in ("nutpie", "auto"):  # measured with nutpie only
+            return None
+        ref = BAYES_REFERENCE_SECONDS.get(family, max(BAYES_REFERENCE_SECONDS.values()))
+        return ref * steps * cells / _BAYES_REFERENCE_CELLS
+
+    fits: list[tuple[str, int]] = []
+    if bayes.systems == "trec_covid":
+        fits += [(family, _BAYES_REFERENCE_CELLS) for family in bayes.families]
+    else:
+        conditions = list(bayes.conditions or [c.name for c in config.conditions])
+        for cond in conditions:
+            systems = len(config.rankers) + sum(1 for r in bayes.runs if r.condition == cond)
+            fits += [(f"{family} {cond}", systems * queries.get(cond, 0)) for family in bayes.families]
+    for name, cells in fits:
+        old = before.get(f"bayes {name}")
+        if isinstance(old, dict) and isinstance(old.get("seconds"), (int, float)) and math.isfinite(old["seconds"]):
+            plan.steps.append(StepPlan(f"bayes {name}", None, False, float(old["seconds"]), "as the previous run"))
+            continue
+        estimate = seconds(name.split(" ")[0], cells)
+        plan.steps.append(StepPlan(f"bayes {name}", None, False, estimate, _BAYES_SOURCE if estimate is not None
+                                   else ""))
 
 
 def _calibrate(plan: StudyPlan, neural: dict[int, tuple[str, str]]) -> None:

@@ -23,6 +23,8 @@
 - :mod:`~uncertank.nn.runtime`: seeding, ``device="auto"``, bf16 on CUDA, progress.
 - :class:`NeuralRanker`: the base ranker the plugins build on (its public
   extension API is listed in :mod:`uncertank.nn.ranker`).
+- :mod:`~uncertank.nn.sampling_ranker`: the ``predict_samples`` template of the
+  rankers that draw joint samples (:class:`SamplingRanker`).
 
 Importing this package raises ImportError naming ``pip install "uncertank[torch]"``
 when torch, transformers, accelerate, safetensors or tqdm is missing.
@@ -93,6 +95,7 @@ from uncertank.nn.runtime import (  # noqa: E402
     resolve_device,
     seed_everything,
 )
+from uncertank.nn.sampling_ranker import SamplingRanker  # noqa: E402
 from uncertank.nn.training import (  # noqa: E402
     TrainingConfig,
     TrainingHistory,
@@ -116,6 +119,7 @@ __all__ = [
     "PostHocHeadWarning",
     "PairFormat",
     "PretrainedCrossEncoder",
+    "SamplingRanker",
     "TorchDropoutRanker",
     "TrainingConfig",
     "TrainingHistory",

@@ -208,7 +208,7 @@ def ranker_manifest(ranker: Any) -> dict[str, Any]:
     return {
         "ranker": cls.name,
         "class": f"{cls.__module__}:{cls.__qualname__}",
-        "params": ranker.get_params(),
+        "params": ranker.saved_params(),
         "extra": ranker.extra_params(),
         "history": None if ranker.history_ is None else asdict(ranker.history_),
         # where the weights came from ("fit", "warm_start", "pretrained", "load"); None only for a ranker

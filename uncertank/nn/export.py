@@ -183,7 +183,7 @@ def save_pretrained(ranker: Any, folder: str | os.PathLike[str], *, overwrite: b
     model = ranker.build_model()
     if isinstance(model, PretrainedCrossEncoder):
         clf = _pretrained_classifier(model, model.activation)
-        fmt = ranker.pair_format.to_dict()
+        fmt = ranker.pair_format_.to_dict()
     else:
         clf = _classifier_from_head(model)
         fmt = {"turn_markers": True}
@@ -191,8 +191,8 @@ def save_pretrained(ranker: Any, folder: str | os.PathLike[str], *, overwrite: b
 
     clf = copy.deepcopy(clf).to("cpu").eval()
     clf.config.uncertank_pair_format = fmt
-    tokenizer = copy.deepcopy(ranker.tokenizer)
-    tokenizer.model_max_length = int(ranker.training_config.max_length)
+    tokenizer = copy.deepcopy(ranker.tokenizer_)
+    tokenizer.model_max_length = int(ranker.max_length_)
     import transformers
 
     st_config = {

@@ -11,7 +11,10 @@ guide, "Write your own neural ranker"). Its extension API:
 - :meth:`NeuralRanker.build_model`, :meth:`NeuralRanker.encode`,
   :meth:`NeuralRanker.score`, :meth:`NeuralRanker.check_queries`: building,
   encoding and batched scoring;
-- :meth:`NeuralRanker.get_params`, :meth:`NeuralRanker.extra_params`,
+- :meth:`NeuralRanker.get_params`, :meth:`NeuralRanker.set_params`: the
+  constructor's parameters, as given (scikit-learn's contract, so
+  ``sklearn.base.clone`` rebuilds a ranker; :mod:`uncertank.params`);
+- :meth:`NeuralRanker.saved_params`, :meth:`NeuralRanker.extra_params`,
   :meth:`NeuralRanker.save_into`: what a checkpoint stores.
 
 Checkpoints are data: :func:`uncertank.nn.load_ranker`
@@ -23,7 +26,7 @@ names.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +47,7 @@ from uncertank.nn.checkpoint import (
     save_model,
 )
 from uncertank.nn.export import save_pretrained
-from uncertank.nn.inference import score_probabilities
+from uncertank.nn.inference import score_batches, score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_pairs
 from uncertank.nn.model import CrossEncoderModel, build_backbone, check_max_length, check_pooling, copy_encoder
 from uncertank.nn.pretrained import (
@@ -57,6 +60,7 @@ from uncertank.nn.pretrained import (
 )
 from uncertank.nn.runtime import get_accelerator, is_main_process, resolve_device, seed_everything
 from uncertank.nn.training import TrainingConfig, TrainingHistory, cross_entropy_loss, train_cross_encoder
+from uncertank.params import Parameters
 from uncertank.protocols import CostRates, NotFittedError
 
 if TYPE_CHECKING:
@@ -66,17 +70,19 @@ if TYPE_CHECKING:
 __all__ = ["NeuralRanker", "PostHocHeadWarning"]
 
 
+#: Seconds per training pair of the six-layer MiniLM at ``max_length`` 64 on two CPU cores (forward, backward
+#: and update, batches of 16): the real run's four ensemble members, 2306.5 s on 4 x 19,078 balanced pairs
+#: (docs/results/real_run_ensemble.json). :meth:`NeuralRanker.cost_rates` scales it.
+FIT_SECONDS_PER_PAIR = 2306.5 / (4 * 19078)
+#: Seconds per scored pair of the same model: 35.8 s on 6,000 pairs (docs/results/real_run.json).
+PREDICT_SECONDS_PER_PAIR = 35.8 / 6000
+
+
 class PostHocHeadWarning(UserWarning):
     """A post-hoc head fitted on a user's model ranks the validation queries worse than the model's own head."""
 
-_TRAIN_PARAMS = (
-    "max_length", "epochs", "batch_size", "lr", "head_lr", "seed", "warmup_ratio", "weight_decay",
-    "max_grad_norm", "eval_batch_size", "show_progress", "freeze_embeddings", "train_ratio",
-    "max_train_queries",
-)
 
-
-class NeuralRanker:
+class NeuralRanker(Parameters):
     """A pointwise cross-encoder ranker (Penha & Hauff, EACL 2021, section 3.1).
 
     ``[CLS]`` -> feed-forward -> two logits -> softmax gives P(relevant);
@@ -150,10 +156,18 @@ class NeuralRanker:
     name : str, optional
         Report name; the class's ``name`` by default.
 
+    Every parameter is stored unchanged under its own name and reported by
+    :meth:`get_params` (:class:`uncertank.nn.Parameters`); the constructor
+    and :meth:`set_params` check them all (:meth:`_check_params`). Settings
+    derived from them are built when used: :attr:`training_config`, and what
+    the network settles (:attr:`max_length_`, :attr:`pair_format_`, ...).
+
     Attributes
     ----------
     model : nn.Module or None
         The network, built by :meth:`build_model` (or :meth:`load`).
+    tokenizer_ : tokenizer or None
+        The tokenizer the network reads pairs with, set with the network.
     history_ : TrainingHistory or None
         Set by :meth:`fit`.
     """
@@ -190,40 +204,115 @@ class NeuralRanker:
         freeze_encoder: bool | None = None,
         name: str | None = None,
     ) -> None:
-        check_pretrained_args(pretrained, backbone=backbone, num_hidden_layers=num_hidden_layers, activation=activation)
-        self.pretrained = None if pretrained is None else str(pretrained)
-        self._pair_format_given = pair_format is not None
-        if pair_format is None and isinstance(pretrained, (str, os.PathLike)):
-            pair_format = recorded_pair_format(pretrained)  # written by save_pretrained
-        self.pair_format = PairFormat.coerce(pair_format)
-        self.activation = activation
-        self._max_length_given = max_length is not None
-        if freeze_encoder is None:
-            freeze_encoder = self.pretrained is not None and not self.keeps_pretrained_head
-        self.training_config = TrainingConfig(
-            max_length=128 if max_length is None else max_length, epochs=epochs, batch_size=batch_size, lr=lr,
-            head_lr=head_lr, seed=seed,
-            warmup_ratio=warmup_ratio, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
-            eval_batch_size=eval_batch_size, show_progress=show_progress, freeze_embeddings=freeze_embeddings,
-            freeze_encoder=freeze_encoder, train_ratio=train_ratio, max_train_queries=max_train_queries,
-        )
-        self.device = device
-        resolve_device(device)  # fail early on a bad device string
         self.backbone = backbone
-        self.tokenizer: Any = tokenizer  # the argument, then the loaded tokenizer
+        self.tokenizer = tokenizer
         self.num_hidden_layers = num_hidden_layers
-        self.pooling = check_pooling(pooling)
+        self.pooling = pooling
+        self.max_length = max_length
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.head_lr = head_lr
+        self.seed = seed
+        self.device = device
+        self.warmup_ratio = warmup_ratio
+        self.weight_decay = weight_decay
+        self.max_grad_norm = max_grad_norm
+        self.eval_batch_size = eval_batch_size
+        self.show_progress = show_progress
+        self.freeze_embeddings = freeze_embeddings
+        self.train_ratio = train_ratio
+        self.max_train_queries = max_train_queries
+        self.pretrained = pretrained
+        self.pair_format = pair_format
+        self.activation = activation
+        self.freeze_encoder = freeze_encoder
         if name is not None:
             self.name = name
+        self._check_params()
         self.model: torch.nn.Module | None = None
+        #: The loaded tokenizer, set with the network (:meth:`build_model`, :meth:`load`, :meth:`warm_start`).
+        self.tokenizer_: Any = None
         self.history_: TrainingHistory | None = None
         #: Where the weights came from: "fit", "load", "warm_start", "pretrained" or None (a random head).
         self.weights_source_: str | None = "pretrained" if self.keeps_pretrained_head and pretrained else None
+        # what the network settled that the parameters left open (a pretrained model's length, activation and
+        # pair format; a warm start's source): read through the properties below, never stored over a parameter
+        self._resolved: dict[str, Any] = {}
+
+    def _check_params(self) -> None:
+        """Raise for a bad parameter, as the constructor does (and :meth:`set_params`); nothing is stored.
+
+        A subclass that adds parameters extends it, calling this one first.
+        """
+        check_pretrained_args(
+            self.pretrained, backbone=self.backbone, num_hidden_layers=self.num_hidden_layers,
+            activation=self.activation,
+        )
+        PairFormat.coerce(self.pair_format)
+        self._training_config(128 if self.max_length is None else self.max_length)
+        resolve_device(self.device)  # fail early on a bad device string
+        check_pooling(self.pooling)
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a str or None; got {type(self.name).__name__}")
+
+    def _training_config(self, max_length: int) -> TrainingConfig:
+        freeze_encoder = self.freeze_encoder
+        if freeze_encoder is None:
+            freeze_encoder = self.pretrained is not None and not self.keeps_pretrained_head
+        return TrainingConfig(
+            max_length=max_length, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+            head_lr=self.head_lr, seed=self.seed, warmup_ratio=self.warmup_ratio, weight_decay=self.weight_decay,
+            max_grad_norm=self.max_grad_norm, eval_batch_size=self.eval_batch_size,
+            show_progress=self.show_progress, freeze_embeddings=self.freeze_embeddings,
+            freeze_encoder=freeze_encoder, train_ratio=self.train_ratio, max_train_queries=self.max_train_queries,
+        )
 
     @property
-    def max_train_queries(self) -> int | None:
-        """The most training queries ``fit`` uses, a seeded subset (:class:`~uncertank.TrainingLimited`); None: all."""
-        return self.training_config.max_train_queries
+    def training_config(self) -> TrainingConfig:
+        """The training settings (:class:`~uncertank.nn.TrainingConfig`), built from the parameters.
+
+        A new object on every read: change a setting with :meth:`set_params`.
+        Its ``max_length`` is :attr:`max_length_`; ``freeze_encoder`` left as
+        None is True for a new head on a ``pretrained`` model.
+        """
+        return self._training_config(self.max_length_)
+
+    # -- what the parameters leave open, settled with the network ---------------
+
+    @property
+    def max_length_(self) -> int:
+        """Tokens per pair: ``max_length``, else a ``pretrained`` model's own (once read), else 128."""
+        if self.max_length is not None:
+            return self.max_length
+        return int(self._resolved.get("max_length", 128))
+
+    @property
+    def pretrained_(self) -> str | None:
+        """The classifier folder the network is read from: ``pretrained`` as a str, or a warm start's source's."""
+        if "pretrained" in self._resolved:
+            return self._resolved["pretrained"]  # type: ignore[no-any-return]
+        return None if self.pretrained is None else str(self.pretrained)
+
+    @property
+    def pair_format_(self) -> PairFormat:
+        """How the model reads a pair: ``pair_format``, else what the model's folder records, else the default."""
+        if "pair_format" in self._resolved:
+            return self._resolved["pair_format"]  # type: ignore[no-any-return]
+        fmt = self.pair_format
+        if fmt is None and isinstance(self.pretrained, (str, os.PathLike)):
+            fmt = recorded_pair_format(self.pretrained)  # written by save_pretrained
+        return PairFormat.coerce(fmt)
+
+    @property
+    def activation_(self) -> str:
+        """How the logits become P(relevant): ``activation``, its ``"auto"`` settled once the model is read."""
+        return str(self._resolved.get("activation", self.activation))
+
+    @property
+    def pooling_(self) -> str:
+        """The pair's vector the network pools: ``pooling``, or that of the network a warm start copied."""
+        return str(self._resolved.get("pooling", self.pooling))
 
     def missing_requirements(self) -> list[tuple[str, str]]:
         """What this ranker needs and the machine lacks (:class:`~uncertank.RequirementChecking`); nothing is loaded.
@@ -288,34 +377,34 @@ class NeuralRanker:
         ValueError
             When ``max_length`` exceeds the backbone's ``max_position_embeddings``.
         """
-        if self.model is None and self.pretrained is not None:
-            self.model = self._pretrained_network(self.pretrained, weights=True)
+        if self.model is None and self.pretrained_ is not None:
+            self.model = self._pretrained_network(self.pretrained_, weights=True)
         if self.model is None:
-            seed_everything(self.training_config.seed)
+            seed_everything(self.seed)
             encoder, tok = build_backbone(self.backbone, self.tokenizer, num_hidden_layers=self.num_hidden_layers)
-            check_max_length(self.training_config.max_length, encoder.config, "the backbone's")
-            self.tokenizer = tok
+            check_max_length(self.max_length_, encoder.config, "the backbone's")
+            self.tokenizer_ = tok
             self.model = self.create_model(encoder)
         return self.model
 
     def _pretrained_network(self, folder: str | os.PathLike[str], *, weights: bool) -> torch.nn.Module:
         """The network on the classifier in ``folder``: the classifier itself, or a new head on its encoder."""
         classifier, tok = read_classifier(
-            folder, weights=weights, tokenizer=self.tokenizer, activation=self.activation,
+            folder, weights=weights, tokenizer=self.tokenizer, activation=self.activation_,
             require_head=self.keeps_pretrained_head,
         )
-        self.activation = classifier.activation
+        self._resolved["activation"] = classifier.activation
         self._own_head_trained = classifier.head_trained
         recorded = getattr(classifier.classifier.config, "uncertank_pair_format", None)
-        if recorded is not None and not self._pair_format_given:  # written by save_pretrained
-            self.pair_format = PairFormat.coerce(dict(recorded))
-        if not self._max_length_given:
-            self.training_config.max_length = default_max_length(classifier, tok)
-        check_max_length(self.training_config.max_length, classifier.classifier.config, "the model's")
-        self.tokenizer = tok
+        if recorded is not None and self.pair_format is None:  # written by save_pretrained
+            self._resolved["pair_format"] = PairFormat.coerce(dict(recorded))
+        if self.max_length is None:
+            self._resolved["max_length"] = default_max_length(classifier, tok)
+        check_max_length(self.max_length_, classifier.classifier.config, "the model's")
+        self.tokenizer_ = tok
         if self.keeps_pretrained_head:
             return classifier
-        seed_everything(self.training_config.seed)
+        seed_everything(self.seed)
         return self.create_model(classifier.encoder)
 
     def loss(self, output: Any, labels: torch.Tensor) -> torch.Tensor:
@@ -356,39 +445,66 @@ class NeuralRanker:
             Gives the device and, under several processes, the process group.
         """
 
-    def get_params(self) -> dict[str, Any]:
-        """The constructor parameters a checkpoint stores (training settings, device, name).
-
-        Subclasses add theirs in :meth:`extra_params`.
-        """
-        params = {k: getattr(self.training_config, k) for k in _TRAIN_PARAMS}
-        params["device"] = self.device
-        params["pooling"] = self.pooling
-        params["name"] = self.name
-        params["freeze_encoder"] = self.training_config.freeze_encoder
-        if self.pretrained is not None:
-            params["pretrained"] = self.pretrained
-            params["pair_format"] = self.pair_format.to_dict()
-            params["activation"] = self.activation
-        return params
-
     def extra_params(self) -> dict[str, Any]:
-        """A subclass's own constructor parameters, stored in checkpoints (JSON values); none here."""
-        return {}
+        """A subclass's own parameters, as a checkpoint's ``"extra"`` entry stores them (JSON values).
+
+        The parameters :meth:`get_params` reports beyond those of
+        :class:`NeuralRanker` (read off the constructors' signatures); none
+        here. A subclass overrides it only to store a value other than the
+        one given (a fitted one).
+        """
+        own = set(NeuralRanker.param_names())
+        return {k: v for k, v in self.get_params().items() if k not in own}
+
+    def saved_params(self) -> dict[str, Any]:
+        """The parameters of :class:`NeuralRanker` a checkpoint's ``"params"`` entry stores (JSON values).
+
+        The training settings, ``device``, ``pooling``, ``name`` and
+        ``freeze_encoder`` as the network uses them (``max_length`` a
+        pretrained model's own when left out), and for a pretrained model
+        its pair format and activation; the backbone and tokenizer are the
+        checkpoint's own files.
+        """
+        config = self.training_config
+        params: dict[str, Any] = {
+            k: getattr(config, k) for k in (
+                "max_length", "epochs", "batch_size", "lr", "head_lr", "seed", "warmup_ratio", "weight_decay",
+                "max_grad_norm", "eval_batch_size", "show_progress", "freeze_embeddings", "train_ratio",
+                "max_train_queries",
+            )
+        }
+        params.update(device=self.device, pooling=self.pooling_, name=self.name, freeze_encoder=config.freeze_encoder)
+        if self.pretrained_ is not None:
+            params.update(
+                pretrained=self.pretrained_, pair_format=self.pair_format_.to_dict(), activation=self.activation_
+            )
+        return params
 
     # -- Ranker API -------------------------------------------------------------
 
     def cost_rates(self, *, warm_start: bool = False) -> CostRates | None:
         """Seconds per training query of ``fit`` and per scored pair of ``predict`` (:class:`uncertank.CostEstimating`).
 
-        Measured on the real run (docs/results/real_run.json: the six-layer
-        MiniLM, ``max_length`` 64, one epoch, two CPU cores): ``fit`` 2051.7 s
-        on 9,539 training queries, ``predict`` 35.8 s on 6,000 pairs. A study
-        scales them by the encoder's layers. A subclass inherits them (the
-        same encoder's cost); one whose ``fit`` or ``predict`` costs otherwise
-        overrides this method, or returns None for no estimate.
+        Both come from per-pair rates of the six-layer MiniLM at
+        ``max_length`` 64 on two CPU cores: training 0.0302 s per pair
+        (forward, backward and update in batches of 16; the real run's four
+        ensemble members, 2306.5 s on 76,312 balanced pairs with their
+        validation, docs/results/real_run_ensemble.json) and scoring 0.00597
+        s per pair (35.8 s on 6,000 pairs, docs/results/real_run.json). A
+        training query costs its pairs: ``1 + train_ratio`` of them (ten, a
+        list, with ``train_ratio=None``), every epoch; both rates scale with
+        ``max_length`` over 64 (an upper bound when the pairs are shorter).
+        With ``freeze_encoder`` a training pair costs a scored one (the
+        encoder runs forward only). A study scales them by the encoder's
+        layers and by the speed probe (:mod:`uncertank.experiment.speed`).
+        A subclass whose ``fit`` or ``predict`` costs otherwise overrides this
+        method, or returns None for no estimate.
         """
-        return CostRates(2051.7 / 9539, 35.8 / 6000)
+        cfg = self.training_config
+        tokens = cfg.max_length / 64
+        pairs = 10 if cfg.train_ratio is None else 1 + cfg.train_ratio
+        per_pair = PREDICT_SECONDS_PER_PAIR if cfg.freeze_encoder else FIT_SECONDS_PER_PAIR
+        return CostRates(per_pair * tokens * pairs * cfg.epochs, PREDICT_SECONDS_PER_PAIR * tokens)
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
         """Fine-tune on ``train``; with ``valid``, keep the epoch of best validation MAP.
@@ -410,13 +526,13 @@ class NeuralRanker:
         """
         model = self.build_model()
         self.history_ = train_cross_encoder(
-            model, self.tokenizer, train, valid,
+            model, self.tokenizer_, train, valid,
             config=self.training_config, accelerator=get_accelerator(self.device),
             loss_fn=self.loss, on_train_end=self.on_train_end, encode=self.encode_texts,
         )
         self.weights_source_ = "fit"
         own_head = getattr(self, "_own_head_trained", False)  # a user's folder with a trained head of its own
-        if self.pretrained is not None and not self.keeps_pretrained_head and valid is not None and own_head:
+        if self.pretrained_ is not None and not self.keeps_pretrained_head and valid is not None and own_head:
             self._check_post_hoc_head(valid)
         return self
 
@@ -431,10 +547,10 @@ class NeuralRanker:
 
         from uncertank.nn.training import average_precision
 
-        assert self.history_ is not None and self.pretrained is not None and valid.labels is not None
+        assert self.history_ is not None and self.pretrained_ is not None and valid.labels is not None
         own = NeuralRanker(
-            pretrained=self.pretrained, pair_format=self.pair_format.to_dict(), activation=self.activation,
-            max_length=self.training_config.max_length, eval_batch_size=self.training_config.eval_batch_size,
+            pretrained=self.pretrained_, pair_format=self.pair_format_.to_dict(), activation=self.activation_,
+            max_length=self.max_length_, eval_batch_size=self.eval_batch_size,
             device=self.device, show_progress=False, name=f"{self.name} (own head)",
         )
         own_map = float(average_precision(own.predict(valid).scores, valid.labels, valid.offsets).mean())
@@ -481,15 +597,37 @@ class NeuralRanker:
         if self.model is not None:
             raise ValueError(f"warm_start needs a ranker whose network is not built yet; {self.name!r} has one")
         encoder = copy_encoder(other.build_model().encoder)  # a pretrained model is read on first use
-        seed_everything(self.training_config.seed)
-        self.tokenizer = other.tokenizer
-        # a pretrained model's encoder reads pairs in its own format
-        self.pretrained, self.pair_format, self.activation = other.pretrained, other.pair_format, other.activation
-        if other.pretrained is not None and not self._max_length_given:
-            self.training_config.max_length = other.training_config.max_length
+        seed_everything(self.seed)
+        self.tokenizer_ = other.tokenizer_
+        self.read_pairs_like(other)
         self.model = self.create_model(encoder)
         self.weights_source_ = "warm_start"
         return self
+
+    def read_pairs_like(
+        self, other: NeuralRanker, *, keep: Collection[str] = (), whole_network: bool = False
+    ) -> None:
+        """Read pairs as ``other``'s network does, for a ranker that takes over its encoder.
+
+        A pretrained model's encoder reads pairs in its own format: ``other``'s
+        settled folder, pair format and activation (:attr:`pretrained_`,
+        :attr:`pair_format_`, :attr:`activation_`), and its ``max_length``
+        when it is a pretrained model's and this ranker was given none,
+        become this ranker's. With ``whole_network`` (its head is taken over
+        too) its pooling and, unless this ranker was given one, its
+        ``max_length`` are taken as well. The parameters are not changed;
+        ``keep`` names settings (``"pair_format"``, ...) that stay this ranker's own.
+        """
+        if other.pretrained_ is not None:
+            other.build_model()  # a pretrained model's length, format and activation settle when it is read
+        taken: dict[str, Any] = {
+            "pretrained": other.pretrained_, "pair_format": other.pair_format_, "activation": other.activation_,
+        }
+        if (whole_network or other.pretrained_ is not None) and self.max_length is None:
+            taken["max_length"] = other.max_length_
+        if whole_network:
+            taken["pooling"] = other.pooling_
+        self._resolved.update({k: v for k, v in taken.items() if k not in keep})
 
     @classmethod
     def from_ranker(cls, ranker: NeuralRanker, **params: Any) -> Self:
@@ -514,7 +652,7 @@ class NeuralRanker:
 
         A study skips ``fit`` then; a head new from :meth:`warm_start` is not fitted until :meth:`fit` runs.
         """
-        kept_head = self.pretrained is not None and self.keeps_pretrained_head and self.weights_source_ != "warm_start"
+        kept_head = self.pretrained_ is not None and self.keeps_pretrained_head and self.weights_source_ != "warm_start"
         return self.history_ is not None or kept_head
 
     def check_fitted(self) -> None:
@@ -560,12 +698,12 @@ class NeuralRanker:
             ``max_length`` of the ranker by default.
         """
         self.build_model()
-        length = self.training_config.max_length if max_length is None else max_length
-        if self.pretrained is not None:
+        length = self.max_length_ if max_length is None else max_length
+        if self.pretrained_ is not None:
             return encode_text_pairs(
-                self.tokenizer, contexts, candidates, query_index, max_length=length, pair_format=self.pair_format
+                self.tokenizer_, contexts, candidates, query_index, max_length=length, pair_format=self.pair_format_
             )
-        return encode_pairs(self.tokenizer, contexts, candidates, query_index, max_length=length)
+        return encode_pairs(self.tokenizer_, contexts, candidates, query_index, max_length=length)
 
     def score(
         self, queries: QuerySet, *, n_passes: int = 1, mc: bool = False, seed: int | None = None
@@ -591,10 +729,59 @@ class NeuralRanker:
         model = self.build_model()
         enc = self.encode(queries)
         return score_probabilities(
-            [model], enc, n_passes=n_passes, mc=mc, batch_size=self.training_config.eval_batch_size,
+            [model], enc, n_passes=n_passes, mc=mc, batch_size=self.eval_batch_size,
             accelerator=get_accelerator(self.device), seed=seed,
-            show_progress=self.training_config.show_progress, desc=f"{self.name}",
+            show_progress=self.show_progress, desc=f"{self.name}",
         )
+
+    def batch_outputs(
+        self,
+        queries: QuerySet | EncodedPairs,
+        fn: Callable[[torch.nn.Module, dict[str, torch.Tensor]], torch.Tensor],
+        desc: str,
+        *,
+        model: torch.nn.Module | None = None,
+        accelerator: Accelerator | None = None,
+    ) -> NDArray[np.float64]:
+        """``fn(model, batch)`` over every pair, in batches of ``eval_batch_size``: the network in eval mode.
+
+        The network (built on first use, or ``model``) goes to the
+        accelerator's device and runs without gradients; its mode is
+        restored afterwards. What a head's own outputs (a GP's mean and
+        variance, posterior draws) are computed with.
+
+        Parameters
+        ----------
+        queries : QuerySet or EncodedPairs
+            The pairs, or their token sequences (:meth:`encode`).
+        fn : callable
+            ``fn(model, batch) -> Tensor`` of shape (batch,) or (batch, k).
+        desc : str
+            The progress bar's label.
+        model : nn.Module, optional
+            The network; :meth:`build_model`'s by default.
+        accelerator : accelerate.Accelerator, optional
+            :func:`uncertank.nn.get_accelerator` of ``device`` by default.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,) or (n_pairs, k)
+            In the order of the pairs.
+        """
+        net = self.build_model() if model is None else model
+        acc = get_accelerator(self.device) if accelerator is None else accelerator
+        net.to(acc.device)
+        was = net.training
+        net.eval()
+        pairs = queries if isinstance(queries, EncodedPairs) else self.encode(queries)
+        try:
+            with torch.inference_mode():
+                return score_batches(
+                    pairs, lambda batch: fn(net, batch), batch_size=self.eval_batch_size, accelerator=acc,
+                    show_progress=self.show_progress, desc=desc,
+                )
+        finally:
+            net.train(was)
 
     def predict(self, queries: QuerySet) -> Predictions:
         """P(relevant) of every pair, shape (n_pairs,), with dropout off.
@@ -644,11 +831,11 @@ class NeuralRanker:
         """Write ``model`` (weights and buffers), tokenizer and manifest into the existing ``folder``.
 
         The manifest records the registered ranker name (the class attribute
-        ``name``), :meth:`get_params`, :meth:`extra_params` and the training
+        ``name``), :meth:`saved_params`, :meth:`extra_params` and the training
         history. :meth:`save` calls it inside an atomic folder; a composite
         ranker (an ensemble) calls it once per member sub-folder.
         """
-        save_model(folder, model, self.tokenizer, ranker_manifest(self))
+        save_model(folder, model, self.tokenizer_, ranker_manifest(self))
 
     def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the network as a Hugging Face / sentence-transformers folder (:func:`save_pretrained`).
@@ -681,12 +868,12 @@ class NeuralRanker:
                 "would be noise); fit it and save it again"
             )
         ranker = cls(**{**checkpoint_params(cls, path, manifest), **overrides})
-        if ranker.pretrained is not None:
-            model = ranker._pretrained_network(ranker.pretrained, weights=False)
+        if ranker.pretrained_ is not None:
+            model = ranker._pretrained_network(ranker.pretrained_, weights=False)
             load_weights(model, Path(path) / "model.safetensors")
             ranker.model = model.eval()
         else:
-            ranker.model, ranker.tokenizer = load_model(path, make_model=ranker.create_model)
+            ranker.model, ranker.tokenizer_ = load_model(path, make_model=ranker.create_model)
         if manifest.get("history") is not None:
             ranker.history_ = TrainingHistory(**manifest["history"])
         ranker.weights_source_ = "load"

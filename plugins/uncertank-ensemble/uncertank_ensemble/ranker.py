@@ -20,12 +20,18 @@ from uncertank.nn import (
     score_probabilities,
     write_manifest,
 )
+from uncertank.params import Parameters
 from uncertank.validation import check_positive_int
 
 __all__ = ["DeepEnsembleRanker"]
 
+#: The members' parameters the ensemble takes through ``**params`` (NeuralRanker's, less its own), with defaults.
+_MEMBER_PARAMS: dict[str, Any] = {
+    k: v for k, v in (NeuralRanker.__init__.__kwdefaults__ or {}).items() if k not in ("pretrained", "show_progress")
+}
 
-class DeepEnsembleRanker:
+
+class DeepEnsembleRanker(Parameters):
     """M cross-encoders trained from different seeds on the same data.
 
     Deep ensembles (Lakshminarayanan et al., NeurIPS 2017) as Penha & Hauff
@@ -70,6 +76,8 @@ class DeepEnsembleRanker:
     """
 
     name = "ensemble"
+    _params_passed_to = NeuralRanker
+    seed: int  # with every other parameter of the members, set from ``**params``
     #: Its members' cost rates are a torch network's (:class:`uncertank.ProbeScaled`).
     cost_scales_with_probe = True
 
@@ -83,36 +91,57 @@ class DeepEnsembleRanker:
         show_progress: bool | None = None,
         **params: Any,
     ) -> None:
-        if show_progress is not None:
-            params["show_progress"] = show_progress
-        folders = _check_folders(pretrained, n_members)
-        if folders is not None and backbone is not None:
-            raise ValueError(f"give pretrained or backbone, not both (got backbone={backbone!r})")
-        self.n_members = check_positive_int(
-            len(folders) if folders is not None else 5 if n_members is None else n_members, "n_members", minimum=2
-        )
-        if stacked is not None and not isinstance(stacked, bool):
-            raise TypeError(f"stacked must be True, False or None; got {type(stacked).__name__}")
-        self.stacked = stacked
-        if "name" in params:
-            self.name = str(params.pop("name"))
-        seed = params.pop("seed", 0)
-        check_positive_int(seed, "seed", minimum=0)
-        self.seed = int(seed)
         self.backbone = backbone
-        self.params = params
+        self.n_members = n_members
+        self.stacked = stacked
+        self.pretrained = pretrained
+        self.show_progress = show_progress
+        unknown = sorted(set(params) - set(_MEMBER_PARAMS))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected parameter(s) {', '.join(map(repr, unknown))}; its members "
+                f"take: {', '.join(_MEMBER_PARAMS)}"
+            )
+        for key, default in _MEMBER_PARAMS.items():
+            if key != "name":
+                setattr(self, key, params.get(key, default))
+        if params.get("name") is not None:
+            self.name = params["name"]
+        self._check_params()
         self._kept_first = False
+        self.members: list[NeuralRanker] = [self._member(m) for m in range(self.n_members_)]
 
-        def member(m: int) -> NeuralRanker:
-            own: dict[str, Any] = {"pretrained": folders[m]} if folders is not None else {}
-            return NeuralRanker(backbone, seed=self.seed + m, name=f"{self.name}[{m}]", **own, **params)
-
-        self.members: list[NeuralRanker] = [member(m) for m in range(self.n_members)]
+    def _check_params(self) -> None:
+        folders = _check_folders(self.pretrained, self.n_members)
+        if folders is not None and self.backbone is not None:
+            raise ValueError(f"give pretrained or backbone, not both (got backbone={self.backbone!r})")
+        check_positive_int(self.n_members_, "n_members", minimum=2)
+        if self.stacked is not None and not isinstance(self.stacked, bool):
+            raise TypeError(f"stacked must be True, False or None; got {type(self.stacked).__name__}")
+        check_positive_int(self.seed, "seed", minimum=0)
+        self._member(0)  # the members' parameters are checked as each member checks them
 
     @property
-    def max_train_queries(self) -> int | None:
-        """The most training queries each member's ``fit`` uses (:class:`uncertank.TrainingLimited`); None: all."""
-        return self.members[0].max_train_queries
+    def n_members_(self) -> int:
+        """M: ``n_members``, else the number of ``pretrained`` folders, else 5."""
+        if self.pretrained is not None and self.n_members is None:
+            return len(self.pretrained)
+        return 5 if self.n_members is None else int(self.n_members)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters every member is built with (those of :class:`~uncertank.nn.NeuralRanker`)."""
+        params = {k: getattr(self, k) for k in _MEMBER_PARAMS if k not in ("seed", "name")}
+        if self.show_progress is not None:
+            params["show_progress"] = self.show_progress
+        return params
+
+    def _member(self, m: int) -> NeuralRanker:
+        """Member ``m``: seed ``seed + m``, its own ``pretrained`` folder if any, every other parameter shared."""
+        own: dict[str, Any] = {} if self.pretrained is None else {"pretrained": list(self.pretrained)[m]}
+        return NeuralRanker(
+            self.backbone, seed=int(self.seed) + m, name=f"{self.name}[{m}]", **own, **self.params,
+        )
 
     def missing_requirements(self) -> list[tuple[str, str]]:
         """What the members need and the machine lacks (:class:`uncertank.RequirementChecking`)."""
@@ -130,10 +159,15 @@ class DeepEnsembleRanker:
             if not isinstance(m, NeuralRanker):
                 raise TypeError(f"members[{i}] must be a NeuralRanker; got {type(m).__name__}")
         first = members[0]
-        params = {k: v for k, v in first.get_params().items() if k not in ("name", "seed")}
         new = cls.__new__(cls)
-        new.n_members, new.stacked, new.name = len(members), stacked, name
-        new.seed, new.backbone, new.params = first.training_config.seed, first.backbone, params
+        for key in _MEMBER_PARAMS:  # the first member's parameters, as the constructor stores them
+            if key != "name":
+                setattr(new, key, getattr(first, key))
+        new.backbone, new.n_members, new.stacked, new.pretrained = first.backbone, len(members), stacked, None
+        new.show_progress, new.name = first.show_progress, name
+        if all(m.pretrained is not None for m in members):
+            new.pretrained = [m.pretrained for m in members if m.pretrained is not None]
+        new._kept_first = False
         new.members = members
         return new
 
@@ -159,9 +193,8 @@ class DeepEnsembleRanker:
             raise TypeError(f"ranker must be a NeuralRanker (such as bert); got {type(ranker).__name__}")
         if not ranker.is_fitted:
             raise ValueError("ranker must be fitted before it becomes an ensemble member; call fit first")
-        params = {k: v for k, v in ranker.get_params().items() if k not in ("name", "seed")}
-        new = cls(ranker.backbone, n_members=n_members, stacked=stacked, seed=ranker.training_config.seed,
-                  num_hidden_layers=ranker.num_hidden_layers, **params)
+        params = {k: v for k, v in ranker.get_params().items() if k in _MEMBER_PARAMS and k not in ("name", "seed")}
+        new = cls(ranker.backbone, n_members=n_members, stacked=stacked, seed=ranker.seed, **params)
         new.members[0] = ranker
         new._kept_first = True
         return new
@@ -171,21 +204,21 @@ class DeepEnsembleRanker:
         """True when every member is fitted."""
         return all(m.is_fitted for m in self.members)
 
-    @property
-    def device(self) -> str:
-        """The device of the members."""
-        return str(self.members[0].device)
-
     def cost_rates(self, *, warm_start: bool = False) -> CostRates | None:
-        """The members' training and scoring, at this ensemble's size.
+        """A member's rates (:meth:`uncertank.nn.NeuralRanker.cost_rates`) times the members trained and scored.
 
-        Measured on two CPU cores (docs/results/real_run_ensemble.json): four
-        new members beside bert trained in 2306.5 s on 9,539 queries, and five
-        scored 6,000 pairs in 159.2 s. Started from a ranker, member 0 is that
-        ranker and trains nothing.
+        Started from a ranker, member 0 is that ranker and trains nothing. On
+        the real run (docs/results/real_run_ensemble.json, two CPU cores) four
+        new members trained in 2306.5 s on 9,539 queries (the base class's
+        training rate comes from them) and five scored 6,000 pairs in 159.2 s,
+        0.89 of five times bert's 35.8 s.
         """
-        trained = self.n_members - 1 if warm_start else self.n_members
-        return CostRates(2306.5 / 9539 * trained / 4, 159.2 / 6000 * self.n_members / 5)
+        one = self.members[0].cost_rates()
+        if one is None:
+            return None
+        n = len(self.members)
+        trained = n - 1 if warm_start else n
+        return CostRates(one.fit_per_query * trained, one.predict_per_pair * n)
 
     def fit(self, train: QuerySet, valid: QuerySet | None = None) -> Self:
         """Fine-tune the members on ``train`` (each keeps its best validation epoch).
@@ -227,9 +260,9 @@ class DeepEnsembleRanker:
         models = [m.build_model() for m in members]
         enc = first.encode(queries)
         probs = score_probabilities(
-            models, enc, batch_size=first.training_config.eval_batch_size,
+            models, enc, batch_size=first.eval_batch_size,
             accelerator=get_accelerator(first.device), stacked=self._use_stacked() and len(models) > 1,
-            show_progress=first.training_config.show_progress, desc=self.name,
+            show_progress=first.show_progress, desc=self.name,
         )
         return PredictiveSamples(probs, queries.offsets, ranker=self.name)
 
@@ -260,7 +293,7 @@ class DeepEnsembleRanker:
                 "ranker": type(self).name,
                 "class": f"{type(self).__module__}:{type(self).__qualname__}",
                 "params": {**self.params, "seed": self.seed, "name": self.name},
-                "extra": {"n_members": self.n_members, "stacked": self.stacked},
+                "extra": {"n_members": len(self.members), "stacked": self.stacked},
             })
 
     @classmethod
@@ -285,7 +318,7 @@ class DeepEnsembleRanker:
         return cls.from_members(members, name=name, stacked=stacked)
 
     def __repr__(self) -> str:
-        return f"DeepEnsembleRanker(n_members={self.n_members}, name={self.name!r})"
+        return f"DeepEnsembleRanker(n_members={len(self.members)}, name={self.name!r})"
 
 
 def _check_folders(pretrained: Any, n_members: int | None) -> list[str] | None:

@@ -15,14 +15,14 @@ import torch
 from numpy.typing import NDArray
 from typing_extensions import Self
 
-from uncertank import CostRates, NotFittedError, Predictions, PredictiveSamples, QuerySet
+from uncertank import CostRates, NotFittedError, Predictions, QuerySet
 from uncertank.nn import (
     CrossEncoderModel,
     EncodedPairs,
     NeuralRanker,
     PretrainedCrossEncoder,
+    SamplingRanker,
     get_accelerator,
-    score_batches,
     training_pairs,
 )
 from uncertank.validation import check_choice, check_positive_int
@@ -59,7 +59,7 @@ def output_layer(model: torch.nn.Module) -> torch.nn.Linear:
     return layer
 
 
-class LaplaceRanker(NeuralRanker):
+class LaplaceRanker(SamplingRanker, NeuralRanker):
     """A trained cross-encoder whose output layer gets its Laplace posterior (last-layer Laplace).
 
     The network is a plain cross-encoder: a user's own Hugging Face or
@@ -120,23 +120,29 @@ class LaplaceRanker(NeuralRanker):
         n_samples: int = 100,
         **params: Any,
     ) -> None:
+        self.hessian_structure = hessian_structure
+        self.prior_precision = prior_precision
+        self.n_samples = n_samples
         super().__init__(backbone, **params)
-        self.hessian_structure = check_choice(hessian_structure, "hessian_structure", STRUCTURES)
-        if isinstance(prior_precision, str):
-            if prior_precision != "marglik":
-                raise ValueError(f"prior_precision must be 'marglik' or a number > 0; got {prior_precision!r}")
-        elif (
-            isinstance(prior_precision, bool) or not isinstance(prior_precision, (int, float))
-            or not (math.isfinite(prior_precision) and prior_precision > 0)
-        ):
-            raise ValueError(f"prior_precision must be 'marglik' or a number > 0; got {prior_precision!r}")
-        self.prior_precision: float | str = (
-            prior_precision if isinstance(prior_precision, str) else float(prior_precision)
-        )
-        self.n_samples = check_positive_int(n_samples, "n_samples")
-        self._length_given = params.get("max_length") is not None
         self.posterior_: LastLayerPosterior | None = None
         self._contrast: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_choice(self.hessian_structure, "hessian_structure", STRUCTURES)
+        p = self.prior_precision
+        if isinstance(p, str):
+            if p != "marglik":
+                raise ValueError(f"prior_precision must be 'marglik' or a number > 0; got {p!r}")
+        elif isinstance(p, bool) or not isinstance(p, (int, float)) or not (math.isfinite(p) and p > 0):
+            raise ValueError(f"prior_precision must be 'marglik' or a number > 0; got {p!r}")
+        check_positive_int(self.n_samples, "n_samples")
+
+    @property
+    def prior_precision_(self) -> float | str:
+        """``prior_precision`` as the fit uses it: ``"marglik"`` or a float."""
+        p = self.prior_precision
+        return p if isinstance(p, str) else float(p)
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -153,11 +159,6 @@ class LaplaceRanker(NeuralRanker):
                 "QuerySet; a trained network is not changed, its output layer gets its posterior), or load a "
                 "checkpoint with load(path)"
             )
-
-    def extra_params(self) -> dict[str, Any]:
-        """``hessian_structure``, ``prior_precision`` and ``n_samples``, stored in checkpoints."""
-        return {"hessian_structure": self.hessian_structure, "prior_precision": self.prior_precision,
-                "n_samples": self.n_samples}
 
     def warm_start(self, other: NeuralRanker) -> Self:
         """Start from a copy of ``other``'s whole trained network, output layer included.
@@ -190,11 +191,8 @@ class LaplaceRanker(NeuralRanker):
                 f"{other.name!r} has a {type(network).__name__}"
             )
         self.model = copy.deepcopy(network).eval()
-        self.tokenizer = other.tokenizer
-        self.pretrained, self.pair_format, self.activation = other.pretrained, other.pair_format, other.activation
-        self.pooling = other.pooling
-        if not self._length_given:
-            self.training_config.max_length = other.training_config.max_length
+        self.tokenizer_ = other.tokenizer_
+        self.read_pairs_like(other, whole_network=True)
         self.posterior_ = None
         self._contrast = None
         self.weights_source_ = "warm_start"
@@ -268,7 +266,7 @@ class LaplaceRanker(NeuralRanker):
         bias = None if layer.bias is None else layer.bias.detach().cpu()
         self.posterior_ = fit_last_layer(
             out[:, :d], labels, layer.weight.detach().cpu(), bias,
-            structure=self.hessian_structure, prior_precision=self.prior_precision,
+            structure=self.hessian_structure, prior_precision=self.prior_precision_,
         )
         self._contrast = None
 
@@ -297,12 +295,8 @@ class LaplaceRanker(NeuralRanker):
     ) -> NDArray[np.float64]:
         """``fn(phi, logits)`` over every pair in batches: one eval-mode forward pass of the network each."""
         layer = output_layer(model)
-        acc = accelerator if accelerator is not None else get_accelerator(self.device)
-        model.to(acc.device)
-        was = model.training
-        model.eval()
 
-        def batch_fn(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        def batch_fn(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
             seen.clear()
             logits = model(**batch)
             if "input" not in seen or not (seen["output"] is logits or torch.equal(seen["output"], logits)):
@@ -312,14 +306,8 @@ class LaplaceRanker(NeuralRanker):
                 )
             return fn(seen["input"], logits)
 
-        try:
-            with self._capture(layer) as seen, torch.inference_mode():
-                return score_batches(
-                    pairs, batch_fn, batch_size=self.training_config.eval_batch_size, accelerator=acc,
-                    show_progress=self.training_config.show_progress, desc=desc,
-                )
-        finally:
-            model.train(was)
+        with self._capture(layer) as seen:
+            return self.batch_outputs(pairs, batch_fn, desc, model=model, accelerator=accelerator)
 
     def _relevance(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, bool]:
         """The contrast weights, the square root of its covariance on ``device``, and whether there is a bias."""
@@ -382,34 +370,24 @@ class LaplaceRanker(NeuralRanker):
         )
         return Predictions(out[:, 0], queries.offsets, ranker=self.name)
 
-    def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
-        """Joint draws of P(relevant), shape (n_samples, n_pairs).
+    def sample_probabilities(self, queries: QuerySet, n_samples: int) -> NDArray[np.float64]:
+        """Draws for :meth:`predict_samples`, shape (n_samples, n_pairs).
 
         Row ``s`` is ``sigmoid(u_s^T x)`` for one draw ``u_s`` of the relevance
         contrast from its Gaussian posterior (the output layer's posterior,
         projected), over every pair, so that the candidates of a query covary
         as the posterior says. Seeded by ``seed``.
-
-        Parameters
-        ----------
-        queries : QuerySet
-        n_samples : int, optional
-            ``n_samples`` of the constructor by default.
         """
-        queries = self.check_queries(queries)
-        s = self.n_samples if n_samples is None else check_positive_int(n_samples, "n_samples")
-        self.check_fitted()
         assert self.posterior_ is not None
-        gen = torch.Generator().manual_seed(self.training_config.seed)
-        z = torch.randn(self.posterior_.mean.shape[1], s, generator=gen, dtype=torch.float64)  # cpu: seeded draws
+        gen = torch.Generator().manual_seed(self.seed)
+        z = torch.randn(self.posterior_.mean.shape[1], n_samples, generator=gen, dtype=torch.float64)  # cpu: seeded
         device_z: dict[torch.device, torch.Tensor] = {}
 
         def draws(m: torch.Tensor, xs: torch.Tensor) -> torch.Tensor:
             zz = device_z.setdefault(xs.device, z.to(xs.device))
             return torch.sigmoid(m[:, None] + xs @ zz)
 
-        probs = self._relevance_batches(queries, draws, f"{self.name} samples")
-        return PredictiveSamples(np.ascontiguousarray(probs.T), queries.offsets, ranker=self.name)
+        return self._relevance_batches(queries, draws, f"{self.name} samples").T
 
     # -- persistence ------------------------------------------------------------------------------
 

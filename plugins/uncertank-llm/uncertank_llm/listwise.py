@@ -147,13 +147,18 @@ class ListwiseRanker(LLMRanker):
         self, pretrained: Any = None, *, template: Any = None, n_permutations: int = 10, passage_tokens: int = 48,
         query_tokens: int = 64, train_permutations: int = 1, max_length: int = 1024, **params: Any,
     ) -> None:
+        self.n_permutations = n_permutations
+        self.passage_tokens = passage_tokens
+        self.query_tokens = query_tokens
+        self.train_permutations = train_permutations
         super().__init__(pretrained, template=template, max_length=max_length, **params)
-        self.n_permutations = check_positive_int(n_permutations, "n_permutations")
-        self.passage_tokens = check_positive_int(passage_tokens, "passage_tokens")
-        self.query_tokens = check_positive_int(query_tokens, "query_tokens")
-        self.train_permutations = check_positive_int(train_permutations, "train_permutations")
 
-    _PARAMS = (*LLMRanker._PARAMS, "n_permutations", "passage_tokens", "query_tokens", "train_permutations")
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_positive_int(self.n_permutations, "n_permutations")
+        check_positive_int(self.passage_tokens, "passage_tokens")
+        check_positive_int(self.query_tokens, "query_tokens")
+        check_positive_int(self.train_permutations, "train_permutations")
 
     def read_template(self, template: Any, *, instruction: str | None, answers: Sequence[str | int] | None) -> Any:
         """The :class:`ListwiseFormat` the parameters describe."""

@@ -40,6 +40,7 @@ from uncertank.nn import (
     training_pairs,
     write_manifest,
 )
+from uncertank.params import Parameters
 from uncertank.validation import check_positive_int, check_real, check_seed
 from uncertank_llm.model import (
     AnswerModel,
@@ -79,7 +80,7 @@ def base_fingerprint(source: str | os.PathLike[str]) -> str:
     return h.hexdigest()[:16]
 
 
-class LLMRanker:
+class LLMRanker(Parameters):
     """A yes/no LLM reranker on any causal or seq2seq language model, zero-shot or fine-tuned with LoRA.
 
     Parameters
@@ -168,56 +169,18 @@ class LLMRanker:
         show_progress: bool = True,
         name: str | None = None,
     ) -> None:
-        if pretrained is not None and not isinstance(pretrained, (str, os.PathLike)):
-            raise TypeError(f"pretrained must be a local model folder or .gguf file (a path); got "
-                            f"{type(pretrained).__name__}")
-        if pretrained is not None and not Path(pretrained).exists():
-            raise ValueError(f"pretrained must be a local model folder or .gguf file (models are never downloaded); "
-                             f"{str(pretrained)!r} does not exist")
-        self.format = self.read_template(template, instruction=instruction, answers=answers)
-        for flag, value in (("add_special_tokens", add_special_tokens),):
-            if value is not None and not isinstance(value, bool):
-                raise TypeError(f"{flag} must be None or a bool; got {type(value).__name__} {value!r}")
-        for flag, value in (("zero_shot", zero_shot), ("show_progress", show_progress)):
-            if not isinstance(value, bool):
-                raise TypeError(f"{flag} must be a bool; got {type(value).__name__} {value!r}")
-        check_positive_int(max_length, "max_length", minimum=8)
-        check_positive_int(lora_r, "lora_r")
-        check_real(lora_alpha, "lora_alpha", minimum=0, exclusive_minimum=True)
-        check_real(lora_dropout, "lora_dropout", minimum=0, maximum=1, exclusive_maximum=True)
-        if target_modules is not None and target_modules != "all-linear" and (
-                isinstance(target_modules, str) or not all(isinstance(m, str) and m for m in target_modules)):
-            raise TypeError(f"target_modules must be None, 'all-linear' or a list of module names; got "
-                            f"{target_modules!r}")
-        check_positive_int(epochs, "epochs")
-        check_positive_int(batch_size, "batch_size")
-        check_real(lr, "lr", minimum=0, exclusive_minimum=True)
-        check_real(weight_decay, "weight_decay", minimum=0)
-        check_real(warmup_ratio, "warmup_ratio", minimum=0, maximum=1, exclusive_maximum=True)
-        check_real(max_grad_norm, "max_grad_norm", minimum=0, exclusive_minimum=True)
-        if train_ratio is not None:
-            check_positive_int(train_ratio, "train_ratio")
-        if max_train_queries is not None:
-            check_positive_int(max_train_queries, "max_train_queries")
-        check_positive_int(eval_batch_size, "eval_batch_size")
-        check_seed(seed, allow_none=False, generator=False)
-        if not isinstance(device, str):
-            raise TypeError(f"device must be a str ('auto', 'cpu', 'cuda:0', ...); got {type(device).__name__}")
-        if not isinstance(turn_separator, str):
-            raise TypeError(f"turn_separator must be a str; got {type(turn_separator).__name__}")
-        self.pretrained = None if pretrained is None else str(pretrained)
-        to_dict = getattr(template, "to_dict", None)
-        self.template = to_dict() if callable(to_dict) else template
+        self.pretrained = pretrained
+        self.template = template
         self.instruction = instruction
-        self.answers = None if answers is None else list(answers)
-        self.tokenizer = None if tokenizer is None else str(tokenizer)
+        self.answers = answers
+        self.tokenizer = tokenizer
         self.add_special_tokens = add_special_tokens
         self.max_length = max_length
         self.zero_shot = zero_shot
         self.lora_r = lora_r
         self.lora_alpha = lora_alpha
         self.lora_dropout = lora_dropout
-        self.target_modules = target_modules if target_modules in (None, "all-linear") else list(target_modules)
+        self.target_modules = target_modules
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -233,6 +196,7 @@ class LLMRanker:
         self.show_progress = show_progress
         if name is not None:
             self.name = name
+        self._check_params()
         self._lm: Any = None
         self._tok: Any = None
         self._kind: str | None = None
@@ -241,6 +205,68 @@ class LLMRanker:
         self.warm_started_ = False  # the first adapter came from another ranker (from_ranker)
         self.history_: dict[str, Any] | None = None
 
+    def _check_params(self) -> None:
+        """Raise for a bad parameter (called by the constructor and :meth:`set_params`); nothing is stored."""
+        pretrained = self.pretrained
+        if pretrained is not None and not isinstance(pretrained, (str, os.PathLike)):
+            raise TypeError(f"pretrained must be a local model folder or .gguf file (a path); got "
+                            f"{type(pretrained).__name__}")
+        if pretrained is not None and not Path(pretrained).exists():
+            raise ValueError(f"pretrained must be a local model folder or .gguf file (models are never downloaded); "
+                             f"{str(pretrained)!r} does not exist")
+        self.format  # noqa: B018 - reading the prompt format checks template, instruction and answers
+        for flag, value in (("add_special_tokens", self.add_special_tokens),):
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"{flag} must be None or a bool; got {type(value).__name__} {value!r}")
+        for flag, value in (("zero_shot", self.zero_shot), ("show_progress", self.show_progress)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{flag} must be a bool; got {type(value).__name__} {value!r}")
+        check_positive_int(self.max_length, "max_length", minimum=8)
+        check_positive_int(self.lora_r, "lora_r")
+        check_real(self.lora_alpha, "lora_alpha", minimum=0, exclusive_minimum=True)
+        check_real(self.lora_dropout, "lora_dropout", minimum=0, maximum=1, exclusive_maximum=True)
+        target_modules = self.target_modules
+        if target_modules is not None and target_modules != "all-linear" and (
+                isinstance(target_modules, str) or not all(isinstance(m, str) and m for m in target_modules)):
+            raise TypeError(f"target_modules must be None, 'all-linear' or a list of module names; got "
+                            f"{target_modules!r}")
+        check_positive_int(self.epochs, "epochs")
+        check_positive_int(self.batch_size, "batch_size")
+        check_real(self.lr, "lr", minimum=0, exclusive_minimum=True)
+        check_real(self.weight_decay, "weight_decay", minimum=0)
+        check_real(self.warmup_ratio, "warmup_ratio", minimum=0, maximum=1, exclusive_maximum=True)
+        check_real(self.max_grad_norm, "max_grad_norm", minimum=0, exclusive_minimum=True)
+        if self.train_ratio is not None:
+            check_positive_int(self.train_ratio, "train_ratio")
+        if self.max_train_queries is not None:
+            check_positive_int(self.max_train_queries, "max_train_queries")
+        check_positive_int(self.eval_batch_size, "eval_batch_size")
+        check_seed(self.seed, allow_none=False, generator=False)
+        if not isinstance(self.device, str):
+            raise TypeError(f"device must be a str ('auto', 'cpu', 'cuda:0', ...); got {type(self.device).__name__}")
+        if not isinstance(self.turn_separator, str):
+            raise TypeError(f"turn_separator must be a str; got {type(self.turn_separator).__name__}")
+
+    @property
+    def format(self) -> Any:
+        """The prompt format that ``template``, ``instruction`` and ``answers`` describe (:meth:`read_template`)."""
+        return self.read_template(self.template, instruction=self.instruction, answers=self.answers)
+
+    def saved_params(self) -> dict[str, Any]:
+        """The parameters a checkpoint stores, as JSON values (a path as a str, a format as its dict), and ``name``."""
+        params = self.get_params()
+        to_dict = getattr(self.template, "to_dict", None)
+        params.update(
+            pretrained=None if self.pretrained is None else str(self.pretrained),
+            template=to_dict() if callable(to_dict) else self.template,
+            answers=None if self.answers is None else list(self.answers),
+            tokenizer=None if self.tokenizer is None else str(self.tokenizer),
+            target_modules=self.target_modules if self.target_modules in (None, "all-linear")
+            else list(self.target_modules),
+            name=self.name,
+        )
+        return params
+
     # ---------------------------------------------------------------- building
 
     def read_template(self, template: Any, *, instruction: str | None, answers: Sequence[str | int] | None) -> Any:
@@ -248,24 +274,10 @@ class LLMRanker:
         return prompt_format(template, instruction=instruction,
                              answers=None if answers is None else tuple(answers))  # type: ignore[arg-type]
 
-    #: The constructor's parameters, in order: what :meth:`get_params` returns and a checkpoint stores.
-    _PARAMS: tuple[str, ...] = (
-        "pretrained", "template", "instruction", "answers", "tokenizer", "add_special_tokens", "max_length",
-        "zero_shot", "lora_r", "lora_alpha", "lora_dropout", "target_modules", "epochs", "batch_size", "lr",
-        "weight_decay", "warmup_ratio", "max_grad_norm", "train_ratio", "max_train_queries", "eval_batch_size",
-        "seed", "device", "turn_separator", "show_progress",
-    )
-
-    def get_params(self) -> dict[str, Any]:
-        """The constructor's parameters as given (JSON values), and ``name``."""
-        params = {k: getattr(self, k) for k in self._PARAMS}
-        params["name"] = self.name
-        return params
-
     @property
     def source(self) -> str:
         """The base model read: ``pretrained``, or the packaged SmolLM2 GGUF."""
-        return self.pretrained if self.pretrained is not None else str(packaged_model())
+        return str(self.pretrained) if self.pretrained is not None else str(packaged_model())
 
     @property
     def torch_device(self) -> torch.device:
@@ -284,7 +296,8 @@ class LLMRanker:
         """
         if self._scorer is not None:
             return self
-        lm, tok, kind = read_language_model(self.source, tokenizer=self.tokenizer)
+        tokenizer = None if self.tokenizer is None else str(self.tokenizer)
+        lm, tok, kind = read_language_model(self.source, tokenizer=tokenizer)
         ids = self.read_answer_ids(tok)
         self._lm, self._tok, self._kind = lm.to(self.torch_device), tok, kind
         self._scorer = AnswerModel(self._lm, kind, ids)
@@ -426,7 +439,9 @@ class LLMRanker:
 
         return LoraConfig(
             r=self.lora_r, lora_alpha=self.lora_alpha,  # type: ignore[arg-type]  # a float scale works
-            lora_dropout=self.lora_dropout, target_modules=self.target_modules,
+            lora_dropout=self.lora_dropout,
+            target_modules=self.target_modules if self.target_modules in (None, "all-linear")
+            else list(self.target_modules),
             task_type=TaskType.CAUSAL_LM if self.kind == "causal" else TaskType.SEQ_2_SEQ_LM,
         )
 
@@ -594,7 +609,7 @@ class LLMRanker:
         if not isinstance(ranker, LLMRanker):
             raise TypeError(f"{cls.__name__}.from_ranker starts from an LLM ranker (llm, llm_lora_ensemble, ...); "
                             f"got {type(ranker).__name__}")
-        inherited = {k: v for k, v in ranker.get_params().items() if k in cls._PARAMS}
+        inherited = {k: v for k, v in ranker.get_params().items() if k in cls.param_names()}
         new = cls(**{**inherited, **params})
         if new.zero_shot or not ranker.adapters_:
             return new
@@ -632,8 +647,11 @@ class LLMRanker:
         manifest = {
             "ranker": type(self).name,
             "class": f"{type(self).__module__}:{type(self).__qualname__}",
-            "params": self.get_params(),
-            "base": {"source": self.pretrained, "fingerprint": base_fingerprint(self.source)},
+            "params": self.saved_params(),
+            "base": {
+                "source": None if self.pretrained is None else str(self.pretrained),
+                "fingerprint": base_fingerprint(self.source),
+            },
             "adapters": list(self.adapters_),
             "history": self.history_,
             "extra": self.extra_state(),
@@ -695,7 +713,8 @@ class LLMRanker:
         return ranker
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r}, {self.pretrained or 'SmolLM2-135M (packaged)'!r})"
+        source = str(self.pretrained) if self.pretrained is not None else "SmolLM2-135M (packaged)"
+        return f"{type(self).__name__}({self.name!r}, {source!r})"
 
 
 #: Rates of the packaged SmolLM2-135M on two CPU cores at docs/studies/llm.toml's settings (a prompt of about

@@ -101,22 +101,28 @@ class PromptEnsembleRanker(_Sampled):
     name = "llm_prompts"
 
     def __init__(self, pretrained: Any = None, *, instructions: Sequence[str] | None = None, **params: Any) -> None:
+        self.instructions = instructions
         super().__init__(pretrained, **params)
-        if "{instruction}" not in self.format.template:
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if "{instruction}" not in super().format.template:
             raise ValueError(
                 f"the ranker {self.name} varies the instruction, but the template has no {{instruction}} field: "
                 "use template='qwen3-reranker' or a template with {instruction}"
             )
+        instructions = self.instructions
         if instructions is not None and (isinstance(instructions, str) or len(instructions) < 2 or not all(
                 isinstance(i, str) and i.strip() for i in instructions)):
             raise ValueError(f"instructions must be at least two non-empty wordings; got {instructions!r}")
         if instructions is not None and len(set(instructions)) != len(instructions):
             raise ValueError("instructions must differ from one another; some are given twice")
-        self.instructions = None if instructions is None else list(instructions)
-        if self.instruction is None:
-            self.format = replace(self.format, instruction=self.wordings[0])
 
-    _PARAMS = (*LLMRanker._PARAMS, "instructions")
+    @property
+    def format(self) -> Any:
+        """The prompt format; without ``instruction``, with the first of the K wordings."""
+        fmt = super().format
+        return fmt if self.instruction is not None else replace(fmt, instruction=self.wordings[0])
 
     @property
     def wordings(self) -> list[str]:
@@ -159,13 +165,15 @@ class LoRAEnsembleRanker(_Sampled):
     name = "llm_lora_ensemble"
 
     def __init__(self, pretrained: Any = None, *, n_members: int = 5, **params: Any) -> None:
+        self.n_members = n_members
         super().__init__(pretrained, **params)
-        self.n_members = check_positive_int(n_members, "n_members", minimum=2)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_positive_int(self.n_members, "n_members", minimum=2)
         if self.zero_shot:
             raise ValueError(f"the ranker {self.name} is an ensemble of trained LoRA adapters; zero_shot=True "
                              "leaves none to train (use llm_prompts for a zero-shot ensemble)")
-
-    _PARAMS = (*LLMRanker._PARAMS, "n_members")
 
     @property
     def is_fitted(self) -> bool:
@@ -268,8 +276,12 @@ class LoRADropoutRanker(_Sampled):
     name = "llm_mc_dropout"
 
     def __init__(self, pretrained: Any = None, *, n_passes: int = 10, **params: Any) -> None:
+        self.n_passes = n_passes
         super().__init__(pretrained, **params)
-        self.n_passes = check_positive_int(n_passes, "n_passes", minimum=2)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_positive_int(self.n_passes, "n_passes", minimum=2)
         if self.lora_dropout == 0:
             raise ValueError(f"the ranker {self.name} keeps the LoRA adapters' dropout on at test time; "
                              "lora_dropout=0 leaves nothing random: set lora_dropout > 0 (0.05 by default) "
@@ -278,7 +290,6 @@ class LoRADropoutRanker(_Sampled):
             raise ValueError(f"the ranker {self.name} drops out the LoRA adapters' inputs; zero_shot=True has no "
                              "adapters (fine-tune them, or use llm_prompts for a zero-shot ensemble)")
 
-    _PARAMS = (*LLMRanker._PARAMS, "n_passes")
 
     def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
         """P(yes) of each pass: shape (T, n_pairs)."""
@@ -337,15 +348,19 @@ class LLMLaplaceRanker(_Sampled):
         self, pretrained: Any = None, *, n_samples: int = 30, laplace_pairs: int = 1000,
         prior_precision: float | str = "marglik", **params: Any,
     ) -> None:
-        super().__init__(pretrained, **params)
-        self.n_samples = check_positive_int(n_samples, "n_samples", minimum=2)
-        self.laplace_pairs = check_positive_int(laplace_pairs, "laplace_pairs", minimum=2)
-        if prior_precision != "marglik":
-            check_real(prior_precision, "prior_precision ('marglik' or a number)", minimum=0, exclusive_minimum=True)
+        self.n_samples = n_samples
+        self.laplace_pairs = laplace_pairs
         self.prior_precision = prior_precision
+        super().__init__(pretrained, **params)
         self.posterior_: Any = None
 
-    _PARAMS = (*LLMRanker._PARAMS, "n_samples", "laplace_pairs", "prior_precision")
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_positive_int(self.n_samples, "n_samples", minimum=2)
+        check_positive_int(self.laplace_pairs, "laplace_pairs", minimum=2)
+        if self.prior_precision != "marglik":
+            check_real(self.prior_precision, "prior_precision ('marglik' or a number)", minimum=0,
+                       exclusive_minimum=True)
 
     @property
     def is_fitted(self) -> bool:

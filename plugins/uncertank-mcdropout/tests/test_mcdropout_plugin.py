@@ -195,7 +195,7 @@ def test_mc_layers_computes_the_lower_layers_once_per_batch():
     try:
         samples = ranker.predict_samples(queries).samples
         assert calls == [2, 2 * 4]  # 100 pairs -> 2 batches; the lower layer once each, the top one T times
-        ranker.training_config.seed = 7
+        ranker.set_params(seed=7)
         other = ranker.predict_samples(queries).samples
     finally:
         for h in handles:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,10 +12,11 @@ from numpy.typing import NDArray
 from torch import nn
 from typing_extensions import Self
 
-from uncertank import CostRates, Predictions, PredictiveSamples, QuerySet
+from uncertank import CostRates, Predictions, QuerySet
 from uncertank.nn import (
     EncodedPairs,
     NeuralRanker,
+    SamplingRanker,
     dropout_active,
     fast_mc_dropout,
     get_accelerator,
@@ -30,7 +30,7 @@ from uncertank.validation import check_positive_int
 __all__ = ["MCDropoutRanker"]
 
 
-class MCDropoutRanker(NeuralRanker):
+class MCDropoutRanker(SamplingRanker, NeuralRanker):
     """A cross-encoder whose dropout stays on at test time (Gal & Ghahramani, ICML 2016).
 
     Penha & Hauff (EACL 2021, section 3.2) fine-tune the BERT ranker as usual
@@ -70,13 +70,20 @@ class MCDropoutRanker(NeuralRanker):
     """
 
     name = "mc_dropout"
+    samples_param = "n_passes"
 
     def __init__(
         self, backbone: Any = None, *, n_passes: int = 10, mc_layers: int | None = None, **params: Any
     ) -> None:
+        self.n_passes = n_passes
+        self.mc_layers = mc_layers
         super().__init__(backbone, **params)
-        self.n_passes = check_positive_int(n_passes, "n_passes")
-        self.mc_layers = None if mc_layers is None else check_positive_int(mc_layers, "mc_layers", minimum=0)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_positive_int(self.n_passes, "n_passes")
+        if self.mc_layers is not None:
+            check_positive_int(self.mc_layers, "mc_layers", minimum=0)
 
     @classmethod
     def from_ranker(  # type: ignore[override]
@@ -95,38 +102,21 @@ class MCDropoutRanker(NeuralRanker):
         """
         if not isinstance(ranker, NeuralRanker):
             raise TypeError(f"ranker must be a NeuralRanker (such as bert); got {type(ranker).__name__}")
-        inherited = {k: v for k, v in ranker.get_params().items() if k not in ("name", "backbone")}
+        shared = set(NeuralRanker.param_names()) - {"name", "backbone"}
+        inherited = {k: v for k, v in ranker.get_params().items() if k in shared}
         new = cls(ranker.backbone, n_passes=n_passes, mc_layers=mc_layers, **{**inherited, **params})
-        new.training_config = dataclasses.replace(ranker.training_config, **{
-            k: getattr(new.training_config, k) for k in params if hasattr(ranker.training_config, k)
-        })
-        new.model, new.tokenizer, new.history_ = ranker.build_model(), ranker.tokenizer, ranker.history_
+        new.read_pairs_like(ranker, keep=params)
+        new.model, new.tokenizer_, new.history_ = ranker.build_model(), ranker.tokenizer_, ranker.history_
         new.weights_source_ = ranker.weights_source_
         if mc_layers is not None:
             _split_layers(new.model, mc_layers)
         return new
 
-    def extra_params(self) -> dict[str, Any]:
-        """``n_passes`` and ``mc_layers``, stored in checkpoints."""
-        return {"n_passes": self.n_passes, "mc_layers": self.mc_layers}
-
-    def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
-        """Joint draws of P(relevant), shape (n_samples, n_pairs).
-
-        Parameters
-        ----------
-        queries : QuerySet
-        n_samples : int, optional
-            Passes to run; ``n_passes`` by default.
-        """
-        queries = self.check_queries(queries)
-        t = self.n_passes if n_samples is None else check_positive_int(n_samples, "n_samples")
-        self.check_fitted()
+    def sample_probabilities(self, queries: QuerySet, n_samples: int) -> NDArray[np.float64]:
+        """The passes of :meth:`predict_samples` (``n_passes`` by default), shape (n_samples, n_pairs)."""
         if self.mc_layers is None:
-            probs = self.score(queries, n_passes=t, mc=True, seed=self.training_config.seed)
-        else:
-            probs = self.score_top_layers(queries, n_passes=t, mc_layers=self.mc_layers)
-        return PredictiveSamples(probs, queries.offsets, ranker=self.name)
+            return self.score(queries, n_passes=n_samples, mc=True, seed=self.seed)
+        return self.score_top_layers(queries, n_passes=n_samples, mc_layers=self.mc_layers)
 
     def score_top_layers(
         self, queries: QuerySet | EncodedPairs, *, n_passes: int, mc_layers: int
@@ -186,7 +176,7 @@ class MCDropoutRanker(NeuralRanker):
 
         rank = int(acc.process_index)
         device = acc.device
-        seed = int(self.training_config.seed) + rank
+        seed = int(self.seed) + rank
         rng = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
         with contextlib.ExitStack() as stack:
             stack.enter_context(rng)
@@ -200,8 +190,8 @@ class MCDropoutRanker(NeuralRanker):
                         sub.training = False
             stack.enter_context(torch.inference_mode())
             out = score_batches(
-                enc, fn, batch_size=self.training_config.eval_batch_size, accelerator=acc,
-                show_progress=self.training_config.show_progress, desc=f"{self.name} (top {mc_layers} layers)",
+                enc, fn, batch_size=self.eval_batch_size, accelerator=acc,
+                show_progress=self.show_progress, desc=f"{self.name} (top {mc_layers} layers)",
             )
         return np.ascontiguousarray(out.T)
 

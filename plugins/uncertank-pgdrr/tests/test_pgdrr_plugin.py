@@ -128,7 +128,7 @@ def test_memory_bank_holds_training_pairs_scored_with_the_final_weights(fitted):
     q = toy_queries()
     cfg = fitted.training_config
     ctx, cands, qidx, labels = balanced_pairs(q, seed=cfg.seed + cfg.epochs - 1)
-    enc = encode_pairs(fitted.tokenizer, ctx, cands, qidx, max_length=cfg.max_length)
+    enc = encode_pairs(fitted.tokenizer_, ctx, cands, qidx, max_length=cfg.max_length)
     idx = _bank_indices(labels, fitted.bank_size, seed=cfg.seed)
     assert idx.size == 16 and labels[idx].sum() == 8
     feats = fitted._features(fitted.model, _subset_pairs(enc, idx), get_accelerator("cpu"))
@@ -160,7 +160,7 @@ def test_projection_starts_at_the_length_scale():
     ranker.fit(q)
     cfg = ranker.training_config
     ctx, cands, qidx, _ = balanced_pairs(q, seed=cfg.seed)
-    enc = encode_pairs(ranker.tokenizer, ctx, cands, qidx, max_length=cfg.max_length)
+    enc = encode_pairs(ranker.tokenizer_, ctx, cands, qidx, max_length=cfg.max_length)
     z = ranker._features(ranker.model, enc, get_accelerator("cpu"))
     assert float(torch.pdist(z).median()) == pytest.approx(2.0, rel=1e-3)
 
@@ -249,7 +249,7 @@ def test_from_ranker_puts_the_gp_layer_on_a_trained_encoder():
 def test_median_length_scale_without_projection_is_the_median_cls_distance(tmp_path):
     queries = toy_queries()
     ranker = PGDRRRanker(tiny_config(), epochs=1, projection_dim="none", length_scale="median", **SMALL)
-    assert ranker.projection_dim is None and ranker.kernel_length_scale == 1.0
+    assert ranker.projection_dim == "none" and ranker.projection_dim_ is None and ranker.kernel_length_scale == 1.0
     model = ranker.build_model()
     ctx, cands, qidx, _ = balanced_pairs(queries, seed=0)
     enc = ranker.encode_texts(ctx, cands, qidx)

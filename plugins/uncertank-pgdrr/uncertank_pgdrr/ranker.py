@@ -11,10 +11,11 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
-from uncertank import CostRates, Predictions, PredictiveSamples, QuerySet
+from uncertank import CostRates, Predictions, QuerySet
 from uncertank.nn import (
     EncodedPairs,
     NeuralRanker,
+    SamplingRanker,
     balanced_pairs,
     check_pooling,
     get_accelerator,
@@ -82,7 +83,7 @@ def _no_autocast(device: torch.device) -> Iterator[None]:
         yield
 
 
-class PGDRRRanker(NeuralRanker):
+class PGDRRRanker(SamplingRanker, NeuralRanker):
     """PG-DRR (Ye et al., AAAI 2023): a GP output layer over ``[CLS]`` with Pólya-Gamma Gibbs.
 
     The encoder's ``[CLS]`` vector, optionally projected (``projection_dim``),
@@ -150,6 +151,7 @@ class PGDRRRanker(NeuralRanker):
     """
 
     name = "pgdrr"
+    samples_param = "n_chains"
 
     def __init__(
         self,
@@ -167,39 +169,59 @@ class PGDRRRanker(NeuralRanker):
         balanced_bank: bool = True,
         **params: Any,
     ) -> None:
-        super().__init__(backbone, **params)
-        if isinstance(length_scale, str) and length_scale not in ("median", "learned"):
-            raise ValueError(
-                f"length_scale must be a finite number > 0, 'median' or 'learned'; got {length_scale!r}"
-            )
-        self.length_scale: float | str = (
-            length_scale if isinstance(length_scale, str) else _positive_float(length_scale, "length_scale")
-        )
-        self.length_scale_: float | None = None  # the median heuristic's value, once fitted
-        self.output_scale = _positive_float(output_scale, "output_scale")
-        self.n_chains = check_positive_int(n_chains, "n_chains")
-        self.n_gibbs_steps = check_positive_int(n_gibbs_steps, "n_gibbs_steps")
-        self.bank_size = check_positive_int(bank_size, "bank_size", minimum=2)
-        self.n_bank_steps = check_positive_int(n_bank_steps, "n_bank_steps")
-        if isinstance(projection_dim, str) and projection_dim.lower() == "none":
-            projection_dim = None  # TOML has no null
-        self.projection_dim = None if projection_dim is None else check_positive_int(projection_dim, "projection_dim")
-        self.n_quadrature = check_positive_int(n_quadrature, "n_quadrature")
-        self.jitter = _positive_float(jitter, "jitter")
-        if not isinstance(balanced_bank, bool):
-            raise TypeError(f"balanced_bank must be a bool; got {type(balanced_bank).__name__}")
+        self.length_scale = length_scale
+        self.output_scale = output_scale
+        self.n_chains = n_chains
+        self.n_gibbs_steps = n_gibbs_steps
+        self.bank_size = bank_size
+        self.n_bank_steps = n_bank_steps
+        self.projection_dim = projection_dim
+        self.n_quadrature = n_quadrature
+        self.jitter = jitter
         self.balanced_bank = balanced_bank
+        super().__init__(backbone, **params)
+        self.length_scale_: float | None = None  # the median heuristic's value, once fitted
         self.generator: torch.Generator | None = None
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if isinstance(self.length_scale, str):
+            if self.length_scale not in ("median", "learned"):
+                raise ValueError(
+                    f"length_scale must be a finite number > 0, 'median' or 'learned'; got {self.length_scale!r}"
+                )
+        else:
+            _positive_float(self.length_scale, "length_scale")
+        _positive_float(self.output_scale, "output_scale")
+        check_positive_int(self.n_chains, "n_chains")
+        check_positive_int(self.n_gibbs_steps, "n_gibbs_steps")
+        check_positive_int(self.bank_size, "bank_size", minimum=2)
+        check_positive_int(self.n_bank_steps, "n_bank_steps")
+        dim = self.projection_dim
+        if dim is not None and not (isinstance(dim, str) and dim.lower() == "none"):
+            check_positive_int(dim, "projection_dim")
+        check_positive_int(self.n_quadrature, "n_quadrature")
+        _positive_float(self.jitter, "jitter")
+        if not isinstance(self.balanced_bank, bool):
+            raise TypeError(f"balanced_bank must be a bool; got {type(self.balanced_bank).__name__}")
+
+    @property
+    def projection_dim_(self) -> int | None:
+        """``projection_dim`` as the network uses it: an int, or None (also for ``"none"``, TOML having no null)."""
+        dim = self.projection_dim
+        if dim is None or (isinstance(dim, str) and dim.lower() == "none"):
+            return None
+        return int(dim)  # type: ignore[arg-type]
 
     # -- the network and its training ---------------------------------------------
 
     def create_model(self, encoder: nn.Module) -> nn.Module:
         """Encoder plus the GP output layer (:class:`PGDRRModel`)."""
         return PGDRRModel(
-            encoder, pooling=self.pooling, projection_dim=self.projection_dim, length_scale=self.kernel_length_scale,
-            output_scale=self.output_scale, bank_size=self.bank_size, n_chains=self.n_chains,
-            n_bank_steps=self.n_bank_steps, jitter=self.jitter, n_quadrature=self.n_quadrature,
-            seed=self.training_config.seed, learn_length_scale=self.length_scale == "learned",
+            encoder, pooling=self.pooling, projection_dim=self.projection_dim_, length_scale=self.kernel_length_scale,
+            output_scale=float(self.output_scale), bank_size=int(self.bank_size), n_chains=int(self.n_chains),
+            n_bank_steps=int(self.n_bank_steps), jitter=float(self.jitter), n_quadrature=int(self.n_quadrature),
+            seed=self.seed, learn_length_scale=self.length_scale == "learned",
         )
 
     @property
@@ -209,19 +231,14 @@ class PGDRRRanker(NeuralRanker):
             return float(torch.as_tensor(self.head().length_scale).detach())
         if isinstance(self.length_scale, str):
             return 1.0 if self.length_scale_ is None else self.length_scale_
-        return self.length_scale
+        return float(self.length_scale)
 
     def extra_params(self) -> dict[str, Any]:
-        """The GP settings a checkpoint stores (a fitted median length scale as its value)."""
+        """The GP settings a checkpoint stores: the parameters, a fitted median length scale as its value."""
         # a learned length scale is a parameter: the weights carry its value
         length_scale = self.length_scale if self.length_scale_ is None or self.length_scale == "learned" \
             else self.length_scale_
-        return {
-            "length_scale": length_scale, "output_scale": self.output_scale, "n_chains": self.n_chains,
-            "n_gibbs_steps": self.n_gibbs_steps, "bank_size": self.bank_size, "n_bank_steps": self.n_bank_steps,
-            "projection_dim": self.projection_dim, "n_quadrature": self.n_quadrature, "jitter": self.jitter,
-            "balanced_bank": self.balanced_bank,
-        }
+        return {**super().extra_params(), "length_scale": length_scale, "projection_dim": self.projection_dim_}
 
     def head(self) -> GaussianProcessHead:
         """The GP output layer of the model (built on first use)."""
@@ -245,14 +262,14 @@ class PGDRRRanker(NeuralRanker):
         head = self.head()
         if self.generator is None or self.generator.device != output.device:
             self.generator = torch.Generator(device=output.device).manual_seed(self.training_config.seed)
-        loss = head.loss(output, labels, n_steps=self.n_gibbs_steps, generator=self.generator)
+        loss = head.loss(output, labels, n_steps=int(self.n_gibbs_steps), generator=self.generator)
         head.push(output, labels)
         return loss
 
     def on_train_end(self, model: nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Any) -> None:
         """Fill the memory bank: ``bank_size`` training pairs, scored with the final weights, and their Gibbs chains."""
         head = _as_pgdrr(model).head
-        idx = _bank_indices(labels, self.bank_size, seed=self.training_config.seed, balanced=self.balanced_bank)
+        idx = _bank_indices(labels, int(self.bank_size), seed=self.seed, balanced=self.balanced_bank)
         feats = self._features(model, _subset_pairs(pairs, idx), accelerator)
         head.set_bank(feats.to(head.bank_features.device), torch.as_tensor(labels[idx]).to(head.bank_labels.device))
 
@@ -357,8 +374,8 @@ class PGDRRRanker(NeuralRanker):
         p, _ = self.predict_moments(queries)
         return Predictions(p, queries.offsets, ranker=self.name)
 
-    def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
-        """Joint draws of P(relevant) across every query's candidates, shape (n_samples, n_pairs).
+    def sample_probabilities(self, queries: QuerySet, n_samples: int) -> NDArray[np.float64]:
+        """Joint draws across every query's candidates for :meth:`predict_samples`, shape (n_samples, n_pairs).
 
         Draw ``s`` takes chain ``s mod n_chains``, draws the latents of each
         query's candidates jointly from that chain's Gaussian predictive
@@ -366,20 +383,14 @@ class PGDRRRanker(NeuralRanker):
         sigmoids. Different queries are independent given the chain. Seeded
         by ``seed``; the normal draws are made on the CPU, so a checkpoint
         gives the same draws on every device (up to the device's rounding).
-
-        Parameters
-        ----------
-        queries : QuerySet
-        n_samples : int, optional
-            ``n_chains`` by default.
+        ``n_samples`` is ``n_chains`` by default.
         """
-        queries = self.check_queries(queries)
-        s = self.n_chains if n_samples is None else check_positive_int(n_samples, "n_samples")
+        s = n_samples
         head = self.head()
         z = self.features(queries)
         out = np.empty((s, queries.n_pairs), dtype=np.float64)
-        gen = torch.Generator().manual_seed(self.training_config.seed)  # CPU draws: the same on every device
-        chains = torch.arange(s, device=z.device) % self.n_chains
+        gen = torch.Generator().manual_seed(self.seed)  # CPU draws: the same on every device
+        chains = torch.arange(s, device=z.device) % int(self.n_chains)
         lengths = np.diff(queries.offsets)
         with torch.inference_mode():
             for size in np.unique(lengths):
@@ -391,7 +402,7 @@ class PGDRRRanker(NeuralRanker):
                     zq = z[torch.from_numpy(cols).to(z.device)].reshape(block.size, int(size), -1)
                     draws = _joint_draws(head, zq, chains, gen)  # (s, q, size)
                     out[:, cols] = torch.sigmoid(draws).reshape(s, -1).cpu().numpy()
-        return PredictiveSamples(out, queries.offsets, ranker=self.name)
+        return out
 
 
 def _joint_draws(head: GaussianProcessHead, zq: Tensor, chains: Tensor, gen: torch.Generator) -> Tensor:

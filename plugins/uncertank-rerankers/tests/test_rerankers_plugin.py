@@ -46,7 +46,7 @@ def test_registered_through_the_entry_point(trained_folder):
     infos = {i.name: i for i in uncertank.list_plugins("rankers")}
     assert infos["rerankers"].distribution == "uncertank-rerankers"
     ranker = uncertank.make_ranker("rerankers", pretrained=trained_folder, device="cpu")
-    assert isinstance(ranker, RerankersRanker) and ranker._reranker is None  # nothing loaded until it is used
+    assert isinstance(ranker, RerankersRanker) and ranker._built is None  # nothing loaded until it is used
 
 
 def test_scores_equal_rerankers_own_on_the_same_pairs(reranker, queries):

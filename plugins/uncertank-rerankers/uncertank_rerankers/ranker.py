@@ -132,52 +132,98 @@ class RerankersRanker:
         name: str | None = None,
         **options: Any,
     ) -> None:
-        given = [k for k, v in (("reranker", reranker), ("pretrained", pretrained), ("model", model)) if v is not None]
-        if len(given) != 1:
-            raise ValueError(f"give one of reranker, pretrained or model; got {', '.join(given) or 'none'}")
-        if reranker is not None and not callable(getattr(reranker, "rank", None)):
-            raise TypeError(
-                f"reranker must be a rerankers reranker (with rank(query, docs, doc_ids=...)); "
-                f"got {type(reranker).__name__}"
-            )
-        if pretrained is not None and not isinstance(pretrained, (str, os.PathLike)):
-            raise TypeError(f"pretrained must be a local model folder (a path); got {type(pretrained).__name__}")
-        if not (probabilities == "auto" or isinstance(probabilities, bool)):
-            raise ValueError(f"probabilities must be 'auto', True or False; got {probabilities!r}")
-        if not isinstance(context_sep, str):
-            raise TypeError(f"context_sep must be a str; got {type(context_sep).__name__}")
-        self._reranker = reranker
-        self.pretrained = None if pretrained is None else str(pretrained)
+        self.reranker = reranker
+        self.pretrained = pretrained
         self.model = model
         self.model_type = model_type
         self.probabilities = probabilities
         self.context_sep = context_sep
-        self.batch_size = None if batch_size is None else check_positive_int(batch_size, "batch_size")
-        self.options = {"verbose": 0, **options}
+        self.batch_size = batch_size
+        self._options = dict(options)
         if name is not None:
             self.name = name
+        self._check_params()
+        self._built: Any = None
+
+    def _check_params(self) -> None:
+        """Raise for a bad parameter (called by the constructor and :meth:`set_params`); nothing is stored."""
+        given = [k for k, v in (("reranker", self.reranker), ("pretrained", self.pretrained), ("model", self.model))
+                 if v is not None]
+        if len(given) != 1:
+            raise ValueError(f"give one of reranker, pretrained or model; got {', '.join(given) or 'none'}")
+        if self.reranker is not None and not callable(getattr(self.reranker, "rank", None)):
+            raise TypeError(
+                f"reranker must be a rerankers reranker (with rank(query, docs, doc_ids=...)); "
+                f"got {type(self.reranker).__name__}"
+            )
+        if self.pretrained is not None and not isinstance(self.pretrained, (str, os.PathLike)):
+            raise TypeError(f"pretrained must be a local model folder (a path); got {type(self.pretrained).__name__}")
+        if not (self.probabilities == "auto" or isinstance(self.probabilities, bool)):
+            raise ValueError(f"probabilities must be 'auto', True or False; got {self.probabilities!r}")
+        if not isinstance(self.context_sep, str):
+            raise TypeError(f"context_sep must be a str; got {type(self.context_sep).__name__}")
+        if self.batch_size is not None:
+            check_positive_int(self.batch_size, "batch_size")
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's parameters as given, ``**options`` by their own names (scikit-learn's ``get_params``)."""
+        import inspect
+
+        named = [p.name for p in inspect.signature(type(self)).parameters.values()
+                 if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        params = {k: vars(self).get(k) if k == "name" else getattr(self, k) for k in named}
+        return {**params, **self._options}
+
+    def set_params(self, **params: Any) -> RerankersRanker:
+        """Set constructor parameters (an unknown name is one of ``**options``), checked as the constructor checks them.
+
+        A reranker already built from the old parameters is dropped.
+        """
+        before = dict(vars(self))
+        try:
+            for key, value in params.items():
+                if key == "name" and value is None:
+                    vars(self).pop("name", None)
+                elif key in self.get_params() and key not in self._options:
+                    setattr(self, key, value)
+                else:
+                    self._options = {**self._options, key: value}
+            self._check_params()
+        except Exception:
+            vars(self).clear()
+            vars(self).update(before)
+            raise
+        self._built = None
+        return self
 
     @property
-    def reranker(self) -> Any:
-        """The rerankers reranker, built from ``pretrained`` or ``model`` on first use."""
-        if self._reranker is None:
+    def options(self) -> dict[str, Any]:
+        """What ``rerankers.Reranker`` is built with: ``**options``, ``verbose=0`` unless given."""
+        return {"verbose": 0, **self._options}
+
+    @property
+    def reranker_(self) -> Any:
+        """The rerankers reranker: ``reranker``, or built from ``pretrained`` or ``model`` on first use."""
+        if self.reranker is not None:
+            return self.reranker
+        if self._built is None:
             lib = _require_rerankers()
             if self.pretrained is not None:
-                self._reranker = lib.Reranker(self.pretrained, model_type=self.model_type or "cross-encoder",
-                                              **self.options)
+                self._built = lib.Reranker(str(self.pretrained), model_type=self.model_type or "cross-encoder",
+                                           **self.options)
             else:
-                self._reranker = lib.Reranker(self.model, model_type=self.model_type, **self.options)
-        return self._reranker
+                self._built = lib.Reranker(self.model, model_type=self.model_type, **self.options)
+        return self._built
 
     @property
     def kind(self) -> str:
         """What the backend's scores are (:func:`score_kind`)."""
-        return score_kind(self.reranker)[0]
+        return score_kind(self.reranker_)[0]
 
     @property
     def statement(self) -> str:
         """One sentence on what :meth:`predict` returns for this backend (:func:`score_kind`)."""
-        return score_kind(self.reranker)[1]
+        return score_kind(self.reranker_)[1]
 
     @property
     def probabilistic(self) -> bool:
@@ -188,8 +234,8 @@ class RerankersRanker:
 
     def _rank(self, text: str, candidates: list[str]) -> list[tuple[Any, Any]]:
         """(score, rank) of every candidate, in the candidates' order."""
-        kwargs = {} if self.batch_size is None else {"batch_size": self.batch_size}
-        results = self.reranker.rank(text, candidates, doc_ids=list(range(len(candidates))), **kwargs)
+        kwargs = {} if self.batch_size is None else {"batch_size": int(self.batch_size)}
+        results = self.reranker_.rank(text, candidates, doc_ids=list(range(len(candidates))), **kwargs)
         got: dict[int, tuple[Any, Any]] = {}
         for r in results:
             got[int(r.document.doc_id)] = (r.score, r.rank)
@@ -253,11 +299,11 @@ class RerankersRanker:
             if kind == "ranks" or (raw.size and not ((raw >= 0) & (raw <= 1)).all()):
                 outside = raw[(raw < 0) | (raw > 1)]
                 what = "ranks only" if kind == "ranks" else f"scores outside [0, 1] (e.g. {outside[0]:.4g})"
-                raise ValueError(f"probabilities=True, but rerankers' {type(self.reranker).__name__} gives {what}: "
+                raise ValueError(f"probabilities=True, but rerankers' {type(self.reranker_).__name__} gives {what}: "
                                  "they are not probabilities of relevance")
             return Predictions(raw, queries.offsets, ranker=self.name, probabilistic=True)
         return Predictions(raw, queries.offsets, ranker=self.name, probabilistic=False)
 
     def __repr__(self) -> str:
-        source = self.pretrained or self.model or type(self._reranker).__name__
+        source = str(self.pretrained) if self.pretrained is not None else self.model or type(self.reranker).__name__
         return f"RerankersRanker({self.name!r}, {source!r})"

@@ -10,15 +10,19 @@ import torch
 from numpy.typing import NDArray
 from typing_extensions import Self
 
-from uncertank import CostRates, Predictions, PredictiveSamples, QuerySet
-from uncertank.nn import EncodedPairs, NeuralRanker, get_accelerator, score_batches
+from uncertank import CostRates, Predictions, QuerySet
+from uncertank.nn import EncodedPairs, NeuralRanker, SamplingRanker, score_batches
 from uncertank.validation import check_choice, check_positive_int
 from uncertank_sngp.head import COV_LIKELIHOODS, COV_MODES, RandomFeatureGP, SNGPModel, focal_loss
 
 __all__ = ["GPFBertRanker", "SNGPRanker"]
 
+# the head's defaults live in its signatures; the ranker's parameters default to them
+_GP: dict[str, Any] = RandomFeatureGP.__init__.__kwdefaults__ or {}
+_MODEL: dict[str, Any] = SNGPModel.__init__.__kwdefaults__ or {}
 
-class SNGPRanker(NeuralRanker):
+
+class SNGPRanker(SamplingRanker, NeuralRanker):
     """A cross-encoder whose output layer is a random-feature Gaussian process (SNGP).
 
     The network is :class:`~uncertank_sngp.SNGPModel`: the encoder's
@@ -35,7 +39,8 @@ class SNGPRanker(NeuralRanker):
 
     - :meth:`predict`: the mean-field probability ``sigmoid(m / sqrt(1 + lambda v))``.
     - :meth:`predict_samples`: joint draws; each row is one draw of the
-      output weights from their posterior applied to every pair.
+      output weights from their posterior applied to every pair
+      (:meth:`sample_batch`, in the template of :class:`uncertank.nn.SamplingRanker`).
     - :meth:`latent_mean_variance`: the closed-form mean and variance of the logit.
 
     Parameters
@@ -93,56 +98,74 @@ class SNGPRanker(NeuralRanker):
         self,
         backbone: Any = None,
         *,
-        n_features: int = 2048,
-        lengthscale: float | None = None,
-        feature_scale: float | None = None,
-        ridge: float = 1.0,
-        spec_norm_bound: float | None = 0.95,
-        spec_norm_encoder: bool = False,
-        n_power_iterations: int = 1,
-        spec_norm_warmup: int = 20,
-        cov_mode: str = "exact",
-        cov_momentum: float = 0.999,
-        cov_likelihood: str = "logistic",
-        mean_field_factor: float = math.pi / 8,
-        output_init_std: float = 0.01,
-        output_bias: bool = True,
+        n_features: int = _GP["n_features"],
+        lengthscale: float | None = _GP["lengthscale"],
+        feature_scale: float | None = _GP["feature_scale"],
+        ridge: float = _GP["ridge"],
+        spec_norm_bound: float | None = _MODEL["spec_norm_bound"],
+        spec_norm_encoder: bool = _MODEL["spec_norm_encoder"],
+        n_power_iterations: int = _MODEL["n_power_iterations"],
+        spec_norm_warmup: int = _MODEL["spec_norm_warmup"],
+        cov_mode: str = _GP["cov_mode"],
+        cov_momentum: float = _GP["cov_momentum"],
+        cov_likelihood: str = _GP["cov_likelihood"],
+        mean_field_factor: float = _GP["mean_field_factor"],
+        output_init_std: float = _GP["output_init_std"],
+        output_bias: bool = _GP["output_bias"],
         output_bias_init: float | None = None,
         focal_gamma: float = 0.0,
         n_samples: int = 10,
         **params: Any,
     ) -> None:
+        self.n_features = n_features
+        self.lengthscale = lengthscale
+        self.feature_scale = feature_scale
+        self.ridge = ridge
+        self.spec_norm_bound = spec_norm_bound
+        self.spec_norm_encoder = spec_norm_encoder
+        self.n_power_iterations = n_power_iterations
+        self.spec_norm_warmup = spec_norm_warmup
+        self.cov_mode = cov_mode
+        self.cov_momentum = cov_momentum
+        self.cov_likelihood = cov_likelihood
+        self.mean_field_factor = mean_field_factor
+        self.output_init_std = output_init_std
+        self.output_bias = output_bias
+        self.output_bias_init = output_bias_init
+        self.focal_gamma = focal_gamma
+        self.n_samples = n_samples
         super().__init__(backbone, **params)
-        if spec_norm_encoder and self.pretrained is not None:
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.spec_norm_encoder and self.pretrained is not None:
             raise ValueError(
                 "spec_norm_encoder must be False with pretrained: a post-hoc head keeps the encoder's weights "
                 "as trained"
             )
-        self.head_params: dict[str, Any] = {
-            "n_features": check_positive_int(n_features, "n_features"),
-            "lengthscale": lengthscale,
-            "feature_scale": feature_scale,
-            "ridge": ridge,
-            "spec_norm_bound": spec_norm_bound,
-            "spec_norm_encoder": bool(spec_norm_encoder),
-            "n_power_iterations": check_positive_int(n_power_iterations, "n_power_iterations"),
-            "spec_norm_warmup": check_positive_int(spec_norm_warmup, "spec_norm_warmup", minimum=0),
-            "cov_mode": check_choice(cov_mode, "cov_mode", COV_MODES),
-            "cov_momentum": cov_momentum,
-            "cov_likelihood": check_choice(cov_likelihood, "cov_likelihood", COV_LIKELIHOODS),
-            "mean_field_factor": mean_field_factor,
-            "output_init_std": output_init_std,
-            "output_bias": output_bias,
+        check_positive_int(self.n_features, "n_features")
+        check_positive_int(self.n_power_iterations, "n_power_iterations")
+        check_positive_int(self.spec_norm_warmup, "spec_norm_warmup", minimum=0)
+        check_choice(self.cov_mode, "cov_mode", COV_MODES)
+        check_choice(self.cov_likelihood, "cov_likelihood", COV_LIKELIHOODS)
+        b = self.output_bias_init
+        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b)):
+            raise ValueError(f"output_bias_init must be None or a finite number; got {b!r}")
+        focal_loss(torch.zeros(1), torch.zeros(1, dtype=torch.long), gamma=self.focal_gamma)  # cpu: validates gamma
+        check_positive_int(self.n_samples, "n_samples")
+
+    @property
+    def head_params(self) -> dict[str, Any]:
+        """The parameters of :class:`~uncertank_sngp.SNGPModel` (and its GP layer), from the constructor's."""
+        return {
+            "n_features": int(self.n_features), "lengthscale": self.lengthscale,
+            "feature_scale": self.feature_scale, "ridge": self.ridge, "spec_norm_bound": self.spec_norm_bound,
+            "spec_norm_encoder": bool(self.spec_norm_encoder), "n_power_iterations": int(self.n_power_iterations),
+            "spec_norm_warmup": int(self.spec_norm_warmup), "cov_mode": self.cov_mode,
+            "cov_momentum": self.cov_momentum, "cov_likelihood": self.cov_likelihood,
+            "mean_field_factor": self.mean_field_factor, "output_init_std": self.output_init_std,
+            "output_bias": self.output_bias,
         }
-        if output_bias_init is not None and (
-            isinstance(output_bias_init, bool) or not isinstance(output_bias_init, (int, float))
-            or not math.isfinite(output_bias_init)
-        ):
-            raise ValueError(f"output_bias_init must be None or a finite number; got {output_bias_init!r}")
-        self.output_bias_init = None if output_bias_init is None else float(output_bias_init)
-        focal_loss(torch.zeros(1), torch.zeros(1, dtype=torch.long), gamma=focal_gamma)  # cpu: validates gamma
-        self.focal_gamma = float(focal_gamma)
-        self.n_samples = check_positive_int(n_samples, "n_samples")
 
     # -- the extension API of NeuralRanker --------------------------------------------
 
@@ -152,7 +175,7 @@ class SNGPRanker(NeuralRanker):
 
     def loss(self, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Focal loss of the single logit (``focal_gamma``; 0 is cross-entropy)."""
-        return focal_loss(output, labels, gamma=self.focal_gamma)
+        return focal_loss(output, labels, gamma=float(self.focal_gamma))
 
     def on_train_end(
         self, model: torch.nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Any
@@ -178,11 +201,6 @@ class SNGPRanker(NeuralRanker):
                 gp.precision.copy_(accelerator.reduce(gp.precision, reduction="sum"))
                 gp.n_seen.copy_(accelerator.reduce(gp.n_seen, reduction="sum"))
         gp.update_covariance()
-
-    def extra_params(self) -> dict[str, Any]:
-        """The head's parameters, ``focal_gamma`` and ``n_samples``, stored in checkpoints."""
-        return {**self.head_params, "output_bias_init": self.output_bias_init, "focal_gamma": self.focal_gamma,
-                "n_samples": self.n_samples}
 
     def prior_log_odds(self, train: QuerySet) -> float:
         """The log-odds of a relevant training pair: ``-log(train_ratio)``, or the labels' own with ``None``."""
@@ -210,29 +228,12 @@ class SNGPRanker(NeuralRanker):
         model: Any = self.build_model()
         model.gp.reset_precision()
         if model.gp.output_bias and self.history_ is None:  # a new head: its intercept starts at the prior
-            start = self.prior_log_odds(train) if self.output_bias_init is None else self.output_bias_init
+            start = self.prior_log_odds(train) if self.output_bias_init is None else float(self.output_bias_init)
             with torch.no_grad():
                 model.gp.bias.fill_(start)
         return super().fit(train, valid)
 
     # -- predictions -------------------------------------------------------------------
-
-    def _gp_batches(self, queries: QuerySet, fn: Any, desc: str) -> NDArray[np.float64]:
-        self.check_fitted()
-        model = self.build_model()
-        acc = get_accelerator(self.device)
-        model.to(acc.device)
-        was = model.training
-        model.eval()
-        try:
-            with torch.inference_mode():
-                return score_batches(
-                    self.encode(queries), lambda batch: fn(model, batch),
-                    batch_size=self.training_config.eval_batch_size, accelerator=acc,
-                    show_progress=self.training_config.show_progress, desc=desc,
-                )
-        finally:
-            model.train(was)
 
     def latent_mean_variance(self, queries: QuerySet) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The posterior mean and variance of every pair's logit, in closed form.
@@ -245,12 +246,13 @@ class SNGPRanker(NeuralRanker):
             ``||L^-1 phi||^2``; the prior variance ``||phi||^2 / ridge`` before :meth:`fit`.
         """
         queries = self.check_queries(queries)
+        self.check_fitted()
 
         def fn(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
             phi = model.features(**batch)
             return torch.stack([model.gp.mean_logit(phi).double(), model.gp.variance(phi)], dim=1)
 
-        out = self._gp_batches(queries, fn, f"{self.name} mean/variance")
+        out = self.batch_outputs(queries, fn, f"{self.name} mean/variance")
         return out[:, 0], out[:, 1]
 
     def predict(self, queries: QuerySet) -> Predictions:
@@ -258,33 +260,22 @@ class SNGPRanker(NeuralRanker):
         queries = self.check_queries(queries)
         return Predictions(self.score(queries)[0], queries.offsets, ranker=self.name)
 
-    def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
-        """Joint draws of P(relevant), shape (n_samples, n_pairs).
+    def sample_batch(self, n_samples: int) -> Any:
+        """Draws for :meth:`predict_samples`: ``sigmoid(phi . beta_s + c)`` per pair, shape (batch, n_samples).
 
-        Row ``s`` is ``sigmoid(phi . beta_s + c)`` for one draw ``beta_s`` of the
-        output weights from their Laplace posterior, over every pair: the
-        candidates of a query covary as the posterior says. Draws are seeded
-        by ``seed``.
-
-        Parameters
-        ----------
-        queries : QuerySet
-        n_samples : int, optional
-            ``n_samples`` of the constructor by default.
+        ``beta_s`` is one draw of the output weights from their Laplace
+        posterior, the same for every pair, so the candidates of a query
+        covary as the posterior says. Seeded by ``seed``.
         """
-        queries = self.check_queries(queries)
-        s = self.n_samples if n_samples is None else check_positive_int(n_samples, "n_samples")
-        self.check_fitted()
         model: Any = self.build_model()
-        gen = torch.Generator().manual_seed(self.training_config.seed)
-        weights = model.gp.sample_weights(s, generator=gen)  # (D, s)
+        gen = torch.Generator().manual_seed(self.seed)
+        weights = model.gp.sample_weights(n_samples, generator=gen)  # (D, s)
 
         def fn(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
             phi = model.features(**batch).double()
             return torch.sigmoid(phi @ weights.to(phi.device) + model.gp.bias.double())
 
-        probs = self._gp_batches(queries, fn, f"{self.name} samples")
-        return PredictiveSamples(np.ascontiguousarray(probs.T), queries.offsets, ranker=self.name)
+        return fn
 
 
 class GPFBertRanker(SNGPRanker):
