@@ -360,3 +360,26 @@ def _demo_copy():
     from uncertank.experiment import demo_study_path
 
     return demo_study_path("default")
+
+
+def test_a_ranker_started_from_another_is_estimated_at_the_settings_it_takes_over():
+    """The ensemble and mc_dropout run with bert's max_length (their warm start copies it): so do their rates."""
+    from uncertank import make_ranker
+    from uncertank.experiment.building import build_ranker
+    from uncertank.experiment.config import RankerConfig
+
+    bert = RankerConfig("bert", {"max_length": 64, "train_ratio": 1, "num_hidden_layers": 3})
+    ens = RankerConfig("ensemble", {"n_members": 2}, init_from="bert")
+    by_label = {"bert": bert, "ensemble": ens}
+    started = P._as_started(ens, build_ranker(ens), by_label)
+    one = make_ranker("bert", max_length=64).cost_rates()
+    assert started.cost_estimating.cost_rates(warm_start=True) == pytest.approx(
+        (one.fit_per_query, 2 * one.predict_per_pair))
+    # built as written in the file it would run at the default max_length of 128: twice the cost
+    alone = build_ranker(ens).cost_estimating.cost_rates(warm_start=True)
+    assert alone.predict_per_pair == pytest.approx(2 * started.cost_estimating.cost_rates().predict_per_pair)
+    # its own settings win; a ranker not started from another is used as built
+    own = RankerConfig("ensemble", {"n_members": 2, "max_length": 32}, init_from="bert")
+    assert P._as_started(own, build_ranker(own), {**by_label, "ensemble": own}).ranker.max_length == 32
+    plain = build_ranker(bert)
+    assert P._as_started(bert, plain, by_label) is plain

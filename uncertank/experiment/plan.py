@@ -29,6 +29,7 @@ probe's repeats give.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -42,6 +43,7 @@ from uncertank.experiment.config import ComparisonSettings, StudyConfig, StudyCo
 from uncertank.experiment.preflight import check_output_folder, validate_config
 from uncertank.experiment.speed import MachineSpeed, probe_machine
 from uncertank.experiment.stages import StudyData
+from uncertank.params import Parameters
 from uncertank.protocols import Capabilities, CostRates, cost_rates_problem
 
 __all__ = ["MODEL_FREE_NEGATIVES", "RATE_LAYERS", "StepPlan", "StudyPlan", "plan_study"]
@@ -75,6 +77,24 @@ def _layer_scale(rc: Any, by_label: dict[str, Any]) -> float:
     source = by_label.get(rc.init_from) if rc.init_from else None
     layers = rc.params.get("num_hidden_layers", (source.params if source is not None else {}).get("num_hidden_layers"))
     return layers / RATE_LAYERS if isinstance(layers, int) and layers > 0 else 1.0
+
+
+def _as_started(rc: Any, built: Capabilities, by_label: dict[str, Any]) -> Capabilities:
+    """``built`` with the settings it takes over from the ranker it starts from, for its rates.
+
+    A ranker started from another (``init_from``) runs with the source's
+    settings (``max_length``, ``train_ratio``, the epochs: its warm start
+    copies them), which its own parameters in the study file leave out; its
+    cost is theirs. Only the parameters it takes (``get_params``) are
+    copied, its own study-file ones win, and a ranker without
+    :class:`uncertank.params.Parameters` is used as built.
+    """
+    source = by_label.get(rc.init_from) if rc.init_from else None
+    if source is None or not isinstance(built.ranker, Parameters):
+        return built
+    takes = set(built.ranker.get_params())
+    inherited = {k: v for k, v in source.params.items() if k in takes and k not in rc.params}
+    return build_ranker(dataclasses.replace(rc, params={**inherited, **rc.params})) if inherited else built
 
 
 def _rates(built: Capabilities, warm_start: bool, where: str) -> CostRates | None:
@@ -320,7 +340,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     for i, rc in enumerate(config.rankers):
         scale = _layer_scale(rc, by_label)
         built = build_ranker(rc)
-        rates = _rates(built, rc.init_from is not None, f"rankers[{i}]")
+        rates = _rates(_as_started(rc, built, by_label), rc.init_from is not None, f"rankers[{i}]")
         upstream = keys.get(rc.init_from) if rc.init_from else None
         key = fit_key(rc, data, upstream) if known and (rc.init_from is None or upstream is not None) else None
         if rc.checkpoint is not None:
