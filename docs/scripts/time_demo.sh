@@ -8,6 +8,7 @@
 # to AVX2 kernels on a machine with AVX-512. The demo runs in a new folder with an empty dataset cache
 # (UNCERTANK_CACHE points at a new folder, so the datasets are built too), from the checkout's root; the
 # load average before and after, the console's estimate and each step's seconds and estimate go to the record.
+# KEEP_RESULTS=DIR keeps the run's results.json, run.log and console output in DIR.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 label=${1:?usage: bash docs/scripts/time_demo.sh LABEL [ENV=VALUE ...]}
@@ -22,4 +23,7 @@ python docs/scripts/demo_record.py "$work/demo" --console "$work/console.txt" --
   --wall "$(python -c "print($t1 - $t0)")" --load "$load_before" "$load_after" --env "$*" \
   --out docs/results/demo.json
 tail -n 3 "$work/console.txt"
+if [ -n "${KEEP_RESULTS:-}" ]; then  # a folder to keep the run's results.json, run.log and console in
+  mkdir -p "$KEEP_RESULTS" && cp "$work/demo/results.json" "$work/demo/run.log" "$work/console.txt" "$KEEP_RESULTS/"
+fi
 rm -rf "$work"
