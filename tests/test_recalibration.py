@@ -177,3 +177,31 @@ def test_recalibrator_input_errors():
         PlattScaling(nonnegative_slope="yes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="n_bins must be an integer >= 1"):
         HistogramBinning(n_bins=0)
+
+
+def test_platt_stopped_by_its_line_search_at_the_optimum_has_converged(monkeypatch):
+    """L-BFGS-B's "ABNORMAL" stop where the projected gradient is about zero is a converged fit; elsewhere not."""
+    import warnings
+
+    import scipy.optimize
+
+    from uncertank.recalibration import NotConvergedWarning, PlattScaling
+
+    rng = np.random.default_rng(0)
+    scores, labels = rng.normal(size=200), rng.integers(0, 2, 200).astype(float)
+    real = scipy.optimize.minimize
+
+    def stopped(grad):
+        def minimize(*args, **kwargs):
+            res = real(*args, **kwargs)
+            res.success, res.message, res.jac = False, "ABNORMAL: ", np.asarray(grad, dtype=float)
+            return res
+        return minimize
+
+    monkeypatch.setattr(scipy.optimize, "minimize", stopped([3e-7, 6e-8]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotConvergedWarning)
+        assert PlattScaling().fit(scores, labels).converged_ is True
+    monkeypatch.setattr(scipy.optimize, "minimize", stopped([0.0, 0.5]))  # the intercept still moves
+    with pytest.warns(NotConvergedWarning):
+        assert PlattScaling().fit(scores, labels).converged_ is False
