@@ -96,6 +96,8 @@ def test_from_ranker_keeps_member_0_and_trains_the_others_like_from_scratch(fitt
     assert bert.is_fitted
     ens = DeepEnsembleRanker.from_ranker(bert, n_members=3)
     assert ens.members[0] is bert and not ens.is_fitted
+    # every setting of bert's, its quiet progress included (a study's log, not a progress bar)
+    assert all(m.show_progress is False for m in ens.members) and ens.show_progress is False
     before = bert.predict(queries).scores
     ens.fit(queries)
     assert ens.is_fitted

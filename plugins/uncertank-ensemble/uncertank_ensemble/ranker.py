@@ -194,7 +194,8 @@ class DeepEnsembleRanker(Parameters):
         if not ranker.is_fitted:
             raise ValueError("ranker must be fitted before it becomes an ensemble member; call fit first")
         params = {k: v for k, v in ranker.get_params().items() if k in _MEMBER_PARAMS and k not in ("name", "seed")}
-        new = cls(ranker.backbone, n_members=n_members, stacked=stacked, seed=ranker.seed, **params)
+        new = cls(ranker.backbone, n_members=n_members, stacked=stacked, seed=ranker.seed,
+                  show_progress=ranker.show_progress, **params)
         new.members[0] = ranker
         new._kept_first = True
         return new
