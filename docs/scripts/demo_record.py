@@ -16,6 +16,7 @@ import platform
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 IN_DOMAIN = ("R@1", "MAP", "ECE", "ECE balanced")
 
@@ -82,9 +83,10 @@ def main() -> None:
                   for name, s in result["steps"].items()},
         "in_domain": in_domain,
     }
-    record = json.loads(args.out.read_text()) if args.out.exists() else {
+    record: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {
         "what": "Timed runs of `uncertank demo` (docs/scripts/time_demo.sh): a new folder, an empty dataset "
-                "cache, nothing else running on the machine; the wall time is the whole command's.",
+                "cache; the wall time is the whole command's, and the load average before and after says how "
+                "busy the machine was.",
         "runs": []}
     record["runs"] = [r for r in record["runs"] if r["label"] != args.label] + [run]
     tmp = args.out.with_suffix(".tmp")

@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from uncertank import PredictiveSamples
     from uncertank.experiment import load_config
+    from uncertank.experiment.config import DataSettings
     from uncertank.experiment.runner import load_data
     from uncertank.files import atomic_write_text
     from uncertank.metrics import recall_at_k
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
 
     steps = json.loads(results_file.read_text())["steps"]
     config = load_config(args.config)
-    data = load_data(config)
+    data = load_data(config.section(DataSettings))
     sets = {"valid": data.valid, **data.tests}
 
     loaded: dict[tuple[str, str], dict[str, Any]] = {}

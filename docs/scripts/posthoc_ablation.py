@@ -136,12 +136,13 @@ def _study_rows(folder: Path, study: Path, skip: set[str], lists_folder: Path,
     A learned length scale is read from the fitted model.
     """
     from uncertank.experiment import load_config
+    from uncertank.experiment.config import DataSettings
     from uncertank.experiment.result import StudyResult
     from uncertank.experiment.runner import load_data
 
     config = load_config(study)
     result = StudyResult.from_dict(json.loads((folder / "results.json").read_text()))
-    data = load_data(config)
+    data = load_data(config.section(DataSettings))
     ref = config.reference or config.rankers[0].key  # the study's own rule when none is named
     rows: dict[str, Any] = {}
     for rc in config.rankers:

@@ -91,7 +91,7 @@ def ubuntu_dialogues() -> tuple[Dialogue, ...]:
     tuple of Dialogue
         In file order.
     """
-    ref = resources.files("uncertank.datasets").joinpath("_data", "ubuntu", _UBUNTU_FILE)
+    ref = resources.files("uncertank.datasets").joinpath("_data").joinpath("ubuntu").joinpath(_UBUNTU_FILE)
     with ref.open("r", encoding="utf-8") as fh:
         raw = json.load(fh)
     return tuple(Dialogue(str(d["dialogue_id"]), _clean(d["text"].split("\n"))) for d in raw)
@@ -100,7 +100,7 @@ def ubuntu_dialogues() -> tuple[Dialogue, ...]:
 def _ubuntu_version() -> str:
     import hashlib
 
-    ref = resources.files("uncertank.datasets").joinpath("_data", "ubuntu", _UBUNTU_FILE)
+    ref = resources.files("uncertank.datasets").joinpath("_data").joinpath("ubuntu").joinpath(_UBUNTU_FILE)
     return "ubuntu-sample:" + hashlib.sha256(ref.read_bytes()).hexdigest()[:16]
 
 

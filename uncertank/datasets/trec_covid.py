@@ -30,7 +30,7 @@ _FILES = {"scores": "round1_data.csv", "rbp_gain": "round1_rbpgain.csv", "pooled
 def _read_bundled(name: str) -> pd.DataFrame:
     import pandas as pd
 
-    ref = resources.files("uncertank.datasets").joinpath("_data", "trec-covid-round1", name)
+    ref = resources.files("uncertank.datasets").joinpath("_data").joinpath("trec-covid-round1").joinpath(name)
     with ref.open("rb") as fh:
         return pd.read_csv(fh)
 
