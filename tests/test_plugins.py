@@ -502,3 +502,46 @@ def test_the_tooling_names_are_still_found_in_the_host_module():
     assert not moved & set(host.__all__)  # one home each: listed in their own modules' __all__
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         host.no_such_name  # noqa: B018
+
+
+def test_an_object_with_hookimpl_methods_registers_and_anything_else_is_named():
+    class Methods:
+        @hookimpl
+        def uncertank_rankers(self):
+            return {"method-made": lambda: CallableRanker(lambda c, x: [0.5] * len(x))}
+
+    plugin = Methods()
+    try:
+        assert host.register(plugin, name="methods") == "methods"
+        assert "method-made" in host.registry("rankers")
+    finally:
+        host.unregister(plugin)
+    for bad in (0.5, "plugin", np.array([]), object()):
+        with pytest.raises(TypeError, match=r"^plugin must be a module, a class or an object with @hookimpl methods"):
+            host.register(bad)
+
+
+def test_the_markers_keep_pluggys_options_and_name_what_they_cannot_mark():
+    @hookimpl(tryfirst=True, specname="uncertank_rankers")
+    def first():
+        return {}
+
+    assert first.uncertank_impl["tryfirst"] is True
+    assert first.uncertank_impl["specname"] == "uncertank_rankers"
+    with pytest.raises(TypeError, match=r"^function must be a function \(def\); got ndarray"):
+        hookimpl(np.array([1.0]))
+    with pytest.raises(TypeError, match=r"^tryfirst must be a bool \(True or False\); got str 'yes'$"):
+        hookimpl(tryfirst="yes")
+    with pytest.raises(TypeError, match=r"^firstresult must be a bool"):
+        uncertank.hookspecs.hookspec(firstresult=np.array([True, False]))
+
+
+def test_a_hookspec_called_directly_offers_nothing():
+    assert uncertank.hookspecs.uncertank_rankers() == {}
+
+
+def test_unregister_names_what_cannot_be_a_plugin():
+    with pytest.raises(TypeError, match=r"^plugin must be a module, a class or an object with @hookimpl methods"):
+        host.unregister(np.array([1, 2, 3]))
+    with pytest.raises(TypeError, match=r"^name must be a str; got float 0.5$"):
+        host.unregister(name=0.5)

@@ -23,9 +23,15 @@ class Clock:
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0 s"), (44.6, "45 s"), (200, "3 min 20 s"), (3900, "1 h 05 min"),
-                                               (float("nan"), "?"), (-1, "?")])
+                                               (float("nan"), "?"), (-1, "?"), (float("inf"), "?")])
 def test_durations_read_as_a_person_says_them(seconds, text):
     assert P.format_duration(seconds) == text
+
+
+@pytest.mark.parametrize("bad", ["45", None, [1.0]])
+def test_a_duration_that_is_not_a_number_is_named(bad):
+    with pytest.raises(TypeError, match=r"^seconds must be a number of seconds; got "):
+        P.format_duration(bad)
 
 
 def test_a_loop_prints_at_its_first_update_then_at_most_every_period(monkeypatch):

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from uncertank.files import temporary_folder
+from uncertank.validation import check_name, check_names, check_path
 
 __all__ = [
     "EXPORT_RECORD",
@@ -87,9 +88,9 @@ class FolderInUseError(FileExistsError):
     """
 
     def __init__(self, folder: str | os.PathLike[str], foreign: Collection[str], *, remedy: str | None = None) -> None:
-        self.folder = Path(folder)
-        self.foreign = tuple(foreign)
-        self.remedy = remedy
+        self.folder = check_path(folder, "folder")
+        self.foreign = tuple(check_names(foreign, "foreign"))
+        self.remedy = None if remedy is None else check_name(remedy, "remedy")
         shown = ", ".join(self.foreign[:_SHOWN])
         if len(self.foreign) > _SHOWN:
             shown += f" and {len(self.foreign) - _SHOWN} more"

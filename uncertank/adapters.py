@@ -7,14 +7,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank.protocols import Ranker
-from uncertank.validation import as_float_array, check_positive_int
+from uncertank.validation import as_float_array, check_instance, check_name, check_positive_int
 
 __all__ = ["CallableRanker", "CrossEncoderRanker", "EnsembleRanker"]
 
@@ -92,7 +92,8 @@ class EnsembleRanker:
     """
 
     def __init__(self, rankers: Sequence[Ranker], *, name: str = "ensemble") -> None:
-        members = list(rankers)
+        members = list(check_instance(rankers, "rankers", Iterable, "a list of rankers"))
+        check_name(name, "name")
         if len(members) < 2:
             raise ValueError(f"rankers must hold at least 2 members; got {len(members)}")
         for i, r in enumerate(members):

@@ -11,7 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from uncertank.validation import check_instance, check_positive_int
+
 __all__ = ["format_fixed", "format_interval", "format_number", "format_percent", "format_pvalue", "format_signed"]
+
+#: What a number to format may be: any real number, NaN and the infinities included.
+_REAL = (int, float, np.integer, np.floating)
 
 
 def format_number(value: Any) -> str:
@@ -57,6 +62,7 @@ def format_signed(value: float | None) -> str:
     """
     if value is None:
         return "–"
+    check_instance(value, "value", _REAL, "a number or None")
     text = format_number(value)
     return "+" + text if math.isfinite(value) and value > 0 else text
 
@@ -71,6 +77,7 @@ def format_pvalue(p: float | None) -> str:
     """
     if p is None:
         return "–"
+    check_instance(p, "p", _REAL, "a number or None")
     if math.isnan(p):
         return "n/a"
     if p < 0.001:
@@ -99,7 +106,10 @@ def format_percent(change: float | None) -> str:
     >>> format_percent(12.345), format_percent(-0.04), format_percent(None)
     ('+12.3%', '-0.0%', 'n/a')
     """
-    return "n/a" if change is None else f"{change:+.1f}%"
+    if change is None:
+        return "n/a"
+    check_instance(change, "change", _REAL, "a number or None")
+    return f"{change:+.1f}%"
 
 
 def format_fixed(value: float, digits: int) -> str:
@@ -110,4 +120,6 @@ def format_fixed(value: float, digits: int) -> str:
     >>> format_fixed(0.123456, 4), format_fixed(float("nan"), 4), format_fixed(float("inf"), 2)
     ('0.1235', 'nan', 'nan')
     """
+    check_instance(value, "value", _REAL, "a number")
+    digits = check_positive_int(digits, "digits", minimum=0, maximum=100)
     return "nan" if not math.isfinite(value) else f"{value:.{digits}f}"

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from types import FunctionType
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 import pluggy
+
+from uncertank.validation import check_bool, check_instance, check_name
 
 __all__ = [
     "CacheTokened",
@@ -39,8 +42,80 @@ __all__ = [
 ]
 
 PROJECT = "uncertank"
-hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
+
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+def _check_function(function: object) -> None:
+    """A marker marks a function (it sets an attribute on it): anything else is refused by name."""
+    if function is not None:
+        check_instance(function, "function", FunctionType, "a function (def)")
+
+
+class _HookspecMarker:
+    """pluggy's hookspec marker, refusing with a library error what it cannot mark (an array, a number)."""
+
+    def __init__(self, project_name: str) -> None:
+        self.project_name = project_name
+        self._marker = pluggy.HookspecMarker(project_name)
+
+    @overload
+    def __call__(self, function: _F, firstresult: bool = ..., historic: bool = ...,
+                 warn_on_impl: Warning | None = ..., warn_on_impl_args: Mapping[str, Warning] | None = ...) -> _F: ...
+
+    @overload
+    def __call__(self, function: None = ..., firstresult: bool = ..., historic: bool = ...,
+                 warn_on_impl: Warning | None = ...,
+                 warn_on_impl_args: Mapping[str, Warning] | None = ...) -> Callable[[_F], _F]: ...
+
+    def __call__(
+        self, function: Any = None, firstresult: bool = False, historic: bool = False,
+        warn_on_impl: Warning | None = None, warn_on_impl_args: Mapping[str, Warning] | None = None,
+    ) -> Any:
+        _check_function(function)
+        check_bool(firstresult, "firstresult")
+        check_bool(historic, "historic")
+        if warn_on_impl is not None:
+            check_instance(warn_on_impl, "warn_on_impl", Warning, "a Warning or None")
+        if warn_on_impl_args is not None:
+            check_instance(warn_on_impl_args, "warn_on_impl_args", Mapping, "a mapping of Warning by argument")
+        return self._marker(function, firstresult=firstresult, historic=historic, warn_on_impl=warn_on_impl,
+                            warn_on_impl_args=warn_on_impl_args)
+
+
+class _HookimplMarker:
+    """pluggy's hookimpl marker, refusing with a library error what it cannot mark (an array, a number)."""
+
+    def __init__(self, project_name: str) -> None:
+        self.project_name = project_name
+        self._marker = pluggy.HookimplMarker(project_name)
+
+    @overload
+    def __call__(self, function: _F, hookwrapper: bool = ..., optionalhook: bool = ..., tryfirst: bool = ...,
+                 trylast: bool = ..., specname: str | None = ..., wrapper: bool = ...) -> _F: ...
+
+    @overload
+    def __call__(self, function: None = ..., hookwrapper: bool = ..., optionalhook: bool = ..., tryfirst: bool = ...,
+                 trylast: bool = ..., specname: str | None = ..., wrapper: bool = ...) -> Callable[[_F], _F]: ...
+
+    def __call__(
+        self, function: Any = None, hookwrapper: bool = False, optionalhook: bool = False, tryfirst: bool = False,
+        trylast: bool = False, specname: str | None = None, wrapper: bool = False,
+    ) -> Any:
+        _check_function(function)
+        for flag, name in ((hookwrapper, "hookwrapper"), (optionalhook, "optionalhook"), (tryfirst, "tryfirst"),
+                           (trylast, "trylast"), (wrapper, "wrapper")):
+            check_bool(flag, name)
+        if specname is not None:
+            check_name(specname, "specname")
+        return self._marker(function, hookwrapper=hookwrapper, optionalhook=optionalhook, tryfirst=tryfirst,
+                            trylast=trylast, specname=specname, wrapper=wrapper)
+
+
+#: Marks a hook specification of uncertank's (pluggy's ``HookspecMarker``, its arguments checked).
+hookspec = _HookspecMarker(PROJECT)
+#: Marks a plugin's implementation of a hook: ``@hookimpl`` (pluggy's ``HookimplMarker``, its arguments checked).
+hookimpl = _HookimplMarker(PROJECT)
 
 
 @hookspec
@@ -59,7 +134,7 @@ def uncertank_rankers() -> Mapping[str, Callable[..., Any]]:
     ``predict(queries)``. :func:`uncertank.testing.check_ranker` and
     :func:`uncertank.testing.check_stochastic_ranker` check that contract.
     """
-    raise NotImplementedError
+    return {}  # the specification offers none; plugins' hookimpls do
 
 
 @hookspec
@@ -75,7 +150,7 @@ def uncertank_datasets() -> Mapping[str, Callable[..., Any]]:
     changes whenever its data does is cached on disk by ``load`` (keyed by
     that token and every parameter); one without it is called every time.
     """
-    raise NotImplementedError
+    return {}  # the specification offers none; plugins' hookimpls do
 
 
 @hookspec
@@ -88,7 +163,7 @@ def uncertank_negative_samplers() -> Mapping[str, Callable[..., Any]]:
     pool. A factory that accepts ``groups=`` is told which dialogue each pool
     text comes from, so that a query's own dialogue is never sampled.
     """
-    raise NotImplementedError
+    return {}  # the specification offers none; plugins' hookimpls do
 
 
 @hookspec
@@ -104,7 +179,7 @@ def uncertank_recalibrators() -> Mapping[str, Callable[..., Any]]:
     that recalibrating never reorders the ranking it calibrates;
     :func:`uncertank.testing.check_recalibrator` checks this contract.
     """
-    raise NotImplementedError
+    return {}  # the specification offers none; plugins' hookimpls do
 
 
 @hookspec
@@ -125,7 +200,7 @@ def uncertank_metrics() -> Mapping[str, Callable[..., Any]]:
     ``metrics = [...]`` names them (with options) and its report shows their
     columns; :func:`uncertank.testing.check_metric` checks this contract.
     """
-    raise NotImplementedError
+    return {}  # the specification offers none; plugins' hookimpls do
 
 
 # -- what a dataset loader may offer beyond being called ------------------------------------------------------------

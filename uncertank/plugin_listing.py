@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from uncertank.plugins import KINDS, Kind, list_plugins, name_clashes, plugin_failures, singular
+from uncertank.validation import check_count, check_instance
 
 __all__ = ["plugin_report", "render_plugin_report"]
 
@@ -75,7 +76,11 @@ def render_plugin_report(report: Mapping[str, Any], *, width: int = 80) -> str:
     str
         The text, ending without a newline.
     """
-    width = max(int(width), 20)
+    check_instance(report, "report", Mapping, "the mapping plugin_report() returns")
+    for part in ("registered", "clashes", "failed"):
+        for entry in check_instance(report.get(part, []), f"report[{part!r}]", list, "a list of mappings"):
+            check_instance(entry, f"report[{part!r}]", Mapping, "a list of mappings")
+    width = max(check_count(width, "width", minimum=0), 20)
     lines = textwrap.wrap("name, distribution and version, plugin; by kind", width)
     rows = list(report.get("registered", []))
     for kind in KINDS:

@@ -6,6 +6,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from uncertank.validation import check_instance, check_name, check_names
+
 __all__ = ["lazy_exports"]
 
 
@@ -40,7 +42,10 @@ def lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]
     Traceback (most recent call last):
     AttributeError: module 'uncertank_demo' has no attribute 'loads'
     """
-    homes = dict(homes)
+    check_name(package, "package")
+    homes = dict(check_instance(homes, "homes", Mapping, "a mapping of module by exported name"))
+    check_names(list(homes), "homes' names")
+    check_names(list(homes.values()), "homes' modules")
 
     def __getattr__(name: str) -> Any:
         if name in homes:

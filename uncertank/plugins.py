@@ -62,6 +62,7 @@ from uncertank import hookspecs
 from uncertank.hookspecs import dataset_loader_capabilities
 from uncertank.plugin_packages import lazy_exports
 from uncertank.protocols import CapabilityError, Ranker
+from uncertank.validation import check_bool, check_choice, check_instance, check_name, check_names
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -130,6 +131,10 @@ class UnknownParameterError(TypeError):
     """
 
     def __init__(self, ranker: str, parameter: str, known: list[str], complete: bool) -> None:
+        check_name(ranker, "ranker")
+        check_name(parameter, "parameter")
+        known = check_names(known, "known")
+        complete = check_bool(complete, "complete")
         self.ranker, self.parameter, self.known, self.complete = ranker, parameter, list(known), complete
         close = difflib.get_close_matches(parameter, known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else "."
@@ -283,10 +288,8 @@ def singular(kind: str) -> str:
 
 
 def check_kind(kind: str) -> Kind:
-    """``kind`` if it is one of :data:`KINDS`; ValueError listing them otherwise."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
-    return kind  # type: ignore[return-value]
+    """``kind`` if it is one of :data:`KINDS`; ValueError listing them otherwise (an array or a dict too)."""
+    return check_choice(kind, "kind", KINDS)
 
 
 _FUNCTION_TYPES = (FunctionType, BuiltinFunctionType, MethodType, functools.partial)
@@ -379,15 +382,19 @@ class Registry(Mapping[str, PluginInfo]):
 
     def __init__(self, kind: str, usable: Mapping[str, PluginInfo], clashes: Mapping[str, NameClash],
                  order: list[str]) -> None:
+        check_kind(kind)
+        check_instance(usable, "usable", Mapping, "a mapping of PluginInfo by name")
+        check_instance(clashes, "clashes", Mapping, "a mapping of NameClash by name")
+        check_names(order, "order")
         self.kind = kind
         self._usable = dict(usable)
         self._clashes = dict(clashes)
         self._order = list(order)
 
     def __getitem__(self, name: str) -> PluginInfo:
-        if name in self._usable:
+        if isinstance(name, str) and name in self._usable:  # a name is a str: an array or a dict is unknown
             return self._usable[name]
-        if name in self._clashes:
+        if isinstance(name, str) and name in self._clashes:
             raise DuplicateNameError(self._clashes[name].describe())
         known = ", ".join(sorted(self._order)) or "(none)"
         raise UnknownNameError(
@@ -396,7 +403,7 @@ class Registry(Mapping[str, PluginInfo]):
         )
 
     def __contains__(self, name: object) -> bool:
-        return name in self._usable or name in self._clashes
+        return isinstance(name, str) and (name in self._usable or name in self._clashes)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._order)
@@ -503,6 +510,7 @@ def get_plugin_manager(*, refresh: bool = False) -> pluggy.PluginManager:
     pluggy.PluginValidationError
         When a plugin implements a hook that does not exist.
     """
+    refresh = check_bool(refresh, "refresh")
     with _lock:
         if refresh:
             _state.clear()
@@ -642,6 +650,11 @@ def register(
     >>> "constant" in registry("rankers")
     False
     """
+    if not isinstance(plugin, (ModuleType, type)) and not _has_hookimpls(plugin):
+        check_instance(plugin, "plugin", (ModuleType, type), "a module, a class or an object with @hookimpl methods")
+    for value, what in ((name, "name"), (distribution, "distribution"), (version, "version")):
+        if value is not None:
+            check_name(value, what)
     with _lock:
         pm = get_plugin_manager()
         if distribution is None or version is None:
@@ -660,6 +673,12 @@ def register(
         _state["dists"][id(plugin)] = (distribution, version)
         _runtime.append((plugin, registered, distribution, version))
         return registered
+
+
+def _has_hookimpls(plugin: object) -> bool:
+    """Whether an attribute of ``plugin`` is marked with ``@hookimpl`` (read without running a property)."""
+    marker = hookspecs.PROJECT + "_impl"
+    return any(hasattr(inspect.getattr_static(plugin, attr, None), marker) for attr in dir(plugin))
 
 
 def _check_hooks_now(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
@@ -699,6 +718,10 @@ def unregister(plugin: object | None = None, *, name: str | None = None) -> None
     if (plugin is None) == (name is None):
         raise ValueError("unregister needs exactly one of plugin or name; got "
                          + ("neither" if plugin is None else "both"))
+    if plugin is not None and not isinstance(plugin, (ModuleType, type)) and not _has_hookimpls(plugin):
+        check_instance(plugin, "plugin", (ModuleType, type), "a module, a class or an object with @hookimpl methods")
+    if name is not None:
+        check_name(name, "name")
     with _lock:
         pm = get_plugin_manager()
         if plugin is not None and not pm.is_registered(plugin):

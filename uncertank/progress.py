@@ -27,11 +27,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
+import numbers
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from uncertank.validation import check_instance
 
 __all__ = ["ProgressReporter", "Tracker", "format_duration", "machine_load", "reporting", "tracker"]
 
@@ -42,8 +46,9 @@ _REPORTER: contextvars.ContextVar[ProgressReporter | None] = contextvars.Context
 
 
 def format_duration(seconds: float) -> str:
-    """``seconds`` as ``"45 s"``, ``"3 min 20 s"`` or ``"1 h 05 min"``."""
-    if seconds != seconds or seconds < 0:  # NaN or negative: nothing to say
+    """``seconds`` as ``"45 s"``, ``"3 min 20 s"`` or ``"1 h 05 min"``; ``"?"`` for NaN, infinite or negative."""
+    check_instance(seconds, "seconds", numbers.Real, "a number of seconds")
+    if not math.isfinite(seconds) or seconds < 0:  # NaN, infinite or negative: nothing to say
         return "?"
     s = round(seconds)
     if s < 60:

@@ -24,7 +24,7 @@ ValueError: n_passes must be an integer >= 1; got 0
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -37,12 +37,16 @@ __all__ = [
     "as_float_array",
     "as_label_array",
     "check_bool",
+    "check_callable",
     "check_choice",
     "check_count",
     "check_finite_result",
     "check_fits",
     "check_instance",
     "check_name",
+    "check_names",
+    "check_ndarray",
+    "check_path_messages",
     "check_nonnegative",
     "check_offsets",
     "check_path",
@@ -603,6 +607,25 @@ def check_instance(value: object, name: str, types: type | tuple[type, ...], wha
     return value
 
 
+def check_callable(value: object, name: str, what: str = "a function") -> Any:
+    """Raise a TypeError unless ``value`` can be called (a function, a class, a bound method); ``what`` says which.
+
+    Examples
+    --------
+    >>> check_callable(len, "log").__name__
+    'len'
+    >>> check_callable("print", "log", "a function of one str")
+    Traceback (most recent call last):
+    ...
+    TypeError: log must be a function of one str; got str 'print'
+    """
+    if not callable(value):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__} {shown}")
+    return value
+
+
 def check_path(value: object, name: str = "path") -> Path:
     """Raise a TypeError unless ``value`` is a path: a str or an ``os.PathLike``, never empty.
 
@@ -633,6 +656,99 @@ def check_name(name: object, what: str = "name") -> str:
     if not isinstance(name, str):
         raise TypeError(f"{what} must be a str; got {type(name).__name__} {name!r}")
     return name
+
+
+def check_names(values: object, what: str = "names") -> list[str]:
+    """Raise unless ``values`` is a collection of str (a list, a tuple, a set), not a str itself; return a list.
+
+    The rule for an argument that lists names: conditions, metric labels,
+    rankers. An array, a number or a single str passed there is named,
+    never "'float' object is not iterable" or a test of each character.
+
+    Examples
+    --------
+    >>> check_names(("in-domain", "shifted"), "conditions")
+    ['in-domain', 'shifted']
+    >>> check_names("in-domain", "conditions")
+    Traceback (most recent call last):
+    ...
+    TypeError: conditions must be a list of str; got str 'in-domain'
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Collection):
+        shown = repr(values)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TypeError(f"{what} must be a list of str; got {type(values).__name__} {shown}")
+    out = list(values)
+    for value in out:
+        if not isinstance(value, str):  # numpy's str_ is a str
+            raise TypeError(f"{what} must be a list of str; got {type(value).__name__} {value!r} among them")
+    return out
+
+
+#: What a dtype kind letter holds, for :func:`check_ndarray`'s message.
+_KINDS = {"f": "float", "i": "int", "u": "unsigned int", "b": "bool"}
+
+
+def check_ndarray(value: object, name: str, *, ndim: int = 1, kinds: str = "f") -> NDArray[Any]:
+    """Raise a TypeError unless ``value`` is an ndarray of rank ``ndim`` whose dtype is of one of ``kinds``.
+
+    The check for the internal passes of a computation (binning, radix
+    selection), whose arrays were converted and checked once at the public
+    door (:func:`as_float_array`): it takes constant time and copies
+    nothing, so it does not slow the pass; a list or an array of another
+    rank or dtype is named, never numpy's error from deep inside. ``kinds``
+    holds numpy's dtype kind letters (``"f"`` float, ``"iu"`` integers).
+    Returns ``value`` itself, NaN where it holds NaN: the values are not read.
+
+    Examples
+    --------
+    >>> check_ndarray(np.array([0.2, 0.9]), "p").tolist()
+    [0.2, 0.9]
+    >>> check_ndarray([0.2, 0.9], "p")
+    Traceback (most recent call last):
+    ...
+    TypeError: p must be a 1-D ndarray of float; got list [0.2, 0.9]
+    """
+    ndim = check_positive_int(ndim, "ndim", minimum=0, maximum=64)
+    if not isinstance(kinds, str) or not kinds or set(kinds) - set("biufcmMOSUV"):
+        raise TypeError(f"kinds must be numpy dtype kind letters such as 'f' or 'iu'; got {kinds!r}")
+    want = f"a {ndim}-D ndarray of " + " or ".join(_KINDS.get(k, k) for k in kinds)
+    if not isinstance(value, np.ndarray):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TypeError(f"{name} must be {want}; got {type(value).__name__} {shown}")
+    if value.ndim != ndim or value.dtype.kind not in kinds:
+        raise TypeError(f"{name} must be {want}; got an array of shape {value.shape} and dtype {value.dtype}")
+    return value
+
+
+def check_path_messages(errors: object, name: str = "errors") -> list[tuple[str, str]]:
+    """Raise unless ``errors`` is a list of ``(path, message)`` pairs of str; return it as a list of tuples.
+
+    The errors an exception of a file's checks carries, one per key at
+    fault (``("rankers[2].params.mc_layers", "must be <= 6; got 100")``);
+    the path is ``""`` for the document as a whole.
+
+    Examples
+    --------
+    >>> check_path_messages([("study.seed", "must be an integer; got 'a'")])
+    [('study.seed', "must be an integer; got 'a'")]
+    >>> check_path_messages([("study.seed",)])
+    Traceback (most recent call last):
+    ...
+    TypeError: errors must be a list of (path, message) pairs of str; got ('study.seed',)
+    """
+    if isinstance(errors, (str, bytes)) or not isinstance(errors, (list, tuple)):
+        raise TypeError(
+            f"{name} must be a list of (path, message) pairs of str; got {type(errors).__name__} {errors!r}")
+    out: list[tuple[str, str]] = []
+    for pair in errors:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            shown = repr(pair)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise TypeError(f"{name} must be a list of (path, message) pairs of str; got {shown}")
+        out.append((pair[0], pair[1]))
+    return out
 
 
 class InvalidPredictionError(ValueError):

@@ -230,3 +230,21 @@ def test_a_dataset_loaders_record():
 
     assert dataset_loader_capabilities(plain).cacheable is None
     assert dataset_loader_capabilities(cacheable("v1")(plain)).cacheable is not None
+
+
+def test_warm_start_without_init_from_is_refused_by_name():
+    from uncertank.experiment.building import warm_start
+
+    rc = RankerConfig(name="bm25")
+    with pytest.raises(ValueError, match=r"rc.init_from must name the trained ranker to start from; got None"):
+        warm_start(rc, build_ranker(rc), object())
+
+
+@pytest.mark.parametrize("bad", [0.1, "bm25", None])
+def test_the_stage_functions_name_a_config_that_is_not_one(bad):
+    from uncertank.experiment.runner import unfitted_key
+
+    with pytest.raises(TypeError, match=r"^rc must be a RankerConfig; got "):
+        build_ranker(bad)
+    with pytest.raises(TypeError, match=r"^rc must be a RankerConfig; got "):
+        unfitted_key(bad)

@@ -264,3 +264,14 @@ def test_every_shipped_study_file_validates_against_the_schema():
     for path in files:
         jsonschema.validate(tomllib.loads(path.read_text()), study_schema())
         load_config(path)  # and the library's own validation agrees
+
+
+def test_a_study_file_that_is_a_folder_or_not_utf8_is_named(tmp_path):
+    with pytest.raises(IsADirectoryError, match=r"is a folder; give the study file \(a \.toml\) in it$"):
+        load_config(tmp_path)
+    binary = tmp_path / "study.toml"
+    binary.write_bytes(b"\xff\xfe not text")
+    with pytest.raises(StudyConfigError, match=r"^not valid TOML: a study file is UTF-8 text; "):
+        load_config(binary)
+    with pytest.raises(TypeError, match=r"^path must be a path \(a str or os.PathLike\); got float 0.5$"):
+        load_config(0.5)

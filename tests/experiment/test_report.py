@@ -206,6 +206,13 @@ def test_comparisons_match_scipy_ttest_and_a_hand_written_holm():
     assert relative_change(1.0, 0.0) is None
 
 
+def test_a_relative_change_too_large_for_a_float_is_none_and_a_non_number_is_named():
+    assert relative_change(1e308, 0.5) is None
+    assert relative_change(0.44, 0.40) == pytest.approx(10.0)
+    with pytest.raises(TypeError, match=r"^value must be a number; got str '0.4'$"):
+        relative_change("0.4", 0.5)
+
+
 def test_per_query_values_with_nan_are_not_tested():
     result = make_result()
     result.evaluation("ensemble", CONDITIONS[0]).per_query["R@1"][3] = float("nan")

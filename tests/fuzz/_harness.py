@@ -15,6 +15,14 @@ exception of another type (``AttributeError``, ``ZeroDivisionError``,
 ``OverflowError``...), one raised inside numpy, scipy, pandas or Python's
 standard library, or one raised by an operation of uncertank's code rather
 than by a ``raise`` (``len(3)``, ``x[0]`` on an empty array).
+
+One error from a dependency is the library's own: pydantic's
+``ValidationError`` (a :class:`ValueError`) raised when one of uncertank's
+pydantic models (the study file's ``StudyConfig``, ``RankerConfig``...) is
+built from bad fields. It names the model and every field refused, which is
+what a user of a pydantic model expects; a refusal written by one of the
+model's validators passes only when that validator refused with a ``raise``
+of uncertank's (never an ``assert``, never an error of an operation).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import inspect
 import numbers
 import pkgutil
 import re
+import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,8 +135,44 @@ def _is_raise_statement(filename: str, lineno: int) -> bool:
     return lineno in _raise_lines(filename)
 
 
+def _project_models() -> dict[str, type]:
+    """uncertank's own pydantic models and pydantic dataclasses, by class name, from its loaded modules."""
+    found: dict[str, type] = {}
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or mod_name.split(".")[0] != "uncertank":
+            continue
+        for cls in list(vars(mod).values()):
+            if (isinstance(cls, type) and cls.__module__ == mod_name
+                    and hasattr(cls, "__pydantic_validator__")):  # a BaseModel or a pydantic dataclass
+                found[cls.__name__] = cls
+    return found
+
+
+def _model_refusal_reason(exc: Any) -> str | None:
+    """Why pydantic's ``ValidationError`` ``exc`` is raw (None when one of uncertank's models refused its fields).
+
+    The model must be uncertank's; each error a validator raised (pydantic's
+    ``value_error``) must itself be a library error by :func:`raw_reason`,
+    and an ``assert`` in a validator (``assertion_error``) never is.
+    """
+    if exc.title not in _project_models():
+        return f"ValidationError of {exc.title!r}, not a pydantic model of uncertank's"
+    for err in exc.errors():
+        if err["type"] == "assertion_error":
+            return f"ValidationError from an assert in a validator of {exc.title} at {err['loc']}"
+        inner = (err.get("ctx") or {}).get("error")
+        if err["type"] == "value_error" and isinstance(inner, BaseException) and inner.__traceback__ is not None:
+            reason = raw_reason(inner)
+            if reason is not None:
+                return f"ValidationError of {exc.title} wrapping {reason}"
+    return None
+
+
 def raw_reason(exc: BaseException) -> str | None:
     """Why ``exc`` is a raw error (None when it is the library's own error)."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
+        return _model_refusal_reason(exc)
     filename, lineno = _raise_site(exc)
     where = f"{filename}:{lineno}"
     if isinstance(exc, OSError) and not str(exc).startswith("[Errno"):

@@ -496,3 +496,11 @@ def test_error_other_options():
         imbalance_sweep([[0.1, 0.9]], [[0, 1]], n_negatives=[0])
     with pytest.raises(ValueError, match="norm must be one of"):
         calibration_by_rank([[0.1, 0.9]], [[0, 1]], norm="l0")
+
+
+@pytest.mark.parametrize("metric", ["brier_score", "negative_log_likelihood"])
+def test_per_query_must_be_a_flag(metric):
+    import uncertank.metrics as M
+
+    with pytest.raises(TypeError, match=r"^per_query must be a bool \(True or False\); got ndarray"):
+        getattr(M, metric)(np.array([0.2, 0.8]), np.array([0, 1]), per_query=np.array([True, False]))

@@ -61,9 +61,14 @@ class Fitted(Protocol):
 _FITTED_ATTRIBUTES = ("family", "systems", "data", "design", "params", "system_effects")
 
 
-def check_fitted(cmp: object, name: str = "cmp") -> Any:
-    """Raise a TypeError unless ``cmp`` is a fitted comparison (has what :class:`Fitted` names); return it."""
-    missing = [a for a in _FITTED_ATTRIBUTES if not hasattr(cmp, a)]
+def check_fitted(cmp: object, name: str = "cmp", needs: tuple[str, ...] = _FITTED_ATTRIBUTES) -> Any:
+    """Raise a TypeError unless ``cmp`` is a fitted comparison; return it.
+
+    ``needs``: the attributes the caller reads (what :class:`Fitted` names, by
+    default); a caller that reads fewer names them, so that any object with
+    them (a comparison of one's own) is accepted.
+    """
+    missing = [a for a in needs if not hasattr(cmp, a)]
     if missing:
         shown = repr(cmp)
         shown = shown if len(shown) <= 60 else shown[:57] + "..."

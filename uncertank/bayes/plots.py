@@ -116,7 +116,7 @@ def plot_effects(
     -------
     matplotlib.axes.Axes
     """
-    check_fitted(cmp)
+    check_fitted(cmp, needs=("system_effects", "systems", "family"))
     eff = cmp.system_effects(prob=prob)
     if top is not None or bottom is not None:
         n = len(eff)
@@ -156,7 +156,7 @@ def ppc_densities(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = No
         replicated scores outside [0, 1]: what :func:`plot_ppc_densities`
         draws, and what ``numpy.savez`` stores.
     """
-    check_fitted(cmp)
+    check_fitted(cmp, needs=("data", "posterior_predictive"))
     from scipy.stats import gaussian_kde
 
     n_replicates = check_positive_int(n_replicates, "n_replicates")
@@ -257,7 +257,7 @@ def plot_ppc(cmp: Fitted, n_replicates: int = 100, *, seed: int | None = None,
     -------
     matplotlib.axes.Axes
     """
-    check_fitted(cmp)
+    check_fitted(cmp, needs=("family", "data", "posterior_predictive"))
     return plot_ppc_densities(ppc_densities(cmp, n_replicates, seed=seed), cmp.family, ax=ax)
 
 
@@ -298,7 +298,7 @@ def write_effects_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int 
         The path written.
     """
     check_path(path, "path")
-    check_fitted(cmp)
+    check_fitted(cmp, needs=("system_effects", "systems", "family"))
     return _write(plot_effects(cmp, **options), path, dpi)
 
 
@@ -319,5 +319,5 @@ def write_ppc_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int = 12
         The path written.
     """
     check_path(path, "path")
-    check_fitted(cmp)
+    check_fitted(cmp, needs=("family", "data", "posterior_predictive"))
     return _write(plot_ppc(cmp, **options), path, dpi)

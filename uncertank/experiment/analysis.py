@@ -29,7 +29,7 @@ import numpy as np
 
 from uncertank.experiment.result import Comparison, Evaluation, RiskTest, Significance, StudyResult
 from uncertank.metrics.metric import METRIC_KINDS, MetricKind
-from uncertank.validation import check_unit_interval
+from uncertank.validation import check_instance, check_name, check_names, check_unit_interval
 
 __all__ = [
     "best_rankers",
@@ -69,6 +69,7 @@ def reference_ranker(result: StudyResult) -> str | None:
     >>> reference_ranker(StudyResult({}, {}, {}, evs))
     'bm25'
     """
+    check_instance(result, "result", StudyResult)
     rankers = result.rankers
     reference = result.config.get("reference") if isinstance(result.config, dict) else None
     if reference is None:
@@ -86,6 +87,7 @@ def metric_labels(result: StudyResult, kind: MetricKind | None = None) -> list[s
     ValueError
         When ``kind`` is neither ``"ranking"`` nor ``"calibration"``.
     """
+    check_instance(result, "result", StudyResult)
     if kind is not None and kind not in METRIC_KINDS:
         raise ValueError(f"kind must be one of {list(METRIC_KINDS)} or None; got {kind!r}")
     return [label for label, info in result.metric_info.items() if kind is None or info.get("kind") == kind]
@@ -93,6 +95,8 @@ def metric_labels(result: StudyResult, kind: MetricKind | None = None) -> list[s
 
 def measured_labels(result: StudyResult, conditions: Sequence[str], kind: MetricKind | None = None) -> list[str]:
     """The metric labels of ``kind`` (all when None) that some ranker has a value of under one of ``conditions``."""
+    check_instance(result, "result", StudyResult)
+    check_names(conditions, "conditions")
     return [m for m in metric_labels(result, kind)
             if any(m in e.metrics for e in result.evaluations if e.condition in conditions)]
 
@@ -105,13 +109,18 @@ def higher_is_better(result: StudyResult, label: str) -> bool:
     KeyError
         When ``label`` is not among the study's metrics (the message lists them).
     """
+    check_instance(result, "result", StudyResult)
+    check_name(label, "label")
     if label not in result.metric_info:
         raise KeyError(f"metric {label!r} is not in this study's metric_info; it has {sorted(result.metric_info)}")
     return bool(result.metric_info[label].get("higher_is_better", True))
 
 
 def relative_change(value: float, reference: float) -> float | None:
-    """``100 * (value - reference) / |reference|`` in percent; None when the reference is 0 or not finite.
+    """``100 * (value - reference) / |reference|`` in percent; None when it is undefined.
+
+    Undefined: the reference is 0, either number is not finite, or the
+    change is too large for a float (``relative_change(1e308, 0.5)``).
 
     Examples
     --------
@@ -120,9 +129,12 @@ def relative_change(value: float, reference: float) -> float | None:
     >>> relative_change(0.1, 0.0) is None
     True
     """
+    for x, what in ((value, "value"), (reference, "reference")):
+        check_instance(x, what, (int, float, np.integer, np.floating), "a number")
     if reference == 0 or not math.isfinite(reference) or not math.isfinite(value):
         return None
-    return 100.0 * (value - reference) / abs(reference)
+    change = 100.0 * (value - reference) / abs(reference)
+    return change if math.isfinite(change) else None
 
 
 def best_rankers(result: StudyResult, condition: str, label: str, *, rel_tol: float = 1e-12) -> list[str]:
@@ -132,6 +144,9 @@ def best_rankers(result: StudyResult, condition: str, label: str, *, rel_tol: fl
     probabilities) or with a non-finite value are left out; an empty list
     when none has it.
     """
+    check_instance(result, "result", StudyResult)
+    check_name(condition, "condition")
+    check_name(label, "label")
     better_high = higher_is_better(result, label)
     values = {
         e.ranker: e.metrics[label]
@@ -203,6 +218,9 @@ def compare_to_reference(
     """
     from uncertank.stats import adjust_pvalues
 
+    check_instance(result, "result", StudyResult)
+    check_names(conditions, "conditions")
+    check_names(metrics, "metrics")
     alpha = check_unit_interval(alpha, "alpha")
     if reference is None:
         reference = reference_ranker(result)
@@ -271,6 +289,8 @@ def significance(
         When ``alpha`` is not in (0, 1), or the recorded reference is not a ranker of the study.
     """
     from uncertank.stats import adjust_pvalues
+
+    check_instance(result, "result", StudyResult)
 
     alpha = check_unit_interval(alpha, "alpha")
     ref = reference_ranker(result)

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from uncertank.experiment.config import RankerConfig
 from uncertank.protocols import Capabilities, capabilities, takes_show_progress
-
-if TYPE_CHECKING:
-    from uncertank.experiment.config import RankerConfig
+from uncertank.validation import check_callable, check_instance, check_path
 
 __all__ = ["build_ranker", "load_ranker", "quiet_params", "warm_start"]
 
@@ -36,6 +35,10 @@ def quiet_params(
     ``constructor`` is the class whose parameters a ``**kwargs`` of
     ``factory`` takes (``load``, ``from_ranker``).
     """
+    check_callable(factory, "factory", "a callable")
+    check_instance(params, "params", Mapping, "a mapping of keyword arguments")
+    if constructor is not None:
+        check_instance(constructor, "constructor", type, "a class or None")
     if "show_progress" in params or not takes_show_progress(factory, constructor=constructor):
         return dict(params)
     return {**params, "show_progress": False}
@@ -57,6 +60,8 @@ def build_ranker(rc: RankerConfig) -> Capabilities:
     """
     from uncertank.plugins import get_factory, make_ranker
 
+    check_instance(rc, "rc", RankerConfig)
+
     params = dict(rc.params) if rc.pretrained is None else {**rc.params, "pretrained": rc.pretrained}
     return capabilities(make_ranker(rc.name, **quiet_params(get_factory("rankers", rc.name), params)))
 
@@ -71,6 +76,11 @@ def load_ranker(rc: RankerConfig, built: Capabilities, folder: str | os.PathLike
         When the ranker offers no ``load`` (:class:`~uncertank.Saveable`), or
         what ``load`` returns is not a ranker.
     """
+    check_instance(rc, "rc", RankerConfig)
+    check_instance(built, "built", Capabilities)
+    check_path(folder, "folder")
+    if params is not None:
+        check_instance(params, "params", Mapping, "a mapping of keyword arguments")
     if built.saveable is None:
         raise TypeError(f"{rc.key}: {rc.name!r} offers no load(folder) to read {os.fspath(folder)} with "
                         "(uncertank.Saveable)")
@@ -93,7 +103,10 @@ def warm_start(rc: RankerConfig, built: Capabilities, source: Any) -> Capabiliti
         or what it returns has no ``fit`` and ``is_fitted``
         (:class:`~uncertank.Trainable`).
     """
-    assert rc.init_from is not None
+    check_instance(rc, "rc", RankerConfig)
+    check_instance(built, "built", Capabilities)
+    if rc.init_from is None:
+        raise ValueError(f"{rc.key}: rc.init_from must name the trained ranker to start from; got None")
     cls = type(built.ranker)
     if built.warm_startable is None:
         raise TypeError(f"{rc.key}: {rc.name!r} offers no from_ranker(trained, **params) to start from "

@@ -48,6 +48,7 @@ from pydantic import (
 from pydantic.dataclasses import dataclass
 
 from uncertank._schema_errors import describe_value, error_message
+from uncertank.validation import check_path, check_path_messages
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -97,7 +98,7 @@ class StudyConfigError(ValueError):
     """
 
     def __init__(self, errors: list[tuple[str, str]]) -> None:
-        self.errors = tuple(errors)
+        self.errors = tuple(check_path_messages(errors))
         super().__init__("\n".join(f"{path}: {msg}" if path else msg for path, msg in self.errors))
 
 
@@ -753,8 +754,14 @@ def _load_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except FileNotFoundError:
         raise FileNotFoundError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"config file {path} is a folder; give the study file (a .toml) in it") from None
+    except OSError as exc:  # no permission, an I/O error: the library's message, the OS's reason
+        raise type(exc)(f"config file {path} cannot be read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise StudyConfigError([("", f"not valid TOML: {exc}")]) from None
+    except UnicodeDecodeError as exc:
+        raise StudyConfigError([("", f"not valid TOML: a study file is UTF-8 text; {exc}")]) from None
 
 
 def _study_file_keys(loc: tuple[str | int, ...]) -> list[str]:
@@ -918,7 +925,7 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
         One line per error, each starting with its path in the file
         (``study.n_candidates: must be an integer; got the string '4'``).
     """
-    p = Path(path)
+    p = check_path(path, "path")
     data = _from_file(_load_toml(p), p)
     try:
         return TypeAdapter(StudyConfig).validate_python(data)
@@ -993,7 +1000,7 @@ def demo_study_path(name: DemoStudy = "default") -> Path:
     from uncertank.validation import check_choice
 
     check_choice(name, "name", DEMO_STUDIES)
-    return Path(str(resources.files("uncertank.experiment").joinpath("studies", f"{name}.toml")))
+    return Path(str(resources.files("uncertank.experiment").joinpath("studies").joinpath(f"{name}.toml")))
 
 
 def demo_config(name: DemoStudy = "default") -> StudyConfig:

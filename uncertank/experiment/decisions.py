@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from uncertank.experiment.config import DecisionSettings
+from uncertank.experiment.config import DecisionSettings, StudyConfig
 from uncertank.experiment.result import Evaluation, NotaOutcome, RiskOutcome, SelectiveOutcome
+from uncertank.experiment.stages import StudyData
+from uncertank.validation import check_instance
 
 if TYPE_CHECKING:
-    from uncertank.experiment.stages import RankerPrediction, StudyData
+    from uncertank.experiment.stages import RankerPrediction
 
 __all__ = ["Decision", "decide", "with_decisions"]
 
@@ -79,6 +81,10 @@ def decide(
         select_risk_aversion,
         top1_loss,
     )
+
+    check_instance(settings, "settings", (DecisionSettings, StudyConfig), "a DecisionSettings or a StudyConfig")
+    check_instance(data, "data", StudyData)
+    check_instance(preds, "preds", dict, "a dict of RankerPrediction by (ranker, condition)")
 
     def r1(r: Any) -> float:
         return float(M.recall_at_k(r, k=1))
@@ -157,6 +163,9 @@ def _with_means(samples: Any, means: Any) -> Any:
 
 def with_decisions(evaluations: list[Evaluation], decisions: dict[tuple[str, str], Decision]) -> list[Evaluation]:
     """New evaluations holding the outcomes of :func:`decide` (the ones given are left as they are)."""
+    for ev in check_instance(evaluations, "evaluations", (list, tuple), "a list of Evaluation"):
+        check_instance(ev, "evaluations", Evaluation, "a list of Evaluation")
+    check_instance(decisions, "decisions", dict, "a dict of Decision by (ranker, condition)")
     out = []
     for e in evaluations:
         d = decisions.get((e.ranker, e.condition))

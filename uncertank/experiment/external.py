@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from uncertank.experiment.config import ComparisonSettings, StudyConfigError
+from uncertank.experiment.config import ComparisonSettings, StudyConfig, StudyConfigError
 from uncertank.experiment.result import ExternalRunOutcome
 from uncertank.files import file_digest
+from uncertank.validation import check_instance
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,6 +106,7 @@ def check_run_files(settings: ComparisonSettings) -> list[tuple[str, str]]:
     Cheap: each file is read once and parsed; the test queries are not
     loaded (:func:`match_runs` checks the ids against them).
     """
+    check_instance(settings, "settings", (ComparisonSettings, StudyConfig), "a ComparisonSettings or a StudyConfig")
     if not settings.bayes.enabled or settings.bayes.systems != "study":
         return []
     loaded = (_load(i, run.path) for i, run in enumerate(settings.bayes.runs))
@@ -199,6 +201,8 @@ def match_runs(settings: ComparisonSettings, tests: Mapping[str, QuerySet]) -> l
         misses some, or scores documents that are not candidates of their
         query (how many, and a few of them).
     """
+    check_instance(settings, "settings", (ComparisonSettings, StudyConfig), "a ComparisonSettings or a StudyConfig")
+    check_instance(tests, "tests", Mapping, "a mapping of QuerySet by condition")
     errors: list[tuple[str, str]] = []
     matched: list[MatchedRun] = []
     if not settings.bayes.enabled or settings.bayes.systems != "study":
@@ -275,6 +279,11 @@ def score_runs(
     from uncertank.datasets.trec import ranked_lists_from_run
     from uncertank.experiment.systems import bayes_metric
     from uncertank.metrics import resolve_metrics
+
+    check_instance(settings, "settings", (ComparisonSettings, StudyConfig), "a ComparisonSettings or a StudyConfig")
+    check_instance(tests, "tests", Mapping, "a mapping of QuerySet by condition")
+    for run in check_instance(runs, "runs", (list, tuple), "a list of MatchedRun"):
+        check_instance(run, "runs", MatchedRun, "a list of MatchedRun")
 
     if not runs:  # no metric to choose: a study without runs may measure no ranking metric at all
         return []

@@ -46,11 +46,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank import Predictions, RankedLists
-from uncertank.experiment.config import ConformalConfig, GuaranteeSettings
+from uncertank.experiment.config import ConformalConfig, GuaranteeSettings, StudyConfig
 from uncertank.experiment.result import ConformalOutcome, Evaluation
+from uncertank.experiment.stages import StudyData
+from uncertank.validation import check_instance
 
 if TYPE_CHECKING:
-    from uncertank.experiment.stages import RankerPrediction, StudyData
+    from uncertank.experiment.stages import RankerPrediction
 
 __all__ = ["EXCHANGEABILITY_LEVEL", "guarantees", "score_features", "with_guarantees"]
 
@@ -91,6 +93,8 @@ def score_features(scores: Predictions) -> NDArray[np.float64]:
     """
     from uncertank._types import query_index
     from uncertank.conformal.lists import query_max, top_candidates
+
+    check_instance(scores, "scores", Predictions)
 
     s, off = scores.scores, scores.offsets
     q = query_index(off)
@@ -179,6 +183,10 @@ def guarantees(
         weighted_conformal,
     )
 
+    check_instance(settings, "settings", (GuaranteeSettings, StudyConfig), "a GuaranteeSettings or a StudyConfig")
+    check_instance(data, "data", StudyData)
+    check_instance(preds, "preds", dict, "a dict of RankerPrediction by (ranker, condition)")
+
     conf = settings.conformal
     out: dict[tuple[str, str], ConformalOutcome] = {}
     if not conf.enabled or data.valid.labels is None:
@@ -257,5 +265,8 @@ def with_guarantees(
     evaluations: list[Evaluation], outcomes: dict[tuple[str, str], ConformalOutcome]
 ) -> list[Evaluation]:
     """New evaluations holding the outcomes of :func:`guarantees` (the ones given are left as they are)."""
+    for ev in check_instance(evaluations, "evaluations", (list, tuple), "a list of Evaluation"):
+        check_instance(ev, "evaluations", Evaluation, "a list of Evaluation")
+    check_instance(outcomes, "outcomes", dict, "a dict of ConformalOutcome by (ranker, condition)")
     return [e if (e.ranker, e.condition) not in outcomes else replace(e, conformal=outcomes[(e.ranker, e.condition)])
             for e in evaluations]

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Literal
 from typing_extensions import NotRequired, TypedDict
 
 from uncertank._schema_errors import describe_value, error_message
+from uncertank.validation import check_name, check_path_messages
 
 __all__ = [
     "BayesOutcome",
@@ -778,7 +779,8 @@ class ResultsFileError(ValueError):
     shown: ClassVar[int] = 20
 
     def __init__(self, source: str, errors: list[tuple[str, str]]) -> None:
-        self.source = source
+        self.source = check_name(source, "source")
+        errors = check_path_messages(errors)
         self.errors = tuple(errors)
         lines = [f"{source}: {path}: {msg}" if path else f"{source}: {msg}" for path, msg in errors[: self.shown]]
         if len(errors) > self.shown:

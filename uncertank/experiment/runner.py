@@ -104,6 +104,7 @@ from uncertank.files import (
 )
 from uncertank.progress import machine_load, reporting
 from uncertank.protocols import Capabilities, Ranker, capabilities
+from uncertank.validation import check_bool, check_callable, check_instance, check_name, check_path
 
 __all__ = [
     "MCE_MIN_COUNT",
@@ -148,6 +149,8 @@ def _load(name: str, split: str, negatives: str, cap: int | None, settings: Data
 
 def load_data(settings: DataSettings, log: Log = _quiet) -> StudyData:
     """Stage 1: load (building and caching on first use) every query set the study's ``settings`` name."""
+    check_instance(settings, "settings", (DataSettings, StudyConfig), "a DataSettings or a StudyConfig")
+    check_callable(log, "log", "a function of one str")
     log(f"data: {settings.train_dataset} train/valid with {settings.train_negatives} negatives")
     with reporting(log, prefix="data: ", heartbeat=True):  # building a cache (embedding negatives) can take minutes
         train = _load(settings.train_dataset, "train", settings.train_negatives, settings.max_train_queries, settings)
@@ -385,11 +388,16 @@ def fit_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
     The name of its folder under ``models/`` and the start of its
     predictions' keys (what ``uncertank run --dry-run`` looks for).
     """
+    check_instance(rc, "rc", RankerConfig)
+    check_instance(data, "data", StudyData)
+    if upstream is not None:
+        check_name(upstream, "upstream")
     return _model_key(rc, data, upstream)
 
 
 def unfitted_key(rc: RankerConfig) -> str:
     """What stands for the fit key in the predictions' keys of a ranker without ``fit`` (name, params, code)."""
+    check_instance(rc, "rc", RankerConfig)
     return digest([rc.name, rc.params, __version__, _ranker_code(rc.name)])
 
 
@@ -421,6 +429,13 @@ def fit_rankers(
         ``"fit <label>"`` (or ``"load <label>"`` for a ranker loaded from its
         ``checkpoint``) -> :class:`StepInfo`; rankers without ``fit`` have none.
     """
+    check_instance(settings, "settings", (RankerSettings, StudyConfig), "a RankerSettings or a StudyConfig")
+    check_instance(data, "data", StudyData)
+    out = check_path(out, "out")
+    check_bool(resume, "resume")
+    check_callable(log, "log", "a function of one str")
+    if estimates is not None:
+        check_instance(estimates, "estimates", Mapping, "a mapping of seconds by key")
     rankers: dict[str, Any] = {}
     keys: dict[str, str] = {}
     steps: dict[str, StepInfo] = {}
@@ -601,6 +616,15 @@ def predict_all(
     steps : dict
         ``"predict <label> <split>"`` -> :class:`StepInfo`.
     """
+    check_instance(settings, "settings", (RankerSettings, StudyConfig), "a RankerSettings or a StudyConfig")
+    check_instance(data, "data", StudyData)
+    check_instance(rankers, "rankers", dict, "a dict of rankers by label")
+    check_instance(fit_steps, "fit_steps", dict, "a dict of StepInfo by label")
+    out = check_path(out, "out")
+    check_bool(resume, "resume")
+    check_callable(log, "log", "a function of one str")
+    if estimates is not None:
+        check_instance(estimates, "estimates", Mapping, "a mapping of seconds by key")
     preds: dict[tuple[str, str], RankerPrediction] = {}
     steps: dict[str, StepInfo] = {}
     sets = {"valid": data.valid, **data.tests}
@@ -679,6 +703,10 @@ def measure(
     from uncertank import metrics as M
     from uncertank.metrics import resolve_metrics
     from uncertank.plugins import get_factory, registry
+
+    check_instance(settings, "settings", (MeasureSettings, StudyConfig), "a MeasureSettings or a StudyConfig")
+    check_instance(data, "data", StudyData)
+    check_instance(preds, "preds", dict, "a dict of RankerPrediction by (ranker, condition)")
 
     bound = resolve_metrics(settings.metric_entries())
     info = {m.display_label: {"kind": m.kind, "higher_is_better": m.higher_is_better,

@@ -16,6 +16,7 @@ import numpy as np
 
 from uncertank import PredictiveSamples, QuerySet
 from uncertank.files import json_digest
+from uncertank.validation import check_name
 
 __all__ = ["RankerPrediction", "StudyData", "digest", "file_stem"]
 
@@ -61,6 +62,7 @@ class RankerPrediction:
 
 def file_stem(name: str) -> str:
     """``name`` as a piece of a file name (anything but letters, digits, ``-_.`` becomes ``-``)."""
+    check_name(name, "name")
     return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)
 
 

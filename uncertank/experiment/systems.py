@@ -38,11 +38,12 @@ import numpy as np
 
 from uncertank import __version__
 from uncertank.datasets._cache import checksum_problem, write_checksum
-from uncertank.experiment.config import ComparisonSettings
+from uncertank.experiment.config import ComparisonSettings, StudyConfig
 from uncertank.experiment.result import BayesOutcome, Evaluation, ExternalRunOutcome, StepInfo
 from uncertank.experiment.stages import digest, file_stem
 from uncertank.files import atomic_path, atomic_write_text, to_jsonable
 from uncertank.progress import format_duration, reporting
+from uncertank.validation import check_bool, check_callable, check_instance, check_path
 
 __all__ = ["PPC_GRID", "PPC_REPLICATES", "bayes_metric", "compare_systems", "ppc_curves", "quiet_bayes"]
 
@@ -103,6 +104,8 @@ def bayes_metric(settings: ComparisonSettings) -> str:
         the study measures none.
     """
     from uncertank.metrics import resolve_metrics
+
+    check_instance(settings, "settings", (ComparisonSettings, StudyConfig), "a ComparisonSettings or a StudyConfig")
 
     ranking = [m.display_label for m in resolve_metrics(settings.metric_entries()) if m.kind == "ranking"]
     chosen = settings.bayes.metric
@@ -176,6 +179,17 @@ def compare_systems(
         without a run of ``[[bayes.runs]]``, or with another metric or
         number of queries.
     """
+    check_instance(settings, "settings", (ComparisonSettings, StudyConfig), "a ComparisonSettings or a StudyConfig")
+    out = check_path(out, "out")
+    if evaluations is not None:
+        for ev in check_instance(evaluations, "evaluations", (list, tuple), "a list of Evaluation or None"):
+            check_instance(ev, "evaluations", Evaluation, "a list of Evaluation or None")
+    for run in check_instance(runs, "runs", (list, tuple), "a list of ExternalRunOutcome"):
+        check_instance(run, "runs", ExternalRunOutcome, "a list of ExternalRunOutcome")
+    check_bool(resume, "resume")
+    check_callable(log, "log", "a function of one str")
+    if estimates is not None:
+        check_instance(estimates, "estimates", Mapping, "a mapping of seconds by key")
     with quiet_bayes():
         if settings.bayes.systems == "trec_covid":
             return _fit_all(settings, out, _trec_covid_fits(settings), resume, log, estimates or {})

@@ -25,10 +25,11 @@ from collections.abc import Mapping, Sequence
 
 from uncertank._types import RankedLists
 from uncertank.experiment.analysis import ALPHA, higher_is_better, measured_labels, reference_ranker
-from uncertank.experiment.config import ReportConfig, TableSettings
+from uncertank.experiment.config import ReportConfig, StudyConfig, TableSettings
 from uncertank.experiment.result import BayesOutcome, PaperTable, StudyResult
 from uncertank.experiment.stages import RankerPrediction, StudyData
 from uncertank.metrics.metric import Metric
+from uncertank.validation import check_instance, check_seed
 
 __all__ = ["CALIBRATION_COLUMNS", "calibration_columns", "paper_table", "study_paper_table"]
 
@@ -44,6 +45,8 @@ def calibration_columns(metrics: Sequence[Metric]) -> list[Metric]:
     neither gets its first calibration metric; one without calibration
     metrics, none.
     """
+    for m in check_instance(metrics, "metrics", (list, tuple), "a list of Metric"):
+        check_instance(m, "metrics", Metric, "a list of Metric")
     cal = [m for m in metrics if m.kind == "calibration"]
     chosen = [m for m in cal if m.display_label in CALIBRATION_COLUMNS]
     return chosen or cal[:1]
@@ -90,6 +93,11 @@ def paper_table(
         fewer than two queries, or no ranking metric every ranker has.
     """
     from uncertank.compare import compare_runs
+
+    check_instance(settings, "settings", ReportConfig)
+    check_instance(result, "result", StudyResult)
+    check_instance(probabilities, "probabilities", Mapping, "a mapping of RankedLists by label")
+    check_seed(seed, allow_none=False, generator=False)
 
     conditions = result.conditions
     ref = reference_ranker(result)
@@ -140,6 +148,11 @@ def study_paper_table(settings: TableSettings, data: StudyData, preds: Mapping[t
     values, significance and Bayesian fits).
     """
     from uncertank.metrics import resolve_metrics
+
+    check_instance(settings, "settings", (TableSettings, StudyConfig), "a TableSettings or a StudyConfig")
+    check_instance(data, "data", StudyData)
+    check_instance(preds, "preds", Mapping, "a mapping of RankerPrediction by (ranker, condition)")
+    check_instance(result, "result", StudyResult)
 
     cond = settings.conditions[0].name
     qs = data.tests[cond]

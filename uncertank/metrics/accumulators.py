@@ -47,10 +47,11 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, Self, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from typing_extensions import Self
 
 from uncertank.metrics._inputs import LabelsInput, ScoresInput, as_pairs, as_structured
 from uncertank.metrics.binning import (
@@ -64,7 +65,7 @@ from uncertank.metrics.binning import (
 )
 from uncertank.metrics.calibration import ReliabilityCurve
 from uncertank.metrics.ranks import pair_ranks
-from uncertank.validation import check_positive_int, check_real
+from uncertank.validation import check_bool, check_instance, check_positive_int, check_real
 
 __all__ = [
     "Accumulator",
@@ -188,7 +189,8 @@ class PerQueryMean(_Base):
     """
 
     def __init__(self, metric: PerQueryMetric) -> None:
-        if not metric.per_query:
+        check_instance(metric, "metric", PerQueryMetric, "a metric with a per-query value (uncertank.metrics.Metric)")
+        if not check_bool(metric.per_query, "metric.per_query"):
             raise ValueError(f"metric {metric.name!r} has no per-query value; it cannot be averaged over queries")
         self.metric = metric
         self._sum = _Sum()
@@ -219,7 +221,7 @@ class PerQueryMean(_Base):
 
 
 def _streamable(strategy: str, balanced: object, what: str) -> None:
-    if balanced:
+    if check_bool(balanced, "balanced"):
         raise ValueError(
             f"{what} cannot stream balanced=True: it subsamples at random from all pairs; "
             "compute it in memory"
@@ -344,7 +346,7 @@ class ECEAccumulator(_Binned):
     ) -> None:
         c, strategy, norm, convention = check_binning(n_bins, strategy, norm, convention)
         _streamable(strategy, balanced, "ECEAccumulator")
-        if n_subsamples != 1:
+        if check_positive_int(n_subsamples, "n_subsamples") != 1:
             raise ValueError(f"ECEAccumulator: n_subsamples applies only to balanced=True, which cannot stream; "
                              f"got n_subsamples={n_subsamples!r}")
         super().__init__(c, strategy, convention, edges)

@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank.validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_instance, check_ndarray, check_positive_int
 
 __all__ = [
     "CONVENTIONS",
@@ -122,6 +122,7 @@ class BinStats:
 
 def uniform_edges(n_bins: int) -> NDArray[np.float64]:
     """The equal-width edges ``b / n_bins`` for ``b = 0, ..., n_bins``, shape (n_bins + 1,)."""
+    n_bins = check_positive_int(n_bins, "n_bins", maximum=MAX_BINS)
     return np.arange(n_bins + 1, dtype=np.float64) / n_bins
 
 
@@ -143,6 +144,8 @@ def uniform_bin_index(p: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
     >>> uniform_bin_index(np.array([0.0, 0.8999999999999999, 0.9, 1.0]), 10).tolist()
     [0, 8, 9, 9]
     """
+    check_ndarray(p, "p")
+    n_bins = check_positive_int(n_bins, "n_bins", maximum=MAX_BINS)
     idx = np.empty(p.size, dtype=np.intp)
     np.multiply(p, n_bins, out=idx, casting="unsafe")  # floor(n * p) for p >= 0, one pass
     np.clip(idx, 0, n_bins - 1, out=idx)
@@ -183,6 +186,16 @@ def bin_index(
     minlength : int
         The ``minlength`` for ``numpy.bincount`` over ``idx``.
     """
+    check_ndarray(p, "p")
+    n_bins = check_positive_int(n_bins, "n_bins", maximum=MAX_BINS)
+    check_choice(strategy, "strategy", STRATEGIES)
+    check_choice(convention, "convention", CONVENTIONS)
+    if edges is not None:
+        check_ndarray(edges, "edges")
+        if edges.size != n_bins + 1:
+            raise ValueError(f"edges must have shape ({n_bins + 1},), n_bins + 1; got {edges.shape}")
+    elif strategy == "quantile" and p.size == 0:
+        raise ValueError("p must hold at least one probability for strategy='quantile'; got an empty array")
     minlength = n_bins
     if strategy == "uniform":
         if convention == "penha-hauff":
@@ -205,6 +218,9 @@ def bin_stats(
     p: NDArray[np.float64], y: NDArray[np.bool_], n_bins: int, strategy: str, convention: str = "naeini"
 ) -> BinStats:
     """Per-bin count, sum of confidences and number relevant (float64 accumulation)."""
+    check_ndarray(y, "y", kinds="biuf")
+    if np.shape(y) != np.shape(p):
+        raise ValueError(f"p and y must have the same shape; got {np.shape(p)} and {np.shape(y)}")
     idx, edges, minlength = bin_index(p, n_bins, strategy, convention)
     counts = np.bincount(idx, minlength=minlength)[:n_bins]
     # bincount with weights sums in float64 (typed as intp by the numpy stubs)
@@ -215,6 +231,11 @@ def bin_stats(
 
 def ece_from_stats(st: BinStats, norm: str, convention: str) -> float:
     """The ECE (``"l1"``), l2-ECE or MCE (``"max"``) of per-bin sums."""
+    check_instance(st, "st", BinStats)
+    check_choice(norm, "norm", NORMS)
+    check_choice(convention, "convention", CONVENTIONS)
+    if norm == "l1" and st.n == 0:  # the l2 and max norms of no pair are 0, as without one full bin
+        raise ValueError("st must count at least one pair for norm='l1'; got n = 0")
     gap = st.sum_conf - st.sum_pos  # |B| * (conf - acc) per bin
     if norm == "l1":
         ece = float(np.abs(gap).sum()) / st.n

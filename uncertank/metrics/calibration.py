@@ -71,7 +71,7 @@ from uncertank.metrics.binning import (
     ece_from_stats,
 )
 from uncertank.metrics.ranks import pair_ranks
-from uncertank.validation import check_positive_int, check_real, check_seed
+from uncertank.validation import check_bool, check_positive_int, check_real, check_seed
 
 __all__ = [
     "ImbalanceSweep",
@@ -386,7 +386,7 @@ def brier_score(
     >>> round(brier_score([0.1, 0.2, 0.8, 0.9], [0, 1, 1, 1]), 6)  # (0.01 + 0.64 + 0.04 + 0.01) / 4
     0.175
     """
-    if per_query:
+    if check_bool(per_query, "per_query"):
         lists, p, y = as_structured(probs, labels)
         d = p - y
         return _per_query_mean(lists, d * d)
@@ -438,7 +438,7 @@ def negative_log_likelihood(
     0.693147
     """
     e = check_eps(eps)
-    if per_query:
+    if check_bool(per_query, "per_query"):
         lists, p, y = as_structured(probs, labels)
     else:
         p, y = as_pairs(probs, labels)

@@ -82,6 +82,7 @@ from uncertank.metrics.ranking import (
     recall_at_k,
     trec_recall_at_k,
 )
+from uncertank.validation import check_callable, check_instance, check_name, check_names
 
 __all__ = ["MEASURES", "Measure", "MeasureRegistry", "function_measure_id", "measure_id"]
 
@@ -205,6 +206,12 @@ class Measure:
     description: str | None = None
 
     def __post_init__(self) -> None:
+        check_name(self.id, "id")
+        check_name(self.name, "name")
+        check_callable(self.fn, "fn", "a metric function")
+        check_names(check_instance(self.labels, "labels", tuple, "a tuple of label stems (str)"), "labels")
+        check_name(self.kind, "kind")
+        check_instance(self.options, "options", Mapping, "a mapping of option defaults")
         if not self.id or not self.name or not self.labels:
             raise ValueError(f"a measure needs an id, a name and at least one label stem; got {self!r}")
         if self.kind not in ("ranking", "calibration"):
@@ -593,6 +600,9 @@ def measure_id(name: str, options: Mapping[str, Any] | None = None) -> str | Non
     >>> measure_id("recall_at_k", {"k": 1}), measure_id("map"), measure_id("ece", {"balanced": True, "seed": 0})
     ('Success@1', 'AP', 'ECE(balanced=True)')
     """
+    check_name(name, "name")
+    if options is not None:
+        check_instance(options, "options", Mapping, "a mapping of options or None")
     measure = MEASURES.of_name(name)
     return None if measure is None else measure.measure_id(options)
 
@@ -610,6 +620,9 @@ def function_measure_id(name: str, fn: Callable[..., Any], options: Mapping[str,
     >>> function_measure_id("coverage", coverage, {"depth": 3, "threshold": 0.9})
     'coverage(depth=3, threshold=0.9)'
     """
+    check_name(name, "name")
+    check_callable(fn, "fn", "a metric function")
+    check_instance(options, "options", Mapping, "a mapping of options")
     defaults = _signature_defaults(fn)
     ident = {k: v for k, v in sorted(options.items()) if not (k in defaults and _same(v, defaults[k]))}
     return name + (f"({_params(ident)})" if ident else "")

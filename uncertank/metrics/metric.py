@@ -44,7 +44,7 @@ from uncertank.metrics._inputs import ScoresInput
 from uncertank.metrics.accumulators import Accumulator, PerQueryMean
 from uncertank.metrics.measures import MEASURES, Measure, function_measure_id
 from uncertank.metrics.names import IR_MEASURES, parse_ir_measure
-from uncertank.validation import check_choice
+from uncertank.validation import check_choice, check_instance, check_name
 
 __all__ = [
     "DEFAULT_STUDY_METRICS",
@@ -440,6 +440,7 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
         raise TypeError(
             f"entries must be a list of metric names or mappings; got a single {type(entries).__name__}"
         )
+    check_instance(entries, "entries", Iterable, "a list of metric names or mappings")
     reg = plugins.registry("metrics")  # looked up on the module, so a patched registry is seen
     out: list[Metric] = []
     for i, entry in enumerate(entries):
@@ -451,7 +452,7 @@ def resolve_metrics(entries: Iterable[MetricEntry]) -> list[Metric]:
         elif isinstance(entry, Mapping):
             if "name" not in entry:
                 raise ValueError(f"metric entry {i} must have a 'name'; got keys {sorted(entry)}")
-            name = entry["name"]
+            name = check_name(entry["name"], f"metric entry {i}'s name")
             options = {k: v for k, v in entry.items() if k not in _RESERVED}
             label = entry.get("label")
         else:

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from uncertank._types import RankedLists
 from uncertank.metrics._inputs import LabelsInput, ScoresInput, as_pairs
 from uncertank.metrics.binning import MAX_BINS
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_bool, check_callable, check_instance, check_ndarray, check_positive_int
 
 __all__ = [
     "chunk_probabilities",
@@ -43,11 +43,22 @@ _COLLECT = 1 << 20  # gather the candidates once at most this many remain
 
 def float_bits(p: NDArray[np.float64]) -> NDArray[np.uint64]:
     """Order-preserving unsigned view of probabilities in [0, 1] (-0.0 made +0.0)."""
+    check_ndarray(p, "p")
+    if p.dtype != np.float64:
+        raise TypeError(f"p must be a 1-D ndarray of float64; got dtype {p.dtype}")
     return np.ascontiguousarray(p + 0.0).view(np.uint64)
 
 
 def select_pass(u: NDArray[np.uint64], level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
     """Per prefix group: the histogram of the next 16 bits, or (``collect``) the group's values."""
+    check_ndarray(u, "u", kinds="u")
+    level = check_positive_int(level, "level", minimum=0, maximum=64 // _DIGIT - 1)
+    given = np.asarray(check_instance(prefixes, "prefixes", tuple, "a tuple of bit prefixes"))
+    if given.size and (given.ndim != 1 or given.dtype.kind not in "iu"
+                       or int(given.min()) < 0 or int(given.max()) >> (_DIGIT * level)):
+        raise ValueError(f"prefixes must be integers from 0 to 2**{_DIGIT * level} - 1 (the bits of level {level}); "
+                         f"got {prefixes[:5]!r}")
+    collect = check_bool(collect, "collect")
     if level == 0:
         return [np.bincount((u >> np.uint64(64 - _DIGIT)).astype(np.intp), minlength=1 << _DIGIT)]
     top = u >> np.uint64(64 - _DIGIT * level)
@@ -64,6 +75,13 @@ def select_pass(u: NDArray[np.uint64], level: int, prefixes: tuple[int, ...], co
 
 def combine_pass(a: list[Any], b: list[Any], collect: bool) -> list[Any]:
     """Add two chunks' results of :func:`select_pass`: histograms summed, gathered values joined."""
+    collect = check_bool(collect, "collect")
+    for part, name in ((a, "a"), (b, "b")):
+        for x in check_instance(part, name, list, "a list of arrays from select_pass"):
+            check_ndarray(x, name, kinds="iuf")
+    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b, strict=True) if not collect):
+        raise ValueError(f"a and b must be results of one pass (as many arrays, of one shape); "
+                         f"got {len(a)} and {len(b)} arrays")
     if collect:
         return [np.concatenate([x, y]) for x, y in zip(a, b, strict=True)]
     return [x + y for x, y in zip(a, b, strict=True)]
@@ -87,6 +105,8 @@ def exact_quantiles(run_pass: Callable[[int, tuple[int, ...], bool], list[Any]],
     ``run_pass(level, prefixes, collect)`` runs :func:`select_pass` over
     every chunk and combines the results with :func:`combine_pass`.
     """
+    check_callable(run_pass, "run_pass", "a function (level, prefixes, collect) -> list")
+    n_bins = check_positive_int(n_bins, "n_bins", maximum=MAX_BINS)
     hist0 = run_pass(0, (0,), False)[0]
     n = int(hist0.sum())
     if n == 0:

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank.metrics._inputs import Lists
+from uncertank.validation import check_bool, check_choice, check_instance
 
 __all__ = ["RelevantRanks", "pair_ranks", "relevant_ranks"]
 
@@ -82,6 +83,10 @@ def _choose_method(lists: Lists, n_relevant: int) -> str:
 
 def relevant_ranks(lists: Lists, *, ideal: bool = False, method: str | None = None) -> RelevantRanks:
     """Rank, relevant-above count and (optionally) ideal rank of each relevant candidate."""
+    check_instance(lists, "lists", Lists, "a Lists (uncertank.metrics._inputs)")
+    ideal = check_bool(ideal, "ideal")
+    if method is not None:
+        check_choice(method, "method", ("lexsort", "compare", "sort"))
     if method != "lexsort":
         lists = lists.as_block()
     if lists.s2 is not None:
@@ -194,6 +199,7 @@ def _ranks_lexsort(
 
 def pair_ranks(lists: Lists) -> NDArray[np.int64]:
     """0-based rank of every pair under the tie rule, shape (n_pairs,), in input order."""
+    check_instance(lists, "lists", Lists, "a Lists (uncertank.metrics._inputs)")
     lists = lists.as_block()
     if lists.s2 is not None:
         inv = _inverse_rows(np.argsort(-lists.s2, axis=1, kind="stable")).astype(np.int64, copy=False)

@@ -20,6 +20,7 @@ from typing import Any, TypeAlias
 from uncertank.metrics.accumulators import Accumulator
 from uncertank.metrics.metric import MetricEntry, resolve_metrics
 from uncertank.metrics.quantiles import quantile_edges, reiterable
+from uncertank.validation import check_instance
 
 __all__ = ["evaluate_stream"]
 
@@ -40,7 +41,7 @@ def accumulators_for(metrics: MetricsArg) -> tuple[list[str], list[Any]]:
     elif isinstance(metrics, (str, bytes)):
         raise TypeError(f"metrics must be a list or a mapping; got a single {type(metrics).__name__}")
     else:
-        items = [(None, m) for m in metrics]
+        items = [(None, m) for m in check_instance(metrics, "metrics", Iterable, "a list or a mapping of metrics")]
     keys: list[str] = []
     accs: list[Any] = []
     for key, entry in items:

@@ -21,6 +21,7 @@ from uncertank.nn import (
     write_manifest,
 )
 from uncertank.params import Parameters
+from uncertank.plugins import UnknownParameterError
 from uncertank.validation import check_positive_int
 
 __all__ = ["DeepEnsembleRanker"]
@@ -97,11 +98,8 @@ class DeepEnsembleRanker(Parameters):
         self.pretrained = pretrained
         self.show_progress = show_progress
         unknown = sorted(set(params) - set(_MEMBER_PARAMS))
-        if unknown:
-            raise TypeError(
-                f"{type(self).__name__} got unexpected parameter(s) {', '.join(map(repr, unknown))}; its members "
-                f"take: {', '.join(_MEMBER_PARAMS)}"
-            )
+        if unknown:  # the library's error for a keyword nobody takes, naming what the ensemble and members take
+            raise UnknownParameterError(type(self).name, unknown[0], type(self).param_names(), True)
         for key, default in _MEMBER_PARAMS.items():
             if key != "name":
                 setattr(self, key, params.get(key, default))

@@ -49,7 +49,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 
 from uncertank.experiment.analysis import reference_ranker
 from uncertank.experiment.report import guarantee_section, outcomes, sections, table_section
@@ -58,6 +57,7 @@ from uncertank.experiment.report.figures import Figures
 from uncertank.experiment.report.markdown import markdown_table
 from uncertank.experiment.result import ResultsFileError, StudyResult
 from uncertank.files import atomic_write_text
+from uncertank.validation import check_path
 
 __all__ = ["markdown_table", "render_report", "write_report"]
 
@@ -97,7 +97,7 @@ def write_report(result: StudyResult, out: str | os.PathLike[str]) -> None:
     """
     if not isinstance(result, StudyResult):
         raise TypeError(f"result must be a StudyResult (uncertank.experiment.result); got {type(result).__name__}")
-    folder = Path(out)
+    folder = check_path(out, "out")
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / RESULTS, _results_text(result))
     render_report(folder)
@@ -128,7 +128,7 @@ def render_report(out: str | os.PathLike[str]) -> StudyResult:
     ImportError
         When matplotlib (the ``plot`` extra) is missing.
     """
-    folder = Path(out)
+    folder = check_path(out, "out")
     path = folder / RESULTS
     if path.is_dir():
         raise ResultsFileError(str(path), [("", "is a folder, not a file; give the folder that holds the "

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from uncertank.experiment.result import Evaluation, StudyResult
 from uncertank.formatting import format_number, format_signed
+from uncertank.validation import check_instance, check_name
 
 __all__ = ["ChanceLevel", "base_rate_sentence", "chance_level", "set_aside"]
 
@@ -58,6 +59,7 @@ def _int(v: object) -> int | None:
 
 def chance_level(result: StudyResult) -> ChanceLevel | None:
     """The study's chance metric and rate (see the module docstring); None without one or without a list length."""
+    check_instance(result, "result", StudyResult)
     n_cand = _int(result.config.get("n_candidates"))
     recalls: list[tuple[int, str, int]] = []
     mrr: str | None = None
@@ -101,6 +103,8 @@ def set_aside(result: StudyResult, condition: str) -> dict[str, str]:
     clause to follow the ranker's name: ``ranks no better than chance
     (`R@1` 0.1000, chance 1/10 ...)``.
     """
+    check_instance(result, "result", StudyResult)
+    check_name(condition, "condition")
     level = chance_level(result)
     calib = {m for m, info in result.metric_info.items() if info.get("kind") == "calibration"}
     out: dict[str, str] = {}
@@ -130,6 +134,10 @@ def base_rate_sentence(result: StudyResult, condition: str, label: str, *, verb:
     of its one reliability bin) predicts the base rate: the sentence says
     that its low ``label`` comes from there.
     """
+    check_instance(result, "result", StudyResult)
+    check_name(condition, "condition")
+    check_name(label, "label")
+    check_name(verb, "verb")
     parts = []
     for ranker, why in set_aside(result, condition).items():
         ev = result.evaluation(ranker, condition)

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from uncertank.experiment.report.markdown import markdown_lines
+from uncertank.validation import check_instance, check_name
 
 __all__ = ["CSS", "Doc", "render_html", "render_markdown"]
 
@@ -111,6 +112,7 @@ class Doc:
 
 def render_markdown(doc: Doc) -> str:
     """``report.md``: the blocks as Markdown, a line of contents under the title."""
+    check_instance(doc, "doc", Doc)
     out: list[str] = []
     toc = [b for b in doc.blocks if isinstance(b, Heading) and b.level == 2]
     for b in doc.blocks:
@@ -185,6 +187,8 @@ def _html_cell(tag: str, text: str, left: bool, tip: str = "") -> str:
 
 def render_html(doc: Doc, title: str) -> str:
     """``report.html``: the blocks as one self-contained page, contents under the title, tables in scroll boxes."""
+    check_instance(doc, "doc", Doc)
+    check_name(title, "title")
     body: list[str] = []
     toc = [b for b in doc.blocks if isinstance(b, Heading) and b.level == 2]
     for b in doc.blocks:

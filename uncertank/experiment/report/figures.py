@@ -31,6 +31,7 @@ from uncertank.experiment.result import BayesOutcome, Evaluation
 from uncertank.experiment.stages import file_stem
 from uncertank.files import atomic_path
 from uncertank.formatting import format_number
+from uncertank.validation import check_names, check_path
 
 __all__ = ["COLUMNS", "DPI", "FONT_SIZE", "Figures", "LEGEND_SIZE"]
 
@@ -67,6 +68,8 @@ class Figures:
     """
 
     def __init__(self, out: Path, rankers: Sequence[str]) -> None:
+        out = check_path(out, "out")
+        rankers = check_names(rankers, "rankers")
         self.Figure = require("matplotlib.figure", "plot", what="the report's figures").Figure
         self.out = out
         self.dir = out / "figures"

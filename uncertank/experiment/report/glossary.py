@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from uncertank.experiment.result import StudyResult
+from uncertank.validation import check_instance, check_name
 
 __all__ = ["define"]
 
@@ -86,6 +87,8 @@ def _sentence(name: str, opts: dict[str, Any]) -> str | None:
 
 def define(result: StudyResult, label: str) -> str:
     """The definition of the column ``label``: ``the share of queries ...; higher is better``."""
+    check_instance(result, "result", StudyResult)
+    check_name(label, "label")
     info = result.metric_info.get(label, {})
     name, opts = info.get("name"), dict(info.get("options") or {})
     if name is None and label in _BY_LABEL:

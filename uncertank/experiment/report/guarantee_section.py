@@ -14,6 +14,7 @@ from uncertank.experiment.report.markdown import MARK, names
 from uncertank.experiment.report.sections import conditions_of, open_section
 from uncertank.experiment.result import ConformalOutcome, Evaluation, StudyResult
 from uncertank.formatting import format_interval, format_number, format_pvalue
+from uncertank.validation import check_instance
 
 __all__ = ["thresholds"]
 
@@ -29,6 +30,9 @@ def _pair(e: Evaluation) -> str:
 
 def thresholds(doc: Doc, result: StudyResult, figs: Figures) -> None:
     """Thresholds with a guarantee: coverage, set size, abstention and exchangeability; coverage against 1 - α."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
+    check_instance(figs, "figs", Figures)
     evs = open_section(doc, result, "Thresholds with a guarantee", lambda e: e.conformal is not None,
                        "The conformal stage was not run (`[conformal] enabled = false`, or a result written "
                        "before the stage existed), so no threshold with a guarantee is reported.")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from uncertank.formatting import format_number
+from uncertank.validation import check_instance
 
 __all__ = ["markdown_table"]
 
@@ -33,6 +34,9 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     |---|---|---|
     | bert | 0.4123 | 200 |
     """
+    check_instance(rows, "rows", (list, tuple), "a list of dicts")
+    for row in rows:
+        check_instance(row, "rows", dict, "a list of dicts")
     if not rows:
         return "(none)\n"
     cols = list(dict.fromkeys(k for r in rows for k in r))

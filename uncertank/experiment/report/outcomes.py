@@ -21,6 +21,7 @@ from uncertank.experiment.report.markdown import MARK, cell, names
 from uncertank.experiment.report.sections import conditions_of, open_section
 from uncertank.experiment.result import BayesOutcome, ExternalRunOutcome, StudyResult
 from uncertank.formatting import format_interval, format_number, format_pvalue
+from uncertank.validation import check_instance, check_path
 
 __all__ = ["DIAGNOSTIC_LABELS", "bayes", "imbalance", "nota", "reliability", "risk", "run_warnings", "selective",
            "timings"]
@@ -47,6 +48,9 @@ def _diagnostic_label(key: str) -> str:
 
 def risk(doc: Doc, result: StudyResult, figs: Figures) -> None:
     """Risk-aware reranking: chosen b, R@1 by the mean and risk-aware, the stored tests; R@1 against b."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
+    check_instance(figs, "figs", Figures)
     evs = open_section(doc, result, "Risk-aware reranking", lambda e: e.risk is not None,
                        "No ranker gave predictive samples, so risk-aware reranking (Penha & Hauff 2021, "
                        "eq. 7) was not run.")
@@ -116,6 +120,8 @@ def risk(doc: Doc, result: StudyResult, figs: Figures) -> None:
 
 def nota(doc: Doc, result: StudyResult) -> None:
     """NOTA prediction from the means, and from the means and variances."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
     evs = open_section(doc, result, "NOTA prediction", lambda e: e.nota is not None,
                        "NOTA prediction was not run (it needs a ranker whose scores are probabilities).")
     if not evs:
@@ -155,6 +161,9 @@ def nota(doc: Doc, result: StudyResult) -> None:
 
 def selective(doc: Doc, result: StudyResult, figs: Figures) -> None:
     """Selective prediction: AURC per ranker and condition, and the risk-coverage curves."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
+    check_instance(figs, "figs", Figures)
     evs = open_section(doc, result, "Selective prediction", lambda e: e.selective is not None,
                        "Selective prediction was not computed in this study.")
     if not evs:
@@ -186,6 +195,9 @@ def selective(doc: Doc, result: StudyResult, figs: Figures) -> None:
 
 def reliability(doc: Doc, result: StudyResult, figs: Figures) -> None:
     """Reliability diagrams, rankers overlaid, one panel per condition."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
+    check_instance(figs, "figs", Figures)
     evs = open_section(doc, result, "Reliability diagrams",
                        lambda e: e.reliability is not None and e.reliability.count,
                        "No ranker's scores are probabilities, so there are no reliability diagrams.")
@@ -200,6 +212,9 @@ def reliability(doc: Doc, result: StudyResult, figs: Figures) -> None:
 
 def imbalance(doc: Doc, result: StudyResult, figs: Figures) -> None:
     """ECE against the number of non-relevant candidates per relevant one (Penha & Hauff 2021, Fig. 2)."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
+    check_instance(figs, "figs", Figures)
     evs = open_section(doc, result, "ECE against the imbalance ratio", lambda e: e.imbalance,
                        "The imbalance sweep needs rankers whose scores are probabilities; there are none here.")
     if not evs:
@@ -222,6 +237,10 @@ def _scalar(v: Any) -> bool:
 
 def bayes(doc: Doc, result: StudyResult, figs: Figures, out: Path) -> None:
     """The Bayesian comparison: of the study's rankers (per condition), or of the TREC-COVID runs (per family)."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
+    check_instance(figs, "figs", Figures)
+    out = check_path(out, "out")
     study = [b for b in result.bayes.values() if b.systems == "study"]
     trec = [b for b in result.bayes.values() if b.systems != "study"]
     if study:
@@ -380,6 +399,8 @@ def _bayes_trec_covid(doc: Doc, fams: list[BayesOutcome], figs: Figures, out: Pa
 
 def timings(doc: Doc, result: StudyResult) -> None:
     """Every step: its cost, whether this run reused it, its cache key."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
     doc.heading(2, "Timings and cache keys")
     if not result.steps:
         doc.text("No step timings were recorded.")
@@ -398,6 +419,8 @@ def timings(doc: Doc, result: StudyResult) -> None:
 
 def run_warnings(doc: Doc, result: StudyResult) -> None:
     """The warnings raised while the study ran (``results.json``'s ``warnings``), when there were any."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
     if not result.warnings:
         return
     doc.heading(2, "Warnings during the run")

@@ -37,6 +37,7 @@ from uncertank.experiment.report.markdown import MARK, cell, names
 from uncertank.experiment.result import Comparison, Evaluation, StudyResult
 from uncertank.formatting import format_number, format_percent, format_signed
 from uncertank.metrics.metric import MetricKind
+from uncertank.validation import check_callable, check_instance, check_name
 
 __all__ = [
     "MAX_COLUMNS",
@@ -60,6 +61,8 @@ MAX_COLUMNS = 8
 
 def comparisons(result: StudyResult, table: str) -> list[Comparison]:
     """The stored comparisons of ``table`` (``"in-domain"`` or ``"shifted"``); empty when none were run."""
+    check_instance(result, "result", StudyResult)
+    check_name(table, "table")
     sig = result.significance
     return [] if sig is None else list(sig.tables.get(table, []))
 
@@ -70,6 +73,11 @@ def open_section(doc: Doc, result: StudyResult, title: str, has_outcome: Callabl
 
     When none has it, the section says so with the text ``missing`` and the list is empty.
     """
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
+    check_name(title, "title")
+    check_name(missing, "missing")
+    check_callable(has_outcome, "has_outcome", "a function of an Evaluation")
     doc.heading(2, title)
     evs = [e for e in result.evaluations if has_outcome(e)]
     if not evs:
@@ -79,6 +87,8 @@ def open_section(doc: Doc, result: StudyResult, title: str, has_outcome: Callabl
 
 def conditions_of(result: StudyResult, evs: Sequence[Evaluation]) -> list[str]:
     """The study's conditions, in its order, under which at least one of ``evs`` was evaluated."""
+    check_instance(result, "result", StudyResult)
+    check_instance(evs, "evs", (list, tuple), "a list of Evaluation")
     return [c for c in result.conditions if any(e.condition == c for e in evs)]
 
 
@@ -113,6 +123,8 @@ def _alpha(result: StudyResult) -> float:
 
 def header(doc: Doc, result: StudyResult, ref: str | None) -> None:
     """Title, the smoke-run warning, the rankers, conditions and data sizes."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
     doc.heading(1, str(result.config.get("name") or "Study report"))
     if result.smoke:
         doc.warning("This is a smoke run (`uncertank demo --quick`): the models are tiny and barely trained and the "
@@ -363,6 +375,8 @@ def _metric_tables(doc: Doc, result: StudyResult, cond: str, comps: list[Compari
 
 def in_domain(doc: Doc, result: StudyResult, ref: str | None) -> None:
     """The in-domain tables (Penha & Hauff 2021, Table 1): effectiveness, then calibration, best in bold."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
     doc.heading(2, "In-domain effectiveness and calibration")
     if not result.conditions:
         doc.text("The study has no test condition.")
@@ -377,6 +391,8 @@ def in_domain(doc: Doc, result: StudyResult, ref: str | None) -> None:
 
 def shifted(doc: Doc, result: StudyResult, ref: str | None) -> None:
     """Effectiveness and calibration per shifted condition, change against the reference, significance marked."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
     doc.heading(2, "Cross negative sampling and cross-domain")
     conds = result.conditions[1:]
     if not conds:
@@ -409,6 +425,8 @@ def shifted(doc: Doc, result: StudyResult, ref: str | None) -> None:
 
 def calibration_detail(doc: Doc, result: StudyResult) -> None:
     """Signed bias beside the ECE, over-estimating bins, and the MCE over bins with enough pairs."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
     evs = open_section(doc, result, "Calibration in detail", lambda e: e.calibration is not None,
                        "No ranker's scores are probabilities, so there is no calibration to look into.")
     if not evs:
@@ -499,6 +517,8 @@ def _recalibration_sentence(result: StudyResult, evs: list[Evaluation], head: st
 
 def recalibration(doc: Doc, result: StudyResult) -> None:
     """Calibration before and after every recalibrator, and why ECE and balanced ECE move apart."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
     evs = open_section(doc, result, "Recalibration", lambda e: e.recalibrated,
                        "No recalibrator was applied in this study (it needs rankers whose scores are "
                        "probabilities).")

@@ -21,6 +21,7 @@ from uncertank.experiment.report.document import Doc
 from uncertank.experiment.report.markdown import names
 from uncertank.experiment.result import StudyResult
 from uncertank.formatting import format_number, format_pvalue, format_signed
+from uncertank.validation import check_instance
 
 __all__ = ["TEX_FILE", "paper_table", "table_report"]
 
@@ -30,6 +31,7 @@ TEX_FILE = "table.tex"
 
 def table_report(result: StudyResult) -> ComparisonReport | None:
     """The stored comparison report of the study (``results.json``, ``paper_table.report``); None when it has none."""
+    check_instance(result, "result", StudyResult)
     if result.paper_table is None:
         return None
     return ComparisonReport.from_dict(result.paper_table.report)
@@ -80,6 +82,8 @@ def _rows(rep: ComparisonReport) -> tuple[list[str], list[list[str]]]:
 
 def paper_table(doc: Doc, result: StudyResult) -> None:
     """The section: the rankers of the in-domain condition against the reference, as a paper's table."""
+    check_instance(doc, "doc", Doc)
+    check_instance(result, "result", StudyResult)
     doc.heading(2, "A paper's table")
     table = result.paper_table
     rep = table_report(result)

@@ -1,0 +1,68 @@
+"""The rules added for the internal doors: names, (path, message) pairs and ndarrays checked in constant time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from uncertank.validation import check_names, check_ndarray, check_path_messages
+
+
+def test_check_names_passes_a_collection_of_str_as_a_list():
+    assert check_names(("a", "b"), "conditions") == ["a", "b"]
+    assert check_names([], "conditions") == []
+    assert check_names(np.array(["a"]), "conditions") == ["a"]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("in-domain", r"^conditions must be a list of str; got str 'in-domain'$"),
+    (0.5, r"^conditions must be a list of str; got float 0.5$"),
+    ([0.5], r"^conditions must be a list of str; got float 0.5 among them$"),
+    (np.array([0.5, 1.0]), r"^conditions must be a list of str; got float"),
+])
+def test_check_names_refuses_what_is_no_list_of_names(value, message):
+    with pytest.raises(TypeError, match=message):
+        check_names(value, "conditions")
+
+
+def test_check_path_messages_passes_pairs_of_str_as_tuples():
+    assert check_path_messages([["study.seed", "must be an integer"]]) == [("study.seed", "must be an integer")]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (0.5, r"^errors must be a list of \(path, message\) pairs of str; got float 0.5$"),
+    ("abc", r"^errors must be a list of \(path, message\) pairs of str; got str 'abc'$"),
+    ([("a",)], r"^errors must be a list of \(path, message\) pairs of str; got \('a',\)$"),
+    ([("a", 1)], r"^errors must be a list of \(path, message\) pairs of str; got \('a', 1\)$"),
+])
+def test_check_path_messages_refuses_anything_else(value, message):
+    with pytest.raises(TypeError, match=message):
+        check_path_messages(value)
+
+
+def test_check_ndarray_returns_the_array_itself():
+    a = np.array([0.2, 0.9])
+    assert check_ndarray(a, "p") is a
+    assert check_ndarray(np.zeros((2, 3), dtype=np.int64), "y2", ndim=2, kinds="iu").shape == (2, 3)
+
+
+@pytest.mark.parametrize(("value", "kwargs", "message"), [
+    ([0.2, 0.9], {}, r"^p must be a 1-D ndarray of float; got list \[0.2, 0.9\]$"),
+    (np.zeros((2, 2)), {}, r"^p must be a 1-D ndarray of float; got an array of shape \(2, 2\) and dtype float64$"),
+    (np.array(["a"]), {}, r"^p must be a 1-D ndarray of float; got an array of shape \(1,\) and dtype <U1$"),
+    (np.zeros(2), {"kinds": "iu"}, r"^p must be a 1-D ndarray of int or unsigned int; got an array"),
+])
+def test_check_ndarray_refuses_another_type_rank_or_dtype(value, kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        check_ndarray(value, "p", **kwargs)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"kinds": 1}, TypeError, r"^kinds must be numpy dtype kind letters such as 'f' or 'iu'; got 1$"),
+    ({"kinds": ""}, TypeError, r"^kinds must be numpy dtype kind letters"),
+    ({"kinds": "fz"}, TypeError, r"^kinds must be numpy dtype kind letters"),
+    ({"ndim": -1}, ValueError, r"^ndim must be an integer >= 0"),
+])
+def test_check_ndarray_refuses_a_bad_rule(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        check_ndarray(np.zeros(2), "p", **kwargs)
