@@ -9,12 +9,6 @@ its message; the test's output shows the input.
 from __future__ import annotations
 
 KNOWN_FAILURES: dict[str, str] = {
-    "uncertank.experiment.speed.ProbeTimes": (
-        "uncertank.experiment.speed: TypeError from an operation, not a raise, at uncertank/experiment/speed.py:56: TypeError: 'Predictions' object is not iterable"
-    ),
-    "uncertank.experiment.speed.machine_speed": (
-        "uncertank.experiment.speed: AttributeError raised at uncertank/experiment/speed.py:143: AttributeError: 'float' object has no attribute 'train'"
-    ),
     "uncertank.nn.CrossEncoderModel": (
         "uncertank.nn.model: AttributeError raised at uncertank/nn/model.py:190: AttributeError: 'float' object has no attribute 'config'"
     ),

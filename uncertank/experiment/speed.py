@@ -27,7 +27,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_instance, check_nonnegative, check_positive_int
 
 __all__ = ["REFERENCE_PROBE", "MachineSpeed", "ProbeTimes", "SpeedFactor", "machine_speed", "probe_machine"]
 
@@ -53,8 +53,11 @@ class ProbeTimes:
     def __post_init__(self) -> None:
         for name in ("train", "predict"):
             values = getattr(self, name)
-            if not values or not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in values):
+            check_instance(values, f"ProbeTimes.{name}", tuple, "a tuple of seconds")
+            if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                     and v > 0 for v in values):
                 raise ValueError(f"ProbeTimes.{name} must be one or more seconds > 0; got {values!r}")
+        check_instance(self.device, "ProbeTimes.device", str)
 
 
 #: The probe on the reference machine: an AMD EPYC VM, 2 cores with AVX-512, torch 2.13.0+cpu, quiet (load
@@ -140,6 +143,9 @@ def machine_speed(measured: ProbeTimes, *, reference: ProbeTimes = REFERENCE_PRO
     >>> speed.predict.value, speed.predict.high
     (1.0, 1.0)
     """
+    check_instance(measured, "measured", ProbeTimes)
+    check_instance(reference, "reference", ProbeTimes)
+    check_nonnegative(seconds, "seconds")
     return MachineSpeed(_factor(measured.train, reference.train), _factor(measured.predict, reference.predict),
                         measured, seconds)
 
