@@ -30,23 +30,8 @@ KNOWN_FAILURES: dict[str, str] = {
     "uncertank.nn.build_backbone": (
         "uncertank.nn.model: OSError from a dependency at inside transformers OSError: It looks like the config file at 'tests/data/edge-a.run' is not a valid JSON file."
     ),
-    "uncertank.nn.check_active_dropout": (
-        "uncertank.nn.inference: AttributeError raised at uncertank/nn/inference.py:94: AttributeError: 'str' object has no attribute 'modules'"
-    ),
-    "uncertank.nn.checkpoint.load_weights": (
-        "uncertank.nn.checkpoint: TypeError from a dependency at inside the standard library (pathlib.py): TypeError: expected str, bytes or os.PathLike object, not NoneType"
-    ),
-    "uncertank.nn.classifier_activation": (
-        "uncertank.nn.pretrained: TypeError from a dependency at inside the standard library (pathlib.py): TypeError: expected str, bytes or os.PathLike object, not float"
-    ),
     "uncertank.nn.cross_entropy_loss": (
         "uncertank.nn.training: AttributeError raised at uncertank/nn/training.py:312: AttributeError: 'PosixPath' object has no attribute 'float'"
-    ),
-    "uncertank.nn.dropout_owners": (
-        "uncertank.nn.inference: AttributeError raised at uncertank/nn/inference.py:68: AttributeError: 'str' object has no attribute 'modules'"
-    ),
-    "uncertank.nn.dropout_rates": (
-        "uncertank.nn.inference: AttributeError raised at uncertank/nn/inference.py:94: AttributeError: 'str' object has no attribute 'modules'"
     ),
     "uncertank.nn.encode_pairs": (
         "uncertank.nn.inputs: AttributeError raised at uncertank/nn/inputs.py:203: AttributeError: 'float' object has no attribute 'get_vocab'"
@@ -57,17 +42,8 @@ KNOWN_FAILURES: dict[str, str] = {
     "uncertank.nn.encode_text_pairs": (
         "uncertank.nn.pretrained: AttributeError raised at uncertank/nn/pretrained.py:203: AttributeError: 'float' object has no attribute 'turn_markers'"
     ),
-    "uncertank.nn.fast_path_problem": (
-        "uncertank.nn.dropout: AttributeError raised at uncertank/nn/dropout.py:281: AttributeError: 'str' object has no attribute 'parameters'"
-    ),
     "uncertank.nn.head_dimensions": (
         "uncertank.nn.model: AttributeError raised at uncertank/nn/model.py:190: AttributeError: 'float' object has no attribute 'config'"
-    ),
-    "uncertank.nn.load_model": (
-        "uncertank.nn.checkpoint: TypeError from a dependency at inside the standard library (pathlib.py): TypeError: expected str, bytes or os.PathLike object, not float"
-    ),
-    "uncertank.nn.load_ranker": (
-        "uncertank.nn.loading: TypeError from a dependency at inside the standard library (pathlib.py): TypeError: expected str, bytes or os.PathLike object, not float"
     ),
     "uncertank.nn.mc_implementation": (
         "uncertank.nn.inference: AttributeError raised at uncertank/nn/inference.py:479: AttributeError: 'QuerySet' object has no attribute 'type'"
@@ -75,26 +51,11 @@ KNOWN_FAILURES: dict[str, str] = {
     "uncertank.nn.mc_passes": (
         "uncertank.nn.inference: IndexError from an operation, not a raise, at uncertank/nn/inference.py:451: IndexError: only integers, slices (`:`), ellipsis (`...`), nump"
     ),
-    "uncertank.nn.model_device": (
-        "uncertank.nn.inference: AttributeError raised at uncertank/nn/inference.py:191: AttributeError: 'str' object has no attribute 'parameters'"
-    ),
     "uncertank.nn.output_probabilities": (
         "uncertank.nn.inference: AttributeError raised at uncertank/nn/inference.py:218: AttributeError: 'PosixPath' object has no attribute 'float'"
     ),
     "uncertank.nn.pool_encoder": (
         "uncertank.nn.model: TypeError from an operation, not a raise, at uncertank/nn/model.py:235: TypeError: 'float' object is not callable"
-    ),
-    "uncertank.nn.pretrained.recorded_pair_format": (
-        "uncertank.nn.pretrained: TypeError from a dependency at inside the standard library (pathlib.py): TypeError: expected str, bytes or os.PathLike object, not float"
-    ),
-    "uncertank.nn.read_classifier": (
-        "uncertank.nn.pretrained: TypeError from a dependency at inside the standard library (pathlib.py): TypeError: expected str, bytes or os.PathLike object, not float"
-    ),
-    "uncertank.nn.read_manifest": (
-        "uncertank.nn.checkpoint: TypeError from a dependency at inside the standard library (pathlib.py): TypeError: expected str, bytes or os.PathLike object, not float"
-    ),
-    "uncertank.nn.save_model": (
-        "uncertank.nn.checkpoint: AttributeError raised at uncertank/nn/checkpoint.py:79: AttributeError: 'str' object has no attribute 'state_dict'"
     ),
     "uncertank.nn.save_pretrained": (
         "uncertank.nn.export: AttributeError raised at uncertank/nn/export.py:181: AttributeError: 'float' object has no attribute 'check_fitted'"
@@ -105,13 +66,7 @@ KNOWN_FAILURES: dict[str, str] = {
     "uncertank.nn.score_probabilities": (
         "uncertank.nn.inference: AttributeError raised at uncertank/nn/inference.py:191: AttributeError: 'str' object has no attribute 'parameters'"
     ),
-    "uncertank.nn.testing.tiny_classifier_folder": (
-        "uncertank.nn.testing: TypeError from a dependency at inside the standard library (pathlib.py): TypeError: expected str, bytes or os.PathLike object, not float"
-    ),
     "uncertank.nn.train_cross_encoder": (
         "uncertank.nn.training: AttributeError raised at uncertank/nn/inputs.py:203: AttributeError: 'float' object has no attribute 'get_vocab'"
-    ),
-    "uncertank.nn.write_manifest": (
-        "uncertank.nn.checkpoint: TypeError from a dependency at inside the standard library (pathlib.py): TypeError: expected str, bytes or os.PathLike object, not float"
     ),
 }

@@ -21,13 +21,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from uncertank._folders import MANIFEST, model_folder
+from uncertank.validation import check_instance, check_path
 
 __all__ = [
     "FORMAT",
@@ -74,6 +75,9 @@ def save_model(folder: Path, model: Any, tokenizer: Any, manifest: dict[str, Any
     ``model``'s whole state dict (parameters and persistent buffers) goes to
     ``model.safetensors``, ``model.encoder``'s config to ``backbone/``.
     """
+    check_path(folder, "folder")
+    check_instance(model, "model", torch.nn.Module, "a torch.nn.Module")
+    check_instance(manifest, "manifest", Mapping, "a mapping of JSON values")
     from safetensors.torch import save_file
 
     state = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
@@ -90,6 +94,8 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     single model's :func:`save_model` calls it. The manifest should carry
     ``"ranker"``, the registered ranker name that :func:`uncertank.nn.load_ranker` resolves.
     """
+    check_path(folder, "folder")
+    check_instance(manifest, "manifest", Mapping, "a mapping of JSON values")
     with open(Path(folder) / MANIFEST, "w", encoding="utf-8") as fh:
         json.dump({**manifest, "format": FORMAT}, fh, indent=2, sort_keys=True)
 
@@ -102,6 +108,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     ValueError
         When ``path`` is not a checkpoint of this format.
     """
+    check_path(path, "path")
     file = Path(path) / MANIFEST
     if not file.is_file():
         raise ValueError(f"path must be a checkpoint folder written by save(); {str(path)!r} has no {MANIFEST}")
@@ -132,6 +139,7 @@ def load_model(
         In eval mode.
     tokenizer : transformers tokenizer
     """
+    check_path(folder, "folder")
     from transformers import AutoConfig
 
     from uncertank.nn.model import CrossEncoderModel, build_backbone
@@ -157,6 +165,8 @@ def load_weights(model: torch.nn.Module, file: str | os.PathLike[str]) -> None:
         corrupt), or its tensors do not fit the network its configuration
         describes (missing or unexpected names, other shapes).
     """
+    check_instance(model, "model", torch.nn.Module, "a torch.nn.Module")
+    check_path(file, "file")
     from safetensors.torch import load_file
 
     path = Path(file)

@@ -55,7 +55,7 @@ import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_instance, check_positive_int
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "DropoutMasks", "fast_mc_dropout", "fast_path_problem"]
 
@@ -278,6 +278,7 @@ def fast_path_problem(model: nn.Module) -> str | None:
     >>> fast_path_problem(nn.Sequential(nn.Linear(2, 2, device="meta"), nn.Dropout(0.1)))
     'model is on meta; the fast path runs on the CPU (its masks are drawn there)'
     """
+    check_instance(model, "model", nn.Module, "a torch.nn.Module")
     placed = next(itertools.chain(model.parameters(), model.buffers()), None)
     if placed is not None and placed.device.type != "cpu":
         return f"model is on {placed.device}; the fast path runs on the CPU (its masks are drawn there)"

@@ -24,7 +24,7 @@ from torch import nn
 from uncertank.nn.dropout import fast_mc_dropout, fast_path_problem
 from uncertank.nn.inputs import EncodedPairs
 from uncertank.nn.runtime import autocast, progress
-from uncertank.validation import check_choice, check_positive_int
+from uncertank.validation import check_choice, check_instance, check_positive_int
 
 __all__ = [
     "MC_IMPLEMENTATIONS",
@@ -64,6 +64,7 @@ def dropout_owners(model: nn.Module) -> list[nn.Module]:
         When one of them also changes behaviour in training mode for another
         reason (batch or instance norm); BERT-style encoders have none.
     """
+    check_instance(model, "model", nn.Module, "a torch.nn.Module")
     owners: list[nn.Module] = []
     for module in model.modules():
         own = isinstance(module, _DROPOUT_TYPES)
@@ -90,6 +91,7 @@ def dropout_rates(model: nn.Module) -> list[float]:
     >>> dropout_rates(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1), nn.Dropout(0.0)))
     [0.1, 0.0]
     """
+    check_instance(model, "model", nn.Module, "a torch.nn.Module")
     rates: list[float] = []
     for module in model.modules():
         if isinstance(module, _DROPOUT_TYPES):
@@ -105,6 +107,7 @@ def check_active_dropout(model: nn.Module) -> None:
     variance is 0 (or rounding noise, about 1e-16), which would read as a
     certain model rather than as no uncertainty estimate at all.
     """
+    check_instance(model, "model", nn.Module, "a torch.nn.Module")
     rates = dropout_rates(model)
     if not any(r > 0 for r in rates):
         found = f"its {len(rates)} dropout sites all have rate 0" if rates else "it has no dropout site"
@@ -188,6 +191,7 @@ def model_device(model: nn.Module) -> torch.device:
     >>> model_device(nn.Linear(2, 1))
     device(type='cpu')
     """
+    check_instance(model, "model", nn.Module, "a torch.nn.Module")
     for tensor in itertools.chain(model.parameters(), model.buffers()):
         return tensor.device
     return torch.device("cpu")

@@ -17,6 +17,7 @@ from uncertank._folders import MANIFEST
 from uncertank.nn.checkpoint import read_manifest
 from uncertank.nn.ranker import NeuralRanker
 from uncertank.protocols import Ranker, capabilities
+from uncertank.validation import check_path
 
 __all__ = ["from_pretrained", "load_ranker"]
 
@@ -107,6 +108,7 @@ def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Ranker:
         When the registered class has no ``load``, or its ``load`` returns
         something that is not a :class:`~uncertank.Ranker`.
     """
+    check_path(path, "path")
     from uncertank.plugins import registry
 
     if not (Path(path) / MANIFEST).is_file() and (Path(path) / "config.json").is_file():

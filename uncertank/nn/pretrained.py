@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from torch import nn
 
 from uncertank.nn.inputs import EncodedPairs
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_path, check_positive_int
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig, PreTrainedTokenizerBase
@@ -243,6 +243,7 @@ def recorded_pair_format(folder: str | os.PathLike[str]) -> dict[str, Any] | Non
 
     :func:`uncertank.nn.save_pretrained` records it; a folder from elsewhere has none.
     """
+    check_path(folder, "folder")
     path = Path(folder) / "config.json"
     if not path.is_file():
         return None
@@ -294,6 +295,7 @@ def classifier_activation(folder: str | os.PathLike[str], config: PretrainedConf
         When the classifier has more than two labels, or ``activation`` does
         not fit its number of logits.
     """
+    check_path(folder, "folder")
     if activation not in ("auto", *ACTIVATIONS):
         raise ValueError(f"activation must be 'auto', 'sigmoid' or 'softmax'; got {activation!r}")
     n = int(getattr(config, "num_labels", 2))
@@ -425,6 +427,7 @@ def read_classifier(
         tokenizer files (and no ``tokenizer`` is given), or (with
         ``require_head``) its weights lack parameters of the classifier.
     """
+    check_path(folder, "folder")
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
     from uncertank.nn.model import quiet_transformers

@@ -96,6 +96,12 @@ class NeuralRanker(Parameters):
     ``name`` is the name the class is registered under (``make_ranker(name)``):
     checkpoints record it, and :func:`load_ranker` resolves it.
 
+    Every parameter is stored unchanged under its own name and reported by
+    :meth:`get_params` (:class:`uncertank.params.Parameters`); the constructor
+    and :meth:`set_params` check them all (:meth:`_check_params`). Settings
+    derived from them are built when used: :attr:`training_config`, and what
+    the network settles (:attr:`max_length_`, :attr:`pair_format_`, ...).
+
     Parameters
     ----------
     backbone : None, str, path or transformers.PretrainedConfig
@@ -155,12 +161,6 @@ class NeuralRanker(Parameters):
         default True for a new head on a ``pretrained`` model, else False.
     name : str, optional
         Report name; the class's ``name`` by default.
-
-    Every parameter is stored unchanged under its own name and reported by
-    :meth:`get_params` (:class:`uncertank.nn.Parameters`); the constructor
-    and :meth:`set_params` check them all (:meth:`_check_params`). Settings
-    derived from them are built when used: :attr:`training_config`, and what
-    the network settles (:attr:`max_length_`, :attr:`pair_format_`, ...).
 
     Attributes
     ----------

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from uncertank._types import QuerySet
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_path, check_positive_int, check_seed
 
 __all__ = [
     "BF16_KERNEL_DRAW_ATOL",
@@ -114,6 +114,9 @@ def tiny_classifier_folder(folder: Any, *, num_labels: int = 1, seed: int = 0) -
     pathlib.Path
         ``folder``.
     """
+    check_path(folder, "folder")
+    check_positive_int(num_labels, "num_labels")
+    check_seed(seed, "seed", allow_none=False)
     from pathlib import Path
 
     import torch
