@@ -18,26 +18,14 @@ KNOWN_FAILURES: dict[str, str] = {
     "uncertank.nn.PretrainedCrossEncoder": (
         "uncertank.nn.pretrained: ValueError from an operation, not a raise, at uncertank/nn/pretrained.py:352: ValueError: The truth value of an array with more than one ele"
     ),
-    "uncertank.nn.add_separator_tokens": (
-        "uncertank.nn.inputs: AttributeError raised at uncertank/nn/inputs.py:71: AttributeError: 'float' object has no attribute 'get_vocab'"
-    ),
     "uncertank.nn.autocast": (
         "uncertank.nn.runtime: AttributeError raised at uncertank/nn/runtime.py:100: AttributeError: 'QuerySet' object has no attribute 'type'"
-    ),
-    "uncertank.nn.balanced_pairs": (
-        "uncertank.nn.training: ValueError from a dependency at numpy/random/bit_generator.pyx:69: ValueError: expected non-negative integer"
     ),
     "uncertank.nn.build_backbone": (
         "uncertank.nn.model: OSError from a dependency at inside transformers OSError: It looks like the config file at 'tests/data/edge-a.run' is not a valid JSON file."
     ),
     "uncertank.nn.cross_entropy_loss": (
         "uncertank.nn.training: AttributeError raised at uncertank/nn/training.py:312: AttributeError: 'PosixPath' object has no attribute 'float'"
-    ),
-    "uncertank.nn.encode_pairs": (
-        "uncertank.nn.inputs: AttributeError raised at uncertank/nn/inputs.py:203: AttributeError: 'float' object has no attribute 'get_vocab'"
-    ),
-    "uncertank.nn.encode_queries": (
-        "uncertank.nn.inputs: AttributeError raised at uncertank/nn/inputs.py:203: AttributeError: 'float' object has no attribute 'get_vocab'"
     ),
     "uncertank.nn.encode_text_pairs": (
         "uncertank.nn.pretrained: AttributeError raised at uncertank/nn/pretrained.py:203: AttributeError: 'float' object has no attribute 'turn_markers'"
@@ -65,8 +53,5 @@ KNOWN_FAILURES: dict[str, str] = {
     ),
     "uncertank.nn.score_probabilities": (
         "uncertank.nn.inference: AttributeError raised at uncertank/nn/inference.py:191: AttributeError: 'str' object has no attribute 'parameters'"
-    ),
-    "uncertank.nn.train_cross_encoder": (
-        "uncertank.nn.training: AttributeError raised at uncertank/nn/inputs.py:203: AttributeError: 'float' object has no attribute 'get_vocab'"
     ),
 }

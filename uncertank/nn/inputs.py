@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import QuerySet
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_instance, check_positive_int
 
 if TYPE_CHECKING:
     import torch
@@ -55,6 +55,25 @@ TURN_TOKEN = "[T]"
 MIN_LENGTH = 5
 
 
+def check_tokenizer(tokenizer: object, name: str = "tokenizer") -> Any:
+    """Raise a TypeError unless ``tokenizer`` is a tokenizer (callable, with ``get_vocab``); return it.
+
+    Any transformers tokenizer is; the check is by what is used, so a
+    tokenizer of one's own with those two passes too.
+
+    Examples
+    --------
+    >>> check_tokenizer(0.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: tokenizer must be a transformers tokenizer (callable, with get_vocab); got float 0.5
+    """
+    if not callable(tokenizer) or not callable(getattr(tokenizer, "get_vocab", None)):
+        raise TypeError(f"{name} must be a transformers tokenizer (callable, with get_vocab); "
+                        f"got {type(tokenizer).__name__} {tokenizer!r}"[:300])
+    return tokenizer
+
+
 def add_separator_tokens(tokenizer: PreTrainedTokenizerBase) -> int:
     """Add ``[U]`` and ``[T]`` to ``tokenizer`` as special tokens.
 
@@ -68,7 +87,7 @@ def add_separator_tokens(tokenizer: PreTrainedTokenizerBase) -> int:
     int
         The number of tokens added (0 when both were there).
     """
-    vocab = tokenizer.get_vocab()
+    vocab = check_tokenizer(tokenizer).get_vocab()
     new = [t for t in (UTTERANCE_TOKEN, TURN_TOKEN) if t not in vocab]
     if not new:
         return 0
@@ -200,7 +219,7 @@ def encode_pairs(
     EncodedPairs
     """
     max_length = check_positive_int(max_length, "max_length", minimum=MIN_LENGTH)
-    vocab = tokenizer.get_vocab()
+    vocab = check_tokenizer(tokenizer).get_vocab()
     for tok in (UTTERANCE_TOKEN, TURN_TOKEN):
         if tok not in vocab:
             raise ValueError(
@@ -269,6 +288,8 @@ def encode_pairs(
 
 def encode_queries(tokenizer: PreTrainedTokenizerBase, queries: QuerySet, *, max_length: int = 128) -> EncodedPairs:
     """Encode every pair of a :class:`~uncertank.QuerySet` (see :func:`encode_pairs`)."""
+    check_tokenizer(tokenizer)
+    check_instance(queries, "queries", QuerySet)
     return encode_pairs(
         tokenizer, queries.contexts, queries.candidates, queries.query_index, max_length=max_length
     )

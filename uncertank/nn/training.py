@@ -30,9 +30,9 @@ from numpy.typing import NDArray
 from uncertank._environment import environment
 from uncertank._types import QuerySet
 from uncertank.nn.inference import score_probabilities
-from uncertank.nn.inputs import EncodedPairs, encode_pairs
+from uncertank.nn.inputs import EncodedPairs, check_tokenizer, encode_pairs
 from uncertank.nn.runtime import progress
-from uncertank.validation import check_positive_int, check_unit_interval
+from uncertank.validation import check_instance, check_positive_int, check_seed, check_unit_interval
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -259,6 +259,7 @@ def training_pairs(
         raise ValueError(f"train must carry labels; QuerySet {train.name or '(unnamed)'} has none")
     if ratio is not None:
         check_positive_int(ratio, "ratio")
+    check_seed(seed, "seed", allow_none=False, generator=False)
     rel = train.labels > 0
     qidx = train.query_index
     n_pos = np.bincount(qidx[rel], minlength=train.n_queries)
@@ -396,6 +397,8 @@ def train_cross_encoder(
 
     from uncertank.nn.runtime import get_accelerator
 
+    check_instance(model, "model", torch.nn.Module, "a torch.nn.Module")
+    check_tokenizer(tokenizer)
     cfg = config or TrainingConfig()
     loss_fn = cross_entropy_loss if loss_fn is None else loss_fn
     if not callable(loss_fn):
