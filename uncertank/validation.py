@@ -57,6 +57,7 @@ __all__ = [
     "check_same_length",
     "check_scale",
     "check_seed",
+    "check_tokenizer",
     "check_unique",
     "check_unit_interval",
     "unique_keys",
@@ -920,3 +921,22 @@ def check_prediction(
     if probabilistic and ((s < 0.0) | (s > 1.0)).any():
         raise fail(f"the ranker's scores are probabilities, so every sample must lie in [0, 1]; {_outside(s)}")
     return pred
+
+
+def check_tokenizer(tokenizer: object, name: str = "tokenizer") -> Any:
+    """Raise a TypeError unless ``tokenizer`` is a tokenizer (callable, with ``get_vocab``); return it.
+
+    Any transformers tokenizer is; the check is by what is used, so a
+    tokenizer of one's own with those two passes too.
+
+    Examples
+    --------
+    >>> check_tokenizer(0.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: tokenizer must be a transformers tokenizer (callable, with get_vocab); got float 0.5
+    """
+    if not callable(tokenizer) or not callable(getattr(tokenizer, "get_vocab", None)):
+        raise TypeError(f"{name} must be a transformers tokenizer (callable, with get_vocab); "
+                        f"got {type(tokenizer).__name__} {tokenizer!r}"[:300])
+    return tokenizer

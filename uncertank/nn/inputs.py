@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank._types import QuerySet
-from uncertank.validation import check_instance, check_positive_int
+from uncertank.validation import check_instance, check_positive_int, check_tokenizer
 
 if TYPE_CHECKING:
     import torch
@@ -53,25 +53,6 @@ TURN_TOKEN = "[T]"
 
 #: The fewest tokens a pair can take: [CLS] [SEP] [SEP] plus one of each text.
 MIN_LENGTH = 5
-
-
-def check_tokenizer(tokenizer: object, name: str = "tokenizer") -> Any:
-    """Raise a TypeError unless ``tokenizer`` is a tokenizer (callable, with ``get_vocab``); return it.
-
-    Any transformers tokenizer is; the check is by what is used, so a
-    tokenizer of one's own with those two passes too.
-
-    Examples
-    --------
-    >>> check_tokenizer(0.5)
-    Traceback (most recent call last):
-    ...
-    TypeError: tokenizer must be a transformers tokenizer (callable, with get_vocab); got float 0.5
-    """
-    if not callable(tokenizer) or not callable(getattr(tokenizer, "get_vocab", None)):
-        raise TypeError(f"{name} must be a transformers tokenizer (callable, with get_vocab); "
-                        f"got {type(tokenizer).__name__} {tokenizer!r}"[:300])
-    return tokenizer
 
 
 def add_separator_tokens(tokenizer: PreTrainedTokenizerBase) -> int:

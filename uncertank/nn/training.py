@@ -30,9 +30,9 @@ from numpy.typing import NDArray
 from uncertank._environment import environment
 from uncertank._types import QuerySet
 from uncertank.nn.inference import score_probabilities
-from uncertank.nn.inputs import EncodedPairs, check_tokenizer, encode_pairs
+from uncertank.nn.inputs import EncodedPairs, encode_pairs
 from uncertank.nn.runtime import progress
-from uncertank.validation import check_instance, check_positive_int, check_seed, check_unit_interval
+from uncertank.validation import check_instance, check_positive_int, check_seed, check_tokenizer, check_unit_interval
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
