@@ -74,7 +74,7 @@ def test_the_always_present_first_party_rankers_are_checked():
 def test_bm25_conforms():
     ranker = uncertank.make_ranker("bm25")
     done = check_ranker(ranker, ragged_queries())
-    assert done == ["protocol", "predict", "same output twice", "labels unused", "input unchanged"]
+    assert done == ["protocol", "clone", "predict", "same output twice", "labels unused", "input unchanged"]
 
 
 @pytest.mark.parametrize("name", [p for p in _cases() if p.values[0] != "bm25"])
@@ -97,8 +97,8 @@ def test_neural_first_party_ranker_conforms(name, tiny):
         with pytest.raises(ConformanceError, match=r"fails check 'load with params'.*unexpected keyword argument"):
             check(params)
         done = check(None)
-        assert done[1] == "fit" and done[-1] == "save/load"
+        assert done[1:3] == ["clone", "fit"] and done[-1] == "save/load"
         return
     done = check(params)
-    # fit ran, and the save/load round trips the runner relies on were exercised
-    assert done[1] == "fit" and done[-2:] == ["save/load", "load with params"]
+    # clone and fit ran, and the save/load round trips the runner relies on were exercised
+    assert done[1:3] == ["clone", "fit"] and done[-2:] == ["save/load", "load with params"]

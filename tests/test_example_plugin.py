@@ -84,14 +84,37 @@ def test_lazy_package_attributes():
 def test_tfidf_conforms(data):
     train, test = data
     done = check_ranker(uncertank.make_ranker("tfidf"), test, train=train)
-    assert done[-1] == "save/load" and "fit" in done
+    assert done[:3] == ["protocol", "clone", "fit"] and done[-1] == "save/load"
 
 
 def test_bootstrap_conforms(data):
     train, test = data
     done = check_stochastic_ranker(uncertank.make_ranker("tfidf-bootstrap", n_samples=4), test, n_samples=3,
                                    train=train)
-    assert {"fit", "predict_samples", "n_samples", "save/load"} <= set(done)
+    assert {"clone", "fit", "predict_samples", "n_samples", "save/load"} <= set(done)
+
+
+def test_the_example_is_an_estimator_sklearn_clones():
+    base = pytest.importorskip("sklearn.base")
+    ranker = uncertank.make_ranker("tfidf-bootstrap", n_samples=4, seed=2, link=False, name="mine")
+    twin = base.clone(ranker)
+    assert type(twin) is type(ranker) and twin.get_params() == ranker.get_params()
+    assert twin.get_params() == {"link": False, "n_samples": 4, "name": "mine", "seed": 2, "sublinear_tf": True}
+    with pytest.raises(ValueError, match="n_samples must be a positive int; got 0"):
+        ranker.set_params(n_samples=0)
+    assert ranker.n_samples == 4  # refused, and left as it was
+
+
+def test_the_example_imports_only_public_names():
+    """A plugin built from the docs' contract table uses uncertank's public API only: no ``_`` in any name."""
+    import ast
+
+    package = Path(uncertank_tfidf.__file__).parent
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("uncertank"):
+                names = [node.module or "", *(alias.name for alias in node.names)]
+                assert not any(part.startswith("_") for n in names for part in n.split(".")), (path, names)
 
 
 def test_metric_and_recalibrator_conform():

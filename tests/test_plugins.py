@@ -90,6 +90,21 @@ def test_make_ranker_declares_the_ranker_contract():
     assert typing.get_type_hints(host.make_ranker)["return"] is uncertank.Ranker
 
 
+def test_make_ranker_passes_a_name_parameter_to_the_factory():
+    """The registered name is positional only: a ranker's own ``name`` (shown in reports) is a parameter too."""
+    def named(value: float = 0.5, name: str = "constant") -> _ConstantRanker:
+        ranker = _ConstantRanker(value)
+        ranker.name = name
+        return ranker
+
+    mod = _module("named_plugin", uncertank_rankers=_rankers(named=named))
+    host.register(mod)
+    try:
+        assert uncertank.make_ranker("named", name="constant-tuned", value=0.25).name == "constant-tuned"
+    finally:
+        host.unregister(mod)
+
+
 def test_builtins_register_through_the_same_hooks():
     recal = {i.name: i for i in host.list_plugins("recalibrators")}
     assert recal["platt"].distribution == "uncertank"

@@ -120,8 +120,15 @@ def test_load_plugin_module_errors(tmp_path):
     (tmp_path / "plain").mkdir()
     with pytest.raises(ValueError, match=r"must be a package folder \(with __init__.py\)"):
         load_plugin_module(tmp_path / "plain")
-    with pytest.raises(ModuleNotFoundError):
+    with pytest.raises(ModuleNotFoundError, match=r"path_or_module: no module named 'no_such_module_anywhere'"):
         load_plugin_module("no_such_module_anywhere")
+    with pytest.raises(LookupError, match=r"no module named 'uncertank\.no_such_part' can be imported"):
+        load_plugin_module("uncertank.no_such_part")  # the missing part named, not the package above it
+    with pytest.raises(ValueError, match=r"path_or_module must be .*; got the empty string ''"):
+        load_plugin_module("")  # not the current folder
+    for bad in ("two words", "a..b", "1abc"):
+        with pytest.raises(ValueError, match=r"path_or_module must be .*no dotted module name and no existing path"):
+            load_plugin_module(bad)
     with pytest.raises(TypeError, match=r"path_or_module must be a module, a dotted module name.*; got int"):
         load_plugin_module(3)  # type: ignore[arg-type]
     broken = tmp_path / "broken_plugin.py"
@@ -766,3 +773,87 @@ def test_fake_entry_point_with_a_callable_instance_entry_is_reported_and_skipped
         errors = [f.error for f in host.plugin_failures() if f.plugin == "instance-plugin"]
     assert len(errors) == 1 and "entry 'scorer' must be a class or a function (a factory); got an instance of " \
                                 "Scorer (a callable object)" in errors[0]
+
+
+# -- clone: scikit-learn's estimator contract --------------------------------------------------------------
+
+
+from uncertank.params import Parameters  # noqa: E402
+from uncertank.protocols import CapabilityError, capabilities  # noqa: E402
+
+
+class Cloned(Parameters):
+    """Keeps the rule: each argument stored unchanged under its own name."""
+
+    name = "cloned"
+
+    def __init__(self, *, offset: float = 0.0, tags: tuple[str, ...] = ()) -> None:
+        self.offset = offset
+        self.tags = tags
+        self._check_params()
+
+    def predict(self, queries: QuerySet) -> Predictions:
+        return Predictions(np.full(queries.n_pairs, 0.5 + self.offset), queries.offsets, ranker=self.name)
+
+
+class CopiesItsArgument(Cloned):
+    """Breaks it: the constructor stores a copy of ``tags``, so clone cannot tell it kept them."""
+
+    def __init__(self, *, offset: float = 0.0, tags: tuple[str, ...] = ()) -> None:
+        super().__init__(offset=offset, tags=tags)
+        self.tags = list(tags)
+
+
+class ReportsWhatItCannotTake(Cloned):
+    """Breaks it: get_params reports a parameter the constructor does not take."""
+
+    def get_params(self, deep: bool = True) -> dict[str, object]:
+        return {**super().get_params(deep), "speed": 2}
+
+
+def test_a_cloneable_ranker_passes_the_clone_check():
+    done = check_ranker(Cloned(offset=0.1, tags=("a", "b")), QS)
+    assert done[:3] == ["protocol", "clone", "predict"]
+    assert "clone" not in check_ranker(Good(), QS)  # no get_params: nothing to clone
+
+
+def test_every_first_party_params_ranker_keeps_the_clone_rule():
+    # BM25 and the rerankers' wrapper are torch-free; the neural ones are held by tests/nn/test_clone.py
+    assert "clone" in check_ranker(uncertank.make_ranker("bm25", k1=1.2, b=0.5), QS)
+
+
+def test_a_constructor_that_changes_its_argument_fails_clone():
+    with pytest.raises(ConformanceError, match=r"ranker 'cloned' \(CopiesItsArgument\) fails check 'clone': the "
+                                               r"constructor must store each argument unchanged under its own "
+                                               r"name, as sklearn\.base\.clone needs; .* for \['tags'\]"):
+        check_ranker(CopiesItsArgument(tags=("a",)), QS)
+
+
+def test_get_params_the_constructor_cannot_take_fails_clone():
+    with pytest.raises(ConformanceError, match=r"fails check 'clone': raised TypeError: .*'speed'") as info:
+        check_ranker(ReportsWhatItCannotTake(), QS)
+    assert isinstance(info.value.__cause__, TypeError)
+
+
+def test_the_kit_agrees_with_sklearn_clone():
+    base = pytest.importorskip("sklearn.base")
+    ranker = Cloned(offset=0.2, tags=("x",))
+    assert base.clone(ranker).get_params() == ranker.get_params()
+    with pytest.raises(RuntimeError, match="does not set or modifies parameter tags"):
+        base.clone(CopiesItsArgument(tags=("a",)))
+
+
+def test_get_params_without_set_params_is_half_a_capability():
+    class HalfCloneable:
+        name = "half"
+
+        def predict(self, queries):  # pragma: no cover - never reached
+            raise AssertionError
+
+        def get_params(self, deep=True):
+            return {}
+
+    with pytest.raises(CapabilityError, match=r"HalfCloneable offers get_params but not set_params; "
+                                              r"uncertank\.Cloneable needs get_params and set_params"):
+        capabilities(HalfCloneable())
+    assert capabilities(Cloned()).cloneable is not None and capabilities(Good()).cloneable is None

@@ -18,6 +18,7 @@ from uncertank.plugins import get_plugin_manager, list_plugins, make_ranker
 from uncertank.protocols import (
     Capabilities,
     CapabilityError,
+    Cloneable,
     CostEstimating,
     CostRates,
     ModelBuilding,
@@ -41,6 +42,7 @@ __all__ = [
     "CallableRanker",
     "Capabilities",
     "CapabilityError",
+    "Cloneable",
     "ComparisonReport",
     "CostEstimating",
     "CostRates",

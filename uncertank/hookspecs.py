@@ -119,7 +119,7 @@ hookimpl = _HookimplMarker(PROJECT)
 
 
 @hookspec
-def uncertank_rankers() -> Mapping[str, Callable[..., Any]]:
+def uncertank_rankers() -> Mapping[str, Callable[..., object]]:
     """Return ranker factories by name.
 
     Each factory is called as ``factory(**params)`` by
@@ -138,7 +138,7 @@ def uncertank_rankers() -> Mapping[str, Callable[..., Any]]:
 
 
 @hookspec
-def uncertank_datasets() -> Mapping[str, Callable[..., Any]]:
+def uncertank_datasets() -> Mapping[str, Callable[..., object]]:
     """Return dataset loaders by name.
 
     Each loader is called as ``loader(split=..., negatives=..., n_candidates=...,
@@ -154,7 +154,7 @@ def uncertank_datasets() -> Mapping[str, Callable[..., Any]]:
 
 
 @hookspec
-def uncertank_negative_samplers() -> Mapping[str, Callable[..., Any]]:
+def uncertank_negative_samplers() -> Mapping[str, Callable[..., object]]:
     """Return negative-sampler factories by name.
 
     A sampler is built as ``factory(pool, seed=...)`` over a pool of candidate
@@ -167,7 +167,7 @@ def uncertank_negative_samplers() -> Mapping[str, Callable[..., Any]]:
 
 
 @hookspec
-def uncertank_recalibrators() -> Mapping[str, Callable[..., Any]]:
+def uncertank_recalibrators() -> Mapping[str, Callable[..., object]]:
     """Return recalibrator factories by name.
 
     The factory is called with no argument; the object has ``fit(scores,
@@ -183,7 +183,7 @@ def uncertank_recalibrators() -> Mapping[str, Callable[..., Any]]:
 
 
 @hookspec
-def uncertank_metrics() -> Mapping[str, Callable[..., Any]]:
+def uncertank_metrics() -> Mapping[str, Callable[..., object]]:
     """Return metrics by name: :class:`uncertank.metrics.Metric` objects (or bare callables).
 
     A :class:`~uncertank.metrics.Metric` carries what a study report needs:
@@ -252,7 +252,7 @@ class DatasetLoaderCapabilities:
     resolving: PathResolving | None
 
 
-def dataset_loader_capabilities(loader: Any) -> DatasetLoaderCapabilities:
+def dataset_loader_capabilities(loader: object) -> DatasetLoaderCapabilities:
     """Ask a dataset loader once what it offers: the one place that tests one against its protocols.
 
     Examples

@@ -16,14 +16,13 @@ import sys
 import warnings
 from pathlib import Path
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
-from typing import Any
 
 from uncertank.plugins import Kind, check_kind, get_plugin_manager, registry, singular
 
 __all__ = ["plugin_source_digest"]
 
 
-def _defining_module(obj: Any) -> str | None:
+def _defining_module(obj: object) -> str | None:
     """The module that defines a registry entry: its own for a class or function, else its class's."""
     while isinstance(obj, functools.partial):
         obj = obj.func

@@ -54,7 +54,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pluggy
 
@@ -145,7 +145,7 @@ class UnknownParameterError(TypeError):
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
 
 
-def _factory_keywords(factory: Callable[..., Any]) -> tuple[list[str], bool]:
+def _factory_keywords(factory: Callable[..., object]) -> tuple[list[str], bool]:
     """The keyword parameters ``factory`` takes, and whether the list is complete.
 
     A class's ``__init__`` that passes ``**params`` on is followed up its
@@ -167,7 +167,7 @@ def _factory_keywords(factory: Callable[..., Any]) -> tuple[list[str], bool]:
     return names, False
 
 
-def _refused_keyword(name: str, factory: Callable[..., Any], params: Mapping[str, Any],
+def _refused_keyword(name: str, factory: Callable[..., object], params: Mapping[str, object],
                      exc: TypeError) -> UnknownParameterError | None:
     """The library's error for Python's ``unexpected keyword argument`` of one of ``params``; None for another."""
     match = _UNEXPECTED.search(str(exc))
@@ -295,7 +295,7 @@ def check_kind(kind: str) -> Kind:
 _FUNCTION_TYPES = (FunctionType, BuiltinFunctionType, MethodType, functools.partial)
 
 
-def entry_problem(kind: str, entry: Any) -> str | None:
+def entry_problem(kind: str, entry: object) -> str | None:
     """What is wrong with ``entry`` as a registry entry of ``kind``, or None; see :func:`check_entry`."""
     if kind == "metrics":
         # The host sits below the metrics package and does not import it: a Metric
@@ -323,7 +323,7 @@ def entry_problem(kind: str, entry: Any) -> str | None:
     return f"must be {want}; got {got}"
 
 
-def check_entry(kind: Kind, name: Any, entry: Any, *, plugin: str = "?") -> None:
+def check_entry(kind: Kind, name: object, entry: object, *, plugin: str = "?") -> None:
     """Check one entry of a hook's mapping against the rule for hook entries.
 
     The rule (docs/plugins.md, "What a hook returns"): a name is a non-empty
@@ -697,7 +697,7 @@ def _check_hooks_now(pm: pluggy.PluginManager, plugin: object, name: str) -> Non
                 raise TypeError(f"plugin {name!r}: {caller.name}() must return a mapping of names to entries; "
                                 f"got {type(result).__name__}")
             for key, entry in result.items():
-                check_entry(kind, key, entry, plugin=name)  # type: ignore[arg-type]
+                check_entry(kind, key, entry, plugin=name)
 
 
 def unregister(plugin: object | None = None, *, name: str | None = None) -> None:
@@ -879,13 +879,15 @@ def get_factory(kind: Kind, name: str) -> Callable[..., Any]:
     return _entry(kind)[0][name].factory
 
 
-def make_ranker(name: str, **params: Any) -> Ranker:
+def make_ranker(name: str, /, **params: object) -> Ranker:
     """Build the ranker registered as ``name`` with ``params``.
 
     Parameters
     ----------
     name : str
-        A registered ranker name (``uncertank plugins --kind rankers``).
+        A registered ranker name (``uncertank plugins --kind rankers``);
+        positional only, so that a ranker's own ``name`` parameter (the
+        name shown in reports) can be among ``params``.
     **params
         Passed to the factory.
 
@@ -919,7 +921,7 @@ def make_ranker(name: str, **params: Any) -> Ranker:
     """
     factory = get_factory("rankers", name)
     try:
-        ranker = factory(**params)
+        ranker: object = factory(**params)
     except TypeError as exc:
         unknown = _refused_keyword(name, factory, params, exc)
         if unknown is None:
@@ -936,7 +938,7 @@ def make_ranker(name: str, **params: Any) -> Ranker:
             f"ranker factory {name!r} of plugin {info.plugin!r} (distribution {info.distribution}) returned "
             f"{type(ranker).__name__}, which does not satisfy uncertank.Ranker: it lacks {' and '.join(problems)}"
         )
-    return ranker
+    return cast(Ranker, ranker)  # its name and predict were checked above
 
 
 def list_plugins(kind: Kind | None = None) -> list[PluginInfo]:

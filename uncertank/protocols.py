@@ -24,6 +24,9 @@ does with each is in docs/plugins.md ("What a study uses of a ranker"):
   before any work.
 - :class:`RequirementChecking` (``missing_requirements``): it names, before
   any work, what it needs that the machine lacks (a packaged model).
+- :class:`Cloneable` (``get_params``, ``set_params``): scikit-learn's
+  estimator contract; ``sklearn.base.clone`` rebuilds it from its
+  parameters (:class:`uncertank.params.Parameters` gives a class both).
 - A factory (or ``load``, or ``from_ranker``) that names the keyword
   ``show_progress`` in its signature has its progress bars turned off by a
   study (:func:`takes_show_progress`).
@@ -52,6 +55,7 @@ from uncertank._types import Predictions, PredictiveSamples, QuerySet
 __all__ = [
     "Capabilities",
     "CapabilityError",
+    "Cloneable",
     "CostEstimating",
     "CostRates",
     "ModelBuilding",
@@ -313,6 +317,25 @@ class ProbeScaled(Protocol):
     cost_scales_with_probe: bool
 
 
+@runtime_checkable
+class Cloneable(Protocol):
+    """A ranker with scikit-learn's estimator contract: rebuilt from the parameters it reports.
+
+    ``type(r)(**r.get_params(deep=False))`` must give a ranker that reports
+    the same parameters, each the very object passed (its constructor
+    stores its arguments unchanged, under their own names), which is what
+    ``sklearn.base.clone`` relies on; the conformance kit checks it.
+    """
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments, by name."""
+        ...
+
+    def set_params(self, **params: Any) -> Self:
+        """Set constructor arguments by name; returns the ranker."""
+        ...
+
+
 @dataclass(frozen=True, eq=False)
 class Capabilities:
     """What a ranker offers, asked once (:func:`capabilities`): each capability as the ranker, typed, or None.
@@ -335,6 +358,9 @@ class Capabilities:
         (or declares no cap).
     probe_scaled : bool
         Its :class:`ProbeScaled` flag; False when it declares none.
+    cloneable : Cloneable or None
+        The ranker typed as :class:`Cloneable`, where it offers
+        ``get_params`` and ``set_params``; else None.
     """
 
     ranker: Any
@@ -349,6 +375,7 @@ class Capabilities:
     probabilistic: bool | None
     max_train_queries: int | None
     probe_scaled: bool = False
+    cloneable: Cloneable | None = None
 
     @property
     def name(self) -> str:
@@ -360,7 +387,7 @@ class Capabilities:
         return [] if self.requirement_checking is None else list(self.requirement_checking.missing_requirements())
 
 
-def capabilities(ranker: Any) -> Capabilities:
+def capabilities(ranker: object) -> Capabilities:
     """Ask ``ranker`` once what it offers: the one place that tests a ranker against the protocols.
 
     Parameters
@@ -404,6 +431,7 @@ def capabilities(ranker: Any) -> Capabilities:
         probabilistic=None if flag is None else bool(flag),
         max_train_queries=limit,
         probe_scaled=bool(ranker.cost_scales_with_probe) if isinstance(ranker, ProbeScaled) else False,
+        cloneable=ranker if isinstance(ranker, Cloneable) else None,
     )
 
 
@@ -411,10 +439,11 @@ def capabilities(ranker: Any) -> Capabilities:
 _CAPABILITIES: tuple[tuple[type, tuple[str, ...]], ...] = (
     (Trainable, ("fit", "is_fitted")),
     (Saveable, ("save", "load")),
+    (Cloneable, ("get_params", "set_params")),
 )
 
 
-def check_capabilities(ranker: Any) -> None:
+def check_capabilities(ranker: object) -> None:
     """Refuse a ranker that offers part of a capability (``fit`` without ``is_fitted``, ``save`` without ``load``).
 
     A study would otherwise use half of it: train a ranker it cannot tell is
@@ -440,7 +469,7 @@ def check_capabilities(ranker: Any) -> None:
             )
 
 
-def _keywords(fn: Callable[..., Any]) -> tuple[bool, bool]:
+def _keywords(fn: Callable[..., object]) -> tuple[bool, bool]:
     """(whether ``fn``'s signature names ``show_progress`` as a keyword, whether it takes ``**kwargs``)."""
     try:
         params = inspect.signature(fn).parameters
@@ -451,7 +480,7 @@ def _keywords(fn: Callable[..., Any]) -> tuple[bool, bool]:
     return named, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def takes_show_progress(factory: Callable[..., Any], *, constructor: type | None = None) -> bool:
+def takes_show_progress(factory: Callable[..., object], *, constructor: type | None = None) -> bool:
     """Whether ``factory`` declares the keyword ``show_progress`` (False turns the ranker's progress bars off).
 
     A ranker declares it by naming ``show_progress`` in its factory's

@@ -32,14 +32,19 @@ Examples
 ...                          [["mount the usb drive", "hello there"], ["check alsamixer", "hi", "reboot"]],
 ...                          [[1, 0], [1, 0, 0]])
 >>> check_ranker(make_ranker("bm25"), qs)
-['protocol', 'predict', 'same output twice', 'labels unused', 'input unchanged']
+['protocol', 'clone', 'predict', 'same output twice', 'labels unused', 'input unchanged']
 """
 
 
 from __future__ import annotations
 
 from uncertank.testing._errors import ConformanceError
-from uncertank.testing._loading import FakeEntryPoint, fake_entry_points, load_plugin_module
+from uncertank.testing._loading import (
+    FakeEntryPoint,
+    PluginModuleNotFoundError,
+    fake_entry_points,
+    load_plugin_module,
+)
 from uncertank.testing._metrics import check_metric
 from uncertank.testing._rankers import check_ranker, check_stochastic_ranker
 from uncertank.testing._recalibrators import check_recalibrator
@@ -47,6 +52,7 @@ from uncertank.testing._recalibrators import check_recalibrator
 __all__ = [
     "ConformanceError",
     "FakeEntryPoint",
+    "PluginModuleNotFoundError",
     "check_metric",
     "check_ranker",
     "check_recalibrator",

@@ -15,7 +15,7 @@ from typing import Any
 
 from uncertank import plugins
 
-__all__ = ["FakeEntryPoint", "fake_entry_points", "load_plugin_module"]
+__all__ = ["FakeEntryPoint", "PluginModuleNotFoundError", "fake_entry_points", "load_plugin_module"]
 
 
 def _package_root(path: Path) -> tuple[Path, str] | None:
@@ -68,8 +68,11 @@ def load_plugin_module(
     ------
     FileNotFoundError
         When ``path_or_module`` looks like a path that does not exist.
-    ModuleNotFoundError
-        When a dotted name cannot be imported.
+    PluginModuleNotFoundError
+        (a ModuleNotFoundError and a LookupError) When a dotted name cannot
+        be imported: the message names it and the module that was missing.
+    ValueError
+        When a string is neither a path nor a dotted module name.
     TypeError
         When ``path_or_module`` is none of the above.
 
@@ -83,10 +86,13 @@ def load_plugin_module(
         module = path_or_module
     elif isinstance(path_or_module, (str, os.PathLike)):
         text = os.fspath(path_or_module)
+        if not text.strip():
+            raise ValueError("path_or_module must be a module, a dotted module name, a .py file or a package "
+                             f"folder; got the empty string {text!r}")
         looks_like_path = isinstance(path_or_module, os.PathLike) or text.endswith(".py") or os.sep in text \
             or (os.altsep is not None and os.altsep in text) or Path(text).exists()
         if not looks_like_path:
-            module = importlib.import_module(text)
+            module = _import_dotted(text)
         else:
             module = _import_path(Path(text))
     else:
@@ -99,6 +105,31 @@ def load_plugin_module(
         if not pm.is_registered(module):
             plugins.register(module, name=name or module.__name__)
     return module
+
+
+class PluginModuleNotFoundError(ModuleNotFoundError, LookupError):
+    """A plugin module named by its dotted name is not importable (:func:`load_plugin_module`).
+
+    A :class:`ModuleNotFoundError` (whose ``name`` is the module that was
+    missing) and a :class:`LookupError`.
+    """
+
+
+def _import_dotted(text: str) -> ModuleType:
+    """Import the module of dotted name ``text``; a name that is no module name, or no module, is refused."""
+    if not text or not all(part.isidentifier() for part in text.split(".")):
+        raise ValueError(f"path_or_module must be a module, a dotted module name, a .py file or a package folder; "
+                         f"got the string {text!r}, which is no dotted module name and no existing path")
+    try:
+        return importlib.import_module(text)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or text
+        if not (text == missing or text.startswith(missing + ".")):
+            raise  # the plugin itself imports something missing: its own error, as it is
+        raise PluginModuleNotFoundError(
+            f"path_or_module: no module named {missing!r} can be imported (to load {text!r}); install its "
+            f"distribution, or give the plugin's .py file or package folder instead", name=missing,
+        ) from exc
 
 
 def _import_path(path: Path) -> ModuleType:
@@ -252,7 +283,7 @@ def fake_entry_points(
         installed = list(original(**params)) if keep_installed else []
         return installed + [ep for ep in fakes if ep.group == plugins.ENTRY_POINT_GROUP]
 
-    importlib.metadata.entry_points = patched  # type: ignore[assignment]
+    importlib.metadata.entry_points = patched
     try:
         plugins.get_plugin_manager(refresh=True)
         yield fakes

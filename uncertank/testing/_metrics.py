@@ -30,11 +30,11 @@ def _toy_lists(seed: int) -> tuple[QuerySet, NDArray[np.int64], NDArray[np.float
     return queries, flat, scores
 
 
-def _who_metric(metric: Any) -> str:
+def _who_metric(metric: object) -> str:
     return f"metric {getattr(metric, 'name', type(metric).__name__)!r}"
 
 
-def _metric_fail(metric: Any, check: str, message: str) -> ConformanceError:
+def _metric_fail(metric: object, check: str, message: str) -> ConformanceError:
     return ConformanceError(f"{_who_metric(metric)} fails check {check!r}: {message}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import tempfile
 from pathlib import Path
 from typing import Any, cast
@@ -9,7 +10,14 @@ from typing import Any, cast
 import numpy as np
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
-from uncertank.protocols import Capabilities, CapabilityError, Saveable, capabilities, cost_rates_problem
+from uncertank.protocols import (
+    Capabilities,
+    CapabilityError,
+    Cloneable,
+    Saveable,
+    capabilities,
+    cost_rates_problem,
+)
 from uncertank.testing._errors import ConformanceError, guard
 from uncertank.validation import InvalidPredictionError, check_positive_int, check_prediction
 
@@ -113,6 +121,32 @@ def _check_again(
             raise _fail(ranker, check, samples_message.format(diff=_max_diff(samples, ps.samples)))
 
 
+def _clone(ranker: Cloneable) -> Cloneable:
+    """``sklearn.base.clone``'s rule, without scikit-learn: rebuild from ``get_params(deep=False)`` and compare.
+
+    Each parameter is passed as a deep copy (a :class:`~uncertank.Cloneable`
+    one is cloned in turn), and the new ranker must report each of them as
+    the very object it was given, and no other parameter.
+    """
+    given = ranker.get_params(deep=False)
+    if not isinstance(given, dict) or not all(isinstance(k, str) for k in given):
+        raise _fail(ranker, "clone", f"get_params(deep=False) must return a dict of str keys; got {given!r}")
+    passed = {k: _clone(v) if isinstance(v, Cloneable) and not isinstance(v, type) else copy.deepcopy(v)
+              for k, v in given.items()}
+    rebuilt = type(ranker)(**passed)
+    back = rebuilt.get_params(deep=False)
+    if set(back) != set(passed):
+        extra, lost = sorted(set(back) - set(passed)), sorted(set(passed) - set(back))
+        raise _fail(ranker, "clone", f"a ranker rebuilt from get_params(deep=False) reports other parameters "
+                                     f"(new: {extra}, missing: {lost})")
+    changed = sorted(k for k in passed if back[k] is not passed[k])
+    if changed:
+        raise _fail(ranker, "clone", f"the constructor must store each argument unchanged under its own name, "
+                                     f"as sklearn.base.clone needs; rebuilt from get_params(deep=False), the ranker "
+                                     f"reports other objects for {changed}")
+    return rebuilt
+
+
 def _satisfies(obj: Any, stochastic: bool) -> bool:
     """Whether ``obj`` (or its record) is a :class:`~uncertank.Ranker`, and a stochastic one if asked."""
     try:
@@ -152,6 +186,11 @@ def _run_checks(
                 if problem is not None:
                     raise _fail(ranker, "protocol", f"cost_rates(warm_start={warm}) {problem}")
     done.append("protocol")
+    if caps.cloneable is not None:
+        cloneable = caps.cloneable
+        with _step(ranker, "clone"):
+            _clone(cloneable)
+        done.append("clone")
     if train is not None:
         with _step(ranker, "fit"):
             if caps.trainable is None:
@@ -283,6 +322,10 @@ def check_ranker(
         ``isinstance(ranker, uncertank.Ranker)``, with a non-empty str ``name``,
         and no capability half offered (``fit`` without ``is_fitted``,
         ``save`` without ``load``: :func:`uncertank.protocols.check_capabilities`).
+    ``clone`` (when the ranker is :class:`uncertank.Cloneable`)
+        ``type(ranker)(**ranker.get_params(deep=False))``, each parameter
+        deep-copied, builds a ranker that reports exactly those parameters,
+        each the object it was given: ``sklearn.base.clone``'s rule.
     ``fit`` (only with ``train``)
         The ranker is :class:`uncertank.Trainable` and ``ranker.fit(train, valid)``
         returns the ranker itself.

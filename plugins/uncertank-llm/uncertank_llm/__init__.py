@@ -6,7 +6,7 @@ class is first used.
 
 from __future__ import annotations
 
-from uncertank.plugins import lazy_exports
+from uncertank.plugin_packages import lazy_exports
 
 __all__ = [
     "AnswerModel",

@@ -5,7 +5,7 @@ Importing this package is light: torch loads when :class:`MCDropoutRanker` is fi
 
 from __future__ import annotations
 
-from uncertank.plugins import lazy_exports
+from uncertank.plugin_packages import lazy_exports
 
 __all__ = ["MCDropoutRanker"]
 

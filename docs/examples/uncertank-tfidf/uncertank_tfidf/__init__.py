@@ -16,7 +16,7 @@ uncertank itself: the classes load when first used.
 
 from __future__ import annotations
 
-from uncertank.plugins import lazy_exports
+from uncertank.plugin_packages import lazy_exports
 
 __version__ = "0.1.0"
 

@@ -38,6 +38,7 @@ from scipy import sparse
 from typing_extensions import Self
 
 from uncertank import FolderInUseError, Predictions, PredictiveSamples, QuerySet
+from uncertank.params import Parameters
 
 __all__ = ["BootstrapTfidfRanker", "TfidfRanker", "tokenize"]
 
@@ -61,8 +62,13 @@ def _context_text(context: Sequence[str]) -> str:
     return " ".join(context)
 
 
-class TfidfRanker:
+class TfidfRanker(Parameters):
     """Cosine similarity of TF-IDF vectors of context and candidate, through a logistic link.
+
+    It is an estimator in scikit-learn's sense (:class:`uncertank.Cloneable`):
+    :class:`uncertank.params.Parameters` reads ``get_params`` off the
+    constructor, which stores each argument as given, so ``sklearn.base.clone``
+    rebuilds it and the conformance kit's ``clone`` check passes.
 
     Parameters
     ----------
@@ -99,18 +105,25 @@ class TfidfRanker:
     name = "tfidf"
 
     def __init__(self, *, sublinear_tf: bool = True, link: bool = True, name: str | None = None) -> None:
-        for label, value in (("sublinear_tf", sublinear_tf), ("link", link)):
-            if not isinstance(value, bool):
-                raise TypeError(f"{label} must be a bool; got {type(value).__name__} {value!r}")
-        if name is not None and (not isinstance(name, str) or not name):
-            raise TypeError(f"name must be a non-empty str; got {name!r}")
+        # scikit-learn's rule (uncertank.Cloneable): each argument stored as given, under its own name, and
+        # checked by _check_params, which set_params runs too
         self.sublinear_tf = sublinear_tf
         self.link = link
         if name is not None:
             self.name = name
+        self._check_params()
         self.vocabulary_: dict[str, int] | None = None
         self.doc_terms_: sparse.csr_matrix | None = None
         self.link_: NDArray[np.float64] | None = None
+
+    def _check_params(self) -> None:
+        for label in ("sublinear_tf", "link"):
+            value = getattr(self, label)
+            if not isinstance(value, bool):
+                raise TypeError(f"{label} must be a bool; got {type(value).__name__} {value!r}")
+        name = vars(self).get("name")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TypeError(f"name must be a non-empty str; got {name!r}")
 
     @property
     def probabilistic(self) -> bool:
@@ -329,14 +342,18 @@ class BootstrapTfidfRanker(TfidfRanker):
 
     def __init__(self, *, n_samples: int = 20, seed: int = 0, sublinear_tf: bool = True, link: bool = True,
                  name: str | None = None) -> None:
-        super().__init__(sublinear_tf=sublinear_tf, link=link, name=name)
-        self.n_samples = _positive_int(n_samples, "n_samples")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int; got {type(seed).__name__} {seed!r}")
+        self.n_samples = n_samples
         self.seed = seed
+        super().__init__(sublinear_tf=sublinear_tf, link=link, name=name)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        _positive_int(self.n_samples, "n_samples")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise TypeError(f"seed must be an int; got {type(self.seed).__name__} {self.seed!r}")
 
     def _params(self) -> dict[str, Any]:
-        return {**super()._params(), "n_samples": self.n_samples, "seed": self.seed}
+        return {**super()._params(), "n_samples": int(self.n_samples), "seed": self.seed}
 
     def predict_samples(self, queries: QuerySet, *, n_samples: int | None = None) -> PredictiveSamples:
         """Joint draws of P(relevant) (of the cosines without ``link``), shape (n_samples, n_pairs).
