@@ -266,6 +266,6 @@ def dataset_loader_capabilities(loader: object) -> DatasetLoaderCapabilities:
     """
     return DatasetLoaderCapabilities(
         loader=loader,
-        cacheable=loader if callable(getattr(loader, "cache_token", None)) else None,
-        resolving=loader if callable(getattr(loader, "resolve", None)) else None,
+        cacheable=loader if isinstance(loader, CacheTokened) and callable(loader.cache_token) else None,
+        resolving=loader if isinstance(loader, PathResolving) and callable(loader.resolve) else None,
     )

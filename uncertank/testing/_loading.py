@@ -199,7 +199,7 @@ class FakeEntryPoint:
     def __init__(
         self,
         name: str,
-        target: Any,
+        target: object,
         *,
         distribution: str = "fake-dist",
         version: str = "0.0.0",
@@ -213,7 +213,7 @@ class FakeEntryPoint:
         self.value = target if isinstance(target, str) else f"<{type(target).__name__}>"
         self._target = target
 
-    def load(self) -> Any:
+    def load(self) -> object:
         """Return, import or raise the target."""
         if isinstance(self._target, BaseException):
             raise self._target
@@ -227,7 +227,7 @@ class FakeEntryPoint:
 
 @contextmanager
 def fake_entry_points(
-    *entry_points: FakeEntryPoint | tuple[str, Any],
+    *entry_points: FakeEntryPoint | tuple[str, object],
     keep_installed: bool = False,
 ) -> Iterator[list[FakeEntryPoint]]:
     """Make the plugin host see ``entry_points`` as installed, inside a ``with`` block.

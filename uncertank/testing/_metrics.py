@@ -38,7 +38,7 @@ def _metric_fail(metric: object, check: str, message: str) -> ConformanceError:
     return ConformanceError(f"{_who_metric(metric)} fails check {check!r}: {message}")
 
 
-def check_metric(metric: Any, *, name: str | None = None, seed: int = 0, atol: float = 1e-9) -> list[str]:
+def check_metric(metric: object, *, name: str | None = None, seed: int = 0, atol: float = 1e-9) -> list[str]:
     """Check that a metric keeps the contract of the ``uncertank_metrics`` hook.
 
     The metric is wrapped as the registry wraps it

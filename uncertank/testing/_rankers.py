@@ -54,7 +54,7 @@ def _without_labels(queries: QuerySet) -> QuerySet:
     )
 
 
-def _fingerprint(queries: QuerySet) -> tuple[Any, ...]:
+def _fingerprint(queries: QuerySet) -> tuple[object, ...]:
     return (
         queries.offsets.tobytes(),
         None if queries.labels is None else queries.labels.tobytes(),
@@ -147,7 +147,7 @@ def _clone(ranker: Cloneable) -> Cloneable:
     return rebuilt
 
 
-def _satisfies(obj: Any, stochastic: bool) -> bool:
+def _satisfies(obj: object, stochastic: bool) -> bool:
     """Whether ``obj`` (or its record) is a :class:`~uncertank.Ranker`, and a stochastic one if asked."""
     try:
         caps = obj if isinstance(obj, Capabilities) else capabilities(obj)
@@ -165,7 +165,7 @@ def _run_checks(
     train: QuerySet | None,
     valid: QuerySet | None,
     atol: float,
-    params: dict[str, Any] | None = None,
+    params: dict[str, object] | None = None,
 ) -> list[str]:
     done: list[str] = []
     proto = "StochasticRanker" if stochastic else "Ranker"
@@ -263,7 +263,7 @@ def _run_checks(
 
 
 def _check_load_with_params(
-    ranker: Saveable, folder: Path, params: dict[str, Any], stochastic: bool, queries: QuerySet,
+    ranker: Saveable, folder: Path, params: dict[str, object], stochastic: bool, queries: QuerySet,
     scores: np.ndarray, samples: np.ndarray | None, atol: float,
 ) -> None:
     """``type(ranker).load(folder, **params)``, as a study with a ``checkpoint`` and ``params`` calls it."""
@@ -286,7 +286,7 @@ def _check_load_with_params(
                      f"a ranker loaded with {shown} must draw what the saved one did; {{diff}}")
 
 
-def _check_params(params: object) -> dict[str, Any] | None:
+def _check_params(params: object) -> dict[str, object] | None:
     if params is None:
         return None
     if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
@@ -312,7 +312,7 @@ def check_ranker(
     train: QuerySet | None = None,
     valid: QuerySet | None = None,
     atol: float = 1e-6,
-    params: dict[str, Any] | None = None,
+    params: dict[str, object] | None = None,
 ) -> list[str]:
     """Check that ``ranker`` keeps the contract :class:`uncertank.Ranker` and ``uncertank run`` rely on.
 
@@ -398,7 +398,7 @@ def check_stochastic_ranker(
     train: QuerySet | None = None,
     valid: QuerySet | None = None,
     atol: float = 1e-6,
-    params: dict[str, Any] | None = None,
+    params: dict[str, object] | None = None,
 ) -> list[str]:
     """Check a :class:`uncertank.StochasticRanker`: everything :func:`check_ranker` checks, and its samples.
 

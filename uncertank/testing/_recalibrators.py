@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -13,7 +11,7 @@ __all__ = ["check_recalibrator"]
 
 
 def check_recalibrator(
-    recalibrator: Any,
+    recalibrator: object,
     scores: ArrayLike | None = None,
     labels: ArrayLike | None = None,
     *,
