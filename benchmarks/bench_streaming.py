@@ -73,6 +73,13 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
+def _scalar(value: object) -> float:
+    """A scalar accumulator's value (a float; the curve accumulator's is no scalar and is not asked)."""
+    if not isinstance(value, float):
+        raise TypeError(f"expected a float from a scalar accumulator; got {type(value).__name__}")
+    return value
+
+
 def make_chunk(rng: np.random.Generator, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
     """Dense lists of 10 candidates, the first relevant; probabilities correlated with relevance."""
     y = np.zeros((n_queries, N_CAND), dtype=np.int64)
@@ -118,7 +125,7 @@ def stream_run(pairs: int, chunk: int, repeats: int) -> dict[str, Any]:
         if (i + 1) % max(1, n_chunks // 20) == 0:
             print(f"stream: {i + 1}/{n_chunks} chunks, {time.perf_counter() - t_wall:.0f} s wall, "
                   f"peak RSS {peak_rss_mib():.0f} MiB", file=sys.stderr, flush=True)
-    values = [float(acc.compute()) for acc in accs[:-1]]
+    values = [_scalar(acc.compute()) for acc in accs[:-1]]
     rss_end = peak_rss_mib()
     wall = time.perf_counter() - t_wall
     t_one = t_mem / sampled
