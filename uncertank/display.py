@@ -7,20 +7,22 @@ of the core. Install it with ``pip install "uncertank[plot]"``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from uncertank._optional import require
-from uncertank._types import RankedLists
-from uncertank.metrics.calibration import (
-    ReliabilityCurve,
-    Strategy,
-    expected_calibration_error,
-    reliability_curve,
-)
+from uncertank.metrics._inputs import LabelsInput, ScoresInput
+from uncertank.metrics.binning import Strategy
+from uncertank.metrics.calibration import ReliabilityCurve, expected_calibration_error, reliability_curve
 from uncertank.validation import as_float_array, as_label_array, check_choice, check_probabilities
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.container import BarContainer
+    from matplotlib.figure import Figure, SubFigure
+    from matplotlib.lines import Line2D
 
 __all__ = ["ReliabilityDisplay"]
 
@@ -68,21 +70,21 @@ class ReliabilityDisplay:
         self.curve = curve
         self.ece = ece
         self.name = name
-        self.ax_: Any = None
-        self.figure_: Any = None
-        self.artist_: Any = None
+        self.ax_: Axes | None = None
+        self.figure_: Figure | SubFigure | None = None
+        self.artist_: Line2D | BarContainer | None = None
 
     @classmethod
     def from_predictions(
         cls,
-        probs: RankedLists | ArrayLike,
-        labels: ArrayLike | None = None,
+        probs: ScoresInput,
+        labels: LabelsInput = None,
         *,
         n_bins: int = 10,
         strategy: Strategy = "uniform",
         name: str | None = None,
         kind: Kind = "line",
-        ax: Any = None,
+        ax: Axes | None = None,
         **plot_kwargs: Any,
     ) -> ReliabilityDisplay:
         """Compute the reliability curve and ECE of ``probs`` and draw the diagram.
@@ -120,7 +122,7 @@ class ReliabilityDisplay:
         ece: float | None = None,
         name: str | None = None,
         kind: Kind = "line",
-        ax: Any = None,
+        ax: Axes | None = None,
         **plot_kwargs: Any,
     ) -> ReliabilityDisplay:
         """Draw the diagram of bins computed before: their mean confidence, fraction relevant and count.
@@ -176,7 +178,7 @@ class ReliabilityDisplay:
 
     def plot(
         self,
-        ax: Any = None,
+        ax: Axes | None = None,
         *,
         name: str | None = None,
         kind: Kind = "line",

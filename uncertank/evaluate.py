@@ -55,7 +55,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, SupportsIndex, SupportsInt
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,7 +68,9 @@ from uncertank.validation import check_choice, check_unit_interval
 if TYPE_CHECKING:
     import pandas as pd
 
+    from uncertank.experiment.result import JSONValue
     from uncertank.metrics import Metric
+    from uncertank.metrics.metric import MetricEntry
 
 __all__ = [
     "DEFAULT_EVALUATE_METRICS",
@@ -83,7 +85,7 @@ FORMATS: tuple[Format, ...] = ("table", "csv", "json")
 
 #: Default metrics of :func:`evaluate_runs`: MAP, MRR, nDCG@10, R@1 and R@10 (trec_eval's
 #: map, recip_rank, ndcg_cut_10, success_1 and success_10).
-DEFAULT_EVALUATE_METRICS: tuple[str | Mapping[str, Any], ...] = (
+DEFAULT_EVALUATE_METRICS: tuple[str | Mapping[str, object], ...] = (
     "map",
     "mrr",
     {"name": "ndcg", "k": 10},
@@ -92,10 +94,10 @@ DEFAULT_EVALUATE_METRICS: tuple[str | Mapping[str, Any], ...] = (
 )
 
 #: Calibration metrics added with ``probabilities=True`` when none is named.
-DEFAULT_CALIBRATION_METRICS: tuple[str | Mapping[str, Any], ...] = ("ece", "brier", "nll")
+DEFAULT_CALIBRATION_METRICS: tuple[str | Mapping[str, object], ...] = ("ece", "brier", "nll")
 
 
-def parse_metric(text: str) -> str | dict[str, Any]:
+def parse_metric(text: str) -> str | dict[str, object]:
     """Parse a command-line metric: ``"map"`` or ``"ndcg:k=5"`` / ``"ece:n_bins=15,strategy=quantile"``.
 
     Values are read as JSON where they parse (``5``, ``0.8``, ``true``,
@@ -113,7 +115,7 @@ def parse_metric(text: str) -> str | dict[str, Any]:
     name, sep, rest = text.strip().partition(":")
     if not sep:
         return name
-    entry: dict[str, Any] = {"name": name}
+    entry: dict[str, object] = {"name": name}
     for part in rest.split(","):
         key, eq, value = part.partition("=")
         if not eq or not key.strip():
@@ -199,29 +201,33 @@ class EvaluationReport:
                 {"run": r.name, "query_id": q, **{m: float(r.per_query[m][i]) for m in self.ranking}}
                 for r in self.runs for i, q in enumerate(r.query_ids)
             ]
-            return pd.DataFrame(rows, columns=["run", "query_id", *self.ranking])
+            frame: pd.DataFrame = pd.DataFrame(rows, columns=["run", "query_id", *self.ranking])
+            return frame
         rows = [{"run": r.name, "n_queries": len(r.query_ids), **r.summary} for r in self.runs]
-        return pd.DataFrame(rows, columns=["run", "n_queries", *self.metrics])
+        frame = pd.DataFrame(rows, columns=["run", "n_queries", *self.metrics])
+        return frame
 
-    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, per_query: bool = False) -> dict[str, JSONValue]:
         """Plain JSON values: metrics, their identifiers, per-run summaries, comparisons (and per-query values)."""
-        out: dict[str, Any] = {
+        runs: dict[str, dict[str, object]] = {
+            r.name: {"n_queries": len(r.query_ids), "n_pairs": r.n_pairs, "summary": dict(r.summary)}
+            for r in self.runs
+        }
+        if per_query:
+            for r in self.runs:
+                runs[r.name]["per_query"] = {
+                    q: {m: float(r.per_query[m][i]) for m in self.ranking} for i, q in enumerate(r.query_ids)
+                }
+        out = {
             "metrics": list(self.metrics),
             "measures": {m: self.measures[m] for m in self.metrics if m in self.measures},
             "baseline": self.runs[0].name,
             "alpha": self.alpha,
-            "runs": {
-                r.name: {"n_queries": len(r.query_ids), "n_pairs": r.n_pairs, "summary": dict(r.summary)}
-                for r in self.runs
-            },
+            "runs": runs,
             "comparisons": self.comparisons,
         }
-        if per_query:
-            for r in self.runs:
-                out["runs"][r.name]["per_query"] = {
-                    q: {m: float(r.per_query[m][i]) for m in self.ranking} for i, q in enumerate(r.query_ids)
-                }
-        return to_jsonable(out)  # type: ignore[no-any-return]
+        plain: dict[str, JSONValue] = to_jsonable(out)  # a dict of plain JSON values (typed Any there)
+        return plain
 
     def render(self, fmt: Format = "table", *, per_query: bool = False, digits: int = 4) -> str:
         """The report as text: an aligned ``table``, ``csv`` or ``json``.
@@ -344,6 +350,15 @@ def _measure(metric: Metric) -> str | None:
     return None if metric.measure is None else metric.measure.id
 
 
+def _int_option(metric: Metric, name: str, default: int) -> int:
+    """The integer option ``name`` of ``metric`` (``rel``), ``default`` when it is not set."""
+    value = metric.options.get(name, default)
+    if not isinstance(value, (str, bytes, SupportsInt, SupportsIndex)):
+        raise TypeError(f"metric {metric.display_label!r}: option {name} must be an integer; "
+                        f"got {type(value).__name__} {value!r}")
+    return int(value)
+
+
 def _trec_normalised(metric: Metric, lists: RankedLists, judged: _Judged) -> NDArray[np.float64]:
     """Per-query values of ``metric``, renormalised as trec_eval for ``map``, ``trec_recall_at_k`` and ``ndcg``.
 
@@ -352,14 +367,16 @@ def _trec_normalised(metric: Metric, lists: RankedLists, judged: _Judged) -> NDA
     """
     extra = {"judged": judged.judged} if not metric.accepts_any_option and metric.accepts("judged") else {}
     values = np.asarray(metric(lists, per_query=True, **extra), dtype=np.float64)
-    rel = int(metric.options.get("rel", 1))
+    rel = _int_option(metric, "rel", 1)
     if _measure(metric) in _OVER_ALL_RELEVANT:
         rel_ret = _relevant_retrieved(lists, rel)
         n_rel = judged.n_relevant(rel)
         # the value over the retrieved list divides by the relevant retrieved; trec_eval by all relevant
         return np.divide(values * rel_ret, n_rel, out=np.zeros_like(values), where=n_rel > 0)
     if _measure(metric) == "nDCG":
-        k = metric.options.get("k")
+        from uncertank.metrics.ranking import check_optional_cutoff
+
+        k = check_optional_cutoff(metric.options.get("k"))  # checked when the metric was resolved
         ret = np.where(lists.labels >= rel, lists.labels, 0).astype(np.float64)
         ideal_ret = _ideal_dcg(ret, lists.query_index, lists.n_queries, k)
         gains, owner = judged.gains(rel)
@@ -371,7 +388,7 @@ def _trec_normalised(metric: Metric, lists: RankedLists, judged: _Judged) -> NDA
 # --------------------------------------------------------------------------- the evaluation
 
 
-def _run_name(run: Any, i: int, taken: set[str]) -> str:
+def _run_name(run: object, i: int, taken: set[str]) -> str:
     """A name no other run has: the file name, else the path, else ``runs[i]``."""
     import pandas as pd
 
@@ -385,7 +402,7 @@ def _run_name(run: Any, i: int, taken: set[str]) -> str:
     return next(c for c in candidates if c not in taken)
 
 
-def _refuse_repeated_files(runs: Sequence[Any]) -> None:
+def _refuse_repeated_files(runs: Sequence[object]) -> None:
     """A run file given twice would be compared with itself under two names: refuse it."""
     seen: dict[str, int] = {}
     for i, run in enumerate(runs):
@@ -403,7 +420,7 @@ def evaluate_runs(
     runs: Sequence[str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, float]]],
     qrels: str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, int]],
     *,
-    metrics: Sequence[str | Mapping[str, Any] | Metric] | None = None,
+    metrics: Sequence[MetricEntry] | None = None,
     probabilities: bool = False,
     alpha: float = 0.05,
     complete: bool = False,

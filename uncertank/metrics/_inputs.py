@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias, TypeGuard
+from typing import Protocol, TypeAlias, TypeGuard
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from uncertank._types import QuerySet, RankedLists
 from uncertank.validation import as_float_array, as_label_array, check_offsets, check_probabilities
 
-__all__ = ["LabelsInput", "Lists", "ScoredPairs", "ScoresInput", "as_lists", "as_pairs", "as_structured"]
+__all__ = ["LabelArray", "LabelsInput", "Lists", "ScoredPairs", "ScoresInput", "as_lists", "as_pairs", "as_structured"]
 
 
 class ScoredPairs(Protocol):
@@ -54,6 +54,9 @@ ScoresInput: TypeAlias = RankedLists | ScoredPairs | ArrayLike
 #: What a metric's ``labels`` may be: an array-like, a labelled QuerySet (or any object with labels), or None.
 LabelsInput: TypeAlias = ArrayLike | QuerySet | Labelled | None
 
+#: Validated labels: bools or integers ``>= 0`` of any width (bool and unsigned are kept as they arrive).
+LabelArray: TypeAlias = NDArray[np.bool_ | np.integer]
+
 #: Pad ragged lists to a dense block when it costs at most this many cells per pair.
 _PAD_FACTOR = 4
 
@@ -72,10 +75,10 @@ class Lists:
 
     lengths: NDArray[np.int64]
     s2: NDArray[np.float64] | None = None
-    y2: NDArray[Any] | None = None
+    y2: LabelArray | None = None
     valid: NDArray[np.bool_] | None = None
     scores: NDArray[np.float64] | None = None
-    labels: NDArray[Any] | None = None
+    labels: LabelArray | None = None
     offsets: NDArray[np.int64] | None = None
     structured: bool = True
 
@@ -87,7 +90,7 @@ class Lists:
     def n_pairs(self) -> int:
         return int(self.lengths.sum())
 
-    def flat(self) -> tuple[NDArray[np.float64], NDArray[Any]]:
+    def flat(self) -> tuple[NDArray[np.float64], LabelArray]:
         """Scores and labels of shape (n_pairs,), in input order."""
         if self.s2 is None:
             assert self.scores is not None and self.labels is not None  # flat form by construction
@@ -100,7 +103,7 @@ class Lists:
     def relevance(self) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
         """Scores and relevance (``label > 0``) of shape (n_pairs,), in input order."""
         s, y = self.flat()
-        return s, (y if y.dtype == bool else y > 0)
+        return s, (y.view(np.bool_) if y.dtype == bool else y > 0)
 
     def query_index(self) -> NDArray[np.int64]:
         """Query of every pair, shape (n_pairs,), in input order."""
@@ -178,18 +181,29 @@ class Lists:
 # --------------------------------------------------------------------------- values
 
 
-def _asarray(x: object, name: str) -> NDArray[Any]:
+def _asarray(x: object, name: str) -> NDArray[np.generic]:
     try:
         return np.asarray(x)
     except (TypeError, ValueError) as exc:  # ragged nested lists, unconvertible objects
         raise TypeError(f"{name} must be an array of numbers; got {type(x).__name__} ({exc})") from None
 
 
-def _check_scores(arr: NDArray[Any], name: str, ndim: tuple[int, ...], probabilities: bool) -> NDArray[np.float64]:
+def _is_float64(arr: NDArray[np.generic]) -> TypeGuard[NDArray[np.float64]]:
+    return arr.dtype == np.float64
+
+
+def _is_integral(arr: NDArray[np.generic]) -> TypeGuard[LabelArray]:
+    """Whether ``arr`` holds bools or integers (signed or unsigned), of any width."""
+    return arr.dtype == bool or np.issubdtype(arr.dtype, np.integer)
+
+
+def _check_scores(
+    arr: NDArray[np.generic], name: str, ndim: tuple[int, ...], probabilities: bool
+) -> NDArray[np.float64]:
     """Finite float64 scores (in [0, 1] with ``probabilities``) of one of the ranks ``ndim``."""
-    if arr.dtype == np.float64 and arr.ndim in ndim and arr.size:
+    if _is_float64(arr) and arr.ndim in ndim and arr.size:
         # min/max propagate NaN and expose inf: two fast passes cover every check.
-        lo, hi = arr.min(), arr.max()
+        lo, hi = float(arr.min()), float(arr.max())
         if math.isfinite(lo) and math.isfinite(hi) and (not probabilities or (lo >= 0.0 and hi <= 1.0)):
             return arr
     if arr.dtype == object or arr.dtype.kind in "USV":
@@ -200,12 +214,12 @@ def _check_scores(arr: NDArray[Any], name: str, ndim: tuple[int, ...], probabili
     return out
 
 
-def _check_labels(arr: NDArray[Any], name: str, ndim: tuple[int, ...]) -> NDArray[Any]:
+def _check_labels(arr: NDArray[np.generic], name: str, ndim: tuple[int, ...]) -> LabelArray:
     """Integer labels >= 0 (bool and unsigned kept as they are)."""
-    if arr.ndim in ndim and arr.size:
+    if arr.ndim in ndim and arr.size and _is_integral(arr):
         if arr.dtype == bool or np.issubdtype(arr.dtype, np.unsignedinteger):
             return arr
-        if np.issubdtype(arr.dtype, np.signedinteger) and arr.min() >= 0:
+        if arr.min() >= 0:  # signed integers
             return arr
     if arr.dtype == object or arr.dtype.kind in "USV":
         raise TypeError(f"{name} must be integers >= 0; got dtype {arr.dtype}")

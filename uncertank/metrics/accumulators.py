@@ -47,7 +47,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -75,6 +75,7 @@ __all__ = [
     "NLLAccumulator",
     "PerQueryMean",
     "PerQueryMetric",
+    "QuantileEdged",
     "ReliabilityAccumulator",
 ]
 
@@ -87,16 +88,30 @@ PairMeanT = TypeVar("PairMeanT", bound="_PairMean")
 class Accumulator(Protocol):
     """A mergeable streaming evaluator of one metric."""
 
-    def update(self, chunk: ScoresInput, labels: LabelsInput = None) -> Any:
+    def update(self, chunk: ScoresInput, labels: LabelsInput = None) -> Self:
         """Add a chunk of scored pairs; returns self."""
         ...
 
-    def merge(self, other: Self) -> Any:
+    def merge(self, other: Self) -> Self:
         """Add another accumulator of the same metric and options; returns self."""
         ...
 
-    def compute(self) -> Any:
+    def compute(self) -> object:
         """The metric's value over everything added so far."""
+        ...
+
+
+@runtime_checkable
+class QuantileEdged(Protocol):
+    """An accumulator with equal-mass bins, which needs the quantile edges of all the scores first."""
+
+    @property
+    def needs_quantile_edges(self) -> int | None:
+        """The number of bins whose quantile edges it still needs (None: none)."""
+        ...
+
+    def set_edges(self, edges: ArrayLike | None) -> None:
+        """Give the quantile edges (shape (n_bins + 1,), from :func:`quantile_edges`)."""
         ...
 
 
@@ -108,11 +123,13 @@ class PerQueryMetric(Protocol):
     per_query: bool
 
     @property
-    def options(self) -> Mapping[str, Any]:
+    def options(self) -> Mapping[str, object]:
         """The bound options."""
         ...
 
-    def __call__(self, scores: ScoresInput, labels: LabelsInput = None, *, per_query: bool = False) -> Any:
+    def __call__(
+        self, scores: ScoresInput, labels: LabelsInput = None, *, per_query: bool = False
+    ) -> float | NDArray[np.float64]:
         """The metric's value; with ``per_query=True`` one value per query."""
         ...
 
@@ -146,7 +163,7 @@ class _Sum:
 class _Base:
     """``merge`` for every accumulator: the same class with the same options, then ``_merge``."""
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         raise NotImplementedError
 
     def _merge(self, other: Self) -> None:
@@ -165,7 +182,7 @@ class _Base:
             raise ValueError(
                 f"can only merge {type(self).__name__}s with the same options; got {self._key()} and {other._key()}"
             )
-        return other  # type: ignore[no-any-return]
+        return other
 
     def _empty(self, what: str = "pairs") -> ValueError:
         return ValueError(f"{type(self).__name__}.compute() needs at least one chunk of {what}; none was added")
@@ -196,7 +213,7 @@ class PerQueryMean(_Base):
         self._sum = _Sum()
         self.n_queries = 0
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         return (self.metric.name, tuple(sorted((k, repr(v)) for k, v in self.metric.options.items())))
 
     def update(self, chunk: ScoresInput, labels: LabelsInput = None) -> PerQueryMean:
@@ -353,7 +370,7 @@ class ECEAccumulator(_Binned):
         self.norm = norm
         self._gap_only = norm == "l1"
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         edges = None if self.quantile_edges is None else tuple(self.quantile_edges.tolist())
         return (self.n_bins, self.strategy, self.norm, self.convention, edges)
 
@@ -384,7 +401,7 @@ class ReliabilityAccumulator(_Binned):
         c, strategy, _, _ = check_binning(n_bins, strategy, "l1", "naeini")
         super().__init__(c, strategy, "naeini", edges)
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         edges = None if self.quantile_edges is None else tuple(self.quantile_edges.tolist())
         return (self.n_bins, self.strategy, edges)
 
@@ -428,7 +445,7 @@ class _PairMean(_Base):
 class BrierAccumulator(_PairMean):
     """Streaming :func:`~uncertank.metrics.brier_score` (mean over pairs; any split)."""
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         return ()
 
     def _total(self, p: NDArray[np.float64], y: NDArray[np.bool_]) -> float:
@@ -455,7 +472,7 @@ class NLLAccumulator(_PairMean):
         super().__init__()
         self.eps = e
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         return (self.eps,)
 
     def _total(self, p: NDArray[np.float64], y: NDArray[np.bool_]) -> float:
@@ -503,7 +520,7 @@ class CalibrationByRankAccumulator(_Base):
         self.n_at = np.zeros(self.n_positions, dtype=np.int64)  # pairs at each position
         self.edges: NDArray[np.float64] | None = None
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         return (self.n_bins, self.strategy, self.norm, self.convention, self.max_rank)
 
     def _grow(self, n_positions: int) -> None:

@@ -50,13 +50,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
-from uncertank._types import RankedLists
-from uncertank.metrics._inputs import Lists, as_pairs, as_structured
+from uncertank.metrics._inputs import LabelsInput, Lists, ScoresInput, as_pairs, as_structured
 from uncertank.metrics.binning import (
     CONVENTIONS,
     DEFAULT_BINS,
@@ -146,8 +144,8 @@ def _balanced_subset(
 
 
 def expected_calibration_error(
-    probs: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | None = None,
+    probs: ScoresInput,
+    labels: LabelsInput = None,
     *,
     n_bins: int | None = None,
     strategy: Strategy = "uniform",
@@ -171,11 +169,12 @@ def expected_calibration_error(
 
     Parameters
     ----------
-    probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
+    probs : RankedLists, Predictions, or array-like of shape (n_pairs,) or (n_queries, n_candidates)
         Probabilities of relevance in [0, 1].
     labels : array-like of the same shape, optional
         Integer labels ``>= 0`` (relevant is ``> 0``); None when ``probs`` is
-        a RankedLists.
+        a RankedLists; of shape (n_pairs,) (or a labelled QuerySet) with a
+        Predictions.
     n_bins : int, optional
         Number of bins ``c >= 1``; default 10, or 50 under
         ``convention="penha-hauff"``.
@@ -276,7 +275,7 @@ class ReliabilityCurve:
     counts: NDArray[np.int64]
     edges: NDArray[np.float64]
 
-    def __iter__(self) -> Iterator[NDArray[Any]]:
+    def __iter__(self) -> Iterator[NDArray[np.float64] | NDArray[np.int64]]:
         return iter((self.mean_confidence, self.fraction_relevant, self.counts))
 
     @property
@@ -300,8 +299,8 @@ class ReliabilityCurve:
 
 
 def reliability_curve(
-    probs: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | None = None,
+    probs: ScoresInput,
+    labels: LabelsInput = None,
     *,
     n_bins: int = 10,
     strategy: Strategy = "uniform",
@@ -317,10 +316,11 @@ def reliability_curve(
 
     Parameters
     ----------
-    probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
+    probs : RankedLists, Predictions, or array-like of shape (n_pairs,) or (n_queries, n_candidates)
         Probabilities of relevance in [0, 1].
     labels : array-like of the same shape, optional
-        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     n_bins : int
         Number of bins, ``>= 1``.
     strategy : {"uniform", "quantile"}
@@ -356,7 +356,7 @@ def reliability_curve(
 
 
 def brier_score(
-    probs: RankedLists | ArrayLike | Any, labels: ArrayLike | None = None, *, per_query: bool = False
+    probs: ScoresInput, labels: LabelsInput = None, *, per_query: bool = False
 ) -> float | NDArray[np.float64]:
     r"""Brier score: the mean squared difference between probability and relevance.
 
@@ -368,10 +368,11 @@ def brier_score(
 
     Parameters
     ----------
-    probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
+    probs : RankedLists, Predictions, or array-like of shape (n_pairs,) or (n_queries, n_candidates)
         Probabilities of relevance in [0, 1].
     labels : array-like of the same shape, optional
-        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     per_query : bool
         Return the Brier score of every query (the mean over its pairs),
         shape (n_queries,); needs the query structure (2-D arrays or a
@@ -402,7 +403,7 @@ def _per_query_mean(lists: Lists, values: NDArray[np.float64]) -> NDArray[np.flo
 
 
 def negative_log_likelihood(
-    probs: RankedLists | ArrayLike | Any, labels: ArrayLike | None = None, *, eps: float | None = None,
+    probs: ScoresInput, labels: LabelsInput = None, *, eps: float | None = None,
     per_query: bool = False,
 ) -> float | NDArray[np.float64]:
     r"""Mean binary negative log-likelihood (log loss) of the relevance labels.
@@ -417,10 +418,11 @@ def negative_log_likelihood(
 
     Parameters
     ----------
-    probs : RankedLists or array-like of shape (n_pairs,) or (n_queries, n_candidates)
+    probs : RankedLists, Predictions, or array-like of shape (n_pairs,) or (n_queries, n_candidates)
         Probabilities of relevance in [0, 1].
     labels : array-like of the same shape, optional
-        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     eps : float, optional
         Clipping constant in (0, 0.5); default the float64 machine epsilon
         (as scikit-learn's ``log_loss``).
@@ -453,8 +455,8 @@ def negative_log_likelihood(
 
 
 def calibration_by_rank(
-    probs: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | None = None,
+    probs: ScoresInput,
+    labels: LabelsInput = None,
     *,
     n_bins: int | None = None,
     strategy: Strategy = "uniform",
@@ -473,10 +475,11 @@ def calibration_by_rank(
 
     Parameters
     ----------
-    probs : RankedLists or array-like of shape (n_queries, n_candidates)
+    probs : RankedLists, Predictions, or array-like of shape (n_queries, n_candidates)
         Probabilities of relevance in [0, 1].
     labels : array-like of shape (n_queries, n_candidates), optional
-        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     n_bins, strategy, norm, convention
         As in :func:`expected_calibration_error`.
     max_rank : int, optional
@@ -534,8 +537,8 @@ class ImbalanceSweep:
 
 
 def imbalance_sweep(
-    probs: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | None = None,
+    probs: ScoresInput,
+    labels: LabelsInput = None,
     *,
     n_negatives: Sequence[int] | None = None,
     seed: int | np.random.Generator | None = None,
@@ -555,10 +558,11 @@ def imbalance_sweep(
 
     Parameters
     ----------
-    probs : RankedLists or array-like of shape (n_queries, n_candidates)
+    probs : RankedLists, Predictions, or array-like of shape (n_queries, n_candidates)
         Probabilities of relevance in [0, 1].
     labels : array-like of shape (n_queries, n_candidates), optional
-        Integer labels ``>= 0``; None when ``probs`` is a RankedLists.
+        Integer labels ``>= 0``; None when ``probs`` is a RankedLists; of
+        shape (n_pairs,) (or a labelled QuerySet) with a Predictions.
     n_negatives : sequence of int, optional
         The steps, each ``>= 1``; default ``1, 2, ...`` up to the largest
         number of non-relevant candidates of any query.

@@ -52,18 +52,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from functools import partial
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank.metrics._inputs import ScoresInput
-from uncertank.metrics.accumulators import BrierAccumulator, ECEAccumulator, NLLAccumulator
-from uncertank.metrics.binning import DEFAULT_BINS
+from uncertank.metrics._inputs import LabelsInput, ScoresInput
+from uncertank.metrics.accumulators import Accumulator, BrierAccumulator, ECEAccumulator, NLLAccumulator
+from uncertank.metrics.binning import DEFAULT_BINS, Norm, Strategy
 from uncertank.metrics.calibration import (
-    Convention,
-    Norm,
-    Strategy,
     brier_score,
     check_ece_options,
     check_eps,
@@ -88,11 +85,18 @@ __all__ = ["MEASURES", "Measure", "MeasureRegistry", "function_measure_id", "mea
 
 MeasureKind = Literal["ranking", "calibration"]
 
+#: A metric function: ``fn(scores, labels=None, *, [per_query=False,] **options)``, returning a float (an
+#: ndarray of shape (n_queries,) with ``per_query=True``).
+MetricFunction: TypeAlias = Callable[..., float | NDArray[np.float64]]
+#: A function of a measure's options (its label, identifier stem, check).
+OptionsLabel: TypeAlias = Callable[[Mapping[str, object]], str]
+OptionsCheck: TypeAlias = Callable[[Mapping[str, object]], None]
+
 #: What may follow a label stem in a label: its parameters, its cutoff, R_n's n, unshown options.
 SEPARATORS = "(@_["
 
 
-def _signature_defaults(fn: Callable[..., Any]) -> dict[str, Any]:
+def _signature_defaults(fn: Callable[..., object]) -> dict[str, object]:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -100,7 +104,7 @@ def _signature_defaults(fn: Callable[..., Any]) -> dict[str, Any]:
     return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b or (isinstance(a, (bool, np.bool_)) and isinstance(b, (bool, np.bool_)) and bool(a) == bool(b))
     try:
@@ -109,7 +113,7 @@ def _same(a: Any, b: Any) -> bool:
         return a is b
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
     if isinstance(value, float) and value.is_integer() and not math.isinf(value):
@@ -117,7 +121,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _params(options: Mapping[str, Any]) -> str:
+def _params(options: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={_text(v)}" for k, v in options.items())
 
 
@@ -185,22 +189,22 @@ class Measure:
 
     id: str
     name: str
-    fn: Callable[..., Any]
+    fn: MetricFunction
     kind: MeasureKind
     labels: tuple[str, ...]
-    label: Callable[[Mapping[str, Any]], str] | None = None
+    label: OptionsLabel | None = None
     shown: tuple[str, ...] = ()
     bounds: tuple[float, float] = (0.0, 1.0)
     higher_is_better: bool = True
     needs_probabilities: bool = False
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, object] = field(default_factory=dict)
     cutoff: str | None = None
     cutoff_required: bool = False
     settings: tuple[str, ...] = ()
-    normalise: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    id_for: Callable[[Mapping[str, Any]], str] | None = None
-    accumulator: Callable[..., Any] | None = None
-    check: Callable[[Mapping[str, Any]], None] | None = None
+    normalise: Callable[[dict[str, object]], dict[str, object]] | None = None
+    id_for: OptionsLabel | None = None
+    accumulator: Callable[..., Accumulator] | None = None
+    check: OptionsCheck | None = None
     ir_measures: bool = False
     separators: str = SEPARATORS
     description: str | None = None
@@ -218,7 +222,7 @@ class Measure:
             raise ValueError(f"measure {self.id!r}: kind must be 'ranking' or 'calibration'; got {self.kind!r}")
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[Callable[..., Measure], tuple[object, ...]]:
         # a registered measure pickles as a reference to the registry entry, another by its fields
         if MEASURES.get(self.id) is self:
             return (_registered, (self.id,))
@@ -230,7 +234,7 @@ class Measure:
 
     # -------------------------------------------------------------------- identity
 
-    def identity(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def identity(self, options: Mapping[str, object] | None = None) -> dict[str, object]:
         """The options that make the value what it is, defaults left out, cutoff and settings apart.
 
         ``options`` complete the entry's default options; the result is sorted by name.
@@ -239,7 +243,7 @@ class Measure:
         if self.normalise is not None:
             opts = self.normalise(dict(opts))
         defaults = _signature_defaults(self.fn)
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for key in sorted(opts):
             if key == self.cutoff or key in self.settings or key == "per_query":
                 continue
@@ -248,20 +252,20 @@ class Measure:
             out[key] = opts[key]
         return out
 
-    def _cut(self, options: Mapping[str, Any] | None) -> str:
+    def _cut(self, options: Mapping[str, object] | None) -> str:
         if self.cutoff is None:
             return ""
         value = {**self.options, **(options or {})}.get(self.cutoff)
         return "" if value is None else f"@{value}"
 
-    def measure_id(self, options: Mapping[str, Any] | None = None) -> str:
+    def measure_id(self, options: Mapping[str, object] | None = None) -> str:
         """The canonical identifier with ``options``: ``Success@1``, ``R(rel=2)@100``, ``ECE(strategy=quantile)``."""
         opts = {**self.options, **(options or {})}
         stem = self.id if self.id_for is None else self.id_for(opts)
         ident = self.identity(opts)
         return stem + (f"({_params(ident)})" if ident else "") + self._cut(opts)
 
-    def display(self, options: Mapping[str, Any] | None = None) -> str:
+    def display(self, options: Mapping[str, object] | None = None) -> str:
         """The label with ``options``: ``R@1``, ``MAP``, ``ECE quantile``, ``Recall@100``."""
         opts = {**self.options, **(options or {})}
         ident = self.identity(opts)
@@ -281,7 +285,8 @@ def _registered(identifier: str) -> Measure:
     return MEASURES[identifier]
 
 
-def _rebuilt(items: tuple[tuple[str, Any], ...], options: dict[str, Any]) -> Measure:
+def _rebuilt(items: tuple[tuple[str, Any], ...], options: dict[str, object]) -> Measure:
+    # ``items`` are the pickled fields of a Measure, each of its own type: the constructor checks them
     return Measure(**dict(items), options=options)
 
 
@@ -367,7 +372,7 @@ class MeasureRegistry(Mapping[str, Measure]):
 
 
 def rbp(
-    scores: ScoresInput, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
+    scores: ScoresInput, labels: LabelsInput = None, *, p: float = 0.8, depth: int | None = None,
     max_grade: int | None = None, judged: ArrayLike | None = None, per_query: bool = False,
 ) -> float | NDArray[np.float64]:
     """Rank-biased precision without its residual; see :func:`rank_biased_precision`."""
@@ -376,7 +381,7 @@ def rbp(
 
 
 def rbp_residual(
-    scores: ScoresInput, labels: ArrayLike | None = None, *, p: float = 0.8, depth: int | None = None,
+    scores: ScoresInput, labels: LabelsInput = None, *, p: float = 0.8, depth: int | None = None,
     max_grade: int | None = None, judged: ArrayLike | None = None, per_query: bool = False,
 ) -> float | NDArray[np.float64]:
     """The residual of rank-biased precision: unjudged weight plus tail; see :func:`rank_biased_precision`."""
@@ -385,7 +390,7 @@ def rbp_residual(
 
 
 def mce(
-    probs: ScoresInput, labels: ArrayLike | None = None, *, n_bins: int | None = None, strategy: Strategy = "uniform",
+    probs: ScoresInput, labels: LabelsInput = None, *, n_bins: int | None = None, strategy: Strategy = "uniform",
     balanced: bool = False, seed: int | np.random.Generator | None = None,
 ) -> float:
     """Maximum calibration error: :func:`expected_calibration_error` with ``norm="max"``."""
@@ -396,57 +401,57 @@ def mce(
 # --------------------------------------------------------------------------- labels
 
 
-def _with_rel(base: str, options: Mapping[str, Any]) -> str:
+def _with_rel(base: str, options: Mapping[str, object]) -> str:
     """``base`` with ir_measures' ``(rel=N)`` when the relevance level is not the default 1."""
     rel = options.get("rel", 1)
     return base if rel == 1 else f"{base}(rel={rel})"
 
 
-def _cutoff_label(base: str, options: Mapping[str, Any]) -> str:
+def _cutoff_label(base: str, options: Mapping[str, object]) -> str:
     k = options.get("k")
     base = _with_rel(base, options)
     return base if k is None else f"{base}@{k}"
 
 
-def _cutoff(base: str) -> Any:
+def _cutoff(base: str) -> OptionsLabel:
     return partial(_cutoff_label, base)
 
 
-def _recall_label(options: Mapping[str, Any]) -> str:
+def _recall_label(options: Mapping[str, object]) -> str:
     # R_n@k of response ranking (ir_measures' Success@k), labelled as the literature does
     n = options.get("n")
     base = _with_rel("R" if n is None else f"R_{n}", options)
     return f"{base}@{options.get('k', 1)}"
 
 
-def _ece_label(options: Mapping[str, Any]) -> str:
-    norm: Norm = options.get("norm", "l1")
-    parts = [{"l1": "ECE", "l2": "ECE l2", "max": "MCE"}.get(norm, f"ECE {norm}")]
-    strategy: Strategy = options.get("strategy", "uniform")
+def _ece_label(options: Mapping[str, object]) -> str:
+    norm = options.get("norm", "l1")
+    stems: dict[object, str] = {"l1": "ECE", "l2": "ECE l2", "max": "MCE"}
+    parts = [stems.get(norm, f"ECE {norm}")]
+    strategy = options.get("strategy", "uniform")
     if strategy != "uniform":
-        parts.append(strategy)
+        parts.append(str(strategy))
     if options.get("balanced"):
         n = options.get("n_subsamples", 1)
         parts.append("balanced" if n == 1 else f"balanced x{n}")
-    convention: Convention = options.get("convention", "naeini")
-    if convention == "penha-hauff":
+    if options.get("convention", "naeini") == "penha-hauff":
         parts.append("Penha-Hauff")
     return " ".join(parts)
 
 
-def _mce_label(options: Mapping[str, Any]) -> str:
+def _mce_label(options: Mapping[str, object]) -> str:
     return _ece_label({**options, "norm": "max"})
 
 
-def _fixed_label(text: str, options: Mapping[str, Any]) -> str:
+def _fixed_label(text: str, options: Mapping[str, object]) -> str:
     return text
 
 
-def _fixed(text: str) -> Any:
+def _fixed(text: str) -> OptionsLabel:
     return partial(_fixed_label, text)
 
 
-def _rbp_label_for(base: str, options: Mapping[str, Any]) -> str:
+def _rbp_label_for(base: str, options: Mapping[str, object]) -> str:
     inside = [_text(options.get("p", 0.8))]
     if options.get("max_grade") is not None:
         inside.append(f"max_grade={options['max_grade']}")
@@ -454,16 +459,16 @@ def _rbp_label_for(base: str, options: Mapping[str, Any]) -> str:
     return out if options.get("depth") is None else f"{out}@{options['depth']}"
 
 
-def _rbp_label(base: str) -> Any:
+def _rbp_label(base: str) -> OptionsLabel:
     return partial(_rbp_label_for, base)
 
 
 # --------------------------------------------------------------------------- identity of ECE
 
 
-def _normalise_ece(options: dict[str, Any]) -> dict[str, Any]:
+def _normalise_ece(options: dict[str, object]) -> dict[str, object]:
     convention = options.get("convention", "naeini")
-    if options.get("n_bins") is not None and convention in DEFAULT_BINS and \
+    if options.get("n_bins") is not None and isinstance(convention, str) and convention in DEFAULT_BINS and \
             _same(options["n_bins"], DEFAULT_BINS[convention]):
         options["n_bins"] = None
     if not options.get("balanced"):
@@ -473,29 +478,8 @@ def _normalise_ece(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _ece_id(options: Mapping[str, Any]) -> str:
+def _ece_id(options: Mapping[str, object]) -> str:
     return "MCE" if options.get("norm") == "max" else "ECE"
-
-
-# --------------------------------------------------------------------------- accumulators
-
-
-def _make_ece_accumulator(fixed_norm: Norm | None, **options: Any) -> Any:
-    if fixed_norm is not None:
-        options["norm"] = fixed_norm
-    return ECEAccumulator(**options)
-
-
-def _calibration_accumulator(norm: Norm | None) -> Any:
-    return partial(_make_ece_accumulator, norm)
-
-
-def _make_pairs_accumulator(which: str, **options: Any) -> Any:
-    return BrierAccumulator(**options) if which == "brier" else NLLAccumulator(**options)
-
-
-def _pairs_accumulator(which: str) -> Any:
-    return partial(_make_pairs_accumulator, which)
 
 
 # --------------------------------------------------------------------------- option checks
@@ -503,7 +487,7 @@ def _pairs_accumulator(which: str) -> Any:
 # scoring, with the same checks (and messages) as the metric function itself.
 
 
-def _check_cutoffs(options: Mapping[str, Any], *, k_required: bool) -> None:
+def _check_cutoffs(options: Mapping[str, object], *, k_required: bool) -> None:
     if "k" in options:
         (check_cutoff if k_required else check_optional_cutoff)(options["k"])
     if "n" in options:
@@ -512,11 +496,11 @@ def _check_cutoffs(options: Mapping[str, Any], *, k_required: bool) -> None:
         check_cutoff(options["rel"], "rel")
 
 
-def _cutoff_check(*, k_required: bool) -> Any:
+def _cutoff_check(*, k_required: bool) -> OptionsCheck:
     return partial(_check_cutoffs, k_required=k_required)
 
 
-def _check_rbp(options: Mapping[str, Any]) -> None:
+def _check_rbp(options: Mapping[str, object]) -> None:
     if "p" in options:
         check_persistence(options["p"])
     for name in ("depth", "max_grade"):
@@ -524,44 +508,52 @@ def _check_rbp(options: Mapping[str, Any]) -> None:
             check_optional_cutoff(options[name], name)
 
 
-def _check_ece(norm: Norm | None, options: Mapping[str, Any]) -> None:
+def _check_ece(norm: Norm | None, options: Mapping[str, object]) -> None:
     check_ece_options(options.get("n_bins"), options.get("strategy", "uniform"),
                       options.get("norm", "l1") if norm is None else norm, options.get("convention", "naeini"),
                       balanced=options.get("balanced", False), seed=options.get("seed"),
                       n_subsamples=options.get("n_subsamples", 1))
 
 
-def _ece_check(norm: Norm | None) -> Any:
+def _ece_check(norm: Norm | None) -> OptionsCheck:
     return partial(_check_ece, norm)
 
 
-def _check_nll(options: Mapping[str, Any]) -> None:
+def _check_nll(options: Mapping[str, object]) -> None:
     if "eps" in options:
         check_eps(options["eps"])
 
 
 # --------------------------------------------------------------------------- the built-in measures
 
-_RANKING_CUT = {"kind": "ranking", "cutoff": "k", "separators": SEPARATORS}
+class _RankingCut(TypedDict):
+    """The fields every ranking measure with a cutoff ``k`` shares."""
+
+    kind: MeasureKind
+    cutoff: str
+    separators: str
+
+
+_RANKING_CUT: _RankingCut = {"kind": "ranking", "cutoff": "k", "separators": SEPARATORS}
 _ECE_SHOWN = ("norm", "strategy", "balanced", "n_subsamples", "convention")
 
 _BUILTIN: tuple[Measure, ...] = (
     Measure("Success", "recall_at_k", recall_at_k, labels=("R", "Success"), label=_recall_label,
             shown=("n", "rel"), options={"k": 1}, cutoff_required=True, ir_measures=True,
-            check=_cutoff_check(k_required=True), **_RANKING_CUT),  # type: ignore[arg-type]
+            check=_cutoff_check(k_required=True), **_RANKING_CUT),
     Measure("P", "precision", precision_at_k, labels=("P", "Precision"), label=_cutoff("P"), shown=("rel",),
             options={"k": 10}, cutoff_required=True, ir_measures=True,
-            check=_cutoff_check(k_required=True), **_RANKING_CUT),  # type: ignore[arg-type]
+            check=_cutoff_check(k_required=True), **_RANKING_CUT),
     Measure("R", "trec_recall_at_k", trec_recall_at_k, labels=("Recall",), label=_cutoff("Recall"), shown=("rel",),
             options={"k": 10}, cutoff_required=True, ir_measures=True,
-            check=_cutoff_check(k_required=True), **_RANKING_CUT),  # type: ignore[arg-type]
+            check=_cutoff_check(k_required=True), **_RANKING_CUT),
     Measure("AP", "map", mean_average_precision, labels=("MAP", "AP"), label=_cutoff("MAP"), shown=("rel",),
-            ir_measures=True, check=_cutoff_check(k_required=False), **_RANKING_CUT),  # type: ignore[arg-type]
+            ir_measures=True, check=_cutoff_check(k_required=False), **_RANKING_CUT),
     Measure("RR", "mrr", mean_reciprocal_rank, labels=("MRR", "RR"), label=_cutoff("MRR"), shown=("rel",),
-            ir_measures=True, check=_cutoff_check(k_required=False), **_RANKING_CUT),  # type: ignore[arg-type]
+            ir_measures=True, check=_cutoff_check(k_required=False), **_RANKING_CUT),
     Measure("nDCG", "ndcg", ndcg_at_k, labels=("nDCG", "NDCG"), label=_cutoff("nDCG"), shown=("rel",),
             options={"k": 10}, ir_measures=True,
-            check=_cutoff_check(k_required=False), **_RANKING_CUT),  # type: ignore[arg-type]
+            check=_cutoff_check(k_required=False), **_RANKING_CUT),
     Measure("RBP", "rbp", rbp, "ranking", labels=("RBP",), label=_rbp_label("RBP"), shown=("p", "max_grade"),
             cutoff="depth", settings=("judged",), check=_check_rbp, separators="(@["),
     Measure("RBP_residual", "rbp_residual", rbp_residual, "ranking", labels=("RBP residual",),
@@ -569,16 +561,16 @@ _BUILTIN: tuple[Measure, ...] = (
             cutoff="depth", settings=("judged",), check=_check_rbp, separators="(@["),
     Measure("ECE", "ece", expected_calibration_error, "calibration", labels=("ECE",), label=_ece_label,
             shown=_ECE_SHOWN, needs_probabilities=True, higher_is_better=False, settings=("seed",),
-            normalise=_normalise_ece, id_for=_ece_id, accumulator=_calibration_accumulator(None),
+            normalise=_normalise_ece, id_for=_ece_id, accumulator=ECEAccumulator,
             check=_ece_check(None), separators=" [(@"),
     Measure("MCE", "mce", mce, "calibration", labels=("MCE",), label=_mce_label, shown=_ECE_SHOWN,
             needs_probabilities=True, higher_is_better=False, settings=("seed",), normalise=_normalise_ece,
-            accumulator=_calibration_accumulator("max"), check=_ece_check("max"), separators=" [(@"),
+            accumulator=partial(ECEAccumulator, norm="max"), check=_ece_check("max"), separators=" [(@"),
     Measure("Brier", "brier", brier_score, "calibration", labels=("Brier",), label=_fixed("Brier"),
-            needs_probabilities=True, higher_is_better=False, accumulator=_pairs_accumulator("brier")),
+            needs_probabilities=True, higher_is_better=False, accumulator=BrierAccumulator),
     Measure("NLL", "nll", negative_log_likelihood, "calibration", labels=("NLL",), label=_fixed("NLL"),
             bounds=(0.0, math.inf), needs_probabilities=True, higher_is_better=False,
-            accumulator=_pairs_accumulator("nll"), check=_check_nll),
+            accumulator=NLLAccumulator, check=_check_nll),
 )
 
 #: The built-in measures, by identifier stem (``MEASURES["Success"]``); see the module notes.
@@ -588,7 +580,7 @@ for _m in _BUILTIN:
 del _m
 
 
-def measure_id(name: str, options: Mapping[str, Any] | None = None) -> str | None:
+def measure_id(name: str, options: Mapping[str, object] | None = None) -> str | None:
     """The canonical identifier of the metric registered as ``name`` with ``options``, or None when no measure is.
 
     The documented mapping from what a study's ``results.json`` keeps about a
@@ -607,7 +599,7 @@ def measure_id(name: str, options: Mapping[str, Any] | None = None) -> str | Non
     return None if measure is None else measure.measure_id(options)
 
 
-def function_measure_id(name: str, fn: Callable[..., Any], options: Mapping[str, Any]) -> str:
+def function_measure_id(name: str, fn: Callable[..., object], options: Mapping[str, object]) -> str:
     """The identifier of a metric that no measure describes (a plugin's): ``name(option=value, ...)``.
 
     The options written are those that differ from ``fn``'s defaults, sorted by name.

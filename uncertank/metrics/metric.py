@@ -34,15 +34,22 @@ import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from uncertank import plugins
-from uncertank.metrics._inputs import ScoresInput
+from uncertank.metrics._inputs import LabelsInput, ScoresInput
 from uncertank.metrics.accumulators import Accumulator, PerQueryMean
-from uncertank.metrics.measures import MEASURES, Measure, function_measure_id
+from uncertank.metrics.measures import (
+    MEASURES,
+    Measure,
+    MetricFunction,
+    OptionsCheck,
+    OptionsLabel,
+    function_measure_id,
+)
 from uncertank.metrics.names import IR_MEASURES, parse_ir_measure
 from uncertank.validation import check_choice, check_instance, check_name
 
@@ -58,13 +65,13 @@ __all__ = [
 MetricKind = Literal["ranking", "calibration"]
 METRIC_KINDS: tuple[MetricKind, ...] = ("ranking", "calibration")
 
-Label = str | Callable[[Mapping[str, Any]], str]
+Label = str | OptionsLabel
 
 #: Keys of a metric entry that are not options of the metric.
 _RESERVED = ("name", "label")
 
 
-def _option_names(fn: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
+def _option_names(fn: Callable[..., object]) -> tuple[tuple[str, ...], bool]:
     """Keyword options ``fn`` accepts (not scores/labels/per_query), and whether it takes ``**kwargs``."""
     try:
         sig = inspect.signature(fn)
@@ -84,7 +91,7 @@ def _option_names(fn: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
     return tuple(names), var_kw
 
 
-def _accepts_per_query(fn: Callable[..., Any]) -> bool:
+def _accepts_per_query(fn: Callable[..., object]) -> bool:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -153,18 +160,18 @@ class Metric:
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: MetricFunction,
         *,
         name: str,
         kind: MetricKind,
         needs_probabilities: bool = False,
         higher_is_better: bool = True,
         label: Label | None = None,
-        options: Mapping[str, Any] | None = None,
+        options: Mapping[str, object] | None = None,
         per_query: bool | None = None,
         accumulator: Callable[..., Accumulator] | None = None,
         description: str | None = None,
-        check: Callable[[Mapping[str, Any]], None] | None = None,
+        check: OptionsCheck | None = None,
         measure: Measure | None = None,
     ) -> None:
         if not callable(fn):
@@ -187,7 +194,7 @@ class Metric:
         if check is not None and not callable(check):
             raise TypeError(f"check must be callable; got {type(check).__name__}")
         self._check = check
-        self._options: dict[str, Any] = {}
+        self._options: dict[str, object] = {}
         self._options = self._check_options(dict(options or {}), "options")
         if check is not None:
             check(MappingProxyType(self._options))
@@ -230,7 +237,7 @@ class Metric:
     # ------------------------------------------------------------------ options
 
     @property
-    def options(self) -> Mapping[str, Any]:
+    def options(self) -> Mapping[str, object]:
         """The default options (a read-only view)."""
         return MappingProxyType(self._options)
 
@@ -248,7 +255,7 @@ class Metric:
         """Whether ``option`` is an option of this metric (e.g. ``"n_bins"``)."""
         return self._var_kw or option in self._option_names
 
-    def _check_options(self, options: dict[str, Any], what: str) -> dict[str, Any]:
+    def _check_options(self, options: dict[str, object], what: str) -> dict[str, object]:
         unknown = [k for k in options if not self.accepts(k)]
         if unknown:
             known = ", ".join(self._option_names) or "(none)"
@@ -257,7 +264,7 @@ class Metric:
             )
         return options
 
-    def bind(self, **options: Any) -> Metric:
+    def bind(self, **options: object) -> Metric:
         """The same metric with other default options.
 
         Raises
@@ -273,22 +280,23 @@ class Metric:
         """The same metric under another label (a format string or a callable)."""
         return self._copy(label=label)
 
-    def _copy(self, **changes: Any) -> Metric:
-        kw: dict[str, Any] = {
-            "name": self.name, "kind": self.kind, "needs_probabilities": self.needs_probabilities,
-            "higher_is_better": self.higher_is_better, "label": self.label, "options": self._options,
-            "per_query": self.per_query, "accumulator": self._accumulator, "description": self.description,
-            "check": self._check, "measure": self.measure,
-        }
-        kw.update(changes)
-        return Metric(self.fn, **kw)
+    def _copy(
+        self, *, name: str | None = None, label: Label | None = None, options: Mapping[str, object] | None = None
+    ) -> Metric:
+        return Metric(
+            self.fn, name=self.name if name is None else name, kind=self.kind,
+            needs_probabilities=self.needs_probabilities, higher_is_better=self.higher_is_better,
+            label=self.label if label is None else label, options=self._options if options is None else options,
+            per_query=self.per_query, accumulator=self._accumulator, description=self.description,
+            check=self._check, measure=self.measure,
+        )
 
     @property
     def display_label(self) -> str:
         """The label with the default options filled in (``"R@1"``, ``"ECE quantile"``)."""
         return self.format_label(self._options)
 
-    def format_label(self, options: Mapping[str, Any]) -> str:
+    def format_label(self, options: Mapping[str, object]) -> str:
         """The label for ``options`` (the default options completed by them)."""
         opts = {**self._options, **options}
         if callable(self.label):
@@ -301,7 +309,7 @@ class Metric:
     # ------------------------------------------------------------------ calling
 
     def __call__(
-        self, scores: ScoresInput, labels: ArrayLike | Any | None = None, *, per_query: bool = False, **options: Any
+        self, scores: ScoresInput, labels: LabelsInput = None, *, per_query: bool = False, **options: object
     ) -> float | NDArray[np.float64]:
         """Evaluate on ``scores`` and ``labels`` (see the module notes for the accepted inputs).
 
@@ -331,12 +339,12 @@ class Metric:
                 raise ValueError(
                     f"metric {self.name!r} has no per-query value; call it with per_query=False"
                 )
-            return self.fn(scores, labels, per_query=True, **opts)  # type: ignore[no-any-return]
+            return self.fn(scores, labels, per_query=True, **opts)
         if self.per_query:
             opts["per_query"] = False
-        return self.fn(scores, labels, **opts)  # type: ignore[no-any-return]
+        return self.fn(scores, labels, **opts)
 
-    def accumulator(self, **options: Any) -> Accumulator:
+    def accumulator(self, **options: object) -> Accumulator:
         """A mergeable streaming accumulator for this metric with its options.
 
         ``update(chunk)`` with chunks in any input this metric accepts,
@@ -365,7 +373,7 @@ class Metric:
 
 #: An entry of a study's ``metrics = [...]``: a registered name, a mapping
 #: ``{"name": ..., **options}`` (optionally with ``"label"``), or a Metric.
-MetricEntry = str | Mapping[str, Any] | Metric
+MetricEntry = str | Mapping[str, object] | Metric
 
 
 def as_metric(obj: object, *, name: str) -> Metric:
@@ -525,8 +533,8 @@ def _check_one_label_per_measure(metrics: list[Metric]) -> None:
 
 
 def _from_ir_measures(
-    name: Any, options: dict[str, Any], label: object, i: int, reg: Mapping[str, Any]
-) -> tuple[str, dict[str, Any], Any]:
+    name: str, options: dict[str, object], label: object, i: int, reg: Mapping[str, object]
+) -> tuple[str, dict[str, object], object]:
     """The registered name, options and label of an ir_measures name (``"nDCG@10"``)."""
     parsed = parse_ir_measure(name)
     if parsed is None:
@@ -536,20 +544,21 @@ def _from_ir_measures(
             f"unknown metric {name!r} (entry {i}); known metrics: {known}; "
             f"or an ir_measures name: {ir}, with (rel=N)"
         )
-    ir_label = parsed.pop("label")
-    registered = parsed.pop("name")
+    ir_label: str | None = parsed["label"]
+    registered = parsed["name"]
+    params = {k: v for k, v in parsed.items() if k not in _RESERVED}  # the options it sets (k, rel)
     measure = MEASURES.of_name(registered)
-    if measure is not None and not measure.claims(ir_label):
+    if measure is not None and not measure.claims(parsed["label"]):
         ir_label = None  # ir_measures' R@k: its label (R@k) is R_n@k's, so trec recall keeps its own (Recall@k)
-    clash = [k for k in options if k in parsed and options[k] != parsed[k]]
+    clash = [k for k in options if k in params and options[k] != params[k]]
     if clash:
         raise ValueError(
-            f"metric entry {i}: {name!r} sets {clash[0]}={parsed[clash[0]]!r} but the entry gives "
+            f"metric entry {i}: {name!r} sets {clash[0]}={params[clash[0]]!r} but the entry gives "
             f"{clash[0]}={options[clash[0]]!r}"
         )
     if registered not in reg:
         raise ValueError(f"metric {name!r} (entry {i}) is ir_measures' name of {registered!r}, which is not registered")
-    return registered, {**parsed, **options}, ir_label if label is None else label
+    return registered, {**params, **options}, ir_label if label is None else label
 
 
 #: The metrics a study reports by default, as entries for :func:`resolve_metrics`
@@ -557,7 +566,7 @@ def _from_ir_measures(
 #: R@1, R@2, R@5, MAP, MRR, nDCG@10, ECE (uniform bins), ECE quantile, ECE
 #: balanced (subsample seeded with 0; bind ``seed`` to change it), ECE
 #: Penha-Hauff, MCE, Brier, NLL.
-DEFAULT_STUDY_METRICS: tuple[str | Mapping[str, Any], ...] = (
+DEFAULT_STUDY_METRICS: tuple[str | Mapping[str, object], ...] = (
     {"name": "recall_at_k", "k": 1},
     {"name": "recall_at_k", "k": 2},
     {"name": "recall_at_k", "k": 5},

@@ -38,11 +38,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TypedDict
+
+from typing_extensions import NotRequired
 
 from uncertank.metrics.measures import MEASURES
 
-__all__ = ["IR_MEASURES", "parse_ir_measure"]
+__all__ = ["IR_MEASURES", "IRMeasureEntry", "parse_ir_measure"]
 
 #: ir_measures measure name -> (registered metric, whether a cutoff is required): the
 #: measures of :data:`~uncertank.metrics.measures.MEASURES` whose identifier is ir_measures' name.
@@ -56,10 +58,19 @@ _ALIASES = {"NDCG": "nDCG", "MAP": "AP", "MRR": "RR", "Precision": "P", "Recall"
 _SYNTAX = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9_]*)\s*(?:\((?P<params>[^()]*)\))?\s*(?:@\s*(?P<cutoff>\S+))?")
 
 #: Parameters understood, with the value ir_measures takes by default.
-_DEFAULTS: dict[str, Any] = {"rel": 1, "judged_only": False, "dcg": "log2"}
+_DEFAULTS: dict[str, int | bool | str] = {"rel": 1, "judged_only": False, "dcg": "log2"}
 
 
-def _value(measure: str, key: str, raw: str) -> Any:
+class IRMeasureEntry(TypedDict):
+    """The metric entry of an ir_measures name: what :func:`parse_ir_measure` returns."""
+
+    name: str  # the registered metric
+    k: int | None  # the cutoff, None without one
+    rel: NotRequired[int]  # the lowest relevant grade, when it is not 1
+    label: str  # ir_measures' spelling
+
+
+def _value(measure: str, key: str, raw: str) -> int | bool | str:
     """A parameter value: ``rel`` an integer >= 1, ``judged_only`` False, ``dcg`` log2."""
     text = raw.strip().strip("'\"")
     if key == "rel":
@@ -84,7 +95,7 @@ def _value(measure: str, key: str, raw: str) -> Any:
     return text
 
 
-def parse_ir_measure(text: str) -> dict[str, Any] | None:
+def parse_ir_measure(text: str) -> IRMeasureEntry | None:
     """The metric entry of an ir_measures name, or None when ``text`` names no supported measure.
 
     Parameters
@@ -95,7 +106,7 @@ def parse_ir_measure(text: str) -> dict[str, Any] | None:
 
     Returns
     -------
-    dict or None
+    IRMeasureEntry (a dict) or None
         ``{"name": registered metric, **options, "label": ir_measures spelling}``,
         an entry for :func:`~uncertank.metrics.resolve_metrics`.
 
@@ -124,7 +135,7 @@ def parse_ir_measure(text: str) -> dict[str, Any] | None:
     if name not in IR_MEASURES:
         return None
     metric, needs_cutoff = IR_MEASURES[name]
-    params: dict[str, Any] = {}
+    params: dict[str, int | bool | str] = {}
     if match["params"] is not None and match["params"].strip():
         for part in match["params"].split(","):
             key, eq, raw = part.partition("=")
@@ -147,8 +158,6 @@ def parse_ir_measure(text: str) -> dict[str, Any] | None:
     shown = {k: v for k, v in sorted(params.items()) if v != _DEFAULTS[k]}
     label = name + (f"({', '.join(f'{k}={v}' for k, v in shown.items())})" if shown else "")
     label += "" if cutoff is None else f"@{cutoff}"
-    entry: dict[str, Any] = {"name": metric, "k": cutoff}
     if "rel" in shown:
-        entry["rel"] = shown["rel"]
-    entry["label"] = label
-    return entry
+        return IRMeasureEntry(name=metric, k=cutoff, rel=int(shown["rel"]), label=label)
+    return IRMeasureEntry(name=metric, k=cutoff, label=label)

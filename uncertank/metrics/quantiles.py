@@ -17,7 +17,7 @@ The passes are public inside the package so that
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeAlias
+from typing import TypeAlias, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,6 +37,12 @@ __all__ = [
     "select_pass",
 ]
 
+T = TypeVar("T")
+
+#: What one pass of the selection gives per prefix group: a histogram of the next 16 bits
+#: (``collect`` False) or the group's bit patterns (``collect`` True).
+PassResult: TypeAlias = list[NDArray[np.integer]]
+
 _DIGIT = 16  # bits of the float64 pattern resolved per pass
 _COLLECT = 1 << 20  # gather the candidates once at most this many remain
 
@@ -49,7 +55,7 @@ def float_bits(p: NDArray[np.float64]) -> NDArray[np.uint64]:
     return np.ascontiguousarray(p + 0.0).view(np.uint64)
 
 
-def select_pass(u: NDArray[np.uint64], level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
+def select_pass(u: NDArray[np.uint64], level: int, prefixes: tuple[int, ...], collect: bool) -> PassResult:
     """Per prefix group: the histogram of the next 16 bits, or (``collect``) the group's values."""
     check_ndarray(u, "u", kinds="u")
     level = check_positive_int(level, "level", minimum=0, maximum=64 // _DIGIT - 1)
@@ -62,7 +68,7 @@ def select_pass(u: NDArray[np.uint64], level: int, prefixes: tuple[int, ...], co
     if level == 0:
         return [np.bincount((u >> np.uint64(64 - _DIGIT)).astype(np.intp), minlength=1 << _DIGIT)]
     top = u >> np.uint64(64 - _DIGIT * level)
-    out: list[Any] = []
+    out: PassResult = []
     for pre in prefixes:
         sel = u[top == np.uint64(pre)]
         if collect:
@@ -73,7 +79,7 @@ def select_pass(u: NDArray[np.uint64], level: int, prefixes: tuple[int, ...], co
     return out
 
 
-def combine_pass(a: list[Any], b: list[Any], collect: bool) -> list[Any]:
+def combine_pass(a: PassResult, b: PassResult, collect: bool) -> PassResult:
     """Add two chunks' results of :func:`select_pass`: histograms summed, gathered values joined."""
     collect = check_bool(collect, "collect")
     for part, name in ((a, "a"), (b, "b")):
@@ -99,7 +105,7 @@ def _lerp(a: NDArray[np.float64], b: NDArray[np.float64], t: NDArray[np.float64]
     return out
 
 
-def exact_quantiles(run_pass: Callable[[int, tuple[int, ...], bool], list[Any]], n_bins: int) -> NDArray[np.float64]:
+def exact_quantiles(run_pass: Callable[[int, tuple[int, ...], bool], PassResult], n_bins: int) -> NDArray[np.float64]:
     """Edges equal to ``numpy.quantile(all scores, linspace(0, 1, n_bins + 1))``.
 
     ``run_pass(level, prefixes, collect)`` runs :func:`select_pass` over
@@ -123,7 +129,7 @@ def exact_quantiles(run_pass: Callable[[int, tuple[int, ...], bool], list[Any]],
     # per wanted rank: the bits found so far, how many levels they cover, the rank within that group
     state = {k: [0, 0, k] for k in ranks}
     value: dict[int, float] = {}
-    hists: dict[int, NDArray[np.int64]] = {0: hist0}
+    hists: dict[int, NDArray[np.integer]] = {0: hist0}
     level = 0
     while len(value) < len(ranks):
         for k, st in state.items():  # descend one digit with the histograms of this level
@@ -157,7 +163,7 @@ def exact_quantiles(run_pass: Callable[[int, tuple[int, ...], bool], list[Any]],
 
 
 def _group_sizes(
-    state: dict[int, list[int]], value: dict[int, float], hists: dict[int, NDArray[np.int64]]
+    state: dict[int, list[int]], value: dict[int, float], hists: dict[int, NDArray[np.integer]]
 ) -> dict[int, int]:
     """Size of every open prefix group, read off the histograms of the level just resolved."""
     sizes: dict[int, int] = {}
@@ -178,12 +184,13 @@ def chunk_probabilities(chunk: Chunk) -> NDArray[np.float64]:
     return as_pairs(chunk, None)[0]
 
 
-def reiterable(chunks: object) -> Any:
+def reiterable(chunks: Callable[[], Iterable[T]] | Iterable[T]) -> Callable[[], Iterable[T]]:
     """A function returning a fresh iterator over ``chunks`` (a callable, or a list or tuple)."""
     if callable(chunks):
         return chunks
     if isinstance(chunks, (list, tuple)):
-        return lambda: iter(chunks)
+        items = chunks
+        return lambda: iter(items)
     raise ValueError(
         "equal-mass bins need the chunks twice (the quantile edges first): pass a function that returns "
         "a new iterator over them (e.g. lambda: read_scored_pairs(path)) or a list"
@@ -233,8 +240,8 @@ def quantile_edges(
     c = check_positive_int(n_bins, "n_bins", maximum=MAX_BINS)
     source = reiterable(chunks)
 
-    def run_pass(level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
-        acc: list[Any] | None = None
+    def run_pass(level: int, prefixes: tuple[int, ...], collect: bool) -> PassResult:
+        acc: PassResult | None = None
         for chunk in source():
             part = select_pass(float_bits(chunk_probabilities(chunk)), level, prefixes, collect)
             acc = part if acc is None else combine_pass(acc, part, collect)

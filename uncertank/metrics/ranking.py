@@ -37,12 +37,9 @@ handful of ``bincount`` reductions over the relevant candidates.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from uncertank._types import RankedLists
 from uncertank.metrics._inputs import LabelsInput, Lists, ScoresInput, as_lists
 from uncertank.metrics.ranks import pair_ranks, relevant_ranks
 from uncertank.validation import check_positive_int, check_unit_interval
@@ -94,8 +91,8 @@ def _finish(values: NDArray[np.float64], per_query: bool) -> float | NDArray[np.
 
 
 def recall_at_k(
-    scores: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | Any | None = None,
+    scores: ScoresInput,
+    labels: LabelsInput = None,
     *,
     k: int = 1,
     n: int | None = None,
@@ -169,8 +166,8 @@ def _recall_core(lists: Lists, k: int, n: int | None) -> NDArray[np.float64]:
 
 
 def precision_at_k(
-    scores: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | Any | None = None,
+    scores: ScoresInput,
+    labels: LabelsInput = None,
     *,
     k: int = 10,
     rel: int = 1,
@@ -224,8 +221,8 @@ def _precision_core(lists: Lists, k: int) -> NDArray[np.float64]:
 
 
 def trec_recall_at_k(
-    scores: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | Any | None = None,
+    scores: ScoresInput,
+    labels: LabelsInput = None,
     *,
     k: int = 10,
     rel: int = 1,
@@ -283,8 +280,8 @@ def _trec_recall_core(lists: Lists, k: int) -> NDArray[np.float64]:
 
 
 def mean_reciprocal_rank(
-    scores: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | Any | None = None,
+    scores: ScoresInput,
+    labels: LabelsInput = None,
     *,
     k: int | None = None,
     rel: int = 1,
@@ -342,8 +339,8 @@ def _rr_core(lists: Lists, k: int | None) -> NDArray[np.float64]:
 
 
 def mean_average_precision(
-    scores: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | Any | None = None,
+    scores: ScoresInput,
+    labels: LabelsInput = None,
     *,
     k: int | None = None,
     rel: int = 1,
@@ -400,8 +397,8 @@ def _ap_core(lists: Lists, k: int | None) -> NDArray[np.float64]:
 
 
 def ndcg_at_k(
-    scores: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | Any | None = None,
+    scores: ScoresInput,
+    labels: LabelsInput = None,
     *,
     k: int | None = 10,
     rel: int = 1,
@@ -468,8 +465,8 @@ def _ndcg_core(lists: Lists, k: int | None) -> NDArray[np.float64]:
 
 
 def rank_biased_precision(
-    scores: RankedLists | ArrayLike | Any,
-    labels: ArrayLike | Any | None = None,
+    scores: ScoresInput,
+    labels: LabelsInput = None,
     *,
     p: float = 0.8,
     depth: int | None = None,

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from uncertank.metrics._inputs import Lists
+from uncertank.metrics._inputs import LabelArray, Lists
 from uncertank.validation import check_bool, check_choice, check_instance
 
 __all__ = ["RelevantRanks", "pair_ranks", "relevant_ranks"]
@@ -54,7 +53,7 @@ class RelevantRanks:
     query: NDArray[np.int64]
     rank: NDArray[np.int64]
     above: NDArray[np.int64]
-    gain: NDArray[Any]
+    gain: LabelArray
     ideal: NDArray[np.int64] | None
     n_relevant: NDArray[np.int64]
     lengths: NDArray[np.int64]
@@ -64,7 +63,7 @@ class RelevantRanks:
         """The number of queries."""
         return int(self.lengths.size)
 
-    def per_query(self, weights: NDArray[Any], mask: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
+    def per_query(self, weights: NDArray[np.floating], mask: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
         """Sum ``weights`` (one per relevant candidate) within each query."""
         q = self.query if mask is None else self.query[mask]
         w = weights if mask is None else weights[mask]
@@ -109,7 +108,7 @@ def relevant_ranks(lists: Lists, *, ideal: bool = False, method: str | None = No
 
 
 def _ranks_compare(
-    s2: NDArray[np.float64], y2: NDArray[Any], rel2: NDArray[np.bool_],
+    s2: NDArray[np.float64], y2: LabelArray, rel2: NDArray[np.bool_],
     q: NDArray[np.intp], j: NDArray[np.intp], ideal: bool,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
     """Count, for each relevant candidate, the candidates that beat it.
@@ -149,7 +148,7 @@ def _inverse_rows(order: NDArray[np.intp]) -> NDArray[np.intp]:
 
 
 def _ranks_sort(
-    s2: NDArray[np.float64], y2: NDArray[Any], rel2: NDArray[np.bool_],
+    s2: NDArray[np.float64], y2: LabelArray, rel2: NDArray[np.bool_],
     q: NDArray[np.intp], j: NDArray[np.intp], ideal: bool,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
     """Ranks from one stable argsort along the candidate axis."""
@@ -165,7 +164,7 @@ def _ranks_sort(
 
 
 def _flat_rank(
-    key: NDArray[Any], qidx: NDArray[np.int64], starts: NDArray[np.int64]
+    key: NDArray[np.float64] | NDArray[np.int64], qidx: NDArray[np.int64], starts: NDArray[np.int64]
 ) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
     """Rank of each flat item within its query by descending ``key``, ties by position."""
     order = np.lexsort((-key, qidx))
@@ -176,7 +175,7 @@ def _flat_rank(
 
 def _ranks_lexsort(
     lists: Lists, ideal: bool
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None, NDArray[np.int64], NDArray[Any]]:
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None, NDArray[np.int64], LabelArray]:
     """Ranks from one lexsort by (query, -score, position) over the flat arrays."""
     s, y = lists.flat()
     assert lists.offsets is not None

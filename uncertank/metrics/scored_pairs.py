@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ def _detect_format(path: str, fmt: str | None) -> str:
     raise ValueError(f"cannot tell the format of {path!r} from its name; pass format='parquet' or format='csv'")
 
 
-def _batches(path: str, fmt: str, columns: list[str], chunk_size: int) -> Iterator[Any]:
+def _batches(path: str, fmt: str, columns: list[str], chunk_size: int) -> Iterator[Any]:  # pyarrow RecordBatches
     if fmt == "parquet":
         pq = require("pyarrow.parquet", "scale", what="reading Parquet")
         pf = pq.ParquetFile(path)
@@ -109,8 +110,8 @@ def read_scored_pairs(
     pa = require("pyarrow", "scale", what="streaming scored pairs")
     pc = require("pyarrow.compute", "scale", what="streaming scored pairs")
     columns = [query, score, label]
-    carry: tuple[Any, NDArray[np.float64], NDArray[Any]] | None = None
-    seen: set[Any] = set()  # the ids of the queries yielded so far
+    carry: tuple[Any, NDArray[np.float64], NDArray[np.generic]] | None = None  # pyarrow ids, scores, labels
+    seen: set[Hashable] = set()  # the ids of the queries yielded so far
     for batch in _batches(path_s, fmt, columns, chunk_size):
         names = batch.schema.names
         missing = [c for c in columns if c not in names]
@@ -139,8 +140,8 @@ def read_scored_pairs(
 
 
 def _chunk(
-    path: str, pc: Any, q: Any, s: NDArray[np.float64], y: NDArray[Any], starts: NDArray[np.int64],
-    seen: set[Any],
+    path: str, pc: ModuleType, q: Any, s: NDArray[np.float64], y: NDArray[np.generic], starts: NDArray[np.int64],
+    seen: set[Hashable],
 ) -> RankedLists:
     """RankedLists of whole queries; refuses a query id that comes back after another, and adds the ids to ``seen``."""
     ids = q.take(starts)

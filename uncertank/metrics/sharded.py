@@ -29,9 +29,9 @@ order of candidates that straddled partitions (the tie rule uses it).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,7 +39,8 @@ from numpy.typing import NDArray
 from uncertank._optional import require
 from uncertank._types import RankedLists
 from uncertank.metrics._inputs import as_pairs
-from uncertank.metrics.quantiles import combine_pass, exact_quantiles, float_bits, select_pass
+from uncertank.metrics.accumulators import Accumulator, QuantileEdged
+from uncertank.metrics.quantiles import PassResult, combine_pass, exact_quantiles, float_bits, select_pass
 from uncertank.metrics.streaming import MetricsArg, accumulators_for
 
 if TYPE_CHECKING:
@@ -47,14 +48,16 @@ if TYPE_CHECKING:
 
 __all__ = ["evaluate_dask"]
 
+T = TypeVar("T")
+
 
 @dataclass
 class _Fragment:
     """The rows of one query (possibly only part of them)."""
 
-    qid: Any
+    qid: Hashable
     scores: NDArray[np.float64]
-    labels: NDArray[Any]
+    labels: NDArray[np.generic]  # the label column as read; RankedLists checks it
 
     def join(self, other: _Fragment) -> _Fragment:
         return _Fragment(self.qid, np.concatenate([self.scores, other.scores]),
@@ -65,11 +68,11 @@ class _Fragment:
 class _Partial:
     """A partition reduced: accumulators of its interior queries, its first and last query's rows."""
 
-    accs: list[Any]
+    accs: list[Accumulator]
     head: _Fragment | None = None
     tail: _Fragment | None = None  # None when the partition holds a single query
     extra: list[_Fragment] = field(default_factory=list)
-    ids: set[Any] = field(default_factory=set)  # every query id seen, to refuse one that comes back
+    ids: set[Hashable] = field(default_factory=set)  # every query id seen, to refuse one that comes back
 
     def update(self, frag: _Fragment) -> None:
         lists = RankedLists.from_flat(frag.scores, frag.labels, np.array([0, frag.scores.size]))
@@ -77,7 +80,7 @@ class _Partial:
             acc.update(lists)
 
 
-def _partial(df: pd.DataFrame, templates: list[Any], query: str, score: str, label: str) -> _Partial:
+def _partial(df: pd.DataFrame, templates: list[Accumulator], query: str, score: str, label: str) -> _Partial:
     out = _Partial([copy.deepcopy(t) for t in templates])
     n = len(df)
     if n == 0:
@@ -143,7 +146,7 @@ def _merge(a: _Partial, b: _Partial) -> _Partial:
     return out
 
 
-def _finish(p: _Partial) -> list[Any]:
+def _finish(p: _Partial) -> list[Accumulator]:
     if p.head is not None:
         p.update(p.head)
     if p.tail is not None:
@@ -151,7 +154,7 @@ def _finish(p: _Partial) -> list[Any]:
     return p.accs
 
 
-def _tree(items: list[Any], merge: Callable[[Any, Any], Any]) -> Any:
+def _tree(items: list[T], merge: Callable[[T, T], T]) -> T:
     """Reduce ``items`` pairwise, neighbours with neighbours, in order."""
     while len(items) > 1:
         merged = [merge(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
@@ -161,7 +164,7 @@ def _tree(items: list[Any], merge: Callable[[Any, Any], Any]) -> Any:
     return items[0]
 
 
-def _select_partition(scores: pd.Series, level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
+def _select_partition(scores: pd.Series, level: int, prefixes: tuple[int, ...], collect: bool) -> PassResult:
     p = np.asarray(scores.to_numpy(), dtype=np.float64)
     if p.size == 0:
         return select_pass(np.zeros(0, dtype=np.uint64), level, prefixes, collect)
@@ -169,14 +172,14 @@ def _select_partition(scores: pd.Series, level: int, prefixes: tuple[int, ...], 
 
 
 def evaluate_dask(
-    frame: Any,
+    frame: Any,  # a dask DataFrame (an optional dependency), read by duck typing
     metrics: MetricsArg,
     *,
     query: str = "query_id",
     score: str = "score",
     label: str = "label",
-    scheduler: Any = None,
-) -> dict[str, Any]:
+    scheduler: object = None,
+) -> dict[str, object]:
     """Evaluate metrics over a Dask DataFrame of scored pairs; equal to the in-memory values.
 
     Parameters
@@ -218,11 +221,12 @@ def evaluate_dask(
     if missing:
         raise ValueError(f"frame has no column {missing[0]!r}; its columns are {list(frame.columns)}")
     delayed = dask.delayed
-    wanted = sorted({b for t in templates if (b := getattr(t, "needs_quantile_edges", None)) is not None})
+    edged = [t for t in templates if isinstance(t, QuantileEdged)]
+    wanted = sorted({b for t in edged if (b := t.needs_quantile_edges) is not None})
     if wanted:
         scores = frame[score].to_delayed()
 
-        def run_pass(level: int, prefixes: tuple[int, ...], collect: bool) -> list[Any]:
+        def run_pass(level: int, prefixes: tuple[int, ...], collect: bool) -> PassResult:
             tasks = [delayed(_select_partition)(part, level, prefixes, collect) for part in scores]
             (out,) = dask.compute(_tree(tasks, lambda a, b: delayed(combine_pass)(a, b, collect)),
                                   scheduler=scheduler)
@@ -230,9 +234,9 @@ def evaluate_dask(
 
         for b in wanted:
             edges = exact_quantiles(run_pass, b)
-            for t in templates:
-                if getattr(t, "needs_quantile_edges", None) == b:
-                    t.set_edges(edges)
+            for e in edged:
+                if e.needs_quantile_edges == b:
+                    e.set_edges(edges)
     parts = [delayed(_partial)(part, templates, query, score, label)
              for part in frame[[query, score, label]].to_delayed()]
     root = _tree(parts, delayed(_merge))  # merge neighbours, keeping the order of the partitions

@@ -15,11 +15,11 @@ equal-mass bins and what is not streamed are described once, in
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
-from uncertank.metrics.accumulators import Accumulator
+from uncertank.metrics.accumulators import Accumulator, QuantileEdged
 from uncertank.metrics.metric import MetricEntry, resolve_metrics
-from uncertank.metrics.quantiles import quantile_edges, reiterable
+from uncertank.metrics.quantiles import Chunk, quantile_edges, reiterable
 from uncertank.validation import check_instance
 
 __all__ = ["evaluate_stream"]
@@ -28,14 +28,14 @@ __all__ = ["evaluate_stream"]
 MetricsArg: TypeAlias = Iterable[MetricEntry | Accumulator] | Mapping[str, MetricEntry | Accumulator]
 
 
-def accumulators_for(metrics: MetricsArg) -> tuple[list[str], list[Any]]:
+def accumulators_for(metrics: MetricsArg) -> tuple[list[str], list[Accumulator]]:
     """Keys and empty accumulators for metric entries or accumulator instances.
 
     The one reading of the ``metrics`` argument of :func:`evaluate_stream`
     and :func:`~uncertank.metrics.evaluate_dask`: entries resolved by
     :func:`~uncertank.metrics.resolve_metrics`, accumulators kept as given.
     """
-    items: list[tuple[str | None, Any]]
+    items: list[tuple[str | None, MetricEntry | Accumulator]]
     if isinstance(metrics, Mapping):
         items = list(metrics.items())
     elif isinstance(metrics, (str, bytes)):
@@ -43,7 +43,7 @@ def accumulators_for(metrics: MetricsArg) -> tuple[list[str], list[Any]]:
     else:
         items = [(None, m) for m in check_instance(metrics, "metrics", Iterable, "a list or a mapping of metrics")]
     keys: list[str] = []
-    accs: list[Any] = []
+    accs: list[Accumulator] = []
     for key, entry in items:
         if isinstance(entry, Accumulator):
             accs.append(entry)
@@ -57,7 +57,7 @@ def accumulators_for(metrics: MetricsArg) -> tuple[list[str], list[Any]]:
     return keys, accs
 
 
-def evaluate_stream(chunks: Iterable[Any] | Callable[[], Iterable[Any]], metrics: MetricsArg) -> dict[str, Any]:
+def evaluate_stream(chunks: Iterable[Chunk] | Callable[[], Iterable[Chunk]], metrics: MetricsArg) -> dict[str, object]:
     """Evaluate ``metrics`` over an iterable of chunks (each of whole queries) in one pass.
 
     Parameters
@@ -98,14 +98,15 @@ def evaluate_stream(chunks: Iterable[Any] | Callable[[], Iterable[Any]], metrics
     ['ECE', 'MAP']
     """
     keys, accs = accumulators_for(metrics)
-    wanted = sorted({b for acc in accs if (b := getattr(acc, "needs_quantile_edges", None)) is not None})
+    edged = [acc for acc in accs if isinstance(acc, QuantileEdged)]
+    wanted = sorted({b for acc in edged if (b := acc.needs_quantile_edges) is not None})
     if wanted:
         source = reiterable(chunks)
         for b in wanted:
             edges = quantile_edges(source, n_bins=b)
-            for acc in accs:
-                if getattr(acc, "needs_quantile_edges", None) == b:
-                    acc.set_edges(edges)
+            for e in edged:
+                if e.needs_quantile_edges == b:
+                    e.set_edges(edges)
         chunks = source()
     elif callable(chunks):
         chunks = chunks()
@@ -120,7 +121,7 @@ def evaluate_stream(chunks: Iterable[Any] | Callable[[], Iterable[Any]], metrics
     return {key: acc.compute() for key, acc in zip(keys, accs, strict=True)}
 
 
-def _iterate(chunks: Any) -> Iterator[Any]:
+def _iterate(chunks: Iterable[Chunk]) -> Iterator[Chunk]:
     """An iterator over ``chunks``, or TypeError naming the argument."""
     try:
         return iter(chunks)
