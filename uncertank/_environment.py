@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import platform
 import sys
-from typing import Any
 
 __all__ = ["environment"]
 
 
-def environment() -> dict[str, Any]:
+def environment() -> dict[str, object]:
     """The versions and the machine this process computes with, as JSON values.
 
     Always: uncertank, Python, numpy, the platform and the processor. When
@@ -33,7 +32,7 @@ def environment() -> dict[str, Any]:
 
     from uncertank import __version__
 
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "uncertank": __version__,
         "python": platform.python_version(),
         "numpy": np.__version__,

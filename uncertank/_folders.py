@@ -34,10 +34,9 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from uncertank.files import temporary_folder
 from uncertank.validation import check_name, check_names, check_path
@@ -66,6 +65,10 @@ _CHECKPOINT_NAMES = frozenset({MANIFEST, "model.safetensors", "backbone", "token
 _MEMBER = re.compile(r"member_\d+")
 _TEMPORARY = re.compile(r"\.uncertank-.+\.tmp")
 _SHOWN = 5
+
+
+#: What a pickled FolderInUseError is rebuilt from: its folder, its foreign entries and its remedy.
+_Arguments = tuple[Path, tuple[str, ...], str | None]
 
 
 class FolderInUseError(FileExistsError):
@@ -104,7 +107,7 @@ class FolderInUseError(FileExistsError):
             f"or deleted: {remedy_text}"
         )
 
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled (by a worker process) with its own arguments
+    def __reduce__(self) -> tuple[Callable[..., FolderInUseError], _Arguments]:  # pickled with its own arguments
         return (_rebuild, (self.folder, self.foreign, self.remedy))
 
 
@@ -112,7 +115,7 @@ def _rebuild(folder: Path, foreign: tuple[str, ...], remedy: str | None) -> Fold
     return FolderInUseError(folder, foreign, remedy=remedy)
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
@@ -120,7 +123,7 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _listed(record: Any) -> set[str]:
+def _listed(record: object) -> set[str]:
     files = record.get("files") if isinstance(record, dict) else None
     if not isinstance(files, list):
         return set()

@@ -13,7 +13,7 @@ adds its own special cases before it and formats the location its own way.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Literal
 
 __all__ = ["Format", "describe_value", "error_message"]
 
@@ -51,7 +51,7 @@ def describe_value(value: object, fmt: Format) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def error_message(err: Mapping[str, Any], fmt: Format, known_keys: Callable[[], list[str] | None]) -> str:
+def error_message(err: Mapping[str, object], fmt: Format, known_keys: Callable[[], list[str] | None]) -> str:
     """The message of one pydantic error (an item of ``ValidationError.errors()``), without its location.
 
     Parameters
@@ -72,7 +72,8 @@ def error_message(err: Mapping[str, Any], fmt: Format, known_keys: Callable[[], 
     >>> error_message({"type": "extra_forbidden", "msg": "", "input": 1}, "json", lambda: ["name", "k"])
     'unknown key; known: name, k'
     """
-    kind, ctx = err["type"], err.get("ctx") or {}
+    kind, given = err["type"], err.get("ctx")
+    ctx: Mapping[str, object] = given if isinstance(given, Mapping) else {}
     got = describe_value(err.get("input"), fmt)
     if kind in ("missing", "missing_argument"):
         return "missing: this key is required"

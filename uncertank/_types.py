@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -505,7 +505,9 @@ class PredictiveSamples:
     offsets: NDArray[np.int64]
     ranker: str = ""
     ddof: int = 0
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    # the mean and the variance ("mean", "var"), and the covariance stacks ("cov_stacks"), once computed
+    _cache: dict[str, NDArray[np.float64] | list[tuple[NDArray[np.int64], NDArray[np.float64]]]] = field(
+        default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         samples = owned(as_float_array(self.samples, "samples", ndim=2), self.samples)
@@ -531,19 +533,21 @@ class PredictiveSamples:
 
     def mean(self) -> NDArray[np.float64]:
         """Predictive mean per pair, shape (n_pairs,)."""
-        if "mean" not in self._cache:
+        mean = self._cache.get("mean")
+        if not isinstance(mean, np.ndarray):
             mean = self.samples.mean(axis=0)
             mean.setflags(write=False)
             self._cache["mean"] = mean
-        return self._cache["mean"]  # type: ignore[no-any-return]
+        return mean
 
     def var(self) -> NDArray[np.float64]:
         """Predictive variance per pair, shape (n_pairs,)."""
-        if "var" not in self._cache:
+        var = self._cache.get("var")
+        if not isinstance(var, np.ndarray):
             var = self.samples.var(axis=0, ddof=self.ddof)
             var.setflags(write=False)
             self._cache["var"] = var
-        return self._cache["var"]  # type: ignore[no-any-return]
+        return var
 
     def std(self) -> NDArray[np.float64]:
         """Predictive standard deviation per pair, shape (n_pairs,)."""
@@ -589,7 +593,8 @@ class PredictiveSamples:
         >>> [(q.tolist(), c.tolist()) for q, c in ps.covariance_stacks()]
         [([1], [[[1.0]]]), ([0], [[[1.0, 0.0], [0.0, 0.0]]])]
         """
-        if "cov_stacks" not in self._cache:
+        stacks = self._cache.get("cov_stacks")
+        if not isinstance(stacks, list):
             mean = self.mean()
             lengths = np.diff(self.offsets)
             denom = self.n_samples - self.ddof
@@ -621,7 +626,7 @@ class PredictiveSamples:
                 queries.setflags(write=False)
                 stacks.append((queries, cov))
             self._cache["cov_stacks"] = stacks
-        return list(self._cache["cov_stacks"])
+        return list(stacks)
 
     def to_predictions(self) -> Predictions:
         """The predictive mean as :class:`Predictions`."""

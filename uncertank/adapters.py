@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank.protocols import Ranker
@@ -47,7 +48,7 @@ class CallableRanker:
 
     def __init__(
         self,
-        fn: Callable[[list[str], list[str]], Any],
+        fn: Callable[[list[str], list[str]], ArrayLike],
         *,
         name: str | None = None,
         probabilistic: bool = True,
@@ -126,6 +127,15 @@ class EnsembleRanker:
         return f"EnsembleRanker({[getattr(r, 'name', type(r).__name__) for r in self.rankers]})"
 
 
+class _CrossEncoder(Protocol):
+    """What is used of a sentence-transformers ``CrossEncoder``: its batched ``predict``."""
+
+    def predict(
+        self, pairs: list[tuple[str, str]], /, *, batch_size: int, show_progress_bar: bool, apply_softmax: bool,
+        convert_to_numpy: bool,
+    ) -> object: ...
+
+
 class CrossEncoderRanker:
     """Any sentence-transformers ``CrossEncoder`` as a :class:`~uncertank.Ranker`.
 
@@ -154,7 +164,7 @@ class CrossEncoderRanker:
     """
 
     def __init__(
-        self, model: Any, *, batch_size: int = 32, context_sep: str = " ", name: str | None = None
+        self, model: _CrossEncoder, *, batch_size: int = 32, context_sep: str = " ", name: str | None = None
     ) -> None:
         if not callable(getattr(model, "predict", None)):
             raise TypeError(

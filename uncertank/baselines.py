@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -113,6 +113,6 @@ class BM25Ranker(Parameters):
 
 
 @hookimpl
-def uncertank_rankers() -> dict[str, Any]:
+def uncertank_rankers() -> dict[str, Callable[..., object]]:
     """Register the built-in baseline rankers."""
     return {"bm25": BM25Ranker}

@@ -214,7 +214,7 @@ class ComparisonReport:
     calibration_metrics: list[str] = field(default_factory=list)
     calibration: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     calibration_resamples: int = 1000
-    bayes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bayes: dict[str, dict[str, object]] = field(default_factory=dict)
     bayes_reference: str | None = None
     bayes_metric: str | None = None
     level: float = _LEVEL
@@ -292,11 +292,11 @@ class ComparisonReport:
 
     # -- rows -------------------------------------------------------------------------------------------
 
-    def _system_rows(self) -> list[dict[str, Any]]:
+    def _system_rows(self) -> list[dict[str, object]]:
         letters = self.letters
         rows = []
         for s in self.systems:
-            row: dict[str, Any] = {"letter": letters[s], "system": s, "n_queries": self.n_queries}
+            row: dict[str, object] = {"letter": letters[s], "system": s, "n_queries": self.n_queries}
             for m in self.metrics:
                 row[m] = self.means[m][s]
                 row[f"{m} beats"] = "".join(letters[o] for o in self.beats(s, m))
@@ -311,19 +311,20 @@ class ComparisonReport:
             rows.append(row)
         return rows
 
-    def _pair_rows(self) -> list[dict[str, Any]]:
+    def _pair_rows(self) -> list[dict[str, object]]:
         return [asdict(p) for p in self.pairs]
 
     # -- renderings -----------------------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Every field as plain JSON values (NaN and infinities as None)."""
         out = {f: getattr(self, f) for f in self.__dataclass_fields__}
         out["pairs"] = self._pair_rows()
-        return to_jsonable(out)  # type: ignore[no-any-return]
+        plain: dict[str, object] = to_jsonable(out)
+        return plain
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ComparisonReport:
+    def from_dict(cls, data: Mapping[str, Any]) -> ComparisonReport:  # to_dict's JSON as read back
         """Rebuild a report from :meth:`to_dict` (or its JSON), to render it again."""
         if not isinstance(data, Mapping):
             raise TypeError(f"data must be a mapping from ComparisonReport.to_dict(); got {type(data).__name__}")
@@ -332,7 +333,7 @@ class ComparisonReport:
         if missing:
             raise ValueError(f"data is not a ComparisonReport's dict: it lacks {', '.join(missing)}")
 
-        def num(v: Any) -> float:
+        def num(v: float | None) -> float:
             return math.nan if v is None else float(v)
 
         kwargs = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
@@ -380,7 +381,8 @@ class ComparisonReport:
         which = check_choice(which, "which", ("systems", "pairs"))
         rows = self._system_rows() if which == "systems" else self._pair_rows()
         columns = list(rows[0]) if rows else list(PairComparison.__dataclass_fields__)
-        return pd.DataFrame(rows, columns=columns)
+        frame: pd.DataFrame = pd.DataFrame(rows, columns=columns)
+        return frame
 
     def to_csv(self, which: Literal["systems", "pairs"] = "systems") -> str:
         """The rows of :meth:`to_frame` as CSV text, numbers at full precision, NaN as an empty cell."""
@@ -591,7 +593,7 @@ _TEX_SPECIALS = {
 }
 
 
-def _csv_cell(value: Any) -> Any:
+def _csv_cell(value: object) -> object:
     """A CSV cell: floats at full precision (``repr``), NaN and None empty."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -637,7 +639,7 @@ def _effect(value: float) -> str:
 
 
 def _per_query_input(
-    runs: Any, metrics: Sequence[str] | None, query_ids: Any
+    runs: object, metrics: Sequence[str] | None, query_ids: object
 ) -> tuple[list[str], list[str], dict[str, list[str] | None], dict[str, dict[str, NDArray[np.float64]]]]:
     """Systems, metrics, each system's query ids (None: positional) and its per-query values."""
     from uncertank.evaluate import EvaluationReport
@@ -691,7 +693,7 @@ def _per_query_input(
 
 
 def _mapping_ids(
-    systems: list[str], values: dict[str, dict[str, NDArray[np.float64]]], query_ids: Any
+    systems: list[str], values: dict[str, dict[str, NDArray[np.float64]]], query_ids: object
 ) -> dict[str, list[str] | None]:
     """Each system's query ids from ``query_ids`` (one list for all, or one per system), checked against lengths."""
     if query_ids is None:
@@ -722,7 +724,7 @@ def _mapping_ids(
     return per
 
 
-def _id_list(ids: Any, name: str) -> list[str]:
+def _id_list(ids: object, name: str) -> list[str]:
     if isinstance(ids, (str, bytes)) or not isinstance(ids, (Sequence, np.ndarray)):
         raise TypeError(f"{name} must be a sequence of query ids; got {type(ids).__name__}")
     out = [str(q) for q in ids]
@@ -766,7 +768,7 @@ def _align(
 
 
 def _calibration_input(
-    calibration: Any, systems: list[str], shared: list[str] | None, entries: Any, n_resamples: int, seed: int,
+    calibration: object, systems: list[str], shared: list[str] | None, entries: object, n_resamples: int, seed: int,
 ) -> tuple[list[str], dict[str, dict[str, dict[str, float]]], list[str]]:
     """Calibration metrics' labels, their value and interval per system, and those where lower is better."""
     from uncertank.metrics import resolve_metrics
@@ -805,7 +807,7 @@ def _calibration_input(
             lists = lists.subset(idx)
         out[s] = {}
         for m, lab in zip(resolved, labels, strict=True):
-            value = float(m(lists))  # type: ignore[arg-type]
+            value = float(m(lists))
             lo, hi = query_bootstrap_interval(lists.offsets, _pairs_statistic(m, lists.scores, lists.labels),
                                               n_resamples=n_resamples, level=_LEVEL, seed=seed)
             out[s][lab] = {"value": value, "low": lo, "high": hi}
@@ -817,15 +819,18 @@ def _pairs_statistic(metric: Metric, p: NDArray[np.float64], y: NDArray[np.int64
     """``metric`` on the pairs at some positions, for :func:`~uncertank.stats.query_bootstrap_interval`."""
 
     def statistic(positions: NDArray[np.int64], _replicate: int) -> float:
-        return float(metric(p[positions], y[positions]))  # type: ignore[arg-type]
+        return float(metric(p[positions], y[positions]))
 
     return statistic
 
 
-def _bayes_input(bayes: Any, systems: list[str], reference: Any) -> tuple[dict[str, dict[str, Any]], str | None]:
+def _bayes_input(
+    bayes: object, systems: list[str], reference: object
+) -> tuple[dict[str, dict[str, object]], str | None]:
     """The Bayesian comparison's rows by system: ``p_better``, ``verdict`` and what else they hold."""
     if reference is not None and (not isinstance(reference, str) or reference not in systems):
         raise ValueError(f"bayes_reference must be one of the systems {systems} or None; got {reference!r}")
+    ref = reference if isinstance(reference, str) else None
     if bayes is None:
         if reference is not None:
             raise ValueError("bayes_reference is given without bayes; pass the Bayesian comparison's rows too")
@@ -833,7 +838,7 @@ def _bayes_input(bayes: Any, systems: list[str], reference: Any) -> tuple[dict[s
     import pandas as pd
 
     if isinstance(bayes, pd.DataFrame):
-        rows: list[Any] = bayes.to_dict("records")
+        rows: list[object] = list(bayes.to_dict("records"))
     elif isinstance(bayes, Mapping):
         rows = []
         for name, row in bayes.items():
@@ -849,7 +854,7 @@ def _bayes_input(bayes: Any, systems: list[str], reference: Any) -> tuple[dict[s
             "against_baseline), or a mapping {system: {'p_better': ..., 'verdict': ...}}; "
             f"got {type(bayes).__name__}"
         )
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping) or "system" not in row:
             raise TypeError(f"bayes row {i} must be a mapping with a 'system'; got {row!r}")
@@ -862,10 +867,10 @@ def _bayes_input(bayes: Any, systems: list[str], reference: Any) -> tuple[dict[s
             raise ValueError(f"bayes names system {name!r}, which runs does not have; the systems are {systems}")
         p = check_real(row["p_better"], f"bayes[{name!r}]['p_better']", minimum=0, maximum=1)
         out[name] = {**{k: v for k, v in row.items() if k != "system"}, "p_better": p, "verdict": str(row["verdict"])}
-    if reference is not None and reference in out:
-        raise ValueError(f"bayes_reference {reference!r} has a row of its own in bayes; the reference is the system "
+    if ref is not None and ref in out:
+        raise ValueError(f"bayes_reference {ref!r} has a row of its own in bayes; the reference is the system "
                          "the others are compared with")
-    return out, reference
+    return out, ref
 
 
 # --------------------------------------------------------------------------- the comparison
@@ -894,7 +899,7 @@ def check_test_options(test: object, correction: object, family: object) -> tupl
     if test == "tukey" and family != "metric":
         raise ValueError("family='table' with test='tukey': Tukey's HSD adjusts over the pairs of each metric; "
                          "pass family='metric'")
-    return test, correction, family  # type: ignore[return-value]
+    return test, correction, family
 
 
 def _pair_indices(systems: list[str], baseline: str | None) -> list[tuple[int, int]]:
@@ -939,7 +944,7 @@ def compare_runs(
     calibration: Mapping[str, RankedLists] | None = None,
     calibration_metrics: Sequence[MetricEntry] = ("ece", "brier"),
     calibration_resamples: int = 1000,
-    bayes: pd.DataFrame | Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]] | None = None,
+    bayes: pd.DataFrame | Sequence[Mapping[str, object]] | Mapping[str, Mapping[str, object]] | None = None,
     bayes_reference: str | None = None,
     bayes_metric: str | None = None,
 ) -> ComparisonReport:

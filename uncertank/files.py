@@ -144,7 +144,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         tmp.write_text(text, encoding="utf-8", newline="\n")
 
 
-def to_jsonable(obj: Any) -> Any:
+def to_jsonable(obj: object) -> Any:  # plain JSON values; an object it does not know passes through as is
     """Convert ``obj`` to plain JSON values.
 
     Mappings become dicts with str keys, tuples/lists/sets/arrays become
@@ -173,7 +173,7 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def json_digest(obj: Any) -> str:
+def json_digest(obj: object) -> str:
     """Hex SHA-256 of ``obj`` as canonical JSON (sorted keys, via :func:`to_jsonable`).
 
     Examples

@@ -7,7 +7,6 @@ One place for both outputs that show numbers, the study report
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ __all__ = ["format_fixed", "format_interval", "format_number", "format_percent",
 _REAL = (int, float, np.integer, np.floating)
 
 
-def format_number(value: Any) -> str:
+def format_number(value: object) -> str:
     """A table cell: integers as integers, floats with 3-4 significant decimals.
 
     Examples
@@ -85,7 +84,7 @@ def format_pvalue(p: float | None) -> str:
     return f"{p:.3f}"
 
 
-def format_interval(value: Any, low: Any, high: Any) -> str:
+def format_interval(value: object, low: object, high: object) -> str:
     """A point estimate with its interval, ``0.9120 [0.8710, 0.9432]``; a dash when there is no estimate.
 
     Examples

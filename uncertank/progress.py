@@ -33,7 +33,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from uncertank.validation import check_instance
 
@@ -90,9 +89,9 @@ class Tracker:
         self.started = time.monotonic()
         self._last: float | None = None
         self._first: tuple[float, int] | None = None  # when the first unit was done: the rate counts from there
-        self.fields: dict[str, Any] = {}
+        self.fields: dict[str, object] = {}
 
-    def advance(self, n: int = 1, **fields: Any) -> None:
+    def advance(self, n: int = 1, **fields: object) -> None:
         """Count ``n`` more units done; ``fields`` (e.g. ``loss="0.41"``) are shown with the next line."""
         self.done += n
         self.fields.update(fields)

@@ -76,10 +76,12 @@ Examples
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from typing_extensions import Self
 
 from uncertank._optional import require
 from uncertank.hookspecs import hookimpl
@@ -185,7 +187,7 @@ class Recalibrator:
     #: Slope and intercept of the base-rate shift used after a fallback (subclasses may use their own).
     _shift: tuple[float, float] | None = None
 
-    def fit(self, scores: ArrayLike, labels: ArrayLike) -> Any:
+    def fit(self, scores: ArrayLike, labels: ArrayLike) -> Self:
         """Fit on validation scores of shape (n_pairs,) and labels (``> 0`` is relevant).
 
         Scores that are all equal, or labels of one class only, cannot
@@ -467,7 +469,7 @@ class IsotonicCalibration(Recalibrator):
     fitted_attributes = ("model_",)
 
     def __init__(self) -> None:
-        self.model_: Any = None
+        self.model_: Any = None  # scikit-learn's IsotonicRegression (scikit-learn is untyped here)
 
     def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
         isotonic = require("sklearn.isotonic", "all", what="isotonic recalibration (scikit-learn)")
@@ -565,7 +567,7 @@ class HistogramBinning(Recalibrator):
 
 
 @hookimpl
-def uncertank_recalibrators() -> dict[str, Any]:
+def uncertank_recalibrators() -> dict[str, Callable[..., object]]:
     """Register the built-in recalibrators."""
     return {
         "temperature": TemperatureScaling,

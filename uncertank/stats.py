@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -308,7 +308,8 @@ def _exact_signflip_means(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """Column means of ``x`` (n, c) under all ``2^n`` sign patterns of its rows, shape (2^n, c)."""
     n = x.shape[0]
     patterns = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
-    return ((patterns * 2 - 1).astype(np.float64) @ x) / n
+    means: NDArray[np.float64] = ((patterns * 2 - 1).astype(np.float64) @ x) / n
+    return means
 
 
 def _tail_probabilities(
@@ -967,7 +968,8 @@ def adjust_pvalues(pvalues: ArrayLike, method: Correction = "holm") -> NDArray[n
         return holm(pvalues)
     if method == "bh":
         return benjamini_hochberg(pvalues)
-    return _pvalues(pvalues).copy()
+    unadjusted: NDArray[np.float64] = _pvalues(pvalues).copy()
+    return unadjusted
 
 
 def significance_marks(
@@ -1009,11 +1011,12 @@ def significance_marks(
     check_unit_interval(alpha, "alpha")
     if isinstance(results, (str, bytes)) or not isinstance(results, (np.ndarray, Iterable)):
         raise TypeError(f"results must be SignificanceResults or p-values; got {type(results).__name__} {results!r}")
-    items: Any = results if isinstance(results, np.ndarray) else list(results)
+    items: NDArray[np.generic] | list[object] = results if isinstance(results, np.ndarray) else list(results)
     if len(items) and all(isinstance(r, SignificanceResult) for r in items):
-        raw = np.array([r.pvalue for r in items], dtype=np.float64)
+        raw = np.array([r.pvalue for r in items if isinstance(r, SignificanceResult)], dtype=np.float64)
     else:
-        raw = as_float_array(items, "results") if len(items) else np.empty(0)
+        # a mix of results and numbers, or what is no number: as_float_array says which
+        raw = as_float_array(items, "results") if len(items) else np.empty(0)  # type: ignore[arg-type]
     if raw.size == 0:
         return []
     adjusted = adjust_pvalues(raw, correction)

@@ -360,6 +360,20 @@ def test_gaussian_ppc_title_is_not_clipped(tmp_path: Path):
     assert not plt.get_fignums()  # the written figures were closed
 
 
+def test_effects_figure_drawn_on_a_subfigure_is_written(tmp_path: Path):
+    """An axes on a subfigure: the whole figure is written (a SubFigure has neither tight_layout nor savefig)."""
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cmp = _fake("gaussian")
+    fig = plt.figure()
+    ax = fig.subfigures(1, 2)[0].subplots()
+    path = cmp.write_effects_figure(tmp_path / "effects.png", top=2, ax=ax)
+    assert path.stat().st_size > 1000
+    assert not plt.get_fignums()  # the whole figure was closed
+
+
 def test_gate_survives_netcdf(tmp_path: Path):
     from uncertank.bayes import Gate
 

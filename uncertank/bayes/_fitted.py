@@ -8,7 +8,8 @@ the imports of :mod:`uncertank.bayes` go one way (see :mod:`uncertank.bayes`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +38,7 @@ class Fitted(Protocol):
     """
 
     family: str
-    systems: list[Any]
+    systems: list[Hashable]
     data: pd.DataFrame
     design: Design
 
@@ -61,7 +62,10 @@ class Fitted(Protocol):
 _FITTED_ATTRIBUTES = ("family", "systems", "data", "design", "params", "system_effects")
 
 
-def check_fitted(cmp: object, name: str = "cmp", needs: tuple[str, ...] = _FITTED_ATTRIBUTES) -> Any:
+_C = TypeVar("_C")
+
+
+def check_fitted(cmp: _C, name: str = "cmp", needs: tuple[str, ...] = _FITTED_ATTRIBUTES) -> _C:
     """Raise a TypeError unless ``cmp`` is a fitted comparison; return it.
 
     ``needs``: the attributes the caller reads (what :class:`Fitted` names, by

@@ -20,9 +20,9 @@ Nothing here needs PyMC.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -32,6 +32,8 @@ from uncertank.validation import as_float_array, check_choice, check_instance, c
 if TYPE_CHECKING:
     import pandas as pd
 
+    from uncertank.bayes.likelihood import TensorGraph
+
 __all__ = ["FAMILIES", "Design", "design", "linear_predictor"]
 
 #: The model families, by the name :func:`uncertank.bayes.compare` takes.
@@ -39,6 +41,9 @@ FAMILIES: tuple[str, ...] = ("gaussian", "zoib", "zoib_rank")
 
 #: How rank enters the linear predictor of ``zoib_rank``.
 RankEffect = Literal["linear", "categorical"]
+
+# The linear predictor's parameters and value: NumPy draws (the predictive) or PyTensor tensors (the model).
+_Values = TypeVar("_Values", "NDArray[np.float64]", "TensorGraph")
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,8 +86,8 @@ class Design:
     """
 
     family: str
-    systems: tuple[Any, ...]
-    topics: tuple[Any, ...]
+    systems: tuple[Hashable, ...]
+    topics: tuple[Hashable, ...]
     ranks: tuple[int, ...]
     rank_effect: str
     one_inflation: bool
@@ -112,10 +117,10 @@ class Design:
     @property
     def n_interior(self) -> NDArray[np.int64]:
         """Interior scores (``0 < y < 1``) per cell, shape (n_cells,)."""
-        return self.n - self.n0 - self.n1  # type: ignore[no-any-return]
+        return self.n - self.n0 - self.n1
 
 
-def _encode(values: ArrayLike, name: str, n: int) -> tuple[NDArray[np.int64], tuple[Any, ...]]:
+def _encode(values: ArrayLike, name: str, n: int) -> tuple[NDArray[np.int64], tuple[Hashable, ...]]:
     """Integer codes and sorted unique labels of a 1-D label array of length ``n``."""
     arr = np.asarray(values)
     if arr.ndim != 1 or arr.shape[0] != n:
@@ -216,7 +221,7 @@ def design(
     interior = (y > 0) & (y < 1)
     y_in = np.where(interior, y, 0.5)
 
-    def per_cell(values: NDArray[Any]) -> NDArray[np.float64]:
+    def per_cell(values: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(np.bincount(obs_cell, weights=values.astype(np.float64), minlength=n_cells),
                           dtype=np.float64)
 
@@ -234,15 +239,15 @@ def design(
     )
 
 
-def design_from_frame(family: str, data: pd.DataFrame, **options: Any) -> Design:
+def design_from_frame(family: str, data: pd.DataFrame, **options: object) -> Design:
     """:func:`design` of a frame from :func:`~uncertank.bayes.check_frame` (internal)."""
     rank = data["rank"].to_numpy() if family == "zoib_rank" else None
     opts = {k: v for k, v in options.items() if k in ("rank_effect", "one_inflation")}
     return design(data["system"].to_numpy(), data["topic"].to_numpy(), data["score"].to_numpy(), rank,
-                  family=family, **opts)  # type: ignore[arg-type]
+                  family=family, **opts)  # type: ignore[arg-type]  # design() checks the option values
 
 
-def linear_predictor(params: Mapping[str, Any], d: Design) -> Any:
+def linear_predictor(params: Mapping[str, _Values], d: Design) -> _Values:
     """The linear predictor of every cell: the one definition the model and its predictive share.
 
     ``eta = Intercept + r_system[s] + r_topic[t]`` plus, for ``zoib_rank``,
@@ -267,8 +272,8 @@ def linear_predictor(params: Mapping[str, Any], d: Design) -> Any:
     """
     check_instance(d, "d", Design, "a Design (uncertank.bayes.design)")
     check_instance(params, "params", Mapping, "a mapping of parameter names to draws")
-    eta = (params["Intercept"][..., None] + params["r_system"][..., d.cell_system]
-           + params["r_topic"][..., d.cell_topic])
+    eta: _Values = (params["Intercept"][..., None] + params["r_system"][..., d.cell_system]
+                    + params["r_topic"][..., d.cell_topic])
     if d.family == "zoib_rank":
         assert d.cell_rank is not None
         b = params["b_rank"]

@@ -21,9 +21,10 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Hashable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,6 +45,7 @@ from uncertank.validation import check_choice
 if TYPE_CHECKING:
     import arviz as az
     import pandas as pd
+    import xarray as xr
     from matplotlib.axes import Axes
 
 __all__ = ["Gate", "SystemComparison"]
@@ -86,7 +88,7 @@ class Gate:
     max_rhat: float
     elapsed_s: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
         return asdict(self)
 
@@ -138,7 +140,7 @@ class SystemComparison:
         family: str,
         sampler: str,
         timings: dict[str, float | None] | None = None,
-        model_options: dict[str, Any] | None = None,
+        model_options: Mapping[str, object] | None = None,
         seed: int = 0,
         gate: Gate | None = None,
     ) -> None:
@@ -154,9 +156,9 @@ class SystemComparison:
         self.model_options = dict(model_options or {})
         self.seed = seed
         self.gate = gate
-        post: Any = idata["posterior"]
-        self.systems: list[Any] = [v.item() if hasattr(v, "item") else v for v in post["system"].values]
-        self.topics: list[Any] = [v.item() if hasattr(v, "item") else v for v in post["topic"].values]
+        post = idata["posterior"]
+        self.systems: list[Hashable] = [v.item() if hasattr(v, "item") else v for v in post["system"].values]
+        self.topics: list[Hashable] = [v.item() if hasattr(v, "item") else v for v in post["topic"].values]
         sys_index = pd.Index([str(s) for s in self.systems])
         top_index = pd.Index([str(t) for t in self.topics])
         self._s_code = sys_index.get_indexer(pd.Index(data["system"].astype(str)))
@@ -178,7 +180,7 @@ class SystemComparison:
 
     # ------------------------------------------------------------------ posterior access
     @property
-    def _posterior(self) -> Any:
+    def _posterior(self) -> xr.Dataset:
         return self.idata["posterior"]
 
     @property
@@ -426,7 +428,8 @@ class SystemComparison:
 
     def observed_matrix(self) -> NDArray[np.float64]:
         """The observed per-topic scores, shape (n_systems, n_topics), NaN where missing."""
-        return self._cells(self.data["score"].to_numpy(dtype=np.float64)[None, :])[0]
+        observed: NDArray[np.float64] = self._cells(self.data["score"].to_numpy(dtype=np.float64)[None, :])[0]
+        return observed
 
     # ------------------------------------------------------------------ risk
     def urisk(
@@ -500,37 +503,39 @@ class SystemComparison:
         """
         return plots.plot_ppc(self, n_replicates, seed=seed, ax=ax)
 
-    def write_effects_figure(self, path: str | os.PathLike[str], **options: Any) -> Path:
+    def write_effects_figure(self, path: str | os.PathLike[str], *, dpi: int = 120, top: int | None = None,
+                             bottom: int | None = None, prob: float = 0.95, ax: Axes | None = None) -> Path:
         """Draw the effects plot into ``path``; see :func:`uncertank.bayes.plots.write_effects_figure`.
 
         Parameters
         ----------
         path : str or os.PathLike
             Destination (PNG unless its suffix names another format).
-        **options
-            ``top``, ``bottom``, ``prob``, ``dpi``.
+        dpi, top, bottom, prob, ax
+            As in :func:`uncertank.bayes.plots.write_effects_figure`.
 
         Returns
         -------
         pathlib.Path
         """
-        return plots.write_effects_figure(self, path, **options)
+        return plots.write_effects_figure(self, path, dpi=dpi, top=top, bottom=bottom, prob=prob, ax=ax)
 
-    def write_ppc_figure(self, path: str | os.PathLike[str], **options: Any) -> Path:
+    def write_ppc_figure(self, path: str | os.PathLike[str], *, dpi: int = 120, n_replicates: int = 100,
+                         seed: int | None = None, ax: Axes | None = None) -> Path:
         """Draw the posterior predictive check into ``path``; see :func:`uncertank.bayes.plots.write_ppc_figure`.
 
         Parameters
         ----------
         path : str or os.PathLike
             Destination (PNG unless its suffix names another format).
-        **options
-            ``n_replicates``, ``seed``, ``dpi``.
+        dpi, n_replicates, seed, ax
+            As in :func:`uncertank.bayes.plots.write_ppc_figure`.
 
         Returns
         -------
         pathlib.Path
         """
-        return plots.write_ppc_figure(self, path, **options)
+        return plots.write_ppc_figure(self, path, dpi=dpi, n_replicates=n_replicates, seed=seed, ax=ax)
 
     # ------------------------------------------------------------------ persistence
     def to_netcdf(self, path: str | os.PathLike[str]) -> Path:

@@ -89,7 +89,7 @@ def check_frame(df: object, family: str) -> pd.DataFrame:
         raise ValueError(f"df column 'score' must be finite; got {bad.size} inf values")
     if family != "gaussian":
         check_probabilities(score, f"df column 'score' (family {family!r})")
-    out = pd.DataFrame({"system": df["system"].astype(str).to_numpy()})
+    out: pd.DataFrame = pd.DataFrame({"system": df["system"].astype(str).to_numpy()})
     topic = df["topic"]
     if pd.api.types.is_integer_dtype(topic):
         out["topic"] = topic.to_numpy(dtype=np.int64)
@@ -153,8 +153,10 @@ def drop_bottom_systems(df: pd.DataFrame, fraction: float) -> pd.DataFrame:
     per_topic = df.groupby(["system", "topic"], sort=True)["score"].sum()
     means = per_topic.groupby(level="system").mean()
     n_drop = int(np.floor(float(fraction) * means.size))
+    kept: pd.DataFrame
     if n_drop == 0:
-        return df.reset_index(drop=True)
+        kept = df.reset_index(drop=True)
+        return kept
     order = sorted(means.index, key=lambda s: (means[s], s))
     dropped = set(order[:n_drop])
     kept = df[~df["system"].isin(dropped)].reset_index(drop=True)
@@ -182,7 +184,7 @@ def _collect_runs(runs: object) -> pd.DataFrame:
         else:
             frames = [read_trec_run(p)]
     elif isinstance(runs, Sequence):
-        frames = [r if isinstance(r, pd.DataFrame) else read_trec_run(r) for r in runs]  # type: ignore[arg-type]
+        frames = [r if isinstance(r, pd.DataFrame) else read_trec_run(r) for r in runs]
         if not frames:
             raise ValueError("runs must hold at least one run")
     else:
@@ -194,7 +196,7 @@ def _collect_runs(runs: object) -> pd.DataFrame:
         missing = [c for c in ("query_id", "doc_id", "score", "system") if c not in f.columns]
         if missing:
             raise ValueError(f"runs must have columns query_id, doc_id, score, system; missing {missing}")
-    out = pd.concat([f[["query_id", "doc_id", "score", "system"]] for f in frames], ignore_index=True)
+    out: pd.DataFrame = pd.concat([f[["query_id", "doc_id", "score", "system"]] for f in frames], ignore_index=True)
     out["query_id"] = out["query_id"].astype(str)
     out["doc_id"] = out["doc_id"].astype(str)
     out["system"] = out["system"].astype(str)
@@ -297,6 +299,7 @@ def frame_from_runs(
         return np.asarray(value, dtype=np.float64)
 
     merged = merged.rename(columns={"query_id": "topic"})
+    out: pd.DataFrame
     if per_rank:
         assert depth is not None
         # the gain of rank k is what rank k adds to RBP: RBP to depth k minus RBP to depth k - 1

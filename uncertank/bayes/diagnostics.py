@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -99,7 +99,7 @@ class Diagnostics:
         """True when every check passes."""
         return not self.problems
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (``ok`` included; NaN stays NaN, for the caller's encoder)."""
         d = asdict(self)
         d["ok"] = self.ok
@@ -230,11 +230,11 @@ def diagnose(idata: az.InferenceData) -> Diagnostics:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if n_chains >= 2:
-            max_rhat, worst_rhat = _extreme(az.rhat(post), largest=True)
+            max_rhat, worst_rhat = _extreme(az.rhat(post), largest=True)  # type: ignore[no-untyped-call]
         else:
             max_rhat, worst_rhat = float("nan"), ""
-        min_bulk, worst_ess = _extreme(az.ess(post, method="bulk"), largest=False)
-        min_tail, worst_tail = _extreme(az.ess(post, method="tail"), largest=False)
+        min_bulk, worst_ess = _extreme(az.ess(post, method="bulk"), largest=False)  # type: ignore[no-untyped-call]
+        min_tail, worst_tail = _extreme(az.ess(post, method="tail"), largest=False)  # type: ignore[no-untyped-call]
     div = 0
     if hasattr(idata, "sample_stats") and "diverging" in idata.sample_stats:
         div = int(np.asarray(idata.sample_stats["diverging"].values).sum())

@@ -34,10 +34,10 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, TypeVar
 
 import numpy as np
 
@@ -80,9 +80,35 @@ _CHECK_EVERY_S = 5.0
 #: a round asks for at most this many (``50 * target_ess / chains`` draws per chain would need 200 GB at 1e9).
 _NUTPIE_ROUND_VALUES = 50_000_000
 
-# Compiled nutpie models, keyed by family, options and a digest of the data.
-_NUTPIE_CACHE: OrderedDict[str, Any] = OrderedDict()
+# Compiled nutpie models, keyed by family, options and a digest of the data (handed back to nutpie untouched).
+_NUTPIE_CACHE: OrderedDict[str, object] = OrderedDict()
 _NUTPIE_CACHE_SIZE = 8
+
+_T = TypeVar("_T")
+
+
+class _NutpieRun(Protocol):
+    """What is used of a background (``blocking=False``) nutpie run."""
+
+    @property
+    def is_finished(self) -> object: ...
+
+    def inspect(self) -> az.InferenceData: ...
+
+    def wait(self) -> az.InferenceData: ...
+
+    def cancel(self) -> None: ...
+
+
+class _Common(TypedDict):
+    """The sampler settings every round of :func:`compare` passes on."""
+
+    tune: int
+    chains: int
+    seed: int
+    target_accept: float
+    cores: int
+    progressbar: bool
 
 
 def default_sampler() -> str:
@@ -97,7 +123,7 @@ class _GateSpec:
     max_draws: int
 
 
-def _digest(family: str, data: pd.DataFrame, options: dict[str, Any]) -> str:
+def _digest(family: str, data: pd.DataFrame, options: Mapping[str, object]) -> str:
     h = hashlib.sha256(family.encode())
     h.update(json.dumps(options, sort_keys=True, default=str).encode())
     for col in data.columns:
@@ -127,7 +153,7 @@ def _sigint_seen() -> Iterator[dict[str, bool]]:
 _SIGINT_WATCHES: list[dict[str, bool]] = []
 
 
-def _stop_after_sigint(**_: Any) -> None:
+def _stop_after_sigint(**_: object) -> None:
     """PyMC's per-draw callback: after Ctrl-C, end every chain still to run at its first draw.
 
     PyMC swallows KeyboardInterrupt chain by chain, so with sequential chains
@@ -145,7 +171,7 @@ def _draw_callback(track: Tracker, *, stop_on_sigint: bool) -> Callable[..., Non
     """
     divergences = [0]
 
-    def callback(*, draw: Any = None, **rest: Any) -> None:
+    def callback(*, draw: object = None, **rest: object) -> None:
         if stop_on_sigint:
             _stop_after_sigint(**rest)
         stats = getattr(draw, "stats", None) or [{}]
@@ -181,7 +207,7 @@ def _sigint_handler(seen: dict[str, bool]) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _interruptible(run: Callable[[], Any]) -> Any:
+def _interruptible(run: Callable[[], _T]) -> _T:
     """Run a sampler; Ctrl-C during it becomes KeyboardInterrupt here, never a partial trace."""
     with _sigint_seen() as seen:
         try:
@@ -214,15 +240,17 @@ def _completed_draws(idata: az.InferenceData) -> int:
     return int(prefix.min())
 
 
-def _truncate(idata: az.InferenceData, n: int) -> Any:
+def _truncate(idata: az.InferenceData, n: int) -> az.InferenceData:
     """The first ``n`` draws of every chain, in every group with a draw dimension."""
-    return idata.isel(draw=slice(0, n))
+    out = idata.isel(draw=slice(0, n))
+    assert out is not None  # None only in place
+    return out
 
 
 def _nutpie(
     model: pm.Model, *, draws: int, tune: int, chains: int, seed: int, target_accept: float, cores: int,
     progressbar: bool, cache_key: str, gate: _GateSpec | None,
-) -> tuple[Any, dict[str, float | None], Gate | None]:
+) -> tuple[az.InferenceData, dict[str, float | None], Gate | None]:
     nutpie = require("nutpie", "bayes", what='sampler="nutpie"')
     t0 = time.perf_counter()
     compiled = _NUTPIE_CACHE.get(cache_key)
@@ -235,13 +263,14 @@ def _nutpie(
         _NUTPIE_CACHE.move_to_end(cache_key)
     t1 = time.perf_counter()
 
-    def start(n: int) -> Any:
+    def start(n: int) -> _NutpieRun:
         # nutpie starts a chain only when a core frees up: an open-ended (gated) run needs them all at once
-        return nutpie.sample(
+        run: _NutpieRun = nutpie.sample(
             compiled, draws=n, tune=tune, chains=chains, cores=cores if gate is None else chains, seed=seed,
             progress_bar=progressbar, target_accept=target_accept, low_rank_modified_mass_matrix=True,
             save_warmup=False, blocking=False,
         )
+        return run
 
     result: Gate | None = None
     if gate is None:
@@ -264,7 +293,7 @@ def _nutpie(
 _LOOK_EVERY_S = 15.0
 
 
-def _watch(run: Any, draws: int, *, poll: float = 0.5) -> None:
+def _watch(run: _NutpieRun, draws: int, *, poll: float = 0.5) -> None:
     """While a background nutpie run samples, report its draws and divergences to :mod:`uncertank.progress`.
 
     With a reporter installed (a study), the trace so far is read every
@@ -307,8 +336,9 @@ def _round_cap(gate: _GateSpec, *, draws: int, chains: int, width: int) -> int:
 
 
 def _nutpie_rounds(
-    start: Callable[[int], Any], *, draws: int, tune: int, chains: int, gate: _GateSpec, started: float, width: int,
-) -> tuple[Any, Gate]:
+    start: Callable[[int], _NutpieRun], *, draws: int, tune: int, chains: int, gate: _GateSpec, started: float,
+    width: int,
+) -> tuple[az.InferenceData, Gate]:
     """Gated nutpie: rounds of at most :func:`_round_cap` draws per chain, each watched until the gate decides.
 
     The first round asks for enough draws to reach the target at an ESS of
@@ -365,7 +395,7 @@ def _nutpie_rounds(
             )
 
 
-def _finished(run: Any) -> bool:
+def _finished(run: _NutpieRun) -> bool:
     """Whether a background nutpie run is done (nutpie raises TimeoutError while it is busy)."""
     try:
         return bool(run.is_finished)
@@ -386,7 +416,7 @@ def _next_wait(elapsed: float, n: int, ess: float, rate: float, *, draws: int, t
 class _Look:
     """The last look at a gated nutpie round: its draws (cut to whole ones) and the gate's numbers on them."""
 
-    idata: Any
+    idata: az.InferenceData | None
     n: int
     ess: float
     rhat: float
@@ -396,7 +426,7 @@ class _Look:
     checks: int
 
 
-def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> _Look:
+def _nutpie_gate(run: _NutpieRun, *, draws: int, gate: _GateSpec, started: float) -> _Look:
     """Watch a background nutpie run until the target is met, the run finishes or the time budget runs out."""
     checks = 0
     last_check, wait = time.perf_counter(), _CHECK_EVERY_S
@@ -433,7 +463,7 @@ def _nutpie_gate(run: Any, *, draws: int, gate: _GateSpec, started: float) -> _L
 def _pymc(
     model: pm.Model, *, sampler: str, draws: int, tune: int, chains: int, seed: int, target_accept: float,
     cores: int, progressbar: bool,
-) -> tuple[Any, dict[str, float | None]]:
+) -> tuple[az.InferenceData, dict[str, float | None]]:
     pm = require_pymc()
     if sampler == "numpyro":
         try:
@@ -441,7 +471,7 @@ def _pymc(
         except ImportError as exc:
             raise ImportError(f'sampler="numpyro" needs numpyro and jax: pip install numpyro ({exc})') from exc
     t0 = time.perf_counter()
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     if sampler == "numpyro":
         kwargs["nuts_sampler"] = "numpyro"
         kwargs["nuts_sampler_kwargs"] = {"chain_method": "sequential" if cores == 1 else "parallel"}
@@ -464,14 +494,17 @@ def _pymc(
 
 
 def _pymc_gate(
-    model: pm.Model, *, draws: int, gate: _GateSpec, started: float, **kwargs: Any,
-) -> tuple[Any, dict[str, float | None], Gate]:
+    model: pm.Model, *, sampler: str, draws: int, gate: _GateSpec, started: float, tune: int, chains: int, seed: int,
+    target_accept: float, cores: int, progressbar: bool,
+) -> tuple[az.InferenceData, dict[str, float | None], Gate]:
     n, rounds = draws, 0
     compile_s = 0.0
     while True:
         t_round = time.perf_counter()
-        idata, timings = _interruptible(partial(_pymc, model, draws=n, **kwargs))
-        validate_trace(idata, chains=kwargs["chains"], draws=n)
+        idata, timings = _interruptible(partial(
+            _pymc, model, sampler=sampler, draws=n, tune=tune, chains=chains, seed=seed, target_accept=target_accept,
+            cores=cores, progressbar=progressbar))
+        validate_trace(idata, chains=chains, draws=n)
         rounds += 1
         compile_s += float(timings["compile_s"] or 0.0)
         round_s = time.perf_counter() - t_round
@@ -490,8 +523,8 @@ def _pymc_gate(
             if gate.time_budget is not None:
                 # seconds per draw (tuning included) from the sampling time, compilation excluded
                 sampled = float(timings["sample_s"] or round_s)
-                per_draw = max(sampled, 1e-9) / (n + kwargs["tune"])
-                affordable = int((gate.time_budget - elapsed) / per_draw) - kwargs["tune"]
+                per_draw = max(sampled, 1e-9) / (n + tune)
+                affordable = int((gate.time_budget - elapsed) / per_draw) - tune
                 if affordable <= n:
                     reason = f"time budget of {gate.time_budget:g} s ran out"
                 nxt = min(nxt, affordable)
@@ -519,7 +552,7 @@ def compare(
     cores: int | None = None,
     strict: bool = False,
     progressbar: bool = False,
-    model_options: dict[str, Any] | None = None,
+    model_options: Mapping[str, object] | None = None,
     target_ess: float | None = None,
     time_budget: float | None = None,
     max_draws: int | None = None,
@@ -614,8 +647,8 @@ def compare(
     model = model_for(family, data, **options)
     t0 = time.perf_counter()
     result: Gate | None = None
-    common: dict[str, Any] = {"tune": tune, "chains": chains, "seed": int(seed), "target_accept": float(target_accept),
-              "cores": n_cores, "progressbar": progressbar}
+    common: _Common = {"tune": tune, "chains": chains, "seed": int(seed), "target_accept": float(target_accept),
+                       "cores": n_cores, "progressbar": progressbar}
     if chosen == "nutpie":
         idata, timings, result = _interruptible(lambda: _nutpie(
             model, draws=draws, cache_key=_digest(family, data, options), gate=gate, **common))

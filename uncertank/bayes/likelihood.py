@@ -20,7 +20,7 @@ for the PyMC models.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -29,7 +29,14 @@ from scipy import special
 from uncertank.validation import as_float_array, check_probabilities, check_seed
 
 if TYPE_CHECKING:
-    from pytensor.tensor import TensorVariable
+    from typing import TypeAlias
+
+    from pytensor.graph.basic import Apply
+    from pytensor.tensor.type import TensorType
+    from pytensor.tensor.variable import TensorVariable
+
+    #: A tensor computed by a PyTensor graph: PyTensor's own constraint on a variable's owner is ``Apply[Any]``.
+    TensorGraph: TypeAlias = TensorVariable[TensorType, Apply[Any]]
 
 __all__ = ["zoib_logp_graph", "zoib_logpdf", "zoib_rvs"]
 
@@ -146,8 +153,8 @@ def zoib_rvs(
 
 
 def zoib_logp_graph(
-    value: TensorVariable, mu: TensorVariable, phi: TensorVariable, zoi: TensorVariable, coi: TensorVariable
-) -> TensorVariable:
+    value: TensorGraph, mu: TensorGraph, phi: TensorGraph, zoi: TensorGraph, coi: TensorGraph
+) -> TensorGraph:
     """The ZOiB log-density as a PyTensor graph (for ``pm.CustomDist``).
 
     The Beta branch is evaluated at 0.5 where ``value`` is 0 or 1 and then

@@ -54,9 +54,9 @@ score units for :func:`gaussian`, log-odds of the Beta mean for the others.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -69,7 +69,8 @@ from uncertank.validation import check_instance
 if TYPE_CHECKING:
     import pandas as pd
     import pymc as pm
-    from pytensor.tensor import TensorVariable
+
+    from uncertank.bayes.likelihood import TensorGraph
 
 __all__ = [
     "PARAMETERS",
@@ -152,13 +153,16 @@ def choose_centred(d: Design, centred: bool | None = None) -> dict[str, bool]:
     return out
 
 
-def _group_effects(pm: ModuleType, name: str, scale: float, centred: bool) -> Any:
+def _group_effects(pm: ModuleType, name: str, scale: float, centred: bool) -> TensorGraph:
     """Partial pooling over coord ``name``: ``r ~ Normal(0, sd)``, centred or as ``sd * z``."""
     sd = pm.HalfStudentT(f"sd_{name}", nu=3, sigma=scale)
+    r: TensorGraph
     if centred:
-        return pm.Normal(f"r_{name}", 0.0, sd, dims=name)
-    z = pm.Normal(f"z_{name}", 0.0, 1.0, dims=name)
-    return pm.Deterministic(f"r_{name}", sd * z, dims=name)
+        r = pm.Normal(f"r_{name}", 0.0, sd, dims=name)
+    else:
+        z = pm.Normal(f"z_{name}", 0.0, 1.0, dims=name)
+        r = pm.Deterministic(f"r_{name}", sd * z, dims=name)
+    return r
 
 
 def _zoib_random(mu: ArrayLike, phi: ArrayLike, zoi: ArrayLike, coi: ArrayLike, rng: np.random.Generator | None = None,
@@ -166,22 +170,23 @@ def _zoib_random(mu: ArrayLike, phi: ArrayLike, zoi: ArrayLike, coi: ArrayLike, 
     return zoib_rvs(mu, phi, zoi, coi, rng=rng, size=size)
 
 
-def _gaussian_loglik(pt: ModuleType, eta: TensorVariable, sigma: TensorVariable, d: Design) -> Any:
+def _gaussian_loglik(pt: ModuleType, eta: TensorGraph, sigma: TensorGraph, d: Design) -> TensorGraph:
     """Gaussian log-likelihood from each cell's count, mean and sum of squared deviations."""
     n = d.n.astype(np.float64)
-    return (-float(n.sum()) * (pt.log(sigma) + 0.5 * math.log(2 * math.pi))
-            - (pt.sum(n * (d.mean - eta) ** 2) + float(d.ss.sum())) / (2.0 * sigma**2))
+    loglik: TensorGraph = (-float(n.sum()) * (pt.log(sigma) + 0.5 * math.log(2 * math.pi))
+                           - (pt.sum(n * (d.mean - eta) ** 2) + float(d.ss.sum())) / (2.0 * sigma**2))
+    return loglik
 
 
 def _beta_loglik(
-    pt: ModuleType, eta: TensorVariable, phi: TensorVariable, zoi: TensorVariable, coi: TensorVariable | float,
+    pt: ModuleType, eta: TensorGraph, phi: TensorGraph, zoi: TensorGraph, coi: TensorGraph | float,
     d: Design,
-) -> Any:
+) -> TensorGraph:
     """ZOiB log-likelihood from counts of 0s and 1s and sums of log y, log(1 - y) per cell."""
     n0, n1 = float(d.n0.sum()), float(d.n1.sum())
     n_in = d.n_interior
     keep = np.flatnonzero(n_in > 0)
-    total = float(n_in.sum()) * (pt.log1p(-zoi) + pt.gammaln(phi))
+    total: TensorGraph = float(n_in.sum()) * (pt.log1p(-zoi) + pt.gammaln(phi))
     if n0:
         total = total + n0 * (pt.log(zoi) + (pt.log1p(-coi) if d.one_inflation else 0.0))
     if n1:
@@ -197,7 +202,8 @@ def _beta_loglik(
 
 
 def _build(d: Design, *, sufficient: bool = True, centred: bool | None = None,
-           rank_prior_scale: float | None = None, system_effects: str | None = None) -> tuple[pm.Model, Any]:
+           rank_prior_scale: float | None = None, system_effects: str | None = None,
+           ) -> tuple[pm.Model, TensorGraph]:
     """The PyMC model of a design and its linear-predictor tensor (shape (n_cells,))."""
     pm = require_pymc()
     import pytensor.tensor as pt
@@ -210,7 +216,7 @@ def _build(d: Design, *, sufficient: bool = True, centred: bool | None = None,
     systems = choose_system_effects(d, system_effects)
     if rank_prior_scale is not None and not (isinstance(rank_prior_scale, (int, float)) and rank_prior_scale > 0):
         raise ValueError(f"rank_prior_scale must be > 0 or None; got {rank_prior_scale!r}")
-    coords: dict[str, Any] = {"system": list(d.systems), "topic": list(d.topics)}
+    coords: dict[str, list[Hashable]] = {"system": list(d.systems), "topic": list(d.topics)}
     if d.family == "zoib_rank":
         coords["rank"] = list(d.ranks)
     gaussian_family = d.family == "gaussian"
@@ -219,21 +225,22 @@ def _build(d: Design, *, sufficient: bool = True, centred: bool | None = None,
     else:
         centre, scale = 0.0, PRIOR_SCALE
     with pm.Model(coords=coords) as model:
-        params: dict[str, Any] = {"Intercept": pm.StudentT("Intercept", nu=3, mu=centre, sigma=scale)}
+        params: dict[str, TensorGraph] = {"Intercept": pm.StudentT("Intercept", nu=3, mu=centre, sigma=scale)}
         if d.family == "zoib_rank":
             n_free = 1 if d.rank_effect == "linear" else len(d.ranks) - 1
 
-            def coef(name: str) -> Any:
+            def coef(name: str) -> TensorGraph:
                 shape = None if d.rank_effect == "linear" else n_free
-                if rank_prior_scale is None:
-                    return pm.Flat(name, shape=shape)
-                return pm.Normal(name, 0.0, float(rank_prior_scale), shape=shape)
+                b: TensorGraph = (pm.Flat(name, shape=shape) if rank_prior_scale is None
+                                  else pm.Normal(name, 0.0, float(rank_prior_scale), shape=shape))
+                return b
 
             if d.rank_effect == "linear":
                 params["b_rank"] = coef("b_rank")
             else:
                 free = coef("b_rank_free")
-                params["b_rank"] = pm.Deterministic("b_rank", pt.concatenate([pt.zeros(1), free]), dims="rank")
+                params["b_rank"] = pm.Deterministic(
+                    "b_rank", pt.concatenate([pt.zeros(1), free]), dims="rank")  # type: ignore[no-untyped-call]
         if systems == "fixed":
             params["r_system"] = pm.ZeroSumNormal("r_system", sigma=scale, dims="system")
         else:
@@ -417,7 +424,7 @@ MODEL_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def check_model_options(family: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+def check_model_options(family: str, options: Mapping[str, object] | None) -> dict[str, object]:
     """Validate ``model_options`` for ``family`` (internal); unknown names list the known ones."""
     opts = dict(options or {})
     known = MODEL_OPTIONS[family]
@@ -427,8 +434,8 @@ def check_model_options(family: str, options: Mapping[str, Any] | None) -> dict[
     return opts
 
 
-def model_for(family: str, data: pd.DataFrame, **options: Any) -> pm.Model:
+def model_for(family: str, data: pd.DataFrame, **options: object) -> pm.Model:
     """Build the model of ``family`` from a validated frame (internal)."""
     d = design_from_frame(family, data, **options)
     build = {k: v for k, v in options.items() if k in ("sufficient", "centred", "rank_prior_scale", "system_effects")}
-    return _build(d, **build)[0]
+    return _build(d, **build)[0]  # type: ignore[arg-type]  # _build checks the option values

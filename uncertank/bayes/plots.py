@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,7 +35,7 @@ _WHAT = "the figures of a Bayesian comparison"
 
 
 def plot_effect_intervals(
-    effects: pd.DataFrame | Sequence[Mapping[str, Any]], family: str, *, prob: float = 0.95,
+    effects: pd.DataFrame | Sequence[Mapping[str, str | float]], family: str, *, prob: float = 0.95,
     title: str | None = None, ax: Axes | None = None,
 ) -> Axes:
     """Forest plot of system effects given as rows: a dot at the mean, a bar over the credible interval.
@@ -265,7 +265,7 @@ def _write(ax: Axes, path: str | os.PathLike[str], dpi: int) -> Path:
     from uncertank.files import atomic_path
 
     plt = require("matplotlib.pyplot", "plot", what=_WHAT)
-    fig: Any = ax.figure
+    fig = ax.figure.figure  # the root figure (itself, unless ax is on a subfigure)
     fig.tight_layout()
     p = Path(path)
     fmt = p.suffix.lstrip(".").lower() or "png"
@@ -277,8 +277,8 @@ def _write(ax: Axes, path: str | os.PathLike[str], dpi: int) -> Path:
     return p
 
 
-def write_effects_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int = 120,
-                         **options: Any) -> Path:
+def write_effects_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int = 120, top: int | None = None,
+                         bottom: int | None = None, prob: float = 0.95, ax: Axes | None = None) -> Path:
     """Draw :func:`plot_effects` into ``path`` (format from its suffix, PNG by default), atomically.
 
     Parameters
@@ -289,8 +289,8 @@ def write_effects_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int 
         Destination; its folder is created when missing.
     dpi : int
         Resolution.
-    **options
-        Passed to :func:`plot_effects` (``top``, ``bottom``, ``prob``).
+    top, bottom, prob, ax
+        Passed to :func:`plot_effects`.
 
     Returns
     -------
@@ -299,19 +299,19 @@ def write_effects_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int 
     """
     check_path(path, "path")
     check_fitted(cmp, needs=("system_effects", "systems", "family"))
-    return _write(plot_effects(cmp, **options), path, dpi)
+    return _write(plot_effects(cmp, top=top, bottom=bottom, prob=prob, ax=ax), path, dpi)
 
 
-def write_ppc_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int = 120,
-                     **options: Any) -> Path:
+def write_ppc_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int = 120, n_replicates: int = 100,
+                     seed: int | None = None, ax: Axes | None = None) -> Path:
     """Draw :func:`plot_ppc` into ``path`` (format from its suffix, PNG by default), atomically.
 
     Parameters
     ----------
     cmp, path, dpi
         As in :func:`write_effects_figure`.
-    **options
-        Passed to :func:`plot_ppc` (``n_replicates``, ``seed``).
+    n_replicates, seed, ax
+        Passed to :func:`plot_ppc`.
 
     Returns
     -------
@@ -320,4 +320,4 @@ def write_ppc_figure(cmp: Fitted, path: str | os.PathLike[str], *, dpi: int = 12
     """
     check_path(path, "path")
     check_fitted(cmp, needs=("family", "data", "posterior_predictive"))
-    return _write(plot_ppc(cmp, **options), path, dpi)
+    return _write(plot_ppc(cmp, n_replicates, seed=seed, ax=ax), path, dpi)

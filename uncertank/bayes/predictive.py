@@ -66,7 +66,7 @@ def posterior_predictive(
     eta = np.asarray(linear_predictor(params, d), dtype=np.float64)[:, d.obs_cell]
     if d.family == "gaussian":
         sigma = np.asarray(params["sigma"], dtype=np.float64)[:, None]
-        return eta + sigma * rng.standard_normal(eta.shape)  # type: ignore[no-any-return]
+        return eta + sigma * rng.standard_normal(eta.shape)
     mu = np.clip(special.expit(eta), 1e-12, 1 - 1e-12)
     phi = np.asarray(params["phi"], dtype=np.float64)[:, None]
     zoi = np.asarray(params["zoi"], dtype=np.float64)[:, None]

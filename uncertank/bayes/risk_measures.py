@@ -26,7 +26,7 @@ higher is better under both conventions.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -276,7 +276,7 @@ def urisk_table(
     u_obs = urisk(obs, obs[[b], :], r=r, convention=convention)
     lo, hi = quantiles(u, prob)
     risky = (u > 0) if convention == "benham" else (u < 0)
-    rows: dict[str, Any] = {
+    rows: dict[str, list[str] | NDArray[np.float64]] = {
         "system": names, "urisk": u.mean(axis=0),
         "urisk_lower": lo, "urisk_upper": hi, "urisk_observed": u_obs, "p_risky": risky.mean(axis=0),
     }
@@ -292,4 +292,6 @@ def urisk_table(
                 rows[name + suffix] = np.full(len(names), np.nan)
     out = pd.DataFrame(rows).drop(index=b)
     ascending = convention == "benham"
-    return out.sort_values(["urisk", "system"], ascending=[ascending, True], kind="stable").reset_index(drop=True)
+    ranked: pd.DataFrame = (out.sort_values(["urisk", "system"], ascending=[ascending, True], kind="stable")
+                            .reset_index(drop=True))
+    return ranked

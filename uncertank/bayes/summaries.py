@@ -10,7 +10,7 @@ than. :class:`~uncertank.bayes.SystemComparison` calls them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,7 +28,7 @@ def check_prob(prob: float) -> float:
     return check_unit_interval(prob, "prob")
 
 
-def _systems(systems: object, r: NDArray[np.float64]) -> list[Any]:
+def _systems(systems: object, r: NDArray[np.float64]) -> list[object]:
     """``systems`` as a list of one unique name per column of ``r``."""
     if isinstance(systems, (str, bytes)) or not isinstance(systems, Sequence):
         raise TypeError(f"systems must be a sequence of names; got {type(systems).__name__} {systems!r}")
@@ -46,7 +46,7 @@ def quantiles(x: NDArray[np.float64], prob: float) -> tuple[NDArray[np.float64],
     return lo, hi
 
 
-def system_effects(r: NDArray[np.float64], systems: Sequence[Any], *, prob: float = 0.95) -> pd.DataFrame:
+def system_effects(r: NDArray[np.float64], systems: Sequence[object], *, prob: float = 0.95) -> pd.DataFrame:
     """Posterior mean, median and equal-tailed credible interval of each system effect.
 
     Parameters
@@ -75,10 +75,12 @@ def system_effects(r: NDArray[np.float64], systems: Sequence[Any], *, prob: floa
         "system": [str(s) for s in systems], "mean": r.mean(axis=0),
         "median": np.median(r, axis=0), "lower": lo, "upper": hi,
     })
-    return out.sort_values(["mean", "system"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    ranked: pd.DataFrame = (out.sort_values(["mean", "system"], ascending=[False, True], kind="stable")
+                            .reset_index(drop=True))
+    return ranked
 
 
-def reference_index(r: NDArray[np.float64], systems: Sequence[Any], reference: str) -> int:
+def reference_index(r: NDArray[np.float64], systems: Sequence[object], reference: str) -> int:
     """Column of ``reference``: ``"best"``/``"worst"`` (highest/lowest mean) or a system name."""
     names = [str(s) for s in systems]
     if reference in ("best", "worst"):
@@ -94,7 +96,7 @@ def reference_index(r: NDArray[np.float64], systems: Sequence[Any], reference: s
 
 def distinguishable(
     r: NDArray[np.float64],
-    systems: Sequence[Any],
+    systems: Sequence[object],
     reference: str = "best",
     *,
     method: Literal["interval", "contrast"] = "interval",
@@ -151,11 +153,13 @@ def distinguishable(
         "diff_mean": diff.mean(axis=0)[keep], "diff_lower": d_lo[keep], "diff_upper": d_hi[keep],
         "p_better": (diff > 0).mean(axis=0)[keep],
     })
-    return out.sort_values(["diff_mean", "system"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    ranked: pd.DataFrame = (out.sort_values(["diff_mean", "system"], ascending=[False, True], kind="stable")
+                            .reset_index(drop=True))
+    return ranked
 
 
 def contrasts(
-    r: NDArray[np.float64], systems: Sequence[Any], reference: str, *, prob: float = 0.95
+    r: NDArray[np.float64], systems: Sequence[object], reference: str, *, prob: float = 0.95
 ) -> pd.DataFrame:
     """Every system against ``reference``: the posterior of its effect minus the reference's.
 
@@ -193,8 +197,9 @@ def contrasts(
     lo, hi = quantiles(diff, prob)
     keep = np.arange(r.shape[1]) != ref
     verdict = np.where(lo > 0, "better", np.where(hi < 0, "worse", "not distinguishable"))
-    return pd.DataFrame({
+    out: pd.DataFrame = pd.DataFrame({
         "system": np.asarray([str(s) for s in systems], dtype=object)[keep],
         "diff_mean": diff.mean(axis=0)[keep], "diff_lower": lo[keep], "diff_upper": hi[keep],
         "p_better": (diff > 0).mean(axis=0)[keep], "verdict": verdict[keep],
     }).reset_index(drop=True)
+    return out

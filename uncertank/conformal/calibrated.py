@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -103,9 +103,9 @@ class ConformalThreshold:
     k_std: float = 1.0
     mass: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (infinite thresholds as the strings ``"inf"`` and ``"-inf"``)."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "risk": self.risk, "method": self.method, "alpha": self.alpha, "delta": self.delta,
             "threshold": _json_float(self.threshold), "k": self.k, "n_calibration": self.n_calibration,
             "calibration_risk": self.calibration_risk, "feasible": self.feasible, "score": self.score,

@@ -18,7 +18,7 @@ labels given the scores) is invisible to it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -65,7 +65,7 @@ class ExchangeabilityCheck:
     exchangeable: bool
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
         return {"statistic": self.statistic, "p_value": self.p_value, "level": self.level,
                 "n_calibration": self.n_calibration, "n_test": self.n_test, "summary": self.summary,

@@ -63,7 +63,7 @@ def query_max(values: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArra
     width = _dense_width(offsets)
     if width is not None:
         return values.reshape(-1, width).max(axis=1)  # type: ignore[no-any-return]
-    return np.maximum.reduceat(values, offsets[:-1])  # type: ignore[no-any-return]
+    return np.maximum.reduceat(values, offsets[:-1])
 
 
 def best_relevant(scores: NDArray[np.float64], labels: NDArray[np.int64],
@@ -122,9 +122,9 @@ def best_relevant_rank(scores: NDArray[np.float64], labels: NDArray[np.int64],
     width = _dense_width(offsets)
     if width is None:
         ranks = np.where(rel, list_positions(scores, offsets), np.iinfo(np.int64).max)
-        out = np.minimum.reduceat(ranks, offsets[:-1]).astype(np.float64)
+        out: NDArray[np.float64] = np.minimum.reduceat(ranks, offsets[:-1]).astype(np.float64)
         out[out == np.iinfo(np.int64).max] = np.inf
-        return out  # type: ignore[no-any-return]
+        return out
     s2, r2 = scores.reshape(-1, width), rel.reshape(-1, width)
     best = np.where(r2, s2, -np.inf).max(axis=1)[:, None]
     tied = s2 == best
@@ -160,10 +160,11 @@ def top_candidates(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> N
     scores, offsets = _arrays(scores, offsets)
     width = _dense_width(offsets)
     if width is not None:
-        return (np.argmax(scores.reshape(-1, width), axis=1) + offsets[:-1]).astype(np.int64)
+        top: NDArray[np.int64] = (np.argmax(scores.reshape(-1, width), axis=1) + offsets[:-1]).astype(np.int64)
+        return top
     best = np.repeat(query_max(scores, offsets), np.diff(offsets))
     pos = np.where(scores == best, np.arange(scores.size), scores.size)
-    return np.minimum.reduceat(pos, offsets[:-1]).astype(np.int64)  # type: ignore[no-any-return]
+    return np.minimum.reduceat(pos, offsets[:-1]).astype(np.int64)
 
 
 Mass = Literal["sum", "softmax"]

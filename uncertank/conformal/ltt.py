@@ -44,7 +44,7 @@ def _h1(a: NDArray[np.float64], b: float) -> NDArray[np.float64]:
     """``a log(a / b) + (1 - a) log((1 - a) / (1 - b))`` for ``0 <= a <= b < 1``, with ``0 log 0 = 0``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         first = np.where(a > 0, a * np.log(a / b), 0.0)
-    return first + (1 - a) * np.log((1 - a) / (1 - b))  # type: ignore[no-any-return]
+    return first + (1 - a) * np.log((1 - a) / (1 - b))
 
 
 def hoeffding_bentkus(risk: ArrayLike, n: ArrayLike, alpha: float, *, binary: bool = False) -> NDArray[np.float64]:
@@ -90,7 +90,7 @@ def hoeffding_bentkus(risk: ArrayLike, n: ArrayLike, alpha: float, *, binary: bo
     # (1 - 100 / 105 gives 105 R_hat = 5.000000000000005), which ceil would make one error more.
     bentkus = binom.cdf(np.ceil(np.round(m * r, 9)), m, alpha) * (1.0 if binary else math.e)
     p = np.minimum(np.minimum(hoeffding, bentkus), 1.0)
-    return np.where(m > 0, p, 1.0)  # type: ignore[no-any-return]
+    return np.where(m > 0, p, 1.0)
 
 
 def fixed_sequence(pvalues: ArrayLike, delta: float) -> int:
@@ -182,7 +182,10 @@ def threshold_grid(
             raise ValueError(f"thresholds must be 1-D with at least one value; got shape {g.shape}")
         if not np.isfinite(g).all():
             raise ValueError("thresholds must be finite")
-        return np.unique(g)[::-1].copy()
+        grid: NDArray[np.float64] = np.unique(g)[::-1].copy()
+        return grid
     if probabilistic:
         return np.arange(size - 1, -1, -1) / (size - 1)  # j / (size - 1): 0.801, not 0.8009999999999999
-    return np.unique(np.quantile(values, np.linspace(0.0, 1.0, size), method="inverted_cdf"))[::-1].copy()
+    quantiles: NDArray[np.float64] = np.unique(
+        np.quantile(values, np.linspace(0.0, 1.0, size), method="inverted_cdf"))[::-1].copy()
+    return quantiles

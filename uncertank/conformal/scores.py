@@ -26,10 +26,10 @@ stochastic one. :func:`conformity_scores` returns the scores as
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
 from uncertank.validation import as_float_array, as_label_array, check_choice, check_unit_interval
@@ -45,7 +45,7 @@ def _in_unit(x: NDArray[np.float64]) -> bool:
     return bool(x.size) and float(x.min()) >= 0.0 and float(x.max()) <= 1.0
 
 
-def resolve_score(predictions: Any, score: str) -> str:
+def resolve_score(predictions: object, score: str) -> str:
     """The concrete score ``score`` names for ``predictions`` (``"auto"`` resolved), or raise."""
     check_choice(score, "score", SCORES)
     stochastic = isinstance(predictions, PredictiveSamples)
@@ -65,7 +65,7 @@ def resolve_score(predictions: Any, score: str) -> str:
 
 
 def conformity_scores(
-    predictions: Predictions | PredictiveSamples | RankedLists | Any,
+    predictions: Predictions | PredictiveSamples | RankedLists | ArrayLike,
     *,
     score: Score = "auto",
     quantile: float = 0.1,
@@ -131,8 +131,8 @@ def conformity_scores(
 
 
 def labelled_scores(
-    predictions: Predictions | PredictiveSamples | RankedLists | Any,
-    labels: Any = None,
+    predictions: Predictions | PredictiveSamples | RankedLists | ArrayLike,
+    labels: ArrayLike | QuerySet | None = None,
     *,
     score: Score = "auto",
     quantile: float = 0.1,

@@ -30,7 +30,7 @@ such, coverage ``1 - alpha`` cannot be reached and the result says so
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -188,7 +188,7 @@ def split_conformal(
     )
 
 
-def _scores_offsets(scores: Predictions | RankedLists | Any) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+def _scores_offsets(scores: object) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     if isinstance(scores, (Predictions, RankedLists)):
         return scores.scores, scores.offsets
     raise TypeError(

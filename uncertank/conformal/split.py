@@ -11,7 +11,7 @@ query sets stay aligned.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +22,7 @@ from uncertank.validation import as_label_array, check_offsets, check_positive_i
 __all__ = ["QuerySplit", "query_positions", "split_queries"]
 
 T = TypeVar("T")
+_G = TypeVar("_G", bound=np.generic)
 
 
 def query_positions(
@@ -80,7 +81,22 @@ class QuerySplit:
     test: NDArray[np.int64]
     n_queries: int
 
-    def take(self, obj: T, part: str = "calibration") -> T:
+    @overload
+    def take(self, obj: RankedLists, part: str = "calibration") -> RankedLists: ...
+
+    @overload
+    def take(self, obj: QuerySet, part: str = "calibration") -> QuerySet: ...
+
+    @overload
+    def take(self, obj: Predictions, part: str = "calibration") -> Predictions: ...
+
+    @overload
+    def take(self, obj: PredictiveSamples, part: str = "calibration") -> PredictiveSamples: ...
+
+    @overload
+    def take(self, obj: NDArray[_G], part: str = "calibration") -> NDArray[_G]: ...
+
+    def take(self, obj: object, part: str = "calibration") -> object:
         """The ``part`` (``"calibration"`` or ``"test"``) of ``obj``.
 
         ``obj`` is a :class:`~uncertank.RankedLists`,
@@ -91,7 +107,7 @@ class QuerySplit:
         if part not in ("calibration", "test"):
             raise ValueError(f"part must be 'calibration' or 'test'; got {part!r}")
         idx = self.calibration if part == "calibration" else self.test
-        out: Any
+        out: object
         if isinstance(obj, (RankedLists, QuerySet)):
             self._check(obj.n_queries, type(obj).__name__)
             out = obj.subset(idx)
@@ -110,7 +126,7 @@ class QuerySplit:
                 "obj must be RankedLists, QuerySet, Predictions, PredictiveSamples or an ndarray with one row "
                 f"per query; got {type(obj).__name__}"
             )
-        return out  # type: ignore[no-any-return]
+        return out
 
     def _check(self, n: int, what: str) -> None:
         if n != self.n_queries:

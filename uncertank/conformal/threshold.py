@@ -23,11 +23,11 @@ predictions the same way before building their sets or answers.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Literal
 
 from numpy.typing import ArrayLike
 
-from uncertank._types import Predictions, PredictiveSamples, RankedLists
+from uncertank._types import Predictions, PredictiveSamples, QuerySet, RankedLists
 from uncertank.conformal.abstention import abstention_data, answer, conformal_abstention
 from uncertank.conformal.calibrated import Answers, CandidateSets, ConformalThreshold
 from uncertank.conformal.fdr import fdr_control
@@ -45,8 +45,8 @@ _METHODS = {"coverage": ("threshold", "topk", "aps"), "miss": ("threshold", "top
 
 
 def calibrate_threshold(
-    predictions: Predictions | PredictiveSamples | RankedLists | Any,
-    labels: Any = None,
+    predictions: Predictions | PredictiveSamples | RankedLists | ArrayLike,
+    labels: ArrayLike | QuerySet | None = None,
     *,
     risk: Literal["coverage", "miss", "fdr", "abstain"] = "miss",
     alpha: float = 0.1,
@@ -122,7 +122,7 @@ def calibrate_threshold(
 
 
 def apply_threshold(
-    calibrated: ConformalThreshold, predictions: Predictions | PredictiveSamples | RankedLists | Any
+    calibrated: ConformalThreshold, predictions: Predictions | PredictiveSamples | RankedLists | ArrayLike
 ) -> CandidateSets | Answers:
     """The sets (or, for ``"abstain"``, the answers) of new queries under a calibrated threshold.
 

@@ -30,7 +30,7 @@ queries that look like the test queries show as a small effective size
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -65,7 +65,24 @@ class LikelihoodRatioWeights:
         return float(w.sum() ** 2 / (w**2).sum()) if (w > 0).any() else 0.0
 
 
-def _n_rows(x: Any, name: str) -> int:
+class _Sparse(Protocol):
+    """A scipy.sparse matrix, as far as it is read here (scipy is untyped here)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def tocsr(self) -> _Sparse: ...
+
+
+class _Classifier(Protocol):
+    """A probabilistic classifier as scikit-learn's: ``fit(x, y)`` then ``predict_proba(x)``."""
+
+    def fit(self, x: NDArray[np.float64] | _Sparse, y: NDArray[np.int64]) -> object: ...
+
+    def predict_proba(self, x: NDArray[np.float64] | _Sparse) -> ArrayLike: ...
+
+
+def _n_rows(x: object, name: str) -> int:
     shape = getattr(x, "shape", None)
     if shape is None or len(shape) != 2:
         raise ValueError(f"{name} must be 2-D, one row of features per query; got shape {shape}")
@@ -75,7 +92,8 @@ def _n_rows(x: Any, name: str) -> int:
 
 
 def domain_weights(
-    calibration_features: Any, test_features: Any, *, classifier: Any = None, clip: float = 1e-6
+    calibration_features: ArrayLike | _Sparse, test_features: ArrayLike | _Sparse, *,
+    classifier: _Classifier | None = None, clip: float = 1e-6,
 ) -> LikelihoodRatioWeights:
     """Likelihood-ratio weights from a probabilistic classifier of test against calibration queries.
 

@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from uncertank.datasets._cache import cache_dir, clear_cache
 from uncertank.datasets._load import cacheable, list_datasets, load
@@ -36,6 +36,12 @@ from uncertank.datasets.formats import (
 from uncertank.datasets.negative_sampler import NegativeSampler
 from uncertank.datasets.retrieval import packaged_model_path
 from uncertank.datasets.samplers import BM25Sampler, EmbeddingSampler, RandomSampler
+
+if TYPE_CHECKING:  # what __getattr__ imports on first access, as the type checker sees it
+    from uncertank.datasets.trec import ranked_lists_from_run as ranked_lists_from_run
+    from uncertank.datasets.trec_covid import load_trec_covid_round1 as load_trec_covid_round1
+    from uncertank.datasets.trec_files import read_qrels as read_qrels
+    from uncertank.datasets.trec_files import read_trec_run as read_trec_run
 
 #: The TREC names re-exported on first access, by home module (they import pandas).
 _TREC_NAMES = {
@@ -75,7 +81,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """Re-export the TREC names lazily, each from its home module."""
     if name in _TREC_NAMES:
         return getattr(importlib.import_module(_TREC_NAMES[name]), name)

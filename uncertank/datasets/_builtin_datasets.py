@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from uncertank.hookspecs import hookimpl
 
 
 @hookimpl
-def uncertank_datasets() -> dict[str, Any]:
+def uncertank_datasets() -> dict[str, Callable[..., object]]:
     """Register the built-in datasets: two bundled corpora, two file formats and ir_datasets' collections."""
     from uncertank.datasets.conversation import load_chitchat, load_ubuntu_sample
     from uncertank.datasets.formats import FileLoader
@@ -24,7 +24,7 @@ def uncertank_datasets() -> dict[str, Any]:
 
 
 @hookimpl
-def uncertank_negative_samplers() -> dict[str, Any]:
+def uncertank_negative_samplers() -> dict[str, Callable[..., object]]:
     """Register the built-in negative samplers (Penha & Hauff 2021's NS strategies)."""
     from uncertank.datasets.samplers import BM25Sampler, EmbeddingSampler, RandomSampler
 

@@ -24,7 +24,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypeVar, overload
 
 import numpy as np
 
@@ -54,7 +54,7 @@ def cache_dir() -> Path:
     return base / "datasets"
 
 
-def cache_key(params: Mapping[str, Any]) -> str:
+def cache_key(params: Mapping[str, object]) -> str:
     """A hex SHA-256 of ``params`` (JSON-serialisable; others by ``str``) and :data:`FORMAT_VERSION`."""
     return json_digest({"format": FORMAT_VERSION, **params})
 
@@ -150,7 +150,18 @@ class _BadCache(ValueError):
     """A cache file whose JSON does not have the structure :func:`write_cached` writes."""
 
 
-def _field(payload: dict[str, Any], key: str, kind: type | tuple[type, ...], *, optional: bool = False) -> Any:
+_T = TypeVar("_T")
+
+
+@overload
+def _field(payload: Mapping[str, object], key: str, kind: type[_T], *, optional: Literal[False] = False) -> _T: ...
+
+
+@overload
+def _field(payload: Mapping[str, object], key: str, kind: type[_T], *, optional: bool) -> _T | None: ...
+
+
+def _field(payload: Mapping[str, object], key: str, kind: type[_T], *, optional: bool = False) -> _T | None:
     if key not in payload:
         raise _BadCache(f"missing key {key!r}")
     value = payload[key]
@@ -161,21 +172,27 @@ def _field(payload: dict[str, Any], key: str, kind: type | tuple[type, ...], *, 
     return value
 
 
-def _int_list(payload: dict[str, Any], key: str, *, optional: bool = False) -> list[int] | None:
+def _int_list(payload: Mapping[str, object], key: str, *, optional: bool = False) -> list[int] | None:
     value = _field(payload, key, list, optional=optional)
-    if value is not None and not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if value is None:
+        return None
+    ints = [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    if len(ints) != len(value):
         raise _BadCache(f"{key!r} must hold integers")
-    return value
+    return ints
 
 
-def _str_list(payload: dict[str, Any], key: str, *, optional: bool = False) -> list[str] | None:
+def _str_list(payload: Mapping[str, object], key: str, *, optional: bool = False) -> list[str] | None:
     value = _field(payload, key, list, optional=optional)
-    if value is not None and not all(isinstance(v, str) for v in value):
+    if value is None:
+        return None
+    strs = [v for v in value if isinstance(v, str)]
+    if len(strs) != len(value):
         raise _BadCache(f"{key!r} must hold strings")
-    return value
+    return strs
 
 
-def _decode(payload: Any) -> QuerySet | None:
+def _decode(payload: object) -> QuerySet | None:
     """Rebuild the set from a parsed cache file; None for another format version."""
     if not isinstance(payload, dict):
         raise _BadCache(f"expected a JSON object; got {type(payload).__name__}")

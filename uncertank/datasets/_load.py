@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from uncertank._types import QuerySet
 from uncertank.hookspecs import dataset_loader_capabilities
@@ -11,7 +11,7 @@ from uncertank.validation import check_choice, check_positive_int, check_seed
 
 __all__ = ["cacheable", "list_datasets", "load", "resolve_dataset"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 SPLITS = ("train", "valid", "test")
 
@@ -96,7 +96,7 @@ def cacheable(token: str | Callable[..., str]) -> Callable[[F], F]:
     return decorate
 
 
-def _check_options(loader: Any, name: str, kwargs: dict[str, Any]) -> None:
+def _check_options(loader: Callable[..., object], name: str, kwargs: Mapping[str, object]) -> None:
     """Raise TypeError naming every option ``loader`` does not take (unless it takes ``**kwargs``)."""
     import inspect
 
@@ -125,7 +125,7 @@ def load(
     max_context_turns: int | None = None,
     seed: int = 0,
     cache: bool = True,
-    **options: Any,
+    **options: object,
 ) -> QuerySet:
     """Load (building and caching on first use) a conversation response ranking set.
 
@@ -212,8 +212,8 @@ def load(
             get_factory("negative_samplers", negatives)  # unknown -> UnknownNameError listing the known
     loader_name, arg = resolve_dataset(name)
     loader = get_factory("datasets", loader_name)
-    args: tuple[Any, ...] = () if arg is None else (arg,)
-    kwargs: dict[str, Any] = dict(split=split, negatives=negatives, n_candidates=n_candidates, seed=seed)
+    args: tuple[str, ...] = () if arg is None else (arg,)
+    kwargs: dict[str, object] = dict(split=split, negatives=negatives, n_candidates=n_candidates, seed=seed)
     if max_context_turns is not None:  # passed only when set, so a loader need not know it
         kwargs["max_context_turns"] = max_context_turns
     kwargs.update(options)

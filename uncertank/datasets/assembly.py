@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal, SupportsIndex
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def build_query_set(
     max_instances_per_dialogue: int | None = MAX_INSTANCES_PER_DIALOGUE,
     seed: int | None = None,
     name: str = "",
-    sampler_options: Mapping[str, Any] | None = None,
+    sampler_options: Mapping[str, object] | None = None,
     relevant_first: bool | None = None,
     max_queries: int | None = None,
 ) -> QuerySet:
@@ -98,7 +98,7 @@ def build_query_set(
     )
 
 
-def _accepts(factory: Any, param: str) -> bool:
+def _accepts(factory: Callable[..., object], param: str) -> bool:
     """Whether ``factory`` takes a keyword argument ``param`` (or ``**kwargs``)."""
     try:
         sig = inspect.signature(factory)
@@ -124,7 +124,7 @@ def assemble_query_set(
     n_candidates: int | None = None,
     seed: int | None = None,
     name: str = "",
-    sampler_options: Mapping[str, Any] | None = None,
+    sampler_options: Mapping[str, object] | None = None,
     relevant_first: bool | None = None,
 ) -> QuerySet:
     """Add sampled negatives to (context, positive) instances and shuffle each list.
@@ -241,7 +241,7 @@ def _resolve_groups(
     ids: Sequence[str],
     n: int,
     what: str,
-    keep: Iterable[Any] | None = None,
+    keep: Iterable[SupportsIndex] | None = None,
 ) -> list[str] | None:
     """The dialogue of each kept item, from the argument ``name`` (``groups``) of :func:`redraw_negatives`.
 
@@ -271,7 +271,7 @@ def redraw_negatives(
     pool_ids: Sequence[str] | None = None,
     groups: Sequence[str] | Literal["ids"] | None = "ids",
     pool_groups: Sequence[str] | Literal["ids"] | None = "ids",
-    sampler_options: Mapping[str, Any] | None = None,
+    sampler_options: Mapping[str, object] | None = None,
     relevant_first: bool | None = None,
     name: str | None = None,
 ) -> QuerySet:

@@ -41,11 +41,11 @@ learning to rank models for conversational search. EACL 2021.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from types import ModuleType
 
 from uncertank._optional import require
 from uncertank._types import QuerySet
@@ -104,7 +104,7 @@ def _ubuntu_version() -> str:
     return "ubuntu-sample:" + hashlib.sha256(ref.read_bytes()).hexdigest()[:16]
 
 
-def _require_chitchat() -> Any:
+def _require_chitchat() -> ModuleType:
     return require("chitchat_dataset", "retrieval", what="the chitchat dataset")
 
 
@@ -224,7 +224,9 @@ class ConversationLoader:
     :class:`~uncertank.datasets.sampling.NegativeSampling`, checked there).
     """
 
-    def __init__(self, name: str, dialogues: Any, version: Any) -> None:
+    def __init__(
+        self, name: str, dialogues: Callable[[], Sequence[Dialogue]], version: Callable[[], object]
+    ) -> None:
         self.name = name
         self._dialogues = dialogues
         self._version = version
@@ -243,7 +245,7 @@ class ConversationLoader:
         seed: int = 0,
         max_instances_per_dialogue: int | None = MAX_INSTANCES_PER_DIALOGUE,
         split_seed: int = 0,
-        sampler_options: Mapping[str, Any] | None = None,
+        sampler_options: Mapping[str, object] | None = None,
         relevant_first: bool = False,
         max_queries: int | None = None,
     ) -> QuerySet:

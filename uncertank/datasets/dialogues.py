@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -58,10 +57,11 @@ class Dialogue:
 
 def check_dialogues(dialogues: object, name: str = "dialogues") -> list[Dialogue]:
     """``dialogues`` as a list, raising a TypeError unless it is a sequence of :class:`Dialogue`."""
-    items: list[Any] | tuple[Any, ...] = check_instance(dialogues, name, (list, tuple), "a list of Dialogue")
+    items: list[object] | tuple[object, ...] = check_instance(dialogues, name, (list, tuple), "a list of Dialogue")
+    checked: list[Dialogue] = []
     for i, d in enumerate(items):
-        check_instance(d, f"{name}[{i}]", Dialogue)
-    return list(items)
+        checked.append(check_instance(d, f"{name}[{i}]", Dialogue))
+    return checked
 
 
 def split_dialogues(

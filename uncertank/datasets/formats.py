@@ -41,7 +41,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import numpy as np
 
@@ -208,20 +208,20 @@ def write_response_tsv(qs: QuerySet, path: PathLike) -> None:
         fh.writelines(rows)
 
 
-def _is_label(v: Any) -> bool:
+def _is_label(v: object) -> bool:
     """An integer-valued JSON number >= 0 (``1`` or ``1.0``, never ``0.5`` or ``true``)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return False
     return v >= 0 and float(v).is_integer()
 
 
-def _jsonl_field(obj: Mapping[str, Any], key: str, where: str) -> Any:
+def _jsonl_field(obj: Mapping[str, object], key: str, where: str) -> object:
     if key not in obj:
         raise ValueError(f"{where}: missing key {key!r}; a query needs 'context', 'candidates' and 'labels'")
     return obj[key]
 
 
-def _str_list(value: Any, key: str, where: str, *, allow_str: bool = False) -> list[str]:
+def _str_list(value: object, key: str, where: str, *, allow_str: bool = False) -> list[str]:
     if allow_str and isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -320,7 +320,7 @@ def write_response_jsonl(qs: QuerySet, path: PathLike) -> None:
         for q in range(qs.n_queries):
             ctx, cands, labs = qs.query(q)
             assert labs is not None
-            obj: dict[str, Any] = {"context": ctx, "candidates": cands, "labels": labs.tolist()}
+            obj: dict[str, object] = {"context": ctx, "candidates": cands, "labels": labs.tolist()}
             if qs.query_ids is not None:
                 obj["id"] = str(qs.query_ids[q])
             if qs.candidate_ids is not None:
@@ -377,7 +377,7 @@ class FileLoader:
         n_candidates: int | None = None,
         max_context_turns: int | None = None,
         seed: int = 0,
-        sampler_options: Mapping[str, Any] | None = None,
+        sampler_options: Mapping[str, object] | None = None,
         relevant_first: bool = False,
         max_queries: int | None = None,
     ) -> QuerySet:

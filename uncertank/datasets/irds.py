@@ -51,12 +51,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -66,6 +66,8 @@ from uncertank.validation import check_choice, check_positive_int, check_seed
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from uncertank.datasets.sampling import NegativeSampling
 
 __all__ = ["BM25_DEPTH", "DatasetUnavailableError", "IrdsLoader", "IrdsName", "irds_qrels"]
 
@@ -93,6 +95,65 @@ class DatasetUnavailableError(OSError):
 
 def _require_ir_datasets() -> ModuleType:
     return require("ir_datasets", "irds", what="the irds: datasets")
+
+
+# -- what is read of an ir_datasets dataset (ir_datasets ships no types) ------------------------------------------
+
+
+class _Query(Protocol):
+    @property
+    def query_id(self) -> str: ...
+
+
+class _Doc(Protocol):
+    @property
+    def doc_id(self) -> str: ...
+
+
+class _Qrel(Protocol):
+    @property
+    def query_id(self) -> str: ...
+
+    @property
+    def doc_id(self) -> str: ...
+
+    @property
+    def relevance(self) -> int: ...
+
+
+class _ScoredDoc(Protocol):
+    @property
+    def query_id(self) -> str: ...
+
+    @property
+    def doc_id(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+
+class _DocsStore(Protocol):
+    def get_many(self, doc_ids: Sequence[str]) -> Mapping[str, object]: ...
+
+
+class _Dataset(Protocol):
+    """An ir_datasets dataset, as far as this module reads it."""
+
+    def has_docs(self) -> bool: ...
+
+    def has_qrels(self) -> bool: ...
+
+    def has_scoreddocs(self) -> bool: ...
+
+    def queries_iter(self) -> Iterable[_Query]: ...
+
+    def qrels_iter(self) -> Iterable[_Qrel]: ...
+
+    def scoreddocs_iter(self) -> Iterable[_ScoredDoc]: ...
+
+    def docs_iter(self) -> Iterable[_Doc]: ...
+
+    def docs_store(self) -> _DocsStore: ...
 
 
 # -- the name --------------------------------------------------------------------------------------------------------
@@ -245,13 +306,13 @@ def _siblings_hint(name: str) -> str:
     return f" (ir_datasets also has {', '.join(near[:8])})" if near else ""
 
 
-def _lookup(dataset_id: str, *, what: str, hint: str = "") -> Any:
+def _lookup(dataset_id: str, *, what: str, hint: str = "") -> _Dataset:
     """The ir_datasets dataset named ``dataset_id``; an unknown name lists the close ones (and ``hint``)."""
     irds = _require_ir_datasets()
     from uncertank.plugins import UnknownNameError
 
     try:
-        return irds.registry[dataset_id]
+        ds: _Dataset = irds.registry[dataset_id]
     except KeyError:
         names = _registry_names()
         near = difflib.get_close_matches(dataset_id, names, n=5, cutoff=0.6)
@@ -260,6 +321,7 @@ def _lookup(dataset_id: str, *, what: str, hint: str = "") -> Any:
             f"{what}: ir_datasets knows no dataset {dataset_id!r}; {close} "
             f"(ir_datasets knows {len(names)} names: https://ir-datasets.com){hint}"
         ) from None
+    return ds
 
 
 def _subsets(dataset_id: str, has: str) -> str:
@@ -309,22 +371,24 @@ def _unavailable(dataset_id: str, what: str, exc: BaseException) -> DatasetUnava
     )
 
 
-def _text(record: Any, what: str, dataset_id: str) -> str:
+def _text(record: object, what: str, dataset_id: str) -> str:
     """ir_datasets' ``default_text()`` of a document or query (title and text for BEIR, the text for MS MARCO)."""
-    if callable(getattr(record, "default_text", None)):
-        return str(record.default_text())
-    if isinstance(getattr(record, "text", None), str):
-        return str(record.text)
+    default_text = getattr(record, "default_text", None)
+    if callable(default_text):
+        return str(default_text())
+    text = getattr(record, "text", None)
+    if isinstance(text, str):
+        return str(text)
     raise TypeError(f"{PREFIX}{dataset_id}: its {what} of type {type(record).__name__} have neither default_text() "
                     "nor a text field, so uncertank cannot read their text")
 
 
-def _queries(ds: Any, dataset_id: str) -> dict[str, str]:
+def _queries(ds: _Dataset, dataset_id: str) -> dict[str, str]:
     with _reading(dataset_id, "queries"):
         return {str(q.query_id): _text(q, "queries", dataset_id) for q in ds.queries_iter()}
 
 
-def _judgements(ds: Any, dataset_id: str) -> dict[str, dict[str, int]]:
+def _judgements(ds: _Dataset, dataset_id: str) -> dict[str, dict[str, int]]:
     """``{query_id: {doc_id: grade}}``; a document judged twice for a query keeps its highest grade."""
     out: dict[str, dict[str, int]] = {}
     with _reading(dataset_id, "relevance judgements (qrels)"):
@@ -341,7 +405,7 @@ def _ranked(scored: Mapping[str, float]) -> list[str]:
     return sorted(by_id, key=lambda d: -scored[d])
 
 
-def _scoreddocs(ds: Any, dataset_id: str, wanted: set[str]) -> dict[str, list[str]]:
+def _scoreddocs(ds: _Dataset, dataset_id: str, wanted: set[str]) -> dict[str, list[str]]:
     per: dict[str, dict[str, float]] = {}
     with _reading(dataset_id, "scoreddocs (its first-stage run)"):
         for s in ds.scoreddocs_iter():
@@ -363,7 +427,7 @@ def _run_lists(path: str, wanted: set[str]) -> dict[str, list[str]]:
 
 
 def _bm25_lists(
-    ds: Any, dataset_id: str, query_ids: Sequence[str], queries: Mapping[str, str], depth: int
+    ds: _Dataset, dataset_id: str, query_ids: Sequence[str], queries: Mapping[str, str], depth: int
 ) -> tuple[dict[str, list[str]], dict[str, str]]:
     from uncertank.datasets.retrieval import BM25Index, require_bm25s
 
@@ -379,7 +443,7 @@ def _bm25_lists(
     return lists, {d: t for d, t in docs if d in wanted}
 
 
-def _doc_texts(ds: Any, dataset_id: str, doc_ids: set[str], source: str) -> dict[str, str]:
+def _doc_texts(ds: _Dataset, dataset_id: str, doc_ids: set[str], source: str) -> dict[str, str]:
     with _reading(dataset_id, "documents"):
         found = ds.docs_store().get_many(sorted(doc_ids))
     missing = sorted(doc_ids - set(found))
@@ -394,7 +458,7 @@ def _doc_texts(ds: Any, dataset_id: str, doc_ids: set[str], source: str) -> dict
 # -- the loader ------------------------------------------------------------------------------------------------------
 
 
-def _first_stage(parsed: IrdsName, ds: Any, dataset_id: str) -> str:
+def _first_stage(parsed: IrdsName, ds: _Dataset, dataset_id: str) -> str:
     """The first stage that gives the candidates, checked against what the collection has (nothing is read)."""
     stage = parsed.first_stage
     if stage == "auto":
@@ -488,7 +552,7 @@ class IrdsLoader:
         seed: int = 0,
         max_context_turns: int | None = None,
         max_queries: int | None = None,
-        sampler_options: Mapping[str, Any] | None = None,
+        sampler_options: Mapping[str, object] | None = None,
         relevant_first: bool = False,
     ) -> QuerySet:
         """Build one split; see the module notes and :func:`uncertank.datasets.load`.
@@ -589,7 +653,7 @@ class IrdsLoader:
                              name=f"{dataset_id}/{split}/{sampling.negatives}")
 
     @staticmethod
-    def _reranking(ds: Any, dataset_id: str, query_ids: list[str], texts: Mapping[str, str],
+    def _reranking(ds: _Dataset, dataset_id: str, query_ids: list[str], texts: Mapping[str, str],
                    grades: Mapping[str, Mapping[str, int]], lists: Mapping[str, list[str]],
                    doc_texts: dict[str, str], source: str, *, name: str) -> QuerySet:
         kept = [q for q in query_ids if lists.get(q)]
@@ -607,9 +671,9 @@ class IrdsLoader:
                           [max(grades[q].get(d, 0), 0) for q in kept for d in lists[q]], name)
 
     @staticmethod
-    def _sampled(ds: Any, dataset_id: str, query_ids: list[str], texts: Mapping[str, str],
+    def _sampled(ds: _Dataset, dataset_id: str, query_ids: list[str], texts: Mapping[str, str],
                  grades: Mapping[str, Mapping[str, int]], lists: Mapping[str, list[str]],
-                 doc_texts: dict[str, str], source: str, sampling: Any, *, name: str) -> QuerySet:
+                 doc_texts: dict[str, str], source: str, sampling: NegativeSampling, *, name: str) -> QuerySet:
         from uncertank.datasets.assembly import redraw_negatives
 
         best: dict[str, str] = {}
@@ -681,8 +745,9 @@ def irds_qrels(name: str) -> pd.DataFrame:
     rows = [(q, d, g) for q, per in grades.items() for d, g in per.items()]
     if not rows:
         raise ValueError(f"qrels {name!r}: {parsed.name} holds no judgement")
-    return pd.DataFrame({
+    qrels: pd.DataFrame = pd.DataFrame({
         "query_id": pd.Series([r[0] for r in rows], dtype=str),
         "doc_id": pd.Series([r[1] for r in rows], dtype=str),
         "relevance": np.array([r[2] for r in rows], dtype=np.int64),
     })
+    return qrels

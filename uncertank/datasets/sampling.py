@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
 
 from uncertank.validation import check_bool, check_positive_int, check_seed
 
@@ -58,7 +57,7 @@ class NegativeSampling:
     negatives: str = DEFAULT_NEGATIVES
     n_candidates: int = DEFAULT_N_CANDIDATES
     seed: int = 0
-    sampler_options: Mapping[str, Any] = field(default_factory=dict)
+    sampler_options: Mapping[str, object] = field(default_factory=dict)
     relevant_first: bool = False
 
     def __post_init__(self) -> None:
@@ -81,17 +80,30 @@ class NegativeSampling:
         negatives: str | None = None,
         n_candidates: int | None = None,
         seed: int | None = None,
-        sampler_options: Mapping[str, Any] | None = None,
+        sampler_options: Mapping[str, object] | None = None,
         relevant_first: bool | None = None,
     ) -> NegativeSampling:
         """The specification with the given fields; None (or omitted) takes the default."""
-        given: dict[str, Any] = {"negatives": negatives, "n_candidates": n_candidates, "seed": seed,
-                                 "sampler_options": sampler_options, "relevant_first": relevant_first}
-        return cls(**{k: v for k, v in given.items() if v is not None})
+        return cls(
+            negatives=DEFAULT_NEGATIVES if negatives is None else negatives,
+            n_candidates=DEFAULT_N_CANDIDATES if n_candidates is None else n_candidates,
+            seed=0 if seed is None else seed,
+            sampler_options={} if sampler_options is None else sampler_options,
+            relevant_first=False if relevant_first is None else relevant_first,
+        )
 
     @classmethod
-    def resolve(cls, sampling: NegativeSampling | None, **options: Any) -> NegativeSampling:
-        """``sampling`` as it is, or one made by :meth:`of` from ``options`` (the separate keyword arguments).
+    def resolve(
+        cls,
+        sampling: NegativeSampling | None,
+        *,
+        negatives: str | None = None,
+        n_candidates: int | None = None,
+        seed: int | None = None,
+        sampler_options: Mapping[str, object] | None = None,
+        relevant_first: bool | None = None,
+    ) -> NegativeSampling:
+        """``sampling`` as it is, or one made by :meth:`of` from the separate keyword arguments.
 
         Raises
         ------
@@ -99,9 +111,12 @@ class NegativeSampling:
             When both ``sampling`` and a separate option are given, or
             ``sampling`` is not a NegativeSampling.
         """
+        options = {"negatives": negatives, "n_candidates": n_candidates, "seed": seed,
+                   "sampler_options": sampler_options, "relevant_first": relevant_first}
         set_ = sorted(k for k, v in options.items() if v is not None)
         if sampling is None:
-            return cls.of(**options)
+            return cls.of(negatives=negatives, n_candidates=n_candidates, seed=seed, sampler_options=sampler_options,
+                          relevant_first=relevant_first)
         if not isinstance(sampling, NegativeSampling):
             raise TypeError(f"sampling must be a NegativeSampling; got {type(sampling).__name__}")
         if set_:

@@ -126,7 +126,7 @@ def read_trec_run(path: str | os.PathLike[str], *, system: str | None = None) ->
         rank = pd.to_numeric(pd.Series(cols[3]), errors="coerce").to_numpy(dtype=np.float64)
         score = pd.to_numeric(pd.Series(cols[4]), errors="coerce").to_numpy(dtype=np.float64)
         tags = cols[5] if system is None else np.full(cols[5].size, system, dtype=object)
-        out = pd.DataFrame({
+        out: pd.DataFrame = pd.DataFrame({
             "query_id": pd.Series(cols[0], dtype=str), "q0": pd.Series(cols[1], dtype=str),
             "doc_id": pd.Series(cols[2], dtype=str), "rank": rank, "score": score,
             "system": pd.Series(tags, dtype=str),
@@ -191,10 +191,11 @@ def _frame(rows: Sequence[tuple[object, ...]], columns: dict[str, type]) -> pd.D
     import pandas as pd
 
     values = list(zip(*rows, strict=True))
-    return pd.DataFrame({
+    frame: pd.DataFrame = pd.DataFrame({
         name: pd.Series(col, dtype=str) if dtype is str else np.asarray(col, dtype=dtype)
         for (name, dtype), col in zip(columns.items(), values, strict=True)
     })
+    return frame
 
 
 def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -229,8 +230,8 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     cols = _fast_fields(p, 4)
     if cols is not None:
         rel = pd.to_numeric(pd.Series(cols[3]), errors="coerce").to_numpy(dtype=np.float64)
-        out = pd.DataFrame({"query_id": pd.Series(cols[0], dtype=str), "doc_id": pd.Series(cols[2], dtype=str),
-                            "relevance": rel})
+        out: pd.DataFrame = pd.DataFrame({"query_id": pd.Series(cols[0], dtype=str),
+                                          "doc_id": pd.Series(cols[2], dtype=str), "relevance": rel})
         if bool(pd.Series(cols[3]).str.fullmatch(INT_SYNTAX).all()):
             out["relevance"] = rel.astype(np.int64)
             dup = out.duplicated(["query_id", "doc_id"], keep=False)
@@ -238,7 +239,8 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
                 return out
             conflicting = out[dup].groupby(["query_id", "doc_id"])["relevance"].nunique().gt(1).any()
             if not conflicting:
-                return out.drop_duplicates(["query_id", "doc_id"]).reset_index(drop=True)
+                kept: pd.DataFrame = out.drop_duplicates(["query_id", "doc_id"]).reset_index(drop=True)
+                return kept
     return _read_qrels_lines(p)
 
 

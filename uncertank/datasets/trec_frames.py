@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,13 +36,13 @@ def _require_columns(df: pd.DataFrame, name: str, columns: tuple[str, ...]) -> N
         raise ValueError(f"{name} must have columns {list(columns)}; missing {missing} (has {list(df.columns)})")
 
 
-def _from_nested(obj: Mapping[Any, Any], name: str, value: str) -> pd.DataFrame:
+def _from_nested(obj: Mapping[object, object], name: str, value: str) -> pd.DataFrame:
     """``{query_id: {doc_id: value}}`` (pytrec_eval's layout) as a frame with columns query_id, doc_id, value."""
     import pandas as pd
 
-    qids: list[Any] = []
-    docs: list[Any] = []
-    values: list[Any] = []
+    qids: list[object] = []
+    docs: list[object] = []
+    values: list[object] = []
     for qid, per_doc in obj.items():
         if not isinstance(per_doc, Mapping):
             raise TypeError(
@@ -52,8 +52,9 @@ def _from_nested(obj: Mapping[Any, Any], name: str, value: str) -> pd.DataFrame:
         qids += [qid] * len(per_doc)
         docs += list(per_doc)
         values += list(per_doc.values())
-    return pd.DataFrame({"query_id": pd.Series(qids, dtype=object), "doc_id": pd.Series(docs, dtype=object),
-                         value: pd.Series(values, dtype=object)})
+    out: pd.DataFrame = pd.DataFrame({"query_id": pd.Series(qids, dtype=object),
+                                      "doc_id": pd.Series(docs, dtype=object), value: pd.Series(values, dtype=object)})
+    return out
 
 
 def _checked_numbers(df: pd.DataFrame, column: str, name: str, *, integer: bool) -> np.ndarray:
@@ -104,7 +105,7 @@ def _check_ids(df: pd.DataFrame, name: str) -> None:
             raise ValueError(f"{name}: {col} is missing at row {int(np.flatnonzero(missing)[0])}")
 
 
-def _given_frame(obj: object, name: str, value: str, columns: tuple[str, ...]) -> Any:
+def _given_frame(obj: object, name: str, value: str, columns: tuple[str, ...]) -> pd.DataFrame:
     """A mapping ``{query_id: {doc_id: value}}`` or a DataFrame with ``columns`` as a frame; anything else raises."""
     import pandas as pd
 
@@ -139,8 +140,8 @@ def run_frame(obj: object, name: str) -> pd.DataFrame:
         raise ValueError(f"{name} holds no entries")
     _check_ids(df, name)
     score = _checked_numbers(df, "score", name, integer=False)
-    out = pd.DataFrame({"query_id": df["query_id"].astype(str).to_numpy(),
-                        "doc_id": df["doc_id"].astype(str).to_numpy(), "score": score})
+    out: pd.DataFrame = pd.DataFrame({"query_id": df["query_id"].astype(str).to_numpy(),
+                                      "doc_id": df["doc_id"].astype(str).to_numpy(), "score": score})
     if "system" in df.columns:
         out["system"] = df["system"].astype(str).to_numpy()
     keys = ["system", "query_id", "doc_id"] if "system" in out.columns else ["query_id", "doc_id"]
@@ -174,8 +175,8 @@ def qrels_frame(obj: object, name: str) -> pd.DataFrame:
         raise ValueError(f"{name} holds no judgements")
     _check_ids(df, name)
     rel = _checked_numbers(df, "relevance", name, integer=True).astype(np.int64)
-    out = pd.DataFrame({"query_id": df["query_id"].astype(str).to_numpy(),
-                        "doc_id": df["doc_id"].astype(str).to_numpy(), "relevance": rel})
+    out: pd.DataFrame = pd.DataFrame({"query_id": df["query_id"].astype(str).to_numpy(),
+                                      "doc_id": df["doc_id"].astype(str).to_numpy(), "relevance": rel})
     dup = out.duplicated(["query_id", "doc_id"], keep=False)
     if dup.any():
         grades = out[dup].groupby(["query_id", "doc_id"], sort=False)["relevance"]
