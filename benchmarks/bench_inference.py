@@ -290,7 +290,10 @@ def main(argv: list[str] | None = None) -> None:
     common = dict(max_length=args.max_length, eval_batch_size=args.pairs, device=args.device, show_progress=False)
     members = [NeuralRanker(backbone, seed=m, **common) for m in range(args.members)]
     models = [m.build_model() for m in members]
-    enc = encode_queries(members[0].tokenizer_, queries, max_length=args.max_length)
+    tokenizer = members[0].tokenizer_
+    if tokenizer is None:  # build_model sets it
+        raise RuntimeError("the first member has no tokenizer after build_model")
+    enc = encode_queries(tokenizer, queries, max_length=args.max_length)
     keep = np.arange(min(args.pairs, enc.n_pairs))
     from uncertank.nn.inputs import EncodedPairs
 
