@@ -22,7 +22,7 @@ from uncertank.nn import (
 )
 from uncertank.params import Parameters
 from uncertank.plugins import UnknownParameterError
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_bool, check_positive_int
 
 __all__ = ["DeepEnsembleRanker"]
 
@@ -110,13 +110,18 @@ class DeepEnsembleRanker(Parameters):
         self.members: list[NeuralRanker] = [self._member(m) for m in range(self.n_members_)]
 
     def _check_params(self) -> None:
+        # each argument's type and domain first, so that the checks behind read checked values
+        if self.n_members is not None:
+            check_positive_int(self.n_members, "n_members", minimum=2)
+        if self.stacked is not None:
+            check_bool(self.stacked, "stacked")
+        if self.show_progress is not None:
+            check_bool(self.show_progress, "show_progress")
+        check_positive_int(self.seed, "seed", minimum=0)
         folders = _check_folders(self.pretrained, self.n_members)
         if folders is not None and self.backbone is not None:
             raise ValueError(f"give pretrained or backbone, not both (got backbone={self.backbone!r})")
         check_positive_int(self.n_members_, "n_members", minimum=2)
-        if self.stacked is not None and not isinstance(self.stacked, bool):
-            raise TypeError(f"stacked must be True, False or None; got {type(self.stacked).__name__}")
-        check_positive_int(self.seed, "seed", minimum=0)
         self._member(0)  # the members' parameters are checked as each member checks them
 
     @property

@@ -50,12 +50,23 @@ approximation of the predictive (MacKay 1992; Spiegelhalter & Lauritzen
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
+
+from uncertank.validation import (
+    as_float_array,
+    check_choice,
+    check_instance,
+    check_ndim,
+    check_nonnegative,
+    check_real,
+    check_scale,
+)
 
 __all__ = [
     "STRUCTURES",
@@ -76,13 +87,34 @@ _F64 = torch.float64
 
 
 def _as_f64(value: Any, name: str, ndim: int) -> torch.Tensor:
-    out = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
-    out = out.detach().to(device="cpu", dtype=_F64)
-    if out.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D; got shape {tuple(out.shape)}")
+    """``value`` (an array-like or a real tensor of rank ``ndim``, finite) as a float64 CPU tensor; else an error."""
+    if not isinstance(value, torch.Tensor):
+        return torch.from_numpy(np.array(as_float_array(value, name, ndim=ndim)))  # a copy: torch wants it writable
+    if value.dtype.is_complex or value.dtype == torch.bool:
+        raise TypeError(f"{name} must hold real numbers; got a tensor of {value.dtype}")
+    check_ndim(value, name, ndim)
+    out = value.detach().to(device="cpu", dtype=_F64)
     if not bool(torch.isfinite(out).all()):
         raise ValueError(f"{name} must be finite; got {int((~torch.isfinite(out)).sum())} non-finite values")
     return out
+
+
+def _check_bounds(bounds: object) -> tuple[float, float]:
+    """``bounds`` as two finite numbers ``0 < lo < hi``; else the error naming ``bounds``."""
+    check_instance(bounds, "bounds", (tuple, list), "a pair (lo, hi) of numbers")
+    assert isinstance(bounds, (tuple, list))
+    if len(bounds) != 2:
+        raise ValueError(f"bounds must be two finite numbers 0 < lo < hi; got {len(bounds)} values")
+    lo = check_real(bounds[0], "bounds[0]")
+    hi = check_real(bounds[1], "bounds[1]")
+    if not 0 < lo < hi:
+        raise ValueError(f"bounds must be two finite numbers 0 < lo < hi; got {tuple(bounds)!r}")
+    return lo, hi
+
+
+def _eigenvalues(eigenvalues: ArrayLike) -> np.ndarray:
+    """The Hessian's eigenvalues (finite, 1-D), clipped at 0."""
+    return np.clip(as_float_array(eigenvalues, "eigenvalues"), 0.0, None)
 
 
 def _augment(features: torch.Tensor, has_bias: bool) -> torch.Tensor:
@@ -90,6 +122,12 @@ def _augment(features: torch.Tensor, has_bias: bool) -> torch.Tensor:
     if not has_bias:
         return features
     return torch.cat([features, torch.ones(features.shape[0], 1, dtype=features.dtype, device=features.device)], 1)
+
+
+def _check_curvature(hessian: torch.Tensor) -> None:
+    """Raise unless the Hessian (or its input factor), a sum of squares of the features, is finite."""
+    if not bool(torch.isfinite(hessian).all()):
+        raise ValueError("features are too large: the Hessian of the log-likelihood overflows float64")
 
 
 def _curvature(logits: torch.Tensor) -> torch.Tensor:
@@ -136,13 +174,17 @@ def log_marginal_likelihood(
     >>> round(log_marginal_likelihood(-10.0, 4.0, [3.0, 1.0], 1.0), 6)  # -10 - 2 + 0 - (log 4 + log 2) / 2
     -13.039721
     """
-    lam = np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None)
-    delta = float(prior_precision)
-    if not (math.isfinite(delta) and delta > 0):
-        raise ValueError(f"prior_precision must be a finite number > 0; got {prior_precision!r}")
-    return float(
-        log_likelihood - 0.5 * delta * sq_norm + 0.5 * lam.size * math.log(delta) - 0.5 * np.log(lam + delta).sum()
-    )
+    loglik = check_real(log_likelihood, "log_likelihood")
+    sq = check_nonnegative(sq_norm, "sq_norm")
+    lam = _eigenvalues(eigenvalues)
+    delta = check_scale(prior_precision, "prior_precision")
+    out = loglik - 0.5 * delta * sq + 0.5 * lam.size * math.log(delta) - 0.5 * np.log(lam + delta).sum()
+    if not math.isfinite(out):
+        raise ValueError(
+            f"the log marginal likelihood overflows: log_likelihood={loglik!r}, sq_norm={sq!r} and "
+            f"prior_precision={delta!r} are too large together"
+        )
+    return float(out)
 
 
 def optimize_prior_precision(
@@ -177,11 +219,9 @@ def optimize_prior_precision(
     """
     from scipy.optimize import brentq
 
-    lam = np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None)
-    lo, hi = (float(b) for b in bounds)
-    if not (0 < lo < hi and math.isfinite(hi)):
-        raise ValueError(f"bounds must be two finite numbers 0 < lo < hi; got {bounds!r}")
-    sq = float(sq_norm)
+    sq = check_nonnegative(sq_norm, "sq_norm")
+    lam = _eigenvalues(eigenvalues)
+    lo, hi = _check_bounds(bounds)
 
     def slope(t: float) -> float:
         delta = math.exp(t)
@@ -198,7 +238,16 @@ def optimize_prior_precision(
 def probit(mean: Any, variance: Any) -> Any:
     """The probit approximation of ``E[sigmoid(f)]`` for ``f ~ N(mean, variance)``: ``sigmoid(m / sqrt(1 + pi v / 8))``.
 
-    MacKay (1992); Spiegelhalter & Lauritzen (1990). Works on numpy arrays and torch tensors alike.
+    MacKay (1992); Spiegelhalter & Lauritzen (1990). Works on numpy arrays and torch tensors alike:
+    ``mean`` and ``variance`` are both tensors (the result is one) or both array-likes (numbers,
+    lists, arrays; the result is an array), of shapes that broadcast, finite, ``variance`` >= 0.
+
+    Raises
+    ------
+    TypeError
+        When one is a tensor and the other not, or either holds no real numbers.
+    ValueError
+        When either is not finite, a variance is negative, or the shapes do not broadcast.
 
     Examples
     --------
@@ -207,10 +256,40 @@ def probit(mean: Any, variance: Any) -> Any:
     >>> round(float(probit(np.array(2.0), np.array(8.0 / np.pi))), 6)  # sigmoid(2 / sqrt 2)
     0.80443
     """
+    if isinstance(mean, torch.Tensor) or isinstance(variance, torch.Tensor):
+        check_instance(mean, "mean", torch.Tensor, "a torch tensor, as variance is")
+        check_instance(variance, "variance", torch.Tensor, "a torch tensor, as mean is")
+        for name, t in (("mean", mean), ("variance", variance)):
+            if t.dtype.is_complex or t.dtype == torch.bool:
+                raise TypeError(f"{name} must hold real numbers; got a tensor of {t.dtype}")
+            if not bool(torch.isfinite(t).all()):
+                raise ValueError(f"{name} must be finite; got {int((~torch.isfinite(t)).sum())} non-finite values")
+        if bool((variance < 0).any()):
+            raise ValueError(f"variance must be >= 0; got {int((variance < 0).sum())} negative values")
+        _broadcast(tuple(mean.shape), tuple(variance.shape))
+        return _probit(mean, variance)
+    ranks = tuple(range(33))  # any rank numpy allows
+    m, v = as_float_array(mean, "mean", ndim=ranks), as_float_array(variance, "variance", ndim=ranks)
+    if (v < 0).any():
+        raise ValueError(f"variance must be >= 0; got {int((v < 0).sum())} negative values, e.g. {v[v < 0].flat[0]!r}")
+    _broadcast(m.shape, v.shape)
+    return _probit(m, v)
+
+
+def _broadcast(mean: tuple[int, ...], variance: tuple[int, ...]) -> None:
+    """Raise unless the shapes of ``mean`` and ``variance`` broadcast together."""
+    try:
+        np.broadcast_shapes(mean, variance)
+    except ValueError as exc:
+        raise ValueError(f"mean and variance must have shapes that broadcast; got {mean} and {variance}") from exc
+
+
+def _probit(mean: Any, variance: Any) -> Any:
+    """:func:`probit` of checked values: tensors, or float64 arrays."""
     if isinstance(mean, torch.Tensor):
         return torch.sigmoid(mean / torch.sqrt(1 + math.pi / 8 * variance))
-    m, v = np.asarray(mean, dtype=np.float64), np.asarray(variance, dtype=np.float64)
-    return 1.0 / (1.0 + np.exp(-m / np.sqrt(1 + math.pi / 8 * v)))
+    with np.errstate(over="ignore"):  # exp(-m / s) = inf for a very negative m: 1 / (1 + inf) = 0 is the limit
+        return 1.0 / (1.0 + np.exp(-mean / np.sqrt(1 + math.pi / 8 * variance)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -392,14 +471,24 @@ def fit_last_layer(
     -------
     LastLayerPosterior
     """
-    if structure not in STRUCTURES:
-        raise ValueError(f"structure must be one of {', '.join(map(repr, STRUCTURES))}; got {structure!r}")
+    structure = check_choice(structure, "structure", STRUCTURES)
+    if isinstance(prior_precision, str):
+        if prior_precision != "marglik":
+            raise ValueError(f"prior_precision must be 'marglik' or a number > 0; got {prior_precision!r}")
+    elif isinstance(prior_precision, bool) or not isinstance(prior_precision, numbers.Real):
+        raise TypeError(
+            f"prior_precision must be 'marglik' or a number > 0; got {type(prior_precision).__name__} "
+            f"{prior_precision!r}"
+        )
+    elif not (math.isfinite(prior_precision) and prior_precision > 0):
+        raise ValueError(f"prior_precision must be 'marglik' or a number > 0; got {prior_precision!r}")
+    bounds = _check_bounds(bounds)
     phi = _as_f64(features, "features", 2)
     w = _as_f64(weight, "weight", 2)
     k, d = w.shape
     if phi.shape[1] != d:
         raise ValueError(f"features must have {d} columns, the layer's input width; got {phi.shape[1]}")
-    y = torch.as_tensor(np.array(labels)).reshape(-1)  # a copy: a QuerySet's labels are read-only
+    y = torch.from_numpy(np.array(as_float_array(labels, "labels")))  # a copy: a QuerySet's labels are read-only
     if y.shape[0] != phi.shape[0]:
         raise ValueError(f"labels must have one entry per feature row ({phi.shape[0]}); got {y.shape[0]}")
     if phi.shape[0] == 0:
@@ -416,6 +505,8 @@ def fit_last_layer(
         structure = "full" if k <= 2 else "kron"
     x = _augment(phi, has_bias)
     logits = x @ theta.T
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError("features and weight are too large: the layer's logits overflow float64")
     lam = _curvature(logits)
     loglik = _log_likelihood(logits, y)
     hessian = kron_out = kron_in = None
@@ -423,21 +514,21 @@ def fit_last_layer(
         blocks = [[(x * lam[:, a, b, None]).T @ x for b in range(k)] for a in range(k)]
         hessian = torch.cat([torch.cat(row, 1) for row in blocks], 0)
         hessian = 0.5 * (hessian + hessian.T)
+        _check_curvature(hessian)
         eig = torch.linalg.eigvalsh(hessian).clamp_min(0)
     else:
         kron_out = lam.mean(0)
         kron_in = x.T @ x
         kron_out, kron_in = 0.5 * (kron_out + kron_out.T), 0.5 * (kron_in + kron_in.T)
+        _check_curvature(kron_in)
         eig = torch.outer(torch.linalg.eigvalsh(kron_out).clamp_min(0), torch.linalg.eigvalsh(kron_in).clamp_min(0))
     sq = float((theta**2).sum())
-    if isinstance(prior_precision, str):
-        if prior_precision != "marglik":
-            raise ValueError(f"prior_precision must be 'marglik' or a number > 0; got {prior_precision!r}")
+    if not math.isfinite(sq):
+        raise ValueError("weight and bias are too large: their squared norm overflows float64")
+    if isinstance(prior_precision, str):  # "marglik", as checked at the door
         delta = optimize_prior_precision(sq, eig.reshape(-1).numpy(), bounds=bounds)
     else:
         delta = float(prior_precision)
-        if isinstance(prior_precision, bool) or not (math.isfinite(delta) and delta > 0):
-            raise ValueError(f"prior_precision must be 'marglik' or a number > 0; got {prior_precision!r}")
     return LastLayerPosterior(
         structure=structure, mean=theta, has_bias=has_bias, prior_precision=delta, log_likelihood=loglik,
         log_marginal_likelihood=log_marginal_likelihood(loglik, sq, eig.reshape(-1).numpy(), delta),

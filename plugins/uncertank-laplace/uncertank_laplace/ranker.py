@@ -26,7 +26,7 @@ from uncertank.nn import (
     training_pairs,
 )
 from uncertank.validation import check_choice, check_positive_int
-from uncertank_laplace.posterior import STRUCTURES, LastLayerPosterior, fit_last_layer, probit
+from uncertank_laplace.posterior import STRUCTURES, LastLayerPosterior, _probit, fit_last_layer
 
 __all__ = ["LaplaceRanker"]
 
@@ -366,7 +366,7 @@ class LaplaceRanker(SamplingRanker, NeuralRanker):
         """
         queries = self.check_queries(queries)
         out = self._relevance_batches(
-            queries, lambda m, xs: probit(m, (xs**2).sum(1))[:, None], f"{self.name}"
+            queries, lambda m, xs: _probit(m, (xs**2).sum(1))[:, None], f"{self.name}"
         )
         return Predictions(out[:, 0], queries.offsets, ranker=self.name)
 

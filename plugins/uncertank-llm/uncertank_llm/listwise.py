@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank import CostRates, Predictions, PredictiveSamples, QuerySet
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_instance, check_names, check_positive_int
 from uncertank_llm.model import _cut, score_prompts
 from uncertank_llm.prompts import single_token_ids
 from uncertank_llm.ranker import LLMRanker
@@ -88,11 +88,14 @@ class ListwiseFormat:
             if found.count(field) != 1:
                 raise ValueError(f"a listwise template must hold {{{field}}} exactly once; it holds it "
                                  f"{found.count(field)} times: {self.template!r}")
-        labels = tuple(self.labels)
+        check_instance(self.labels, "labels", (list, tuple), "a list of str (one label per passage)")
+        labels = tuple(check_names(self.labels, "labels"))
         distinct = len(set(labels)) == len(labels)
         if len(labels) < 2 or not distinct or not all(isinstance(lab, str) and lab for lab in labels):
             raise ValueError(f"labels must be two or more distinct non-empty strings; got {self.labels!r}")
         object.__setattr__(self, "labels", labels)
+        check_instance(self.line, "line", str, "a str with {label} and {passage}")
+        check_instance(self.instruction, "instruction", str, "a str")
         if "{label}" not in self.line or "{passage}" not in self.line:
             raise ValueError(f"line must hold {{label}} and {{passage}}; got {self.line!r}")
 

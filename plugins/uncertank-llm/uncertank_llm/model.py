@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import numbers
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -34,7 +35,15 @@ from numpy.typing import NDArray
 from torch import nn
 
 from uncertank.nn import autocast, progress, quiet_transformers
-from uncertank.validation import check_positive_int
+from uncertank.validation import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_instance,
+    check_names,
+    check_positive_int,
+    check_tokenizer,
+)
 from uncertank_llm.prompts import PromptFormat
 
 __all__ = [
@@ -233,17 +242,19 @@ class AnswerModel(nn.Module):
 
     def __init__(self, model: nn.Module, kind: str, answer_ids: Sequence[int]) -> None:
         super().__init__()
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
+        check_instance(model, "model", nn.Module, "a torch language model (nn.Module)")
+        kind = check_choice(kind, "kind", KINDS)
+        ids = _token_ids(answer_ids, "answer_ids")
+        if len(set(ids)) != len(ids) or len(ids) < 2:
+            raise ValueError(f"answer_ids must be two or more distinct token ids; got {ids}")
         self.model = model
         self.kind = kind
-        self.answer_ids = [int(i) for i in answer_ids]
-        if len(set(self.answer_ids)) != len(self.answer_ids) or len(self.answer_ids) < 2:
-            raise ValueError(f"answer_ids must be two or more distinct token ids; got {self.answer_ids}")
+        self.answer_ids = ids
         if kind == "seq2seq":
-            start = getattr(model.config, "decoder_start_token_id", None)
+            config = getattr(model, "config", None)
+            start = getattr(config, "decoder_start_token_id", None)
             if start is None:
-                start = getattr(model.config, "pad_token_id", None)
+                start = getattr(config, "pad_token_id", None)
             if start is None:
                 raise ValueError("the seq2seq model's config names no decoder_start_token_id (nor pad_token_id)")
             self.decoder_start = int(start)
@@ -334,7 +345,15 @@ def encode_prompts(
         When the template alone (with empty query and document) is longer
         than ``max_length``.
     """
+    check_tokenizer(tokenizer)
+    check_instance(fmt, "fmt", PromptFormat, "a PromptFormat (see prompt_format)")
+    for name, texts in (("queries", queries), ("documents", documents)):
+        check_instance(texts, name, (list, tuple), "a list of str")
+        check_names(texts, name)
+    if len(queries) != len(documents):
+        raise ValueError(f"documents must hold one document per query ({len(queries)}); got {len(documents)}")
     max_length = check_positive_int(max_length, "max_length")
+    add_special_tokens = check_bool(add_special_tokens, "add_special_tokens")
     prompts = [fmt.prompt(q, d) for q, d in zip(queries, documents, strict=True)]
     if not prompts:
         return []
@@ -374,10 +393,76 @@ def _batches(lengths: NDArray[np.int64], batch_size: int) -> Iterator[NDArray[np
         yield order[lo: lo + batch_size]
 
 
+def _token_ids(value: object, name: str) -> list[int]:
+    """``value`` (a list, tuple or 1-D integer array of token ids >= 0) as a list of int; else an error."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1 or (value.size and value.dtype.kind not in "iu"):
+            raise TypeError(f"{name} must be a list of token ids (int); got an ndarray of shape {value.shape} "
+                            f"and dtype {value.dtype}")
+        items: list[object] = value.tolist()
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise TypeError(f"{name} must be a list of token ids (int); got {type(value).__name__} {value!r:.80}")
+    for i, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, numbers.Integral):
+            raise TypeError(f"{name} must be a list of token ids (int); got {type(item).__name__} {item!r:.80} "
+                            f"at index {i}")
+        if not 0 <= int(item) < 2**63:
+            raise ValueError(f"{name} must hold token ids >= 0 (below 2**63); got {item} at index {i}")
+    return [int(i) for i in items]  # type: ignore[call-overload]
+
+
+def _check_prompt_ids(ids: object, name: str, *, allow_empty: bool) -> list[list[int]]:
+    """``ids`` (a list of prompts, each a list of token ids) checked once, as lists; else the error naming ``name``."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise TypeError(f"{name} must be a list of prompts, each a list of token ids; got {type(ids).__name__} "
+                        f"{ids!r:.80}")
+    if not allow_empty and len(ids) == 0:
+        raise ValueError(f"{name} must hold at least one prompt; got none")
+    return [_token_ids(seq, f"{name}[{r}]") for r, seq in enumerate(ids)]
+
+
+def _check_device(device: object) -> torch.device:
+    """``device`` (a torch.device or its name) as a torch.device that exists here; else the error naming it."""
+    check_instance(device, "device", (str, torch.device), "a torch.device or its name ('cpu', 'cuda:0', ...)")
+    assert isinstance(device, (str, torch.device))
+    try:
+        out = torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise ValueError(f"device must name a torch device ('cpu', 'cuda:0', ...); got {device!r}") from exc
+    if out.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {str(out)!r} is not available: torch sees no CUDA device here")
+    if out.type == "cuda" and out.index is not None and out.index >= torch.cuda.device_count():
+        raise ValueError(f"device {str(out)!r} is not available: torch sees {torch.cuda.device_count()} CUDA devices")
+    if out.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device {str(out)!r} is not available here")
+    return out
+
+
 def pad_batch(
     ids: Sequence[Sequence[int]], *, left: bool, pad_id: int, device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``ids`` as a padded (batch, length) tensor and its attention mask; padded on the left when ``left``."""
+    """``ids`` as a padded (batch, length) tensor and its attention mask; padded on the left when ``left``.
+
+    Raises
+    ------
+    TypeError
+        When ``ids`` is not a non-empty list of lists of token ids, ``left``
+        not a bool, ``pad_id`` not an int or ``device`` not a device.
+    ValueError
+        For a negative id, or a device torch does not have here.
+    """
+    checked = _check_prompt_ids(ids, "ids", allow_empty=False)
+    left = check_bool(left, "left")
+    pad_id = check_positive_int(pad_id, "pad_id", minimum=0)
+    return _pad_batch(checked, left=left, pad_id=pad_id, device=_check_device(device))
+
+
+def _pad_batch(
+    ids: Sequence[Sequence[int]], *, left: bool, pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`pad_batch` of checked arguments: the loops over batches call it."""
     width = max(len(s) for s in ids)
     out = torch.full((len(ids), width), pad_id, dtype=torch.long, device="cpu")  # filled here, then moved once
     mask = torch.zeros((len(ids), width), dtype=torch.long, device="cpu")
@@ -413,15 +498,40 @@ def score_prompts(
     -------
     logits : ndarray of shape (n, k)
     features : ndarray of shape (n, d) or None
+
+    Raises
+    ------
+    TypeError
+        When an argument is not of its type (``model`` an :class:`AnswerModel`,
+        ``ids`` a list of lists of token ids...).
+    ValueError
+        For a count below 1, a token id outside the model's vocabulary, or a
+        device torch does not have here.
     """
+    check_instance(model, "model", AnswerModel, "an AnswerModel")
+    ids = _check_prompt_ids(ids, "ids", allow_empty=True)
+    batch_size = check_positive_int(batch_size, "batch_size")
+    pad_id = check_positive_int(pad_id, "pad_id", minimum=0)
+    device = _check_device(device)
+    features = check_bool(features, "features")
+    show_progress = check_bool(show_progress, "show_progress")
+    check_instance(desc, "desc", str, "a str")
+    if around is not None:
+        check_callable(around, "around", "a function returning a context manager")
+    vocab = _vocabulary_size(model)
+    top = max((max(s) for s in ids if s), default=-1)
+    if vocab is not None and max(top, pad_id) >= vocab:
+        which = "pad_id" if pad_id >= vocab and pad_id > top else "ids"
+        raise ValueError(f"{which} must hold token ids below the model's vocabulary of {vocab}; got "
+                         f"{max(top, pad_id)}")
     n = len(ids)
     logits = np.zeros((n, len(model.answer_ids)), dtype=np.float64)
     feats: NDArray[np.float64] | None = None
     lengths = np.fromiter((len(s) for s in ids), dtype=np.int64, count=n)
     with torch.inference_mode(), autocast(device), progress(n, desc, enabled=show_progress) as bar:
         for rows in _batches(lengths, batch_size):
-            input_ids, mask = pad_batch([ids[r] for r in rows], left=model.kind == "causal", pad_id=pad_id,
-                                        device=device)
+            input_ids, mask = _pad_batch([ids[r] for r in rows], left=model.kind == "causal", pad_id=pad_id,
+                                         device=device)
             with around() if around is not None else contextlib.nullcontext():
                 out = model(input_ids, mask, features=features)
             if features:
@@ -434,3 +544,16 @@ def score_prompts(
             logits[rows] = picked.double().cpu().numpy()
             bar.update(len(rows))
     return logits, feats
+
+
+def _vocabulary_size(model: AnswerModel) -> int | None:
+    """The number of rows of the model's input embeddings (None for a model that does not tell)."""
+    get = getattr(model.model, "get_input_embeddings", None)
+    if not callable(get):
+        return None
+    try:
+        emb = get()
+    except NotImplementedError:  # transformers' base class for a model without embeddings
+        return None
+    size = getattr(emb, "num_embeddings", None)
+    return size if isinstance(size, int) else None

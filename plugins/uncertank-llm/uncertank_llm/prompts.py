@@ -24,10 +24,13 @@ optionally ``{instruction}``) and its two answer words or token ids.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+from uncertank.validation import check_instance, check_tokenizer
 
 __all__ = [
     "FORMATS",
@@ -171,6 +174,9 @@ def prompt_format(
         if unknown:
             raise ValueError(f"template has unknown key(s) {', '.join(map(repr, unknown))}; known: "
                              f"{', '.join(sorted(known))}")
+        if "template" not in value:
+            raise ValueError(f"template, a dict of PromptFormat's fields, must hold the key 'template' (the prompt "
+                             f"with {{query}} and {{document}}); got the keys {sorted(map(str, value))}")
         fmt = PromptFormat(**dict(value))
     else:
         raise TypeError(f"template must be a format name, a template str, a dict or a PromptFormat; got "
@@ -193,14 +199,35 @@ def single_token_ids(tokenizer: Any, words: Sequence[str | int], what: str = "an
 
     Raises
     ------
+    TypeError
+        When ``tokenizer`` is no tokenizer, ``words`` not a list of words
+        (str) and token ids (int), or ``what`` not a str.
     ValueError
-        When a word is not one token, an id lies outside the vocabulary, or
-        two words are one token.
+        When a word is empty or not one token, an id is negative or lies
+        outside the vocabulary, or two words are one token.
     """
-    vocab = len(tokenizer)
+    check_tokenizer(tokenizer)
+    check_instance(what, "what", str, "a str")
+    if isinstance(words, (str, bytes)) or not isinstance(words, Sequence):
+        raise TypeError(f"words must be a list of words (str) or token ids (int); got {type(words).__name__} "
+                        f"{words!r:.80}")
+    for i, value in enumerate(words):
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral)):
+            raise TypeError(f"words must be a list of words (str) or token ids (int); got "
+                            f"{type(value).__name__} {value!r:.80} at index {i}")
+        if isinstance(value, str) and not value:
+            raise ValueError(f"words must hold non-empty words; got '' at index {i}")
+        if isinstance(value, numbers.Integral) and value < 0:
+            raise ValueError(f"words must hold token ids >= 0; got {value} at index {i}")
+    try:
+        vocab = len(tokenizer)
+    except TypeError as exc:
+        raise TypeError(f"tokenizer must tell its vocabulary's size (len(tokenizer)); got "
+                        f"{type(tokenizer).__name__}") from exc
     ids: list[int] = []
     for value in words:
-        if isinstance(value, int):
+        if isinstance(value, numbers.Integral):
+            value = int(value)
             if value >= vocab:
                 raise ValueError(f"the {what} {value} is a token id outside the tokenizer's vocabulary of {vocab}")
             ids.append(value)
@@ -228,6 +255,13 @@ def answer_token_ids(tokenizer: Any, fmt: PromptFormat) -> tuple[int, int]:
 
     Each answer must be one token (:func:`single_token_ids`, whose errors
     name the tokens a word became).
+
+    Raises
+    ------
+    TypeError
+        When ``tokenizer`` is no tokenizer or ``fmt`` no :class:`PromptFormat`.
     """
+    check_tokenizer(tokenizer)
+    check_instance(fmt, "fmt", PromptFormat, "a PromptFormat (see prompt_format)")
     yes, no = single_token_ids(tokenizer, [fmt.yes, fmt.no], "answer")
     return yes, no

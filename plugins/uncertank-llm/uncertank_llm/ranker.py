@@ -41,12 +41,12 @@ from uncertank.nn import (
     write_manifest,
 )
 from uncertank.params import Parameters
-from uncertank.validation import check_positive_int, check_real, check_seed
+from uncertank.validation import check_instance, check_path, check_positive_int, check_real, check_seed
 from uncertank_llm.model import (
     AnswerModel,
+    _pad_batch,
     encode_prompts,
     packaged_model,
-    pad_batch,
     read_language_model,
     score_prompts,
 )
@@ -65,18 +65,33 @@ def base_fingerprint(source: str | os.PathLike[str]) -> str:
     base model than the one they were trained on. Reading three MiB per file
     keeps it fast for a model of many gigabytes, and two models of one
     architecture with other weights differ in every part of their files.
+
+    Raises
+    ------
+    TypeError
+        When ``source`` is not a path.
+    FileNotFoundError
+        When ``source`` does not exist.
+    OSError
+        When a file of ``source`` cannot be read (the message names it).
     """
-    path = Path(source)
+    path = check_path(source, "source")
+    if not path.exists():
+        raise FileNotFoundError(f"source must be an existing model file or folder; got {str(path)!r}")
     h = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
     chunk = 1 << 20
-    for f in files:
-        size = f.stat().st_size
-        h.update(f"{f.name}:{size};".encode())
-        with open(f, "rb") as fh:
-            for at in sorted({0, max(0, size // 2 - chunk // 2), max(0, size - chunk)}):
-                fh.seek(at)
-                h.update(fh.read(chunk))
+    try:
+        files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
+        for f in files:
+            size = f.stat().st_size
+            h.update(f"{f.name}:{size};".encode())
+            with open(f, "rb") as fh:
+                for at in sorted({0, max(0, size // 2 - chunk // 2), max(0, size - chunk)}):
+                    fh.seek(at)
+                    h.update(fh.read(chunk))
+    except OSError as exc:
+        raise OSError(f"source {str(path)!r} cannot be read: {exc.strerror or exc} "
+                      f"({exc.filename or path})") from exc
     return h.hexdigest()[:16]
 
 
@@ -214,6 +229,8 @@ class LLMRanker(Parameters):
         if pretrained is not None and not Path(pretrained).exists():
             raise ValueError(f"pretrained must be a local model folder or .gguf file (models are never downloaded); "
                              f"{str(pretrained)!r} does not exist")
+        if self.answers is not None:  # a list before the format reads it
+            check_instance(self.answers, "answers", (list, tuple), "a list of answer words or token ids")
         self.format  # noqa: B018 - reading the prompt format checks template, instruction and answers
         for flag, value in (("add_special_tokens", self.add_special_tokens),):
             if value is not None and not isinstance(value, bool):
@@ -535,8 +552,8 @@ class LLMRanker(Parameters):
                     order = rng.permutation(n)
                     for lo in range(0, n, self.batch_size):
                         rows = order[lo: lo + self.batch_size]
-                        input_ids, mask = pad_batch([ids[r] for r in rows], left=scorer.kind == "causal",
-                                                    pad_id=self._pad_id(), device=device)
+                        input_ids, mask = _pad_batch([ids[r] for r in rows], left=scorer.kind == "causal",
+                                                     pad_id=self._pad_id(), device=device)
                         with autocast(device):
                             logits = scorer(input_ids, mask)
                         loss = torch.nn.functional.cross_entropy(logits.float(), y_all[rows].to(device))

@@ -67,7 +67,26 @@ def tiny_lm_folder(folder: str | os.PathLike[str], architecture: str = "llama", 
     -------
     Path
         ``folder``.
+
+    Raises
+    ------
+    TypeError
+        When ``folder`` is not a path or ``seed`` not an int.
+    ValueError
+        For an unknown ``architecture``, a ``seed`` < 0, a ``dropout`` outside
+        [0, 1), or a ``folder`` that is a file.
+    OSError
+        When ``folder`` cannot be written (the message names it).
     """
+    from uncertank.validation import check_choice, check_path, check_positive_int, check_unit_interval
+
+    path = check_path(folder, "folder")
+    architecture = check_choice(architecture, "architecture", ARCHITECTURES)
+    seed = check_positive_int(seed, "seed", minimum=0)
+    dropout = check_unit_interval(dropout, "dropout", closed="left")
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"folder must be a folder to write the model into (or a path to create one); got the "
+                         f"file {str(path)!r}")
     import torch
     from transformers import (
         LlamaConfig,
@@ -78,8 +97,6 @@ def tiny_lm_folder(folder: str | os.PathLike[str], architecture: str = "llama", 
         T5ForConditionalGeneration,
     )
 
-    if architecture not in ARCHITECTURES:
-        raise ValueError(f"architecture must be one of {', '.join(map(repr, ARCHITECTURES))}; got {architecture!r}")
     tok = tiny_tokenizer()
     vocab = len(tok)
     torch.manual_seed(seed)
@@ -97,7 +114,9 @@ def tiny_lm_folder(folder: str | os.PathLike[str], architecture: str = "llama", 
             model = LlamaForCausalLM(LlamaConfig(**common))
         else:
             model = Qwen3ForCausalLM(Qwen3Config(head_dim=8, **common))
-    path = Path(folder)
-    model.save_pretrained(str(path))
-    tok.save_pretrained(str(path))
+    try:
+        model.save_pretrained(str(path))
+        tok.save_pretrained(str(path))
+    except OSError as exc:
+        raise OSError(f"folder {str(path)!r} cannot be written: {exc.strerror or exc}") from exc
     return path

@@ -39,7 +39,7 @@ from torch import nn
 from typing_extensions import Self
 
 from uncertank import CostRates, Predictions, PredictiveSamples, QuerySet
-from uncertank.validation import check_positive_int, check_real
+from uncertank.validation import check_instance, check_names, check_positive_int, check_real
 from uncertank_llm.model import score_prompts
 from uncertank_llm.ranker import LLMRanker
 
@@ -105,18 +105,20 @@ class PromptEnsembleRanker(_Sampled):
         super().__init__(pretrained, **params)
 
     def _check_params(self) -> None:
+        instructions = self.instructions
+        if instructions is not None:  # checked first: the checks behind (and format) read the first wording
+            check_instance(instructions, "instructions", (list, tuple), "a list of str (the wordings)")
+            check_names(instructions, "instructions")
+            if len(instructions) < 2 or not all(i.strip() for i in instructions):
+                raise ValueError(f"instructions must be at least two non-empty wordings; got {instructions!r}")
+            if len(set(instructions)) != len(instructions):
+                raise ValueError("instructions must differ from one another; some are given twice")
         super()._check_params()
         if "{instruction}" not in super().format.template:
             raise ValueError(
                 f"the ranker {self.name} varies the instruction, but the template has no {{instruction}} field: "
                 "use template='qwen3-reranker' or a template with {instruction}"
             )
-        instructions = self.instructions
-        if instructions is not None and (isinstance(instructions, str) or len(instructions) < 2 or not all(
-                isinstance(i, str) and i.strip() for i in instructions)):
-            raise ValueError(f"instructions must be at least two non-empty wordings; got {instructions!r}")
-        if instructions is not None and len(set(instructions)) != len(instructions):
-            raise ValueError("instructions must differ from one another; some are given twice")
 
     @property
     def format(self) -> Any:
@@ -358,7 +360,7 @@ class LLMLaplaceRanker(_Sampled):
         super()._check_params()
         check_positive_int(self.n_samples, "n_samples", minimum=2)
         check_positive_int(self.laplace_pairs, "laplace_pairs", minimum=2)
-        if self.prior_precision != "marglik":
+        if not (isinstance(self.prior_precision, str) and self.prior_precision == "marglik"):
             check_real(self.prior_precision, "prior_precision ('marglik' or a number)", minimum=0,
                        exclusive_minimum=True)
 

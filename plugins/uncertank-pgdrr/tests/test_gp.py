@@ -224,5 +224,5 @@ def test_state_dict_round_trip_predicts_bit_identically():
 def test_cholesky_failure_is_reported():
     from uncertank_pgdrr.gp import _stable_cholesky
 
-    with pytest.raises(RuntimeError, match="not positive definite even with a nugget"):
+    with pytest.raises(ValueError, match="not even with a nugget"):
         _stable_cholesky(-torch.eye(3, dtype=torch.float64))

@@ -38,6 +38,14 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from uncertank.validation import (
+    check_bool,
+    check_instance,
+    check_ndim,
+    check_nonnegative,
+    check_positive_int,
+    check_scale,
+)
 from uncertank_pgdrr.polya_gamma import random_polya_gamma
 
 __all__ = [
@@ -51,6 +59,71 @@ __all__ = [
 ]
 
 DEFAULT_JITTER = 1e-6
+
+
+# -- the checks at the door of the public functions (the loops inside call the unchecked forms) ------------
+
+
+def _tensor(value: object, name: str, ndim: int) -> Tensor:
+    """``value`` as a tensor of rank ``ndim`` holding finite real numbers; else the error naming ``name``."""
+    check_instance(value, name, Tensor, "a torch tensor")
+    assert isinstance(value, Tensor)
+    check_ndim(value, name, ndim)
+    if value.dtype.is_complex or value.dtype == torch.bool:
+        raise TypeError(f"{name} must hold real numbers; got a tensor of {value.dtype}")
+    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} must be finite; got {int((~torch.isfinite(value)).sum())} NaN or infinite values")
+    return value
+
+
+def _same_device(first: Tensor, first_name: str, other: Tensor, name: str) -> None:
+    if other.device != first.device:
+        raise ValueError(f"{name} must be on the device of {first_name} ({first.device}); got {other.device}")
+
+
+def _check_gp_inputs(kernel: object, omega: object, labels: object, jitter: object) -> tuple[Tensor, Tensor, Tensor]:
+    """``kernel`` (n, n), ``omega`` (C, n) > 0 and ``labels`` (n,) in {0, 1} on one device, ``jitter`` >= 0."""
+    k = _tensor(kernel, "kernel", 2)
+    if k.shape[0] != k.shape[1]:
+        raise ValueError(f"kernel must be square (n, n); got shape {tuple(k.shape)}")
+    y = _labels(labels, k)
+    om = _tensor(omega, "omega", 2)
+    _same_device(k, "kernel", om, "omega")
+    if om.shape[1] != k.shape[0]:
+        raise ValueError(f"omega must have one column per kernel row ({k.shape[0]}); got shape {tuple(om.shape)}")
+    if not bool((om > 0).all()):
+        raise ValueError(f"omega must hold positive Pólya-Gamma draws; got {int((om <= 0).sum())} values <= 0")
+    check_nonnegative(jitter, "jitter")
+    return k, om, y
+
+
+def _labels(labels: object, kernel: Tensor) -> Tensor:
+    """``labels``: a tensor of shape (n,), each 0 or 1, on the kernel's device."""
+    check_instance(labels, "labels", Tensor, "a torch tensor of 0s and 1s")
+    assert isinstance(labels, Tensor)
+    check_ndim(labels, "labels", 1)
+    if labels.dtype.is_complex:
+        raise TypeError(f"labels must hold 0s and 1s; got a tensor of {labels.dtype}")
+    _same_device(kernel, "kernel", labels, "labels")
+    if labels.shape[0] != kernel.shape[0]:
+        raise ValueError(f"labels must have one entry per kernel row ({kernel.shape[0]}); got {labels.shape[0]}")
+    if not bool(((labels == 0) | (labels == 1)).all()):
+        raise ValueError("labels must hold 0s and 1s only")
+    return labels
+
+
+def _check_generator(generator: object, device: torch.device) -> None:
+    if generator is None:
+        return
+    check_instance(generator, "generator", torch.Generator, "a torch.Generator or None")
+    assert isinstance(generator, torch.Generator)
+    if generator.device.type != device.type:
+        raise ValueError(f"generator must live on the device of kernel ({device}); got a generator on "
+                         f"{generator.device}")
+
+
+def _not_positive_definite(exc: Exception) -> ValueError:
+    return ValueError(f"kernel must be positive semi-definite: a Cholesky factorisation failed ({exc})")
 
 
 def rbf_kernel(
@@ -69,7 +142,31 @@ def rbf_kernel(
     -------
     Tensor of shape (n, m)
         In the dtype of the inputs; differentiable.
+
+    Raises
+    ------
+    TypeError
+        When ``x1`` or ``x2`` is not a tensor of real numbers.
+    ValueError
+        For inputs that are not 2-D, finite, of one width and on one device,
+        or a scale that is not a finite number > 0.
     """
+    a1, a2 = _tensor(x1, "x1", 2), _tensor(x2, "x2", 2)
+    _same_device(a1, "x1", a2, "x2")
+    if a1.shape[1] != a2.shape[1]:
+        raise ValueError(f"x2 must have the width of x1 ({a1.shape[1]} columns); got {a2.shape[1]}")
+    if isinstance(length_scale, Tensor):
+        if length_scale.dtype.is_complex or length_scale.dtype == torch.bool:
+            raise TypeError(f"length_scale must hold real numbers; got a tensor of {length_scale.dtype}")
+        if not bool((torch.isfinite(length_scale) & (length_scale > 0)).all()):
+            raise ValueError("length_scale must be finite and > 0")
+    else:
+        length_scale = check_scale(length_scale, "length_scale")
+    return _rbf_kernel(a1, a2, length_scale=length_scale, output_scale=check_scale(output_scale, "output_scale"))
+
+
+def _rbf_kernel(x1: Tensor, x2: Tensor, *, length_scale: float | Tensor, output_scale: float) -> Tensor:
+    """:func:`rbf_kernel` of checked arguments."""
     a = x1 / length_scale
     b = x2 / length_scale
     sq = (a * a).sum(-1, keepdim=True) + (b * b).sum(-1)[None, :] - 2 * a @ b.T
@@ -91,7 +188,10 @@ def _chol_b(kernel: Tensor, omega: Tensor) -> tuple[Tensor, Tensor]:
     s = omega.sqrt()
     b = s[:, :, None] * kernel[None] * s[:, None, :]
     b = b + torch.eye(kernel.shape[-1], dtype=kernel.dtype, device=kernel.device)
-    return s, torch.linalg.cholesky(b)
+    try:  # B = I + S K S is positive definite for a positive semi-definite K
+        return s, torch.linalg.cholesky(b)
+    except torch.linalg.LinAlgError as exc:  # type: ignore[attr-defined]
+        raise _not_positive_definite(exc) from exc
 
 
 def conditional_moments(
@@ -115,7 +215,18 @@ def conditional_moments(
         ``Sigma kappa``.
     cov : Tensor of shape (C, n, n)
         ``Sigma = K - K S B^-1 S K``.
+
+    Raises
+    ------
+    TypeError
+        When ``kernel``, ``omega`` or ``labels`` is not a tensor.
+    ValueError
+        For shapes that do not match, values that are not finite, an
+        ``omega`` <= 0, labels other than 0 and 1, tensors on different
+        devices, a negative ``jitter``, or a kernel that is not positive
+        semi-definite.
     """
+    kernel, omega, labels = _check_gp_inputs(kernel, omega, labels, jitter)
     k = _with_nugget(kernel.double(), jitter)
     om = omega.double()
     s, chol = _chol_b(k, om)
@@ -151,11 +262,47 @@ def sample_latent(
     Returns
     -------
     Tensor of shape (C, n), float64
+
+    Raises
+    ------
+    TypeError
+        When ``kernel``, ``omega``, ``labels`` or ``kernel_chol`` is not a
+        tensor, or ``generator`` not a ``torch.Generator``.
+    ValueError
+        As :func:`conditional_moments`; and for a ``kernel_chol`` of another
+        shape or device, or a ``generator`` on another device.
     """
+    kernel, omega, labels = _check_gp_inputs(kernel, omega, labels, jitter)
+    _check_generator(generator, kernel.device)
+    if kernel_chol is not None:
+        _tensor(kernel_chol, "kernel_chol", 2)
+        _same_device(kernel, "kernel", kernel_chol, "kernel_chol")
+        if kernel_chol.shape != kernel.shape:
+            raise ValueError(f"kernel_chol must have the kernel's shape {tuple(kernel.shape)}; got "
+                             f"{tuple(kernel_chol.shape)}")
+    return _sample_latent(kernel, omega, labels, generator=generator, jitter=jitter, kernel_chol=kernel_chol)
+
+
+def _sample_latent(
+    kernel: Tensor,
+    omega: Tensor,
+    labels: Tensor,
+    *,
+    generator: torch.Generator | None,
+    jitter: float,
+    kernel_chol: Tensor | None,
+) -> Tensor:
+    """:func:`sample_latent` of checked arguments (the Gibbs sweeps call it)."""
     k = _with_nugget(kernel.double(), jitter)
     om = omega.double()
     n_chains, n = om.shape
-    lk = torch.linalg.cholesky(k) if kernel_chol is None else kernel_chol
+    if kernel_chol is None:
+        try:
+            lk = torch.linalg.cholesky(k)
+        except torch.linalg.LinAlgError as exc:  # type: ignore[attr-defined]
+            raise _not_positive_definite(exc) from exc
+    else:
+        lk = kernel_chol.to(k.dtype)
     noise = torch.randn((2, n_chains, n), generator=generator, dtype=k.dtype, device=k.device)
     g0 = noise[0] @ lk.mT  # rows ~ N(0, K)
     s, chol = _chol_b(k, om)
@@ -194,7 +341,32 @@ def gibbs_sample(
         The last sweep's Pólya-Gamma draws.
     latent : Tensor of shape (n_chains, n), float64
         The last sweep's latent draws.
+
+    Raises
+    ------
+    TypeError
+        When ``kernel`` or ``labels`` is not a tensor, a count not an int, or
+        ``generator`` not a ``torch.Generator``.
+    ValueError
+        For a kernel that is not square, finite and positive semi-definite,
+        labels other than 0 and 1 or of another length, counts below 1, a
+        negative ``jitter`` or a ``generator`` on another device.
     """
+    k = _tensor(kernel, "kernel", 2)
+    if k.shape[0] != k.shape[1]:
+        raise ValueError(f"kernel must be square (n, n); got shape {tuple(k.shape)}")
+    labels = _labels(labels, k)
+    n_chains = check_positive_int(n_chains, "n_chains")
+    n_steps = check_positive_int(n_steps, "n_steps")
+    _check_generator(generator, k.device)
+    jitter = check_nonnegative(jitter, "jitter")
+    return _gibbs_sample(k, labels, n_chains=n_chains, n_steps=n_steps, generator=generator, jitter=jitter)
+
+
+def _gibbs_sample(
+    kernel: Tensor, labels: Tensor, *, n_chains: int, n_steps: int, generator: torch.Generator | None, jitter: float
+) -> tuple[Tensor, Tensor]:
+    """:func:`gibbs_sample` of checked arguments (the training loop and the bank's refits call it)."""
     k = kernel.detach().double()
     n = k.shape[-1]
     lk = _stable_cholesky(_with_nugget(k, jitter))
@@ -202,7 +374,7 @@ def gibbs_sample(
     omega = g
     for _ in range(n_steps):
         omega = random_polya_gamma(1, g, generator=generator)
-        g = sample_latent(k, omega, labels, generator=generator, jitter=jitter, kernel_chol=lk)
+        g = _sample_latent(k, omega, labels, generator=generator, jitter=jitter, kernel_chol=lk)
     return omega, g
 
 
@@ -216,7 +388,7 @@ def _stable_cholesky(k: Tensor) -> Tensor:
         chol, info = torch.linalg.cholesky_ex(k + extra * scale * eye)
         extra *= 10
     if bool(info.any()):
-        raise RuntimeError("the kernel matrix is not positive definite even with a nugget of 1e-2 of its diagonal")
+        raise ValueError("kernel must be positive definite: it is not even with a nugget of 1e-2 of its diagonal")
     return chol
 
 
@@ -239,7 +411,18 @@ def marginal_nll(kernel: Tensor, omega: Tensor, labels: Tensor, *, jitter: float
     -------
     Tensor of shape (C,)
         float64.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`conditional_moments`.
     """
+    kernel, omega, labels = _check_gp_inputs(kernel, omega, labels, jitter)
+    return _marginal_nll(kernel, omega, labels, jitter=jitter)
+
+
+def _marginal_nll(kernel: Tensor, omega: Tensor, labels: Tensor, *, jitter: float) -> Tensor:
+    """:func:`marginal_nll` of checked arguments (the training loss calls it)."""
     k = _with_nugget(kernel.double(), jitter)
     om = omega.detach().double()
     s, chol = _chol_b(k, om)
@@ -262,7 +445,31 @@ def gauss_hermite_sigmoid(mean: Tensor, var: Tensor, *, n_points: int = 64) -> t
     Returns
     -------
     first, second : Tensor of the input shape
+
+    Raises
+    ------
+    TypeError
+        When ``mean`` or ``var`` is not a floating-point tensor, or
+        ``n_points`` not an int.
+    ValueError
+        For shapes or devices that differ, values that are not finite, or
+        ``n_points`` < 1.
     """
+    for name, value in (("mean", mean), ("var", var)):
+        check_instance(value, name, Tensor, "a floating-point torch tensor")
+        if not value.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor; got a tensor of {value.dtype}")
+        if not bool(torch.isfinite(value).all()):
+            raise ValueError(f"{name} must be finite; got {int((~torch.isfinite(value)).sum())} NaN or infinite "
+                             "values")
+    if var.shape != mean.shape:
+        raise ValueError(f"var must have the shape of mean {tuple(mean.shape)}; got {tuple(var.shape)}")
+    _same_device(mean, "mean", var, "var")
+    return _gauss_hermite_sigmoid(mean, var, n_points=check_positive_int(n_points, "n_points"))
+
+
+def _gauss_hermite_sigmoid(mean: Tensor, var: Tensor, *, n_points: int) -> tuple[Tensor, Tensor]:
+    """:func:`gauss_hermite_sigmoid` of checked arguments."""
     nodes, weights = np.polynomial.hermite.hermgauss(n_points)
     x = torch.as_tensor(nodes, dtype=mean.dtype, device=mean.device)
     w = torch.as_tensor(weights / math.sqrt(math.pi), dtype=mean.dtype, device=mean.device)
@@ -301,6 +508,14 @@ class GaussianProcessHead(nn.Module):
     seed : int
         Seeds the bank's Gibbs chains (with the count of refits).
 
+    Raises
+    ------
+    TypeError
+        For a count that is not an int or a scale that is not a number.
+    ValueError
+        For a count below 1 (``seed`` below 0), a scale or ``jitter`` that is
+        not a finite number > 0, or sizes whose tensors cannot be allocated.
+
     Notes
     -----
     Buffers (saved with the weights): ``bank_features`` (M, dim) float64,
@@ -333,6 +548,32 @@ class GaussianProcessHead(nn.Module):
         learn_length_scale: bool = False,
     ) -> None:
         super().__init__()
+        in_features = check_positive_int(in_features, "in_features")
+        if projection_dim is not None:
+            projection_dim = check_positive_int(projection_dim, "projection_dim")
+        length_scale = check_scale(length_scale, "length_scale")
+        output_scale = check_scale(output_scale, "output_scale")
+        bank_size = check_positive_int(bank_size, "bank_size")
+        n_chains = check_positive_int(n_chains, "n_chains")
+        n_bank_steps = check_positive_int(n_bank_steps, "n_bank_steps")
+        jitter = check_scale(jitter, "jitter")
+        n_quadrature = check_positive_int(n_quadrature, "n_quadrature")
+        seed = check_positive_int(seed, "seed", minimum=0, maximum=(2**64 - 2**32) // 1_000_003)  # seeds the refits
+        learn_length_scale = check_bool(learn_length_scale, "learn_length_scale")
+        try:
+            self._build(in_features, projection_dim, length_scale, output_scale, bank_size, n_chains, n_bank_steps,
+                        jitter, n_quadrature, seed, learn_length_scale)
+        except (RuntimeError, MemoryError) as exc:  # torch's allocator refuses sizes that do not fit in memory
+            raise ValueError(
+                f"in_features={in_features}, projection_dim={projection_dim}, bank_size={bank_size} and "
+                f"n_chains={n_chains} ask for tensors that cannot be allocated ({type(exc).__name__}: {exc})"
+            ) from exc
+
+    def _build(
+        self, in_features: int, projection_dim: int | None, length_scale: float, output_scale: float, bank_size: int,
+        n_chains: int, n_bank_steps: int, jitter: float, n_quadrature: int, seed: int, learn_length_scale: bool,
+    ) -> None:
+        """The parameters and buffers of checked settings."""
         self.log_length_scale: nn.Parameter | None = None
         if learn_length_scale:
             self.log_length_scale = nn.Parameter(torch.tensor(math.log(float(length_scale)), dtype=torch.float64))
@@ -384,7 +625,7 @@ class GaussianProcessHead(nn.Module):
 
     def kernel(self, x1: Tensor, x2: Tensor) -> Tensor:
         """The RBF kernel between projected features, shape (n, m), float64."""
-        return rbf_kernel(x1.double(), x2.double(), length_scale=self.length_scale, output_scale=self.output_scale)
+        return _rbf_kernel(x1.double(), x2.double(), length_scale=self.length_scale, output_scale=self.output_scale)
 
     # -- training ---------------------------------------------------------------
 
@@ -409,10 +650,10 @@ class GaussianProcessHead(nn.Module):
             A scalar (float64).
         """
         k = self.kernel(projected, projected)
-        omega, _ = gibbs_sample(
+        omega, _ = _gibbs_sample(
             k.detach(), labels, n_chains=self.n_chains, n_steps=n_steps, generator=generator, jitter=self.jitter
         )
-        return marginal_nll(k, omega, labels, jitter=self.jitter).mean() / projected.shape[0]
+        return _marginal_nll(k, omega, labels, jitter=self.jitter).mean() / projected.shape[0]
 
     @torch.no_grad()
     def push(self, projected: Tensor, labels: Tensor) -> None:
@@ -449,7 +690,7 @@ class GaussianProcessHead(nn.Module):
             dev = self.bank_features.device
             gen = torch.Generator(device=dev).manual_seed(self.seed * 1_000_003 + int(self.n_refits))
             x = self.bank_features[:n]
-            omega, _ = gibbs_sample(
+            omega, _ = _gibbs_sample(
                 self.kernel(x, x), self.bank_labels[:n], n_chains=self.n_chains, n_steps=self.n_bank_steps,
                 generator=gen, jitter=self.jitter,
             )
@@ -533,7 +774,7 @@ class GaussianProcessHead(nn.Module):
     def probabilities(self, projected: Tensor) -> tuple[Tensor, Tensor]:
         """P(relevant) and its predictive variance, averaged over chains; each shape (batch,), float64."""
         mean, var = self.predictive(projected)
-        first, second = gauss_hermite_sigmoid(mean, var, n_points=self.n_quadrature)
+        first, second = _gauss_hermite_sigmoid(mean, var, n_points=self.n_quadrature)
         p = first.mean(0)
         return p, (second.mean(0) - p * p).clamp_min(0)
 

@@ -40,6 +40,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from uncertank.validation import check_choice, check_instance
+
 __all__ = ["NORMAL_APPROX_MIN_H", "TRUNCATION", "polya_gamma_moments", "random_polya_gamma"]
 
 #: Devroye's truncation point t between the two pieces of the proposal.
@@ -129,23 +131,24 @@ def random_polya_gamma(
     >>> round(w.mean().item(), 2)  # E[PG(1, 0)] = 1/4
     0.25
     """
-    if backend not in _BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}; got {backend!r}")
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {', '.join(map(repr, _METHODS))}; got {method!r}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None; got {type(generator).__name__}")
+    check_choice(backend, "backend", _BACKENDS)
+    check_choice(method, "method", _METHODS)
+    if generator is not None:
+        check_instance(generator, "generator", torch.Generator, "a torch.Generator or None")
     device = _device_of(z, generator)
     if backend == "polyagamma" and device.type != "cpu":
         raise ValueError(f'backend="polyagamma" runs on the CPU only; z is on {device}; use backend="torch"')
     out_dtype = z.dtype if isinstance(z, Tensor) and z.is_floating_point() else torch.get_default_dtype()
     zt = _as_z(z, device)
     ht = _as_h(h, device)
-    ht, zt = torch.broadcast_tensors(ht, zt)
+    ht, zt = _broadcast(ht, zt)
     shape = zt.shape
     hf, zf = ht.reshape(-1), zt.reshape(-1)
     if zf.numel() == 0:
         return torch.empty(shape, dtype=out_dtype, device=device)
+    if method == "devroye" and float(hf.sum()) > _MAX_DRAWS:
+        raise ValueError(f"h must ask for at most {_MAX_DRAWS} PG(1, z) draws in all (PG(h, z) is a sum of h "
+                         f"of them); got {int(hf.sum())}")
 
     if method == "normal-approx":
         if backend != "torch":
@@ -195,14 +198,25 @@ def polya_gamma_moments(h: Any, z: Any) -> tuple[Tensor, Tensor]:
     -------
     mean, var : Tensor of shape ``broadcast(h, z).shape``, float64
 
+    Raises
+    ------
+    TypeError
+        For an ``h`` or ``z`` that is not a number, tensor or array of them.
+    ValueError
+        For a ``z`` that is not finite, an ``h`` that is not a finite number
+        > 0, or shapes that do not broadcast.
+
     Examples
     --------
     >>> m, v = polya_gamma_moments(1, 0.0)
     >>> float(m), float(v)
     (0.25, 0.041666666666666664)
     """
-    zt = torch.as_tensor(z, dtype=torch.float64).abs()
-    ht = torch.as_tensor(h, dtype=torch.float64, device=zt.device)
+    zt = _as_z(z, z.device if isinstance(z, Tensor) else torch.device("cpu"))
+    ht = _as_real(h, "h", zt.device)
+    if not bool((ht > 0).all()):
+        raise ValueError(f"h must be positive; got {int((ht <= 0).sum())} values <= 0, e.g. {float(ht[ht <= 0][0])}")
+    ht, zt = _broadcast(ht, zt)
     small = zt < 0.1
     zs = torch.where(small, torch.ones_like(zt), zt)  # keep the unused branch finite
     w = zt * zt
@@ -229,19 +243,45 @@ def _device_of(z: Any, generator: torch.Generator | None) -> torch.device:
     return generator.device if generator is not None else torch.device("cpu")
 
 
-def _as_z(z: Any, device: torch.device) -> Tensor:
+#: The most PG(1, z) draws one call of :func:`random_polya_gamma` makes (the sum of ``h``).
+_MAX_DRAWS = 2**31
+
+
+def _broadcast(h: Tensor, z: Tensor) -> tuple[Tensor, Tensor]:
+    """``h`` and ``z`` broadcast together; else the error naming both shapes."""
     try:
-        zt = torch.as_tensor(z).detach().to(device=device, dtype=torch.float64)
+        shape = torch.broadcast_shapes(h.shape, z.shape)
+    except RuntimeError as exc:
+        raise ValueError(f"h and z must have shapes that broadcast; got {tuple(h.shape)} and {tuple(z.shape)}") from exc
+    return h.expand(shape), z.expand(shape)
+
+
+def _as_real(value: Any, name: str, device: torch.device) -> Tensor:
+    """``value`` (a real number, tensor or array of them) as a finite float64 tensor on ``device``."""
+    if isinstance(value, (str, bytes)) or isinstance(value, bool) or (
+            isinstance(value, Tensor) and (value.dtype == torch.bool or value.dtype.is_complex)):
+        raise TypeError(f"{name} must be a real number, tensor or array of them; got {type(value).__name__} "
+                        f"{value!r:.80}")
+    try:
+        if isinstance(value, Tensor):
+            out = value.detach().to(device=device, dtype=torch.float64)
+        else:  # straight to float64: a Python float is not rounded to float32 first
+            out = torch.as_tensor(value, dtype=torch.float64, device=device)
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise TypeError(f"z must be a real number, tensor or array of them; got {type(z).__name__} ({exc})") from None
-    bad = ~torch.isfinite(zt)
+        raise TypeError(f"{name} must be a real number, tensor or array of them; got {type(value).__name__} "
+                        f"({exc})") from None
+    bad = ~torch.isfinite(out)
     if bad.any():
-        n_nan = int(torch.isnan(zt).sum())
+        n_nan = int(torch.isnan(out).sum())
         raise ValueError(
-            f"z must be finite; got {n_nan} NaN and {int(bad.sum()) - n_nan} infinite values, "
-            f"e.g. {float(zt[bad][0])}"
+            f"{name} must be finite; got {n_nan} NaN and {int(bad.sum()) - n_nan} infinite values, "
+            f"e.g. {float(out[bad][0])}"
         )
-    return zt.abs()
+    return out
+
+
+def _as_z(z: Any, device: torch.device) -> Tensor:
+    return _as_real(z, "z", device).abs()
 
 
 def _as_h(h: Any, device: torch.device) -> Tensor:
@@ -260,6 +300,10 @@ def _as_h(h: Any, device: torch.device) -> Tensor:
     low = hd < 1
     if low.any():
         raise ValueError(f"h must be integers >= 1; got {int(low.sum())} values below 1, e.g. {int(hd[low][0])}")
+    high = hd > _MAX_DRAWS
+    if high.any():
+        raise ValueError(f"h must be integers <= {_MAX_DRAWS}; got {int(high.sum())} values above, e.g. "
+                         f"{float(hd[high][0]):g}")
     return hd.to(torch.int64)
 
 

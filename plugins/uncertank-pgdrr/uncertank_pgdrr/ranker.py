@@ -22,7 +22,7 @@ from uncertank.nn import (
     pool_encoder,
     score_batches,
 )
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_instance, check_positive_int, check_scale
 from uncertank_pgdrr.gp import DEFAULT_JITTER, GaussianProcessHead
 
 __all__ = ["PGDRRModel", "PGDRRRanker"]
@@ -50,10 +50,14 @@ class PGDRRModel(nn.Module):
 
     def __init__(self, encoder: nn.Module, *, pooling: str = "cls", **head: Any) -> None:
         super().__init__()
+        check_instance(encoder, "encoder", nn.Module, "a transformers encoder (nn.Module with config.hidden_size)")
         self.pooling = check_pooling(pooling)
-        config: Any = encoder.config
+        hidden = getattr(getattr(encoder, "config", None), "hidden_size", None)
+        if isinstance(hidden, bool) or not isinstance(hidden, int):
+            raise TypeError(f"encoder must be a transformers encoder whose config names its hidden_size (an int); "
+                            f"got {type(encoder).__name__} with hidden_size {hidden!r}")
         self.encoder = encoder
-        self.head = GaussianProcessHead(int(config.hidden_size), **head)
+        self.head = GaussianProcessHead(hidden, **head)
 
     def features(
         self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None
@@ -434,9 +438,9 @@ def _as_pgdrr(model: nn.Module) -> PGDRRModel:
 
 
 def _positive_float(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
-    return float(value)
+    return check_scale(value, name)  # finite (an int too large for a float too), > 0
 
 
 def _bank_indices(labels: NDArray[np.int64], size: int, *, seed: int, balanced: bool = True) -> NDArray[np.int64]:

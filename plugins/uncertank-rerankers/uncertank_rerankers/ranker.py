@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from uncertank import Predictions, QuerySet
-from uncertank.validation import as_float_array, check_positive_int
+from uncertank.validation import as_float_array, check_instance, check_name, check_positive_int
 
 __all__ = ["SCORE_KINDS", "RerankersRanker", "score_kind"]
 
@@ -158,8 +158,15 @@ class RerankersRanker:
             )
         if self.pretrained is not None and not isinstance(self.pretrained, (str, os.PathLike)):
             raise TypeError(f"pretrained must be a local model folder (a path); got {type(self.pretrained).__name__}")
-        if not (self.probabilities == "auto" or isinstance(self.probabilities, bool)):
-            raise ValueError(f"probabilities must be 'auto', True or False; got {self.probabilities!r}")
+        if self.model is not None:
+            check_instance(self.model, "model", str, "a model name (str)")
+        if self.model_type is not None:
+            check_instance(self.model_type, "model_type", str, "a rerankers model type (str)")
+        if "name" in vars(self):
+            check_name(vars(self)["name"], "name")
+        probabilities = self.probabilities
+        if not ((isinstance(probabilities, str) and probabilities == "auto") or isinstance(probabilities, bool)):
+            raise ValueError(f"probabilities must be 'auto', True or False; got {probabilities!r}")
         if not isinstance(self.context_sep, str):
             raise TypeError(f"context_sep must be a str; got {type(self.context_sep).__name__}")
         if self.batch_size is not None:

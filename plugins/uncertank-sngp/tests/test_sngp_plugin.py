@@ -232,7 +232,7 @@ def test_focal_loss():
     ref = (-(1 - p_t) ** 2 * torch.log(p_t)).mean()
     assert torch.isclose(focal_loss(x, y, gamma=2.0), ref)
     assert focal_loss(x, y, gamma=2.0) < bce
-    with pytest.raises(ValueError, match="focal_gamma must be a finite number >= 0"):
+    with pytest.raises(ValueError, match="gamma must be a finite number >= 0"):
         focal_loss(x, y, gamma=-1.0)
     with pytest.raises(ValueError, match="same shape"):
         focal_loss(x, y[:2])

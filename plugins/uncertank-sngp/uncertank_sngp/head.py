@@ -20,7 +20,15 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from uncertank.nn import check_pooling, head_dimensions, pool_encoder
-from uncertank.validation import check_choice, check_positive_int, check_unit_interval
+from uncertank.validation import (
+    check_bool,
+    check_choice,
+    check_instance,
+    check_ndim,
+    check_positive_int,
+    check_real,
+    check_unit_interval,
+)
 
 __all__ = ["RandomFeatureGP", "SNGPModel", "SoftSpectralNorm", "apply_spectral_norm", "focal_loss"]
 
@@ -29,10 +37,9 @@ COV_LIKELIHOODS = ("logistic", "gaussian")
 
 
 def _positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{name} must be a finite number {'>= 0' if allow_zero else '> 0'}; got {value!r}")
-    return float(value)
+    return check_real(value, name, minimum=0, exclusive_minimum=not allow_zero)
 
 
 class SoftSpectralNorm(nn.Module):
@@ -54,6 +61,15 @@ class SoftSpectralNorm(nn.Module):
         Power-iteration steps per training forward pass.
     warmup_iterations : int
         Steps run once at wrapping time, so sigma is accurate from the start.
+
+    Raises
+    ------
+    TypeError
+        When ``weight`` is not a floating-point tensor, or a count not an int.
+    ValueError
+        For a ``weight`` that is not 2-D or has an empty side, a ``bound`` that
+        is not a finite number > 0, or counts below 1 (``warmup_iterations``
+        below 0).
     """
 
     _u: torch.Tensor
@@ -63,11 +79,16 @@ class SoftSpectralNorm(nn.Module):
         self, weight: torch.Tensor, *, bound: float = 0.95, n_power_iterations: int = 1, warmup_iterations: int = 20
     ) -> None:
         super().__init__()
+        check_instance(weight, "weight", torch.Tensor, "a 2-D torch tensor (out, in)")
         if weight.ndim != 2:
             raise ValueError(f"weight must be 2-D (out, in); got shape {tuple(weight.shape)}")
-        self.bound = _positive(bound, "spec_norm_bound")
+        if not weight.is_floating_point():
+            raise TypeError(f"weight must be a floating-point tensor; got a tensor of {weight.dtype}")
+        if weight.numel() == 0:
+            raise ValueError(f"weight must have no empty side; got shape {tuple(weight.shape)}")
+        self.bound = _positive(bound, "bound")
         self.n_power_iterations = check_positive_int(n_power_iterations, "n_power_iterations")
-        warmup_iterations = check_positive_int(warmup_iterations, "spec_norm_warmup", minimum=0)
+        warmup_iterations = check_positive_int(warmup_iterations, "warmup_iterations", minimum=0)
         w = weight.detach()
         u = nn.functional.normalize(torch.randn(w.shape[0], dtype=w.dtype, device=w.device), dim=0)
         v = nn.functional.normalize(torch.randn(w.shape[1], dtype=w.dtype, device=w.device), dim=0)
@@ -403,6 +424,12 @@ class SNGPModel(nn.Module):
         **gp: Any,
     ) -> None:
         super().__init__()
+        check_instance(encoder, "encoder", nn.Module, "a transformers encoder (nn.Module)")
+        if spec_norm_bound is not None:
+            spec_norm_bound = _positive(spec_norm_bound, "spec_norm_bound")
+        spec_norm_encoder = check_bool(spec_norm_encoder, "spec_norm_encoder")
+        n_power_iterations = check_positive_int(n_power_iterations, "n_power_iterations")
+        spec_norm_warmup = check_positive_int(spec_norm_warmup, "spec_norm_warmup", minimum=0)
         self.pooling = check_pooling(pooling)
         hidden, p = head_dimensions(encoder, dropout)
         self.encoder = encoder
@@ -461,6 +488,15 @@ def focal_loss(logits: torch.Tensor, labels: torch.Tensor, *, gamma: float = 0.0
     gamma : float
         >= 0.
 
+    Raises
+    ------
+    TypeError
+        When ``logits`` or ``labels`` is not a tensor (``logits`` of floats).
+    ValueError
+        For shapes that differ or are not 1-D, an empty batch, logits that
+        are not finite, labels other than 0 and 1, tensors on different
+        devices, or a ``gamma`` that is not a finite number >= 0.
+
     Examples
     --------
     >>> import torch
@@ -468,8 +504,32 @@ def focal_loss(logits: torch.Tensor, labels: torch.Tensor, *, gamma: float = 0.0
     >>> bool(torch.isclose(focal_loss(x, y), torch.nn.functional.binary_cross_entropy_with_logits(x, y.float())))
     True
     """
-    gamma = _positive(gamma, "focal_gamma", allow_zero=True)
+    gamma = _positive(gamma, "gamma", allow_zero=True)
+    check_instance(logits, "logits", torch.Tensor, "a torch tensor of floats")
+    check_instance(labels, "labels", torch.Tensor, "a torch tensor of 0s and 1s")
     if logits.shape != labels.shape:
+        raise ValueError(
+            f"logits and labels must have the same shape; got {tuple(logits.shape)} and {tuple(labels.shape)}"
+        )
+    check_ndim(logits, "logits", 1)
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must be a floating-point tensor; got a tensor of {logits.dtype}")
+    if labels.dtype.is_complex:
+        raise TypeError(f"labels must hold 0s and 1s; got a tensor of {labels.dtype}")
+    if labels.device != logits.device:
+        raise ValueError(f"labels must be on the device of logits ({logits.device}); got {labels.device}")
+    if logits.numel() == 0:
+        raise ValueError("logits must hold at least one pair; got an empty batch")
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError(f"logits must be finite; got {int((~torch.isfinite(logits)).sum())} NaN or infinite values")
+    if not bool(((labels == 0) | (labels == 1)).all()):
+        raise ValueError("labels must hold 0s and 1s only")
+    return _focal_loss(logits, labels, gamma=gamma)
+
+
+def _focal_loss(logits: torch.Tensor, labels: torch.Tensor, *, gamma: float) -> torch.Tensor:
+    """:func:`focal_loss` of checked arguments (the training loop calls it per batch)."""
+    if logits.shape != labels.shape:  # constant time: a model's output of another shape would broadcast silently
         raise ValueError(
             f"logits and labels must have the same shape; got {tuple(logits.shape)} and {tuple(labels.shape)}"
         )

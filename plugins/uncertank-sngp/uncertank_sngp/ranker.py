@@ -12,8 +12,8 @@ from typing_extensions import Self
 
 from uncertank import CostRates, Predictions, QuerySet
 from uncertank.nn import EncodedPairs, NeuralRanker, SamplingRanker, score_batches
-from uncertank.validation import check_choice, check_positive_int
-from uncertank_sngp.head import COV_LIKELIHOODS, COV_MODES, RandomFeatureGP, SNGPModel, focal_loss
+from uncertank.validation import check_bool, check_choice, check_positive_int, check_unit_interval
+from uncertank_sngp.head import COV_LIKELIHOODS, COV_MODES, RandomFeatureGP, SNGPModel, _focal_loss, _positive
 
 __all__ = ["GPFBertRanker", "SNGPRanker"]
 
@@ -138,6 +138,16 @@ class SNGPRanker(SamplingRanker, NeuralRanker):
 
     def _check_params(self) -> None:
         super()._check_params()
+        # the head's settings, checked here (not first at fit, where create_model builds the head)
+        check_bool(self.spec_norm_encoder, "spec_norm_encoder")
+        check_bool(self.output_bias, "output_bias")
+        for name in ("lengthscale", "feature_scale", "spec_norm_bound"):
+            if getattr(self, name) is not None:
+                _positive(getattr(self, name), name)
+        _positive(self.ridge, "ridge")
+        _positive(self.mean_field_factor, "mean_field_factor", allow_zero=True)
+        _positive(self.output_init_std, "output_init_std", allow_zero=True)
+        check_unit_interval(self.cov_momentum, "cov_momentum", closed="left")
         if self.spec_norm_encoder and self.pretrained is not None:
             raise ValueError(
                 "spec_norm_encoder must be False with pretrained: a post-hoc head keeps the encoder's weights "
@@ -151,7 +161,7 @@ class SNGPRanker(SamplingRanker, NeuralRanker):
         b = self.output_bias_init
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b)):
             raise ValueError(f"output_bias_init must be None or a finite number; got {b!r}")
-        focal_loss(torch.zeros(1), torch.zeros(1, dtype=torch.long), gamma=self.focal_gamma)  # cpu: validates gamma
+        _positive(self.focal_gamma, "focal_gamma", allow_zero=True)
         check_positive_int(self.n_samples, "n_samples")
 
     @property
@@ -175,7 +185,7 @@ class SNGPRanker(SamplingRanker, NeuralRanker):
 
     def loss(self, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Focal loss of the single logit (``focal_gamma``; 0 is cross-entropy)."""
-        return focal_loss(output, labels, gamma=float(self.focal_gamma))
+        return _focal_loss(output, labels, gamma=float(self.focal_gamma))
 
     def on_train_end(
         self, model: torch.nn.Module, pairs: EncodedPairs, labels: NDArray[np.int64], accelerator: Any
