@@ -1,16 +1,19 @@
 """What the fuzz harness calls, and how it tells a library error from a raw one.
 
 The targets are found, never listed: every callable in the ``__all__`` of
-``uncertank`` and of each of its public modules (no part of the dotted name
-starts with ``_``), each counted once however many modules export it. A new
-public name is fuzzed without any change here.
+``uncertank``, of each first-party plugin package (``plugins/uncertank-*``:
+``uncertank_bert``, ``uncertank_llm``...) and of each of their public
+modules (no part of the dotted name after the package starts with ``_``),
+each counted once however many modules export it. A new public name, or a
+new first-party plugin, is fuzzed without any change here.
 
 An outcome is acceptable when the call returns (with finite numbers where
 it returns numbers; an infinity only where the docstring promises one), or
 raises one of the library's errors: a :class:`ValueError`,
-:class:`TypeError` or :class:`LookupError`, an error class uncertank
-defines, or an :class:`OSError` with the library's own message, raised by a
-``raise`` statement in uncertank's own code. Anything else is a *raw* error: an
+:class:`TypeError` or :class:`LookupError`, an error class uncertank (or
+the plugin) defines, or an :class:`OSError` with the library's own message,
+raised by a ``raise`` statement in uncertank's own code or the first-party
+plugin's. Anything else is a *raw* error: an
 exception of another type (``AttributeError``, ``ZeroDivisionError``,
 ``OverflowError``...), one raised inside numpy, scipy, pandas or Python's
 standard library, or one raised by an operation of uncertank's code rather
@@ -46,20 +49,42 @@ import numpy as np
 import uncertank
 
 PACKAGE_DIR = Path(uncertank.__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
+
+#: The first-party plugin packages: each ``plugins/uncertank-*/uncertank_*`` folder that is a package.
+PLUGIN_PACKAGES: tuple[str, ...] = tuple(sorted(
+    pkg.name for dist in (REPO / "plugins").iterdir() if dist.name.startswith("uncertank-")
+    for pkg in dist.iterdir() if pkg.name.startswith("uncertank_") and (pkg / "__init__.py").is_file()
+))
+#: The top-level packages whose code is the library's own: their ``raise`` statements give library errors.
+OWN_PACKAGES: tuple[str, ...] = ("uncertank", *PLUGIN_PACKAGES)
+
+
+@functools.cache
+def own_dirs() -> tuple[Path, ...]:
+    """The folders of :data:`OWN_PACKAGES`, as imported."""
+    dirs = []
+    for name in OWN_PACKAGES:
+        module = importlib.import_module(name)
+        dirs.append(Path(module.__file__ or "").resolve().parent)
+    return tuple(dirs)
 
 #: Library errors: what a public callable may raise on a bad input.
 LIBRARY_ERRORS = (ValueError, TypeError, LookupError)
 
 
 def public_modules() -> list[str]:
-    """``uncertank`` and every submodule with no private part in its dotted name."""
-    names = ["uncertank"]
-    for info in pkgutil.walk_packages(uncertank.__path__, "uncertank."):
-        if any(part.startswith("_") for part in info.name.split(".")[1:]):
-            continue
-        if info.name.endswith("__main__"):
-            continue
-        names.append(info.name)
+    """``uncertank``, each first-party plugin package, and every submodule with no private part in its name."""
+    names = []
+    for root in OWN_PACKAGES:
+        package = importlib.import_module(root)
+        names.append(root)
+        for info in pkgutil.walk_packages(package.__path__, f"{root}."):
+            if any(part.startswith("_") for part in info.name.split(".")[1:]):
+                continue
+            if info.name.endswith("__main__"):
+                continue
+            names.append(info.name)
     return sorted(names)
 
 
@@ -139,7 +164,7 @@ def _project_models() -> dict[str, type]:
     """uncertank's own pydantic models and pydantic dataclasses, by class name, from its loaded modules."""
     found: dict[str, type] = {}
     for mod_name, mod in list(sys.modules.items()):
-        if mod is None or mod_name.split(".")[0] != "uncertank":
+        if mod is None or mod_name.split(".")[0] not in OWN_PACKAGES:
             continue
         for cls in list(vars(mod).values()):
             if (isinstance(cls, type) and cls.__module__ == mod_name
@@ -178,11 +203,11 @@ def raw_reason(exc: BaseException) -> str | None:
     if isinstance(exc, OSError) and not str(exc).startswith("[Errno"):
         allowed = True
     else:  # a library error, or an error class of uncertank's own (ConformanceError, SamplingError...)
-        allowed = isinstance(exc, LIBRARY_ERRORS) or type(exc).__module__.split(".")[0] == "uncertank"
+        allowed = isinstance(exc, LIBRARY_ERRORS) or type(exc).__module__.split(".")[0] in OWN_PACKAGES
     if not allowed:
         return f"{type(exc).__name__} raised at {where}"
     try:
-        inside = Path(filename).resolve().is_relative_to(PACKAGE_DIR)
+        inside = any(Path(filename).resolve().is_relative_to(d) for d in own_dirs())
     except (OSError, ValueError):
         inside = False
     if not inside:

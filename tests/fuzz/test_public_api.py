@@ -1,4 +1,4 @@
-"""Every public callable of uncertank, fed bad and extreme values: it returns, or raises a library error.
+"""Every public callable of uncertank and its first-party plugins, fed bad and extreme values: it returns, or raises a library error.
 
 The callables are enumerated from the ``__all__`` of ``uncertank`` and of
 its public modules (:func:`tests.fuzz._harness.enumerate_targets`); the test
@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz._harness import (
+    PLUGIN_PACKAGES,
     Target,
     call,
     documents_infinity,
@@ -163,3 +164,7 @@ def test_every_public_callable_is_covered() -> None:
     assert set(KNOWN_FAILURES) <= ids, set(KNOWN_FAILURES) - ids
     assert all(reason.strip() for reason in EXCLUDED.values())
     assert len(TARGETS) > 300  # the walk reached the subpackages
+    # and every first-party plugin package: each exports callables (its ranker at least)
+    roots = {t.module.split(".")[0] for t in TARGETS}
+    assert set(PLUGIN_PACKAGES) <= roots, set(PLUGIN_PACKAGES) - roots
+    assert len(PLUGIN_PACKAGES) >= 8
