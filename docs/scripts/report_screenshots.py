@@ -67,7 +67,7 @@ def results_from_summary(summary: dict[str, Any], study: Path) -> dict[str, Any]
     from uncertank.metrics import resolve_metrics
 
     cfg = load_config(study)
-    bound = resolve_metrics(list(cfg.metrics or ()))
+    bound = resolve_metrics(cfg.metric_entries() if cfg.metrics else [])
     info = {m.display_label: {"kind": m.kind, "higher_is_better": m.higher_is_better,
                               "needs_probabilities": m.needs_probabilities, "name": m.name,
                               "options": to_jsonable(dict(m.options))} for m in bound}

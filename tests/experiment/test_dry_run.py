@@ -383,3 +383,18 @@ def test_a_ranker_started_from_another_is_estimated_at_the_settings_it_takes_ove
     assert P._as_started(own, build_ranker(own), {**by_label, "ensemble": own}).ranker.max_length == 32
     plain = build_ranker(bert)
     assert P._as_started(bert, plain, by_label) is plain
+
+
+def test_a_dry_run_reads_past_sizes_a_previous_results_json_does_not_hold_as_counts(study, tmp_path):
+    """A damaged ``sizes`` (a count as a string, ``test`` not a table) is no count to scale by, not a crash."""
+    path = study(embedded=False)
+    out = tmp_path / "out"
+    assert CliRunner().invoke(cli, ["run", path, "--out", str(out)]).exit_code == 0
+    doc = json.loads((out / "results.json").read_text())
+    doc["sizes"] = {"train": 10, "valid": "6", "test": ["in-domain"]}
+    (out / "results.json").write_text(json.dumps(doc))
+    result = CliRunner().invoke(cli, ["run", path, "--out", str(out), "--dry-run", "--no-resume"])
+    assert result.exit_code == 0, result.output
+    for step in ("predict bm25 valid", "predict bm25 in-domain"):
+        seconds = doc["steps"][step]["seconds"]
+        assert f"  {step}: runs, about {seconds:.0f} s (as the previous run)" in result.output.splitlines()

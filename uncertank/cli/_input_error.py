@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO
 
 import click
 
@@ -30,7 +30,7 @@ class InputError(click.ClickException):
         super().__init__(message)
         self.command = command
 
-    def show(self, file: Any = None) -> None:
+    def show(self, file: IO[str] | None = None) -> None:
         prefix = "Error" if self.command is None else f"uncertank {self.command}"
         for line in self.format_message().splitlines() or [""]:
             click.echo(f"{prefix}: {line}", err=True)

@@ -36,9 +36,10 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
+from typing_extensions import NotRequired, TypedDict
 
 from uncertank.cli._input_error import InputError, one_line
 from uncertank.files import atomic_write_text, to_jsonable
@@ -58,6 +59,37 @@ UNCONVERGED_EXIT = 3
 OUTPUTS = ("results.json", "effects.csv", "posterior.nc", "effects.png", "ppc.png")
 _FAMILIES = ("gaussian", "zoib", "zoib_rank")
 _SAMPLERS = ("auto", "pymc", "nutpie", "numpyro")
+
+
+class _Distinguishable(TypedDict):
+    """The systems credibly different from the best (or the worst), by intervals and by contrasts."""
+
+    system: str
+    interval: int
+    interval_systems: list[str]
+    contrast: int
+    contrast_systems: list[str]
+
+
+class _Summary(TypedDict):
+    """``results.json`` of ``uncertank compare`` (:func:`summarise`, then the command's source and settings)."""
+
+    family: str
+    sampler: str
+    n_systems: int
+    n_topics: int
+    n_obs: int
+    chains: int
+    draws: int
+    timings: dict[str, float | None]
+    diagnostics: dict[str, object]
+    gate: dict[str, object] | None
+    verdict: str | None
+    distinguishable: dict[str, _Distinguishable] | None
+    effects: list[dict[str, object]]
+    urisk: NotRequired[dict[str, object]]
+    source: NotRequired[str]
+    settings: NotRequired[dict[str, object]]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -89,7 +121,7 @@ def _load_source(
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
             raise InputError(f"{source}: cannot read it as CSV: {_one_line(exc)}") from None
         try:
-            return check_frame(df, family), str(path)  # type: ignore[arg-type]
+            return check_frame(df, family), str(path)
         except (ValueError, TypeError) as exc:
             raise InputError(f"{source}: {_one_line(exc)}") from None
     if not Path(qrels).is_file():
@@ -105,7 +137,7 @@ def _load_source(
 
 
 def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[float, ...],
-              convention: str) -> dict[str, Any]:
+              convention: str) -> _Summary:
     """The JSON-ready summary that ``results.json`` holds.
 
     Parameters
@@ -128,7 +160,7 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
     """
     from uncertank.bayes.diagnostics import ConvergenceError
 
-    distinguishable: dict[str, Any] | None = {}
+    distinguishable: dict[str, dict[str, object]] | None = {}
     effects = cmp.system_effects()
     refusal: str | None = None
     try:
@@ -137,15 +169,15 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
         refusal = _one_line(exc)
     for ref in ("best", "worst") if refusal is None else ():
         assert distinguishable is not None
-        entry: dict[str, Any] = {"system": effects["system"].iloc[0 if ref == "best" else -1]}
+        entry: dict[str, object] = {"system": effects["system"].iloc[0 if ref == "best" else -1]}
         for method in ("interval", "contrast"):
-            d = cmp.distinguishable(ref, method=method)  # type: ignore[arg-type]
+            d = cmp.distinguishable(ref, method=method)
             entry[method] = len(d)
             entry[f"{method}_systems"] = d["system"].tolist()
         distinguishable[ref] = entry
     if refusal is not None:
         distinguishable = None
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "family": cmp.family, "sampler": cmp.sampler, "n_systems": len(cmp.systems),
         "n_topics": len(cmp.topics), "n_obs": len(cmp.data), "chains": cmp.n_chains,
         "draws": cmp.n_draws, "timings": cmp.timings, "diagnostics": cmp.diagnostics().to_dict(),
@@ -160,7 +192,8 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
             "tables": {f"r={r:g}": cmp.urisk(baseline, r=r, convention=convention).to_dict(orient="records")  # type: ignore[arg-type]
                        for r in risk_r},
         }
-    return to_jsonable(out)  # type: ignore[no-any-return]
+    summary: _Summary = to_jsonable(out)  # plain JSON values, of the keys typed by _Summary
+    return summary
 
 
 @click.command("compare")
@@ -274,11 +307,11 @@ def compare_command(
     written = ["results.json", "effects.csv", "posterior.nc"]
     if plots:
         written += _write_plots(cmp, output)
-    if results["verdict"] is not None:
+    d = results["distinguishable"]
+    if results["verdict"] is not None or d is None:  # no verdict: distinguishable is None
         click.echo(f"{cmp.diagnostics().summary()}; wrote {', '.join(written)} to {output}", err=True)
         click.echo(f"Error: {results['verdict']}", err=True)
         raise SystemExit(UNCONVERGED_EXIT)
-    d = results["distinguishable"]
     click.echo(
         f"best {d['best']['system']}: distinguishable from {d['best']['interval']} systems "
         f"(intervals), {d['best']['contrast']} (contrasts); worst {d['worst']['system']}: "

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -10,6 +11,7 @@ from uncertank.cli._input_error import InputError, one_line
 
 if TYPE_CHECKING:
     from uncertank._types import RankedLists
+    from uncertank.metrics.metric import MetricEntry
 
 __all__ = ["evaluate_command"]
 
@@ -115,8 +117,8 @@ def evaluate_command(runs: tuple[str, ...], qrels: str, metrics: tuple[str, ...]
 
 
 def _probability_runs(
-    runs: tuple[str, ...], names: list[str], qrels: str, entries: list[Any]
-) -> tuple[dict[str, RankedLists] | None, list[Any]]:
+    runs: tuple[str, ...], names: list[str], qrels: str, entries: Sequence[MetricEntry]
+) -> tuple[dict[str, RankedLists] | None, list[MetricEntry]]:
     """The runs' pairs by run name, for the report's calibration columns, and the calibration metrics.
 
     The metrics are evaluate's: those of ``-m`` that read probabilities, or
@@ -127,14 +129,14 @@ def _probability_runs(
     from uncertank.evaluate import DEFAULT_CALIBRATION_METRICS
     from uncertank.metrics import resolve_metrics
 
-    chosen = [e for e in entries if resolve_metrics([e])[0].needs_probabilities] if entries else list(
-        DEFAULT_CALIBRATION_METRICS)
+    chosen: list[MetricEntry] = [e for e in entries if resolve_metrics([e])[0].needs_probabilities] \
+        if entries else list(DEFAULT_CALIBRATION_METRICS)
     if not chosen:
         return None, []
     if qrels.startswith("irds:"):  # as evaluate_runs reads them: an ir_datasets collection's judgements
         from uncertank.datasets.irds import irds_qrels
 
-        judged: Any = irds_qrels(qrels)
+        judged = irds_qrels(qrels)
     else:
         judged = read_qrels(qrels)
     lists = {name: ranked_lists_from_run(read_trec_run(path, system=name), judged)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -30,6 +30,9 @@ import numpy as np
 from uncertank._types import Predictions, RankedLists
 from uncertank.cli._input_error import InputError, one_line
 from uncertank.validation import check_unit_interval
+
+if TYPE_CHECKING:
+    from uncertank.conformal.calibrated import ConformalThreshold
 
 __all__ = ["threshold_command"]
 
@@ -43,7 +46,7 @@ class _OneLineCommand(click.Command):
     """A command whose usage errors (a missing option, a stray argument) are one line too."""
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: Any) -> click.Context:
+                     **extra: object) -> click.Context:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
@@ -80,7 +83,7 @@ def _unlabelled_run(path: str, system: str | None) -> Predictions:
     return Predictions(df["score"].to_numpy(dtype=np.float64)[order], offsets, probabilistic=False)
 
 
-def _threshold_sentence(th: Any) -> str:
+def _threshold_sentence(th: ConformalThreshold) -> str:
     if th.risk == "abstain":
         if not th.feasible:
             return "no threshold: abstain on every query"
@@ -94,7 +97,7 @@ def _threshold_sentence(th: Any) -> str:
     return f"threshold {th.threshold:.6g}: keep the candidates scoring >= {th.threshold:.6g}"
 
 
-def _measure(th: Any, lists: RankedLists) -> dict[str, Any]:
+def _measure(th: ConformalThreshold, lists: RankedLists) -> dict[str, float]:
     """The realised risk (and set size or answer rate) of ``th`` on labelled lists."""
     from uncertank.conformal.threshold import apply_threshold
 
@@ -174,10 +177,11 @@ def threshold_command(run: str, qrels: str, alpha_text: str, delta_text: str, ri
                                  method="topk" if top_k else "threshold")
     except (ValueError, TypeError) as exc:
         raise _bad(str(exc)) from None
-    report: dict[str, Any] = {**th.to_dict(), "run": run, "qrels": qrels,
-                              "calibration": _measure(th, cal)}
-    if held is not None:
-        report["holdout"] = {**_measure(th, held), "seed": seed}
+    c = _measure(th, cal)
+    h = None if held is None else {**_measure(th, held), "seed": seed}
+    report: dict[str, object] = {**th.to_dict(), "run": run, "qrels": qrels, "calibration": c}
+    if h is not None:
+        report["holdout"] = h
     checks = []
     if held is not None:
         checks.append(("holdout", exchangeability_test(cal, held)))
@@ -188,15 +192,13 @@ def threshold_command(run: str, qrels: str, alpha_text: str, delta_text: str, ri
     if fmt == "json":
         click.echo(json.dumps(report, indent=2, allow_nan=False))
         return
-    c = report["calibration"]
     what = _RISK_WORDS[th.risk]
     click.echo(_threshold_sentence(th))
     click.echo(f"guarantee: {th.guarantee}")
     size = (f"answers {c['answer_rate']:.1%} of them" if th.risk == "abstain"
             else f"mean set size {c['mean_set_size']:.2f} of {c['mean_list_length']:.2f} candidates")
     click.echo(f"calibration: {th.n_calibration} queries; {what} on them {c['risk']:.4f}; {size}")
-    if held is not None:
-        h = report["holdout"]
+    if h is not None:
         size = (f"answers {h['answer_rate']:.1%}" if th.risk == "abstain"
                 else f"mean set size {h['mean_set_size']:.2f}")
         click.echo(f"held out: {h['n_queries']} queries; {what} {h['risk']:.4f}; {size}")

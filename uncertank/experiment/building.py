@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from uncertank.experiment.config import RankerConfig
-from uncertank.protocols import Capabilities, capabilities, takes_show_progress
+from uncertank.protocols import Capabilities, Ranker, capabilities, takes_show_progress
 from uncertank.validation import check_callable, check_instance, check_path
 
 __all__ = ["build_ranker", "load_ranker", "quiet_params", "warm_start"]
 
 
 def quiet_params(
-    factory: Callable[..., Any], params: Mapping[str, Any], constructor: type | None = None
-) -> dict[str, Any]:
+    factory: Callable[..., object], params: Mapping[str, object], constructor: type | None = None
+) -> dict[str, object]:
     """``params`` with ``show_progress=False`` added where ``factory`` declares the keyword.
 
     The option changes no output, so no cache key holds it, and a study
@@ -67,7 +66,7 @@ def build_ranker(rc: RankerConfig) -> Capabilities:
 
 
 def load_ranker(rc: RankerConfig, built: Capabilities, folder: str | os.PathLike[str],
-                params: Mapping[str, Any] | None = None) -> Capabilities:
+                params: Mapping[str, object] | None = None) -> Capabilities:
     """``type(ranker).load(folder, **params)`` for the ranker ``built`` from ``rc`` (a checkpoint, or a saved step).
 
     Raises
@@ -85,7 +84,7 @@ def load_ranker(rc: RankerConfig, built: Capabilities, folder: str | os.PathLike
         raise TypeError(f"{rc.key}: {rc.name!r} offers no load(folder) to read {os.fspath(folder)} with "
                         "(uncertank.Saveable)")
     cls = type(built.ranker)
-    load: Callable[..., Any] = cls.load  # type: ignore[attr-defined]
+    load = type(built.saveable).load  # the ranker's class (built.saveable is the ranker, typed)
     loaded = capabilities(load(folder, **quiet_params(load, dict(params or {}), cls)))
     if not loaded.is_ranker:
         raise TypeError(f"{rc.key}: {cls.__name__}.load returned a {loaded.name}, which is not an uncertank.Ranker "
@@ -93,7 +92,7 @@ def load_ranker(rc: RankerConfig, built: Capabilities, folder: str | os.PathLike
     return loaded
 
 
-def warm_start(rc: RankerConfig, built: Capabilities, source: Any) -> Capabilities:
+def warm_start(rc: RankerConfig, built: Capabilities, source: Ranker) -> Capabilities:
     """``rc``'s ranker started from ``source`` (the trained ranker ``rc.init_from`` names): its class's ``from_ranker``.
 
     Raises
@@ -111,7 +110,7 @@ def warm_start(rc: RankerConfig, built: Capabilities, source: Any) -> Capabiliti
     if built.warm_startable is None:
         raise TypeError(f"{rc.key}: {rc.name!r} offers no from_ranker(trained, **params) to start from "
                         f"{rc.init_from} with (uncertank.WarmStartable)")
-    from_ranker = cls.from_ranker  # type: ignore[attr-defined]
+    from_ranker = type(built.warm_startable).from_ranker  # the ranker's class (built.warm_startable is the ranker)
     warm = capabilities(from_ranker(source, **quiet_params(from_ranker, dict(rc.params), cls)))
     if warm.trainable is None:
         raise TypeError(f"{rc.key}: {cls.__name__}.from_ranker returned a {warm.name}, "

@@ -31,7 +31,7 @@ from dataclasses import fields, replace
 from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, TypedDict, TypeVar, cast, overload
 
 from pydantic import (
     BeforeValidator,
@@ -52,6 +52,12 @@ from uncertank.validation import check_path, check_path_messages
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import ErrorDetails
+
+    from uncertank.compare import Family, Test
+    from uncertank.metrics.metric import MetricEntry
+    from uncertank.stats import Correction
 
 __all__ = [
     "DEMO_STUDIES",
@@ -120,7 +126,7 @@ def _path(loc: tuple[str | int, ...], *, top: str = "study") -> str:
     return out
 
 
-def _check_pretrained(value: Any) -> Any:
+def _check_pretrained(value: object) -> object:
     if value is None or (isinstance(value, str) and value):
         return value
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) and v for v in value):
@@ -131,7 +137,7 @@ def _check_pretrained(value: Any) -> Any:
     )
 
 
-def _check_metrics(value: Any) -> Any:
+def _check_metrics(value: object) -> object:
     if value is None or not isinstance(value, (list, tuple)):
         return value  # None, or a type error reported by the schema
     for i, entry in enumerate(value):
@@ -183,7 +189,7 @@ class RankerConfig:
     """
 
     name: Annotated[_Name, Field(description="A registered ranker (`uncertank plugins --kind rankers`).")]
-    params: dict[str, Any] = Field(
+    params: dict[str, object] = Field(
         default_factory=dict,
         description="Keyword arguments of the ranker's factory, a table: params = { n_passes = 10 }. "
         "With checkpoint, load-time overrides (n_passes, eval_batch_size, ...).",
@@ -434,11 +440,20 @@ class ReportConfig:
         return self
 
     @property
-    def options(self) -> dict[str, Any]:
+    def options(self) -> _CompareOptions:
         """``test``, ``correction``, ``family`` and ``n_resamples`` as :func:`uncertank.compare_runs` takes them."""
         tukey = self.test == "tukey"
         return {"test": self.test, "correction": self.correction or ("none" if tukey else "holm"),
                 "family": self.family or ("metric" if tukey else "table"), "n_resamples": self.resamples}
+
+
+class _CompareOptions(TypedDict):
+    """:attr:`ReportConfig.options`: the keyword arguments of :func:`uncertank.compare_runs` it sets."""
+
+    test: Test
+    correction: Correction
+    family: Family
+    n_resamples: int
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -481,7 +496,7 @@ class StudyConfig:
     )
     nota: StrictBool = Field(default=True, description="Run NOTA prediction on the first condition.")
     metrics: Annotated[
-        tuple[Any, ...] | None, BeforeValidator(_check_metrics), WithJsonSchema(_METRIC_ENTRIES_SCHEMA)
+        tuple[object, ...] | None, BeforeValidator(_check_metrics), WithJsonSchema(_METRIC_ENTRIES_SCHEMA)
     ] = Field(
         default=None,
         description="Metric entries of the metrics registry: a name (\"map\") or a table with options "
@@ -502,7 +517,7 @@ class StudyConfig:
         "made against; the first ranker when absent.",
     )
 
-    def metric_entries(self) -> list[Any]:
+    def metric_entries(self) -> list[MetricEntry]:
         """The study's metric entries: ``metrics``, or ``uncertank.metrics.DEFAULT_STUDY_METRICS`` when absent."""
         return _metric_entries(self.metrics)
 
@@ -626,11 +641,17 @@ class StudyConfig:
                           "condition there or leave the run out")
 
 
-def _metric_entries(metrics: tuple[Any, ...] | None) -> list[Any]:
-    """``metrics`` as a list, or ``uncertank.metrics.DEFAULT_STUDY_METRICS`` when None."""
+def _metric_entries(metrics: tuple[object, ...] | None) -> list[MetricEntry]:
+    """``metrics`` as a list, or ``uncertank.metrics.DEFAULT_STUDY_METRICS`` when None.
+
+    The schema checks each entry only as far as a study file can write it (a name, or a table with one; a
+    callable from Python); :func:`~uncertank.metrics.resolve_metrics` refuses what is no metric entry.
+    """
     from uncertank.metrics import DEFAULT_STUDY_METRICS
 
-    return list(metrics if metrics is not None else DEFAULT_STUDY_METRICS)
+    if metrics is None:
+        return list(DEFAULT_STUDY_METRICS)
+    return cast("list[MetricEntry]", list(metrics))
 
 
 # -- what each stage of a study reads ----------------------------------------------------------------------------------
@@ -668,12 +689,12 @@ class MeasureSettings:
 
     rankers: tuple[RankerConfig, ...]
     conditions: tuple[ConditionConfig, ...]
-    metrics: tuple[Any, ...] | None
+    metrics: tuple[object, ...] | None
     recalibrators: tuple[str, ...] | None
     n_bins: int
     seed: int
 
-    def metric_entries(self) -> list[Any]:
+    def metric_entries(self) -> list[MetricEntry]:
         """As :meth:`StudyConfig.metric_entries`."""
         return _metric_entries(self.metrics)
 
@@ -711,11 +732,11 @@ class ComparisonSettings:
     rankers: tuple[RankerConfig, ...]
     conditions: tuple[ConditionConfig, ...]
     reference: str | None
-    metrics: tuple[Any, ...] | None
+    metrics: tuple[object, ...] | None
     bayes: BayesConfig
     seed: int
 
-    def metric_entries(self) -> list[Any]:
+    def metric_entries(self) -> list[MetricEntry]:
         """As :meth:`StudyConfig.metric_entries`."""
         return _metric_entries(self.metrics)
 
@@ -726,11 +747,11 @@ class TableSettings:
 
     rankers: tuple[RankerConfig, ...]
     conditions: tuple[ConditionConfig, ...]
-    metrics: tuple[Any, ...] | None
+    metrics: tuple[object, ...] | None
     report: ReportConfig
     seed: int
 
-    def metric_entries(self) -> list[Any]:
+    def metric_entries(self) -> list[MetricEntry]:
         """As :meth:`StudyConfig.metric_entries`."""
         return _metric_entries(self.metrics)
 
@@ -744,14 +765,15 @@ _SINGLE = ("bayes", "conformal", "report")
 # -- reading a study file --------------------------------------------------------------------------------------------
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
+def _load_toml(path: Path) -> dict[str, object]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on Python 3.10 only
         import tomli as tomllib
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            table: dict[str, object] = tomllib.load(fh)  # tomli, on Python 3.10, is untyped here
+            return table
     except FileNotFoundError:
         raise FileNotFoundError(f"config file {path} does not exist") from None
     except IsADirectoryError:
@@ -767,14 +789,14 @@ def _load_toml(path: Path) -> dict[str, Any]:
 def _study_file_keys(loc: tuple[str | int, ...]) -> list[str]:
     """The keys allowed in the table holding ``loc``."""
     parent = [p for p in loc[:-1] if isinstance(p, str)]
-    cls: Any = _TABLES.get(parent[0], StudyConfig) if parent else StudyConfig
+    cls: type[DataclassInstance] = _TABLES.get(parent[0], StudyConfig) if parent else StudyConfig
     if parent[:2] == ["bayes", "runs"]:
         cls = ExternalRunConfig
     names = [f.name for f in fields(cls)]
     return [n for n in names if n not in _TABLES] if cls is StudyConfig else names
 
 
-def _study_file_error(err: Mapping[str, Any]) -> tuple[tuple[str | int, ...], str]:
+def _study_file_error(err: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
     """One pydantic error as (location, the message a study file's author reads)."""
     loc: tuple[str | int, ...] = tuple(err["loc"])
     kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
@@ -813,7 +835,15 @@ def _errors(exc: ValidationError) -> list[tuple[str, str]]:
 _FOLDER_KEYS = ("checkpoint", "pretrained", "save_to")
 
 
-def _resolve(value: Any, base: Path) -> Any:
+@overload
+def _resolve(value: str, base: Path) -> str: ...
+
+
+@overload
+def _resolve(value: object, base: Path) -> object: ...
+
+
+def _resolve(value: object, base: Path) -> object:
     """A path of a study file, taken relative to the file's folder ``base`` (other values as they are).
 
     ``~`` is the user's home; an absolute path is kept as given (made
@@ -826,7 +856,7 @@ def _resolve(value: Any, base: Path) -> Any:
     return value
 
 
-def _dataset_path(name: Any, base: Path) -> Any:
+def _dataset_path(name: object, base: Path) -> object:
     """A file dataset's name with its path taken from ``base``: ``tsv:d/{split}.tsv`` -> ``tsv:<base>/d/{split}.tsv``.
 
     A file dataset is one whose registered loader reads files, i.e. has
@@ -851,7 +881,7 @@ def _dataset_path(name: Any, base: Path) -> Any:
     return prefix + _resolve(arg, base)
 
 
-def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+def _from_file(raw: Mapping[str, object], path: Path) -> dict[str, object]:
     """The file's tables as the keyword arguments of :class:`StudyConfig`, every path taken from the file's folder.
 
     The paths of a study file: a file dataset's (``train_dataset``,
@@ -874,28 +904,30 @@ def _from_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
             errors.append((f"study.{key}", f"give {key} as {form}, not inside [study]"))
     if errors:
         raise StudyConfigError(errors)
-    data: dict[str, Any] = {"name": path.stem, **study}
+    data: dict[str, object] = {"name": path.stem, **study}
     for key in _TABLES:
         if key in raw:
             data[key] = raw[key]
     base = path.parent
     if "train_dataset" in data:
         data["train_dataset"] = _dataset_path(data["train_dataset"], base)
-    if isinstance(data.get("conditions"), list):
+    conditions, rankers = data.get("conditions"), data.get("rankers")
+    if isinstance(conditions, list):
         data["conditions"] = [
             {**c, "dataset": _dataset_path(c["dataset"], base)} if isinstance(c, dict) and "dataset" in c else c
-            for c in data["conditions"]
+            for c in conditions
         ]
-    if isinstance(data.get("rankers"), list):
+    if isinstance(rankers, list):
         data["rankers"] = [
             {**r, **{k: _resolve(r[k], base) for k in _FOLDER_KEYS if k in r}} if isinstance(r, dict) else r
-            for r in data["rankers"]
+            for r in rankers
         ]
     bayes = data.get("bayes")
-    if isinstance(bayes, dict) and isinstance(bayes.get("runs"), list):
+    runs = bayes.get("runs") if isinstance(bayes, dict) else None
+    if isinstance(bayes, dict) and isinstance(runs, list):
         data["bayes"] = {**bayes, "runs": [
             {**r, "path": _resolve(r["path"], base)} if isinstance(r, dict) and "path" in r else r
-            for r in bayes["runs"]
+            for r in runs
         ]}
     return data
 
@@ -933,7 +965,7 @@ def load_config(path: str | PathLike[str]) -> StudyConfig:
         raise StudyConfigError(_errors(exc)) from None
 
 
-def study_schema() -> dict[str, Any]:
+def study_schema() -> JsonSchemaValue:
     """The JSON schema of a study file: ``[study]``, ``[[conditions]]``, ``[[rankers]]`` and the single tables.
 
     Generated from :class:`StudyConfig`; docs/experiments.md shows it and a

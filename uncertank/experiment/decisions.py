@@ -9,7 +9,7 @@ returns a :class:`Decision` per ranker and condition and edits nothing;
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from uncertank.experiment.stages import StudyData
 from uncertank.validation import check_instance
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from uncertank import PredictiveSamples, QuerySet, RankedLists
     from uncertank.experiment.stages import RankerPrediction
 
 __all__ = ["Decision", "decide", "with_decisions"]
@@ -86,10 +89,10 @@ def decide(
     check_instance(data, "data", StudyData)
     check_instance(preds, "preds", dict, "a dict of RankerPrediction by (ranker, condition)")
 
-    def r1(r: Any) -> float:
+    def r1(r: RankedLists) -> float:
         return float(M.recall_at_k(r, k=1))
 
-    def per_query_r1(qs: Any, scores: Any) -> np.ndarray:
+    def per_query_r1(qs: QuerySet, scores: ArrayLike) -> np.ndarray:
         return np.asarray(M.recall_at_k(qs.ranked(scores), k=1, per_query=True), dtype=float)
 
     def p_between(x: np.ndarray, y: np.ndarray) -> float | None:
@@ -120,7 +123,7 @@ def decide(
                 # the oracle: the best b on the test condition itself (the smallest |b| on ties)
                 oracle_b = max(test_curve, key=lambda g: (test_curve[g], -abs(g), -g))
                 o = per_query_r1(qs, risk_aware_rerank(pred.samples, b=oracle_b))
-                mixed: dict[str, Any] = {}
+                mixed: _Mixed = {}
                 if mixed_sel is not None:
                     ref_mean = preds[(str(ref_key), cond.name)].mean
                     m0 = per_query_r1(qs, ref_mean)
@@ -152,13 +155,23 @@ def decide(
     return out
 
 
-def _with_means(samples: Any, means: Any) -> Any:
+def _with_means(samples: PredictiveSamples, means: ArrayLike) -> PredictiveSamples:
     """``samples`` moved so that their mean is ``means``: the same (co)variances around other means."""
     from uncertank import PredictiveSamples
 
     draws = np.asarray(samples.samples, dtype=float)
     moved = draws - draws.mean(axis=0) + np.asarray(means, dtype=float)
     return PredictiveSamples(moved, samples.offsets, ranker=samples.ranker)
+
+
+class _Mixed(TypedDict, total=False):
+    """The fields of :class:`RiskOutcome` that risk-aware reranking on the reference's means fills."""
+
+    mixed_means_from: str
+    mixed_b: float
+    r1_mixed_mean: float
+    r1_mixed: float
+    p_value_mixed: float | None
 
 
 def with_decisions(evaluations: list[Evaluation], decisions: dict[tuple[str, str], Decision]) -> list[Evaluation]:

@@ -29,10 +29,10 @@ then the study's own, on the complete lists, as for the study's rankers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -148,7 +148,7 @@ def _pair_ids(qs: QuerySet) -> list[tuple[str, str]]:
     return [(str(q), str(c)) for q, c in zip(qids.tolist(), qs.candidate_ids, strict=True)]
 
 
-def _examples(items: list[Any]) -> str:
+def _examples(items: Sequence[object]) -> str:
     shown = ", ".join(" ".join(map(repr, x)) if isinstance(x, tuple) else repr(x) for x in items[:_SHOWN])
     return shown + (", ..." if len(items) > _SHOWN else "")
 

@@ -40,7 +40,7 @@ are. Everything is vectorised over the flat pairs with their offsets.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -144,6 +144,16 @@ class _DomainClassifier:
         return np.column_stack([1.0 - p, p])
 
 
+class _Weighted(TypedDict, total=False):
+    """The weighted split conformal fields of :class:`ConformalOutcome`, under a shifted condition."""
+
+    weighted_coverage: float
+    weighted_coverage_lower: float
+    weighted_coverage_upper: float
+    weighted_mean_size: float
+    effective_size: float
+
+
 def _interval(k: int, n: int) -> tuple[float, float]:
     """The Clopper-Pearson 95% interval of ``k`` successes in ``n``."""
     from scipy.stats import binomtest
@@ -211,9 +221,11 @@ def guarantees(
             sizes[(rc.key, cond.name)] = sets.sizes
             answers = answer(test, abstain)
             check = exchangeability_test(cal_scores, test, level=EXCHANGEABILITY_LEVEL)
-            weighted: dict[str, Any] = {}
+            weighted: _Weighted = {}
             if cal_features is not None and cond.name != first:
-                weights = domain_weights(cal_features, score_features(test), classifier=_DomainClassifier())
+                # dense features, and a classifier of dense features (weighted's _Classifier takes sparse ones too)
+                weights = domain_weights(cal_features, score_features(test),
+                                         classifier=_DomainClassifier())  # type: ignore[arg-type]
                 ws = weighted_conformal(cal, test, weights, alpha=conf.alpha)
                 k = int(ws.sets.covered(qs.labels).sum())
                 low, high = _interval(k, n)

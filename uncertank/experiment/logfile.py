@@ -31,7 +31,10 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO, TypedDict
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 __all__ = ["LOG_FILE", "RunLog", "run_log"]
 
@@ -41,6 +44,14 @@ LOG_FILE = "run.log"
 #: Modules a write passes through on its way to a stream; the module before them is the one that wrote.
 _RELAYS = ("tqdm", "rich", "click", "logging", "warnings", "io", "codecs", "encodings", "threading", "contextlib",
            __name__)
+
+
+class _Message(TypedDict):
+    """One distinct warning of a run, as ``results.json``'s ``warnings`` keeps it."""
+
+    category: str
+    message: str
+    count: int
 
 
 class RunLog:
@@ -62,7 +73,7 @@ class RunLog:
     def __init__(self, path: Path, file: TextIO, log: Callable[[str], None] | None) -> None:
         self.path = path
         self.warnings: Counter[str] = Counter()
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[_Message] = []
         self.lines = 0
         self._file = file
         self._log = log
@@ -158,7 +169,8 @@ class _Stream(io.TextIOBase):
 
     def write(self, text: str) -> int:
         if not self.active:  # a handler that kept this stream after the run: where the stream is now
-            return getattr(sys, self.name).write(text)
+            stream: TextIO = getattr(sys, self.name)
+            return stream.write(text)
         if self.log.to_console():
             return self.console.write(text)
         with self.log._lock:
@@ -185,7 +197,7 @@ class _Stream(io.TextIOBase):
             self.log.write(shown[-1].rstrip(), source=self.name)
 
 
-def _stream_handlers(console: dict[str, Any]) -> list[logging.StreamHandler[Any]]:
+def _stream_handlers(console: dict[str, TextIO]) -> list[logging.StreamHandler[SupportsWrite[str]]]:
     """Every logging handler that writes to the console's ``sys.stdout`` or ``sys.stderr`` (or a finished run's)."""
     loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
                                       if isinstance(lg, logging.Logger))]

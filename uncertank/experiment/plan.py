@@ -36,13 +36,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from uncertank import QuerySet
 from uncertank.experiment.building import build_ranker
-from uncertank.experiment.config import ComparisonSettings, StudyConfig, StudyConfigError
+from uncertank.experiment.config import ComparisonSettings, RankerConfig, StudyConfig, StudyConfigError
 from uncertank.experiment.preflight import check_output_folder, validate_config
+from uncertank.experiment.result import json_object
 from uncertank.experiment.speed import MachineSpeed, probe_machine
-from uncertank.experiment.stages import StudyData
+from uncertank.experiment.stages import LoadOptions, StudyData
 from uncertank.params import Parameters
 from uncertank.protocols import Capabilities, CostRates, cost_rates_problem
 
@@ -68,7 +69,7 @@ _RATE_SOURCE = ("estimates (the first-party rankers' measured on a real run on 2
                 "scaled by the encoder's layers and, for the neural rankers, by the speed probe")
 
 
-def _layer_scale(rc: Any, by_label: dict[str, Any]) -> float:
+def _layer_scale(rc: RankerConfig, by_label: Mapping[str, RankerConfig]) -> float:
     """How the encoder's layers scale a ranker's rates (1 when neither it nor its source sets them).
 
     ``num_hidden_layers``, its own or read from the ranker it starts from,
@@ -79,7 +80,7 @@ def _layer_scale(rc: Any, by_label: dict[str, Any]) -> float:
     return layers / RATE_LAYERS if isinstance(layers, int) and layers > 0 else 1.0
 
 
-def _as_started(rc: Any, built: Capabilities, by_label: dict[str, Any]) -> Capabilities:
+def _as_started(rc: RankerConfig, built: Capabilities, by_label: Mapping[str, RankerConfig]) -> Capabilities:
     """``built`` with the settings it takes over from the ranker it starts from, for its rates.
 
     A ranker started from another (``init_from``) runs with the source's
@@ -232,7 +233,7 @@ def _upto(seconds: float | None, high: float | None) -> str:
     return low if top == low else f"{low}, up to {top}"
 
 
-def _previous(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def _previous(out: Path) -> tuple[dict[str, object], dict[str, object]]:
     """The steps and sizes a previous run in ``out`` recorded (empty when none can be read)."""
     try:
         doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -242,12 +243,12 @@ def _previous(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _load_counted(name: str, split: str, negatives: str, cap: int | None, config: StudyConfig,
-                  where: str) -> tuple[Any, bool]:
+                  where: str) -> tuple[QuerySet, bool]:
     """The query set the run would load (or, for a sampler needing a model, one with random negatives)."""
     from uncertank.datasets import load
 
     model_free = negatives in MODEL_FREE_NEGATIVES
-    options: dict[str, Any] = {} if cap is None else {"max_queries": cap}  # as the runner's load_data passes them
+    options: LoadOptions = {} if cap is None else {"max_queries": cap}  # as the runner's load_data passes them
     if config.max_context_turns is not None:
         options["max_context_turns"] = config.max_context_turns
     try:
@@ -328,8 +329,10 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
         return rate * amount * scale, _RATE
 
     def recorded(split: str) -> int | None:
-        size = sizes.get(split) if split in ("train", "valid") else (sizes.get("test") or {}).get(split)
-        return size * config.n_candidates if isinstance(size, int) and split != "train" else size
+        size = sizes.get(split) if split in ("train", "valid") else json_object(sizes.get("test")).get(split)
+        if not isinstance(size, int):  # none recorded (or not a count): the amount is not scaled
+            return None
+        return size * config.n_candidates if split != "train" else size
 
     plan = StudyPlan(config.name, out, splits, [])
     neural: dict[int, tuple[str, str]] = {}  # step's index -> (fit or predict, the ranker's device)
@@ -386,7 +389,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     return plan
 
 
-def _plan_bayes(plan: StudyPlan, config: StudyConfig, queries: Mapping[str, int], before: Mapping[str, Any]) -> None:
+def _plan_bayes(plan: StudyPlan, config: StudyConfig, queries: Mapping[str, int], before: Mapping[str, object]) -> None:
     """The Bayes stage's fits as steps (``bayes <family>[ <condition>]``), estimated by :data:`BAYES_REFERENCE_SECONDS`.
 
     A fit a previous run in the folder recorded is estimated at its seconds.

@@ -20,9 +20,9 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from uncertank.experiment.building import build_ranker, warm_start
 from uncertank.experiment.config import ComparisonSettings, RankerConfig, StudyConfig, StudyConfigError
@@ -30,6 +30,10 @@ from uncertank.experiment.external import check_run_files
 from uncertank.hookspecs import dataset_loader_capabilities
 from uncertank.protocols import Capabilities, CapabilityError
 from uncertank.validation import check_bool, check_instance, check_path
+
+if TYPE_CHECKING:
+    from uncertank import RankedLists
+    from uncertank.metrics.metric import MetricEntry
 
 __all__ = ["POOL_SIZES", "SAVE_TO_REMEDY", "check_output_folder", "validate_config"]
 
@@ -44,9 +48,17 @@ SAVE_TO_REMEDY = ("give save_to another (new or empty) folder, or set overwrite 
 _FIRST_PARTY_FILE = Path(__file__).with_name("first_party_plugins.json")
 
 
+class _FirstParty(TypedDict):
+    """One distribution of :data:`_FIRST_PARTY_FILE`."""
+
+    entry_point: str
+    path: str
+    rankers: list[str]
+
+
 def _first_party(ranker: str) -> tuple[str, str, str] | None:
     """(entry point, distribution, the command installing it) of the first-party plugin providing ``ranker``."""
-    table: dict[str, dict[str, Any]] = json.loads(_FIRST_PARTY_FILE.read_text(encoding="utf-8"))
+    table: dict[str, _FirstParty] = json.loads(_FIRST_PARTY_FILE.read_text(encoding="utf-8"))
     for dist, data in table.items():
         if ranker in data["rankers"]:
             return data["entry_point"], dist, f"pip install -e ./{data['path']}"
@@ -115,7 +127,7 @@ def _unknown_ranker(name: str, known: list[str]) -> str:
             f"distribution is installed: pip install <the plugin>)")
 
 
-def _prefixed(message: str, params: dict[str, Any], base: str) -> tuple[str, str]:
+def _prefixed(message: str, params: Mapping[str, object], base: str) -> tuple[str, str]:
     """``"mc_layers must be <= 6; got 9"`` -> ``("<base>.params.mc_layers", "must be <= 6; got 9")``."""
     message = " ".join(message.split())
     for name in sorted(params, key=len, reverse=True):
@@ -124,7 +136,7 @@ def _prefixed(message: str, params: dict[str, Any], base: str) -> tuple[str, str
     return f"{base}.params", message
 
 
-def _build(factory: Callable[..., Any], rc: RankerConfig, base: str,
+def _build(factory: Callable[..., object], rc: RankerConfig, base: str,
            errors: list[tuple[str, str]]) -> Capabilities | None:
     """The ranker of ``rc`` and what it offers (:func:`~.building.build_ranker`), or None after an error.
 
@@ -440,7 +452,7 @@ def _probe_init_from(
         return
 
 
-def _probe_lists() -> Any:
+def _probe_lists() -> RankedLists:
     """Six queries of five candidates with probabilities and one relevant each: what a metric's options are tried on."""
     import numpy as np
 
@@ -454,7 +466,7 @@ def _probe_lists() -> Any:
     return qs.ranked(np.random.default_rng(0).uniform(0.05, 0.95, qs.n_pairs))
 
 
-def _option_error(message: str, options: Mapping[str, Any], where: str) -> tuple[str, str] | None:
+def _option_error(message: str, options: Mapping[str, object], where: str) -> tuple[str, str] | None:
     """A metric's refusal as ``(path, message)`` when it names an option of the entry; None otherwise.
 
     ``"k must be an integer >= 1; got 0"`` -> ``("<where>.k", "must be an integer >= 1; got 0")``. A
@@ -471,7 +483,7 @@ def _option_error(message: str, options: Mapping[str, Any], where: str) -> tuple
     return None
 
 
-def _check_metric_options(entries: Any, errors: list[tuple[str, str]]) -> None:
+def _check_metric_options(entries: Sequence[MetricEntry], errors: list[tuple[str, str]]) -> None:
     """Every metric of the study called once on a small labelled set: its own checks judge its options.
 
     ``{name = "ece", n_bins = 0}`` is refused by the ECE's binning check
@@ -695,7 +707,7 @@ def validate_config(config: StudyConfig, *, out_dir: str | os.PathLike[str] | No
     check_data(config.train_dataset, config.train_negatives, "study.train_dataset", "study.train_negatives")
     for i, c in enumerate(config.conditions):
         check_data(c.dataset, c.negatives, f"conditions[{i}].dataset", f"conditions[{i}].negatives")
-    factories: dict[int, Callable[..., Any]] = {}
+    factories: dict[int, Callable[..., object]] = {}
     for i, rc in enumerate(config.rankers):
         try:
             factories[i] = get_factory("rankers", rc.name)

@@ -25,13 +25,19 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar, Literal
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
+from pydantic import ConfigDict
 from typing_extensions import NotRequired, TypedDict
 
 from uncertank._schema_errors import describe_value, error_message
 from uncertank.validation import check_name, check_path_messages
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import ErrorDetails
 
 __all__ = [
     "BayesOutcome",
@@ -54,8 +60,36 @@ __all__ = [
 ]
 
 
+#: A JSON value, as ``results.json`` holds it (what :meth:`StudyResult.to_dict` gives and ``json.loads`` reads).
+JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
+
+
+def json_object(value: object) -> Mapping[str, object]:
+    """``value`` when it is a JSON object (a mapping), else an empty one: an optional table of ``results.json``.
+
+    Examples
+    --------
+    >>> json_object({"k": 1}), json_object(None)
+    ({'k': 1}, {})
+    """
+    return value if isinstance(value, Mapping) else {}
+
+
+def json_number(value: object) -> float:
+    """A number of ``results.json`` (an int or a float there) as a float, as ``float(value)`` gives it.
+
+    Raises
+    ------
+    TypeError
+        When ``value`` is not a number (nor a string of one).
+    """
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"must be a number; got {type(value).__name__}")
+
+
 #: Read by pydantic when ``results.json`` is validated: an unknown key is an error, not dropped.
-_STRICT: dict[str, Any] = {"extra": "forbid"}
+_STRICT: ConfigDict = {"extra": "forbid"}
 
 
 @dataclass
@@ -79,7 +113,7 @@ class StepInfo:
         the step had no estimate or was reused.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     key: str
     seconds: float
@@ -91,7 +125,7 @@ class StepInfo:
 class Curve:
     """A reliability curve: only the bins that hold predictions."""
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     mean_confidence: list[float]
     fraction_relevant: list[float]
@@ -121,7 +155,7 @@ class CalibrationDetail:
         pairs; None when no bin holds that many.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     bias: float
     over_bins: int
@@ -167,7 +201,7 @@ class RiskOutcome:
         reference's means and risk-aware, and their paired t-test.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     b: float
     valid_curve: dict[float, float]
@@ -195,7 +229,7 @@ class SelectiveOutcome:
     used to order the queries.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     confidence: str
     coverage: list[float]
@@ -208,7 +242,7 @@ class SelectiveOutcome:
 class NotaOutcome:
     """NOTA prediction on the in-domain condition (macro-F1 over stratified folds)."""
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     f1_means: float
     f1_means_sd: float
@@ -282,7 +316,7 @@ class ConformalOutcome:
         the reference's; None when the sizes never differ.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     score: str
     alpha: float
@@ -341,7 +375,7 @@ class Evaluation:
         stage, as in results written before it existed).
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     ranker: str
     condition: str
@@ -409,7 +443,7 @@ class Comparison:
         ``p_adjusted < alpha``.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     ranker: str
     reference: str
@@ -433,7 +467,7 @@ class RiskTest:
     of the study, ``significant`` whether ``p_adjusted < alpha``.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     ranker: str
     condition: str
@@ -463,7 +497,7 @@ class Significance:
         Risk-aware against mean ranking, one family over the study.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     reference: str | None
     alpha: float
@@ -537,15 +571,15 @@ class BayesOutcome:
         Fits made: 1, plus one per retry after a fit failed its checks.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     family: str
     n_systems: int
     best_distinguishable: int | None
     worst_distinguishable: int | None
     converged: bool
-    diagnostics: dict[str, Any]
-    effects: list[dict[str, Any]] = field(default_factory=list)
+    diagnostics: dict[str, object]
+    effects: list[dict[str, object]] = field(default_factory=list)
     risk: dict[str, int] = field(default_factory=dict)
     figures: list[str] = field(default_factory=list)
     ppc: str | None = None
@@ -553,7 +587,7 @@ class BayesOutcome:
     condition: str | None = None
     metric: str | None = None
     baseline: str | None = None
-    against_baseline: list[dict[str, Any]] = field(default_factory=list)
+    against_baseline: list[dict[str, object]] = field(default_factory=list)
     fits: int = 1
 
 
@@ -584,7 +618,7 @@ class ExternalRunOutcome:
         (by descending document id, trec_eval's rule for ties).
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     name: str
     condition: str
@@ -620,10 +654,10 @@ class PaperTable:
         their per-query values or holds a value that is not finite.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
     condition: str
-    report: dict[str, Any]
+    report: dict[str, object]
     left_out: list[str] = field(default_factory=list)
 
 
@@ -670,19 +704,19 @@ class StudyResult:
         or the result predates it.
     """
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
-    config: dict[str, Any]
-    sizes: dict[str, Any]
-    metric_info: dict[str, dict[str, Any]]
+    config: dict[str, object]
+    sizes: dict[str, object]
+    metric_info: dict[str, dict[str, object]]
     evaluations: list[Evaluation]
     bayes: dict[str, BayesOutcome] = field(default_factory=dict)
     external_runs: list[ExternalRunOutcome] = field(default_factory=list)
     steps: dict[str, StepInfo] = field(default_factory=dict)
     smoke: bool = False
     significance: Significance | None = None
-    environment: dict[str, Any] = field(default_factory=dict)
-    warnings: list[dict[str, Any]] = field(default_factory=list)
+    environment: dict[str, object] = field(default_factory=dict)
+    warnings: list[dict[str, object]] = field(default_factory=list)
     paper_table: PaperTable | None = None
 
     @property
@@ -702,12 +736,12 @@ class StudyResult:
                 return e
         return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         """A JSON-ready dict (``results.json``)."""
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], *, source: str = "results") -> StudyResult:
+    def from_dict(cls, d: Mapping[str, object], *, source: str = "results") -> StudyResult:
         """Rebuild from :meth:`to_dict` output (e.g. a parsed ``results.json``), validated as :meth:`from_json` does.
 
         Raises
@@ -798,7 +832,7 @@ class _MetricInfo(TypedDict):
     higher_is_better: bool
     needs_probabilities: bool
     name: NotRequired[str]
-    options: NotRequired[dict[str, Any]]
+    options: NotRequired[dict[str, object]]
 
 
 class _Effect(TypedDict):
@@ -838,7 +872,7 @@ class _ReportReads(TypedDict):
 
 
 @functools.cache
-def _adapters() -> tuple[Any, Any]:
+def _adapters() -> tuple[TypeAdapter[StudyResult], TypeAdapter[_ReportReads]]:
     """The pydantic validators of the whole result and of the parts typed above (built once, on first use)."""
     from pydantic import TypeAdapter
 
@@ -867,24 +901,24 @@ def _result_keys(loc: tuple[str | int, ...]) -> list[str] | None:
     """The keys allowed beside ``loc[-1]``: the fields of the dataclass that holds it (None if none does)."""
     import typing
 
-    cls: Any = StudyResult
+    cls: object = StudyResult  # a type, or a type expression (``list[Evaluation]``, ``Curve | None``)
     for part in loc[:-1]:
         if cls is None:
             break
-        if hasattr(cls, "__dataclass_fields__") and isinstance(part, str):
+        if is_dataclass(cls) and isinstance(part, str):
             cls = typing.get_type_hints(cls).get(part)
         else:  # a list's or dict's item: its value type
             args = [a for a in typing.get_args(cls) if a is not type(None)]
             cls = args[-1] if args else None
-        while cls is not None and not hasattr(cls, "__dataclass_fields__") and typing.get_args(cls) \
+        while cls is not None and not is_dataclass(cls) and typing.get_args(cls) \
                 and typing.get_origin(cls) is not list and typing.get_origin(cls) is not dict:
             cls = next((a for a in typing.get_args(cls) if a is not type(None)), None)  # X | None
-    if cls is None or not hasattr(cls, "__dataclass_fields__"):
+    if cls is None or not is_dataclass(cls):
         return None
     return [f.name for f in fields(cls)]
 
 
-def _result_error(err: Mapping[str, Any]) -> tuple[str, str]:
+def _result_error(err: ErrorDetails) -> tuple[str, str]:
     """One pydantic error as ``(JSON path, message)``."""
     loc: tuple[str | int, ...] = tuple(err["loc"])
     kind, ctx = err["type"], err.get("ctx") or {}
@@ -918,14 +952,14 @@ def _inconsistencies(result: StudyResult) -> list[tuple[str, str]]:
                         f"got {len(conf.curve_alpha)}, {len(conf.curve_coverage)} and {len(conf.curve_size)}"))
     for fam, b in result.bayes.items():
         for i, e in enumerate(b.effects):
-            if not e["lower"] <= e["mean"] <= e["upper"]:
+            if not json_number(e["lower"]) <= json_number(e["mean"]) <= json_number(e["upper"]):
                 out.append((_json_path(("bayes", fam, "effects", i)),
                             f"must have lower <= mean <= upper; got lower {e['lower']!r}, mean {e['mean']!r}, "
                             f"upper {e['upper']!r}"))
     return out
 
 
-def _validation_errors(exc: Any) -> list[tuple[str, str]]:
+def _validation_errors(exc: ValidationError) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for err in exc.errors():
         line = _result_error(err)
@@ -934,20 +968,21 @@ def _validation_errors(exc: Any) -> list[tuple[str, str]]:
     return out
 
 
-def _plain(obj: Any) -> Any:
+def _plain(obj: object) -> JSONValue:
     """Dataclasses (at any depth) as dicts, then plain JSON values (:func:`uncertank.files.to_jsonable`)."""
     from uncertank.files import to_jsonable
 
-    if hasattr(obj, "__dataclass_fields__"):
+    if is_dataclass(obj) and not isinstance(obj, type):
         obj = asdict(obj)
     elif isinstance(obj, dict):
         obj = {k: _plain(v) for k, v in obj.items()}
     elif isinstance(obj, (list, tuple)):
         obj = [_plain(v) for v in obj]
-    return to_jsonable(obj)
+    plain: JSONValue = to_jsonable(obj)  # to_jsonable gives plain JSON values (typed Any there)
+    return plain
 
 
-def results_schema() -> dict[str, Any]:
+def results_schema() -> JsonSchemaValue:
     """The JSON schema of ``results.json`` (:meth:`StudyResult.to_dict`), generated from the classes above.
 
     The document must match both :class:`StudyResult` and the typing of

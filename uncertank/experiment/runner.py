@@ -60,9 +60,10 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._folders import MANIFEST, STUDY_RECORD, model_folder
@@ -92,7 +93,7 @@ from uncertank.experiment.result import (
     StepInfo,
     StudyResult,
 )
-from uncertank.experiment.stages import RankerPrediction, StudyData, digest, file_stem
+from uncertank.experiment.stages import LoadOptions, RankerPrediction, StudyData, digest, file_stem
 from uncertank.files import (
     atomic_path,
     atomic_write_text,
@@ -118,6 +119,28 @@ __all__ = [
 ]
 
 Log = Callable[[str], None]
+_T = TypeVar("_T")
+
+if TYPE_CHECKING:
+    from uncertank.metrics.calibration import ReliabilityCurve
+
+
+class _Recalibration(Protocol):
+    """What a study uses of a fitted recalibrator (``uncertank_recalibrators``): its map of scores to probabilities."""
+
+    def transform(self, scores: NDArray[np.float64], /) -> ArrayLike:
+        """Calibrated probabilities of ``scores``."""
+        ...
+
+
+class _PredictionArrays(TypedDict, total=False):
+    """What a cached prediction file (``predictions/*.npz``) holds."""
+
+    mean: NDArray[np.float64]
+    stochastic: bool
+    probabilistic: bool
+    seconds: float
+    samples: NDArray[np.float64]
 
 #: The fewest pairs a reliability bin needs to count in the study's MCE
 #: (:attr:`~uncertank.experiment.result.CalibrationDetail.mce`): the gap of a
@@ -138,7 +161,7 @@ def _quiet(msg: str) -> None:
 def _load(name: str, split: str, negatives: str, cap: int | None, settings: DataSettings) -> QuerySet:
     from uncertank.datasets import load
 
-    options: dict[str, Any] = {}
+    options: LoadOptions = {}
     if cap is not None:
         options["max_queries"] = cap  # a seeded subset, drawn before the negatives are sampled
     if settings.max_context_turns is not None:
@@ -302,7 +325,7 @@ def _training_queries(caps: Capabilities, n_queries: int) -> str:
     return f"{n_queries} queries"
 
 
-def _linked_record(folder: Path) -> dict[str, Any] | None:
+def _linked_record(folder: Path) -> dict[str, object] | None:
     """The record of a model that was not copied (``step.json`` with ``source`` or ``init_from``); else None."""
     try:
         record = json.loads((folder / "step.json").read_text(encoding="utf-8"))
@@ -328,7 +351,7 @@ def _write_warm_link(folder: Path, rc: RankerConfig, key: str, seconds: float) -
     os.replace(tmp, folder)
 
 
-def _link_problem(record: dict[str, Any], key: str) -> str | None:
+def _link_problem(record: Mapping[str, object], key: str) -> str | None:
     """Why a record of a model's source folder does not stand for the model of ``key``; None when it does.
 
     The key holds the digest of the source's files (:func:`_model_key`), so
@@ -404,7 +427,7 @@ def unfitted_key(rc: RankerConfig) -> str:
 def fit_rankers(
     settings: RankerSettings, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet,
     estimates: Mapping[str, float] | None = None,
-) -> tuple[dict[str, Any], dict[str, StepInfo]]:
+) -> tuple[dict[str, Ranker], dict[str, StepInfo]]:
     """Stage 2: train every ranker of ``settings`` (or load it from ``out/models``) on the query sets of stage 1.
 
     ``estimates`` (step name -> seconds, e.g. from
@@ -436,7 +459,7 @@ def fit_rankers(
     check_callable(log, "log", "a function of one str")
     if estimates is not None:
         check_instance(estimates, "estimates", Mapping, "a mapping of seconds by key")
-    rankers: dict[str, Any] = {}
+    rankers: dict[str, Ranker] = {}
     keys: dict[str, str] = {}
     steps: dict[str, StepInfo] = {}
     for rc in settings.rankers:
@@ -536,7 +559,7 @@ def _predict_one(ranker: Ranker, label: str) -> Callable[[QuerySet, str], Ranker
     """
     from uncertank.validation import InvalidPredictionError, check_prediction
 
-    def call(method: str, fn: Callable[[QuerySet], Any], qs: QuerySet, split: str) -> Any:
+    def call(method: str, fn: Callable[[QuerySet], _T], qs: QuerySet, split: str) -> _T:
         try:
             return fn(qs)
         except ValueError as err:  # e.g. the output types refusing NaN or a score outside [0, 1]
@@ -593,7 +616,7 @@ def _read_prediction(path: Path, qs: QuerySet, label: str) -> tuple[RankerPredic
 def predict_all(
     settings: RankerSettings,
     data: StudyData,
-    rankers: dict[str, Any],
+    rankers: dict[str, Ranker],
     fit_steps: dict[str, StepInfo],
     out: Path,
     *,
@@ -650,8 +673,8 @@ def predict_all(
                 pred = run(qs, split)
             seconds = time.perf_counter() - t0
             log(f"{rc.key}: scored {qs.n_pairs} pairs ({split}) in {seconds:.1f} s{_against(estimates, name)}")
-            arrays: dict[str, Any] = {"mean": pred.mean, "stochastic": pred.samples is not None,
-                                      "probabilistic": pred.probabilistic, "seconds": seconds}
+            arrays: _PredictionArrays = {"mean": pred.mean, "stochastic": pred.samples is not None,
+                                          "probabilistic": pred.probabilistic, "seconds": seconds}
             if pred.samples is not None:
                 arrays["samples"] = pred.samples.samples
             buffer = io.BytesIO()
@@ -667,7 +690,7 @@ def predict_all(
 # -- stage 4: measure ------------------------------------------------------------------------------------------------
 
 
-def _calibration_detail(curve: Any, probs: np.ndarray, labels: np.ndarray) -> CalibrationDetail:
+def _calibration_detail(curve: ReliabilityCurve, probs: np.ndarray, labels: np.ndarray) -> CalibrationDetail:
     """Signed bias, over-estimating bins and the MCE with and without :data:`MCE_MIN_COUNT` (uniform bins)."""
     filled = curve.counts > 0
     conf = curve.mean_confidence[filled]
@@ -685,7 +708,7 @@ def _calibration_detail(curve: Any, probs: np.ndarray, labels: np.ndarray) -> Ca
 
 def measure(
     settings: MeasureSettings, data: StudyData, preds: dict[tuple[str, str], RankerPrediction]
-) -> tuple[list[Evaluation], dict[str, dict[str, Any]]]:
+) -> tuple[list[Evaluation], dict[str, dict[str, object]]]:
     """Stage 4: every metric of the study, recalibration, reliability and imbalance, per ranker and condition.
 
     Reads ``settings`` (the study's rankers, conditions, metrics,
@@ -718,7 +741,7 @@ def measure(
     valid_labels = data.valid.labels
     for rc in settings.rankers:
         valid_pred = preds[(rc.key, "valid")]
-        fitted: dict[str, Any] = {}
+        fitted: dict[str, _Recalibration] = {}
         if valid_pred.probabilistic and valid_labels is not None:
             for name in recal_names:
                 fitted[name] = get_factory("recalibrators", name)().fit(valid_pred.mean, valid_labels)
@@ -844,7 +867,7 @@ def run_study(
 
 
 def _run_stages(config: StudyConfig, out: Path, *, resume: bool, log: Log, smoke: bool,
-                warned: Callable[[], list[dict[str, Any]]], estimates: Mapping[str, float] | None) -> StudyResult:
+                warned: Callable[[], list[dict[str, object]]], estimates: Mapping[str, float] | None) -> StudyResult:
     """Stages 1 to 8 of :func:`run_study`, into the folder ``out`` it checked; ``warned()``: the warnings so far.
 
     Each stage gets its section of ``config``

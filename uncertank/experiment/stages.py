@@ -10,7 +10,7 @@ runner; with them, how a stage names and keys the files it caches
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -60,12 +60,19 @@ class RankerPrediction:
     probabilistic: bool
 
 
+class LoadOptions(TypedDict, total=False):
+    """The options :func:`uncertank.datasets.load` gets for a split beside its name, negatives and seed."""
+
+    max_queries: int
+    max_context_turns: int
+
+
 def file_stem(name: str) -> str:
     """``name`` as a piece of a file name (anything but letters, digits, ``-_.`` becomes ``-``)."""
     check_name(name, "name")
     return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)
 
 
-def digest(obj: Any) -> str:
+def digest(obj: object) -> str:
     """A short key (16 hex digits of SHA-256 over canonical JSON) for a cached step's file name."""
     return json_digest(obj)[:16]

@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,6 +44,12 @@ from uncertank.experiment.stages import digest, file_stem
 from uncertank.files import atomic_path, atomic_write_text, to_jsonable
 from uncertank.progress import format_duration, reporting
 from uncertank.validation import check_bool, check_callable, check_instance, check_path
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from uncertank.bayes import Diagnostics, SystemComparison
+    from uncertank.bayes._fitted import Fitted
 
 __all__ = ["PPC_GRID", "PPC_REPLICATES", "bayes_metric", "compare_systems", "ppc_curves", "quiet_bayes"]
 
@@ -79,7 +85,7 @@ PPC_REPLICATES = 100
 PPC_GRID = 256
 
 
-def ppc_curves(cmp: Any, seed: int) -> dict[str, np.ndarray]:
+def ppc_curves(cmp: Fitted, seed: int) -> dict[str, np.ndarray]:
     """The posterior predictive check as curves, as the report stores them: :func:`uncertank.bayes.plots.ppc_densities`.
 
     KDE densities of :data:`PPC_REPLICATES` replicated data sets and of the
@@ -205,7 +211,7 @@ class _Fit:
 
     name: str
     family: str
-    frame: Any
+    frame: pd.DataFrame
     baseline: str | None
     what: str
     condition: str | None = None
@@ -234,7 +240,7 @@ def _study_fits(settings: ComparisonSettings, evaluations: list[Evaluation],
     baseline = settings.bayes.baseline or settings.reference
     fits = []
     for cond in conditions:
-        columns: dict[str, list[Any]] = {"system": [], "topic": [], "score": []}
+        columns: dict[str, list[str | int | float]] = {"system": [], "topic": [], "score": []}
         for label in labels:
             ev = next((e for e in evaluations if e.ranker == label and e.condition == cond), None)
             if ev is None or metric not in ev.per_query:
@@ -276,7 +282,7 @@ def _read_fit(out: Path, path: Path, ppc: str) -> tuple[BayesOutcome, float] | s
         return f"{path}: it is not a fit's record ({type(exc).__name__}: {exc})"
 
 
-def _fit(settings: ComparisonSettings, fit: _Fit, log: Log) -> tuple[Any, Any, int]:
+def _fit(settings: ComparisonSettings, fit: _Fit, log: Log) -> tuple[SystemComparison, Diagnostics, int]:
     """``compare`` on ``fit``'s data, again with more draws while it fails its checks (``[bayes] retries``).
 
     Returns the comparison, its diagnostics and the number of fits made;
@@ -290,7 +296,7 @@ def _fit(settings: ComparisonSettings, fit: _Fit, log: Log) -> tuple[Any, Any, i
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # the gate below reports the checks
             cmp = compare(fit.frame, family=fit.family, draws=draws, tune=tune,  # type: ignore[arg-type]
-                          chains=bayes.chains, seed=settings.seed, sampler=bayes.sampler,  # type: ignore[arg-type]
+                          chains=bayes.chains, seed=settings.seed, sampler=bayes.sampler,
                           drop_bottom=bayes.drop_bottom, target_accept=accept)
             diag = cmp.diagnostics()
         if diag.ok or attempt == bayes.retries:
@@ -301,10 +307,11 @@ def _fit(settings: ComparisonSettings, fit: _Fit, log: Log) -> tuple[Any, Any, i
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _against_baseline(cmp: Any, baseline: str) -> list[dict[str, Any]]:
+def _against_baseline(cmp: SystemComparison, baseline: str) -> list[dict[str, object]]:
     """Each other system's effect against ``baseline``'s, with URisk for r = 1 and 2 (a converged fit)."""
-    rows = {str(row["system"]): {k: (float(v) if k not in ("system", "verdict") else str(v)) for k, v in row.items()}
-            for row in cmp.contrasts(baseline).to_dict("records")}
+    rows: dict[str, dict[str, object]] = {
+        str(row["system"]): {str(k): (float(v) if k not in ("system", "verdict") else str(v)) for k, v in row.items()}
+        for row in cmp.contrasts(baseline).to_dict("records")}
     for r in (1, 2):
         ur = cmp.urisk(baseline, r=r)
         for row in ur.to_dict("records"):
@@ -339,7 +346,7 @@ def _fit_all(settings: ComparisonSettings, out: Path, fits: list[_Fit], resume: 
             cmp, diag, n_fits = _fit(settings, fit, log)
         eff = cmp.system_effects()
         risk: dict[str, int] = {}
-        against: list[dict[str, Any]] = []
+        against: list[dict[str, object]] = []
         baseline = fit.baseline if fit.baseline in {str(x) for x in cmp.systems} else None
         if not diag.ok:  # convergence is a gate: no verdict from this fit, its diagnostics say why
             log(f"bayes: the {fit.name} fit fails its convergence checks ({'; '.join(diag.problems)}): "
@@ -352,9 +359,10 @@ def _fit_all(settings: ComparisonSettings, out: Path, fits: list[_Fit], resume: 
                 # Benham convention: URisk > 0 is riskier than the baseline.
                 risk[f"credibly riskier than {baseline} (r={r})"] = int((ur["urisk_lower"] > 0).sum())
                 risk[f"credibly less risky than {baseline} (r={r})"] = int((ur["urisk_upper"] < 0).sum())
-        curves: dict[str, Any] = ppc_curves(cmp, settings.seed)
+        curves = ppc_curves(cmp, settings.seed)
         with atomic_path(out / ppc) as tmp, tmp.open("wb") as fh:
-            np.savez(fh, **curves)
+            # numpy's stub checks a ** of arrays against its allow_pickle: bool (a keyword since numpy 2.1)
+            np.savez(fh, **curves)  # type: ignore[arg-type]
         write_checksum(out / ppc)
         outcome = BayesOutcome(
             family=fit.family, n_systems=len(cmp.systems),

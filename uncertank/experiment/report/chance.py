@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from uncertank.experiment.result import Evaluation, StudyResult
+from uncertank.experiment.result import Evaluation, StudyResult, json_object
 from uncertank.formatting import format_number, format_signed
 from uncertank.validation import check_instance, check_name
 
@@ -67,7 +67,7 @@ def chance_level(result: StudyResult) -> ChanceLevel | None:
         if info.get("kind") != "ranking":
             continue
         name = info.get("name")
-        opts = info.get("options") or {}
+        opts = json_object(info.get("options"))
         if name is None:  # results written before metric_info kept names: read the label
             if label.startswith("R@") and label[2:].isdigit():
                 name, opts = "recall_at_k", {"k": int(label[2:])}

@@ -19,19 +19,25 @@ shows it unscaled on a laptop screen, with ticks and labels of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from uncertank._optional import require
 from uncertank.display import ReliabilityDisplay
-from uncertank.experiment.result import BayesOutcome, Evaluation
+from uncertank.experiment.result import BayesOutcome, Evaluation, json_number
 from uncertank.experiment.stages import file_stem
 from uncertank.files import atomic_path
 from uncertank.formatting import format_number
 from uncertank.validation import check_names, check_path
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.gridspec import SubplotSpec
+    from numpy.typing import ArrayLike
 
 __all__ = ["COLUMNS", "DPI", "FONT_SIZE", "Figures", "LEGEND_SIZE"]
 
@@ -51,7 +57,7 @@ def _grid(n_panels: int) -> tuple[int, int]:
     return -(-max(1, n_panels) // cols), cols
 
 
-def _colours(rankers: Sequence[str]) -> dict[str, Any]:
+def _colours(rankers: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
     from matplotlib import colormaps
 
     cmap = colormaps["tab10"]
@@ -70,32 +76,32 @@ class Figures:
     def __init__(self, out: Path, rankers: Sequence[str]) -> None:
         out = check_path(out, "out")
         rankers = check_names(rankers, "rankers")
-        self.Figure = require("matplotlib.figure", "plot", what="the report's figures").Figure
+        self.Figure: type[Figure] = require("matplotlib.figure", "plot", what="the report's figures").Figure
         self.out = out
         self.dir = out / "figures"
         self.colours = _colours(rankers)
 
-    def _figure(self, width: float, height: float) -> Any:
+    def _figure(self, width: float, height: float) -> Figure:
         return self.Figure(figsize=(width, height), layout="constrained")
 
-    def _new(self, n_panels: int, *, width: float = 4.6, height: float = 3.6) -> tuple[Any, list[Any]]:
+    def _new(self, n_panels: int, *, width: float = 4.6, height: float = 3.6) -> tuple[Figure, list[Axes]]:
         rows, cols = _grid(n_panels)
         fig = self._figure(width * cols, height * rows)
         return fig, [self._panel(fig, rows, cols, i + 1) for i in range(n_panels)]
 
-    def _panel(self, fig: Any, *args: Any, **kwargs: Any) -> Any:
+    def _panel(self, fig: Figure, *args: int | SubplotSpec, **kwargs: object) -> Axes:
         ax = fig.add_subplot(*args, **kwargs)
         ax.tick_params(labelsize=FONT_SIZE)
-        ax.xaxis.label.set_size(FONT_SIZE)
-        ax.yaxis.label.set_size(FONT_SIZE)
-        ax.title.set_size(FONT_SIZE + 1)
+        ax.xaxis.label.set_fontsize(FONT_SIZE)
+        ax.yaxis.label.set_fontsize(FONT_SIZE)
+        ax.title.set_fontsize(FONT_SIZE + 1)
         return ax
 
-    def _save(self, fig: Any, name: str) -> str:
+    def _save(self, fig: Figure, name: str) -> str:
         for ax in fig.axes:  # labels, titles and legends set after the panel was made
-            ax.xaxis.label.set_size(FONT_SIZE)
-            ax.yaxis.label.set_size(FONT_SIZE)
-            ax.title.set_size(FONT_SIZE + 1)
+            ax.xaxis.label.set_fontsize(FONT_SIZE)
+            ax.yaxis.label.set_fontsize(FONT_SIZE)
+            ax.title.set_fontsize(FONT_SIZE + 1)
             legend = ax.get_legend()
             if legend is not None:
                 for text in [*legend.get_texts(), legend.get_title()]:
@@ -239,13 +245,14 @@ class Figures:
 
         fig, axes = self._new(len(fams), width=5.2, height=1.2 + 0.2 * max(len(b.effects) for b in fams))
         for ax, b in zip(axes, fams, strict=True):
-            best_first = sorted(b.effects, key=lambda r: float(r["mean"]))[::-1]
+            best_first = [{k: v for k, v in r.items() if isinstance(v, (str, int, float))}  # the numbers and names
+                          for r in sorted(b.effects, key=lambda r: json_number(r["mean"]))[::-1]]
             plot_effect_intervals(best_first, b.family, title=f"{b.family} ({b.n_systems} systems)", ax=ax)
             ax.tick_params(axis="y", labelsize=LEGEND_SIZE)
             ax.grid(axis="x", alpha=0.3)
         return self._save(fig, "bayes-system-effects.png")
 
-    def ppc(self, family: str, curves: dict[str, Any], *, condition: str | None = None) -> str:
+    def ppc(self, family: str, curves: Mapping[str, ArrayLike], *, condition: str | None = None) -> str:
         """The posterior predictive check of one fit from its stored curves (``grid``, ``observed``, ...).
 
         Drawn by :func:`uncertank.bayes.plots.plot_ppc_densities`, as

@@ -9,22 +9,22 @@ module does not know (a plugin's) gets its registry name and direction.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
-from uncertank.experiment.result import StudyResult
+from uncertank.experiment.result import StudyResult, json_object
 from uncertank.validation import check_instance, check_name
 
 __all__ = ["define"]
 
 #: Registry name and options of the default columns, for results written before metric_info kept them.
-_BY_LABEL: dict[str, tuple[str, dict[str, Any]]] = {
+_BY_LABEL: dict[str, tuple[str, dict[str, object]]] = {
              "R@1": ("recall_at_k", {"k": 1}), "MAP": ("map", {}), "MRR": ("mrr", {}), "ECE": ("ece", {}),
              "ECE quantile": ("ece", {"strategy": "quantile"}), "ECE balanced": ("ece", {"balanced": True}),
              "ECE Penha-Hauff": ("ece", {"convention": "penha-hauff"}), "MCE": ("mce", {}), "Brier": ("brier", {}),
              "NLL": ("nll", {})}
 
 
-def _ece(opts: dict[str, Any]) -> str:
+def _ece(opts: Mapping[str, object]) -> str:
     if opts.get("convention") == "penha-hauff":
         bins = opts.get("n_bins", 50)
         return (f"ECE in the convention of Penha & Hauff's released code (EACL 2021): {bins} equal-width bins, and "
@@ -52,7 +52,7 @@ def _ece(opts: dict[str, Any]) -> str:
     return text
 
 
-def _sentence(name: str, opts: dict[str, Any]) -> str | None:
+def _sentence(name: str, opts: Mapping[str, object]) -> str | None:
     k = opts.get("k")
     cut = f" of the top {k}" if k else ""
     if name == "recall_at_k":
@@ -90,7 +90,7 @@ def define(result: StudyResult, label: str) -> str:
     check_instance(result, "result", StudyResult)
     check_name(label, "label")
     info = result.metric_info.get(label, {})
-    name, opts = info.get("name"), dict(info.get("options") or {})
+    name, opts = info.get("name"), dict(json_object(info.get("options")))
     if name is None and label in _BY_LABEL:
         name, opts = _BY_LABEL[label][0], dict(_BY_LABEL[label][1])
     text = _sentence(str(name), opts)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from uncertank.formatting import format_number
 from uncertank.validation import check_instance
@@ -24,7 +23,7 @@ def md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(rows: list[dict[str, Any]]) -> str:
+def markdown_table(rows: Sequence[Mapping[str, object]]) -> str:
     """Rows of dicts as a Markdown table (columns: every key, first seen first); cells by :func:`format_number`.
 
     Examples

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from uncertank.experiment.report.document import Doc
 from uncertank.experiment.report.figures import Figures
 from uncertank.experiment.report.markdown import MARK, cell, names
 from uncertank.experiment.report.sections import conditions_of, open_section
-from uncertank.experiment.result import BayesOutcome, ExternalRunOutcome, StudyResult
+from uncertank.experiment.result import BayesOutcome, Evaluation, ExternalRunOutcome, StudyResult, json_number
 from uncertank.formatting import format_interval, format_number, format_pvalue
 from uncertank.validation import check_instance, check_path
 
@@ -142,7 +141,7 @@ def nota(doc: Doc, result: StudyResult) -> None:
                      format_pvalue(n.p_value)])
     with_var = [e for e in evs if e.nota is not None and e.nota.f1_means_var is not None]
 
-    def top(e: Any) -> float:
+    def top(e: Evaluation) -> float:
         return max(e.nota.f1_means, e.nota.f1_means_var or -1.0) if e.nota else -1.0
 
     best = max(evs, key=top)
@@ -231,7 +230,13 @@ def imbalance(doc: Doc, result: StudyResult, figs: Figures) -> None:
                "panel per condition.")
 
 
-def _scalar(v: Any) -> bool:
+def _problems(b: BayesOutcome) -> list[object]:
+    """The problems a fit's diagnostics name (none when it names none)."""
+    problems = b.diagnostics.get("problems")
+    return list(problems) if isinstance(problems, (list, tuple)) else []
+
+
+def _scalar(v: object) -> bool:
     return v is None or isinstance(v, (int, float, str, bool, np.integer, np.floating, np.bool_))
 
 
@@ -278,12 +283,12 @@ def _bayes_rankers(doc: Doc, fits: list[BayesOutcome], figs: Figures, out: Path,
     for b in fits:
         where = f"under `{b.condition}` (`{b.family}`)"
         if not b.converged:
-            failed = "; ".join(str(p) for p in b.diagnostics.get("problems") or []) or "see the table"
+            failed = "; ".join(str(p) for p in _problems(b)) or "see the table"
             said.append(f"{where}, **no verdict**: the fit failed its convergence checks after {b.fits} "
                         f"fit{'s' if b.fits != 1 else ''} ({failed}); sample more (`draws`, `tune`) for one")
             continue
-        better = [r["system"] for r in b.against_baseline if r.get("verdict") == "better"]
-        worse = [r["system"] for r in b.against_baseline if r.get("verdict") == "worse"]
+        better = [str(r["system"]) for r in b.against_baseline if r.get("verdict") == "better"]
+        worse = [str(r["system"]) for r in b.against_baseline if r.get("verdict") == "worse"]
         parts = [f"{names(better)} credibly better than `{b.baseline}`" if better else "",
                  f"{names(worse)} credibly worse" if worse else ""]
         said.append(f"{where}: " + ("; ".join(p for p in parts if p) or
@@ -343,7 +348,7 @@ def _bayes_trec_covid(doc: Doc, fams: list[BayesOutcome], figs: Figures, out: Pa
             parts.append(f"with `{b.family}`, {b.best_distinguishable} of {b.n_systems} systems are credibly "
                          f"different from the best and {b.worst_distinguishable} from the worst")
         else:  # convergence is a gate: an unconverged fit gives no verdict
-            failed = "; ".join(str(p) for p in b.diagnostics.get("problems") or []) or "see the table"
+            failed = "; ".join(str(p) for p in _problems(b)) or "see the table"
             parts.append(f"with `{b.family}`, **no verdict**: the fit failed its convergence checks ({failed}) "
                          f"after {b.fits} fit{'s' if b.fits != 1 else ''}; sample more (`draws`, `tune`) for one")
     doc.text("On the TREC-COVID round 1 runs (Benham et al. 2021): " + "; ".join(parts) + ".")
@@ -424,7 +429,7 @@ def run_warnings(doc: Doc, result: StudyResult) -> None:
     if not result.warnings:
         return
     doc.heading(2, "Warnings during the run")
-    n = sum(int(w.get("count", 1)) for w in result.warnings)
+    n = sum(int(json_number(w.get("count", 1))) for w in result.warnings)
     doc.text(f"The run raised {n} warning{'s' if n != 1 else ''} ({len(result.warnings)} distinct), kept in "
              "`results.json` (`warnings`) and, with their source, in `run.log`. Read each before trusting the "
              "numbers it concerns.")

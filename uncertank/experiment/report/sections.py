@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
 
 from uncertank.experiment.analysis import (
     higher_is_better,
@@ -34,7 +33,7 @@ from uncertank.experiment.report.chance import base_rate_sentence, set_aside
 from uncertank.experiment.report.document import Doc
 from uncertank.experiment.report.glossary import define
 from uncertank.experiment.report.markdown import MARK, cell, names
-from uncertank.experiment.result import Comparison, Evaluation, StudyResult
+from uncertank.experiment.result import Comparison, Evaluation, StudyResult, json_object
 from uncertank.formatting import format_number, format_percent, format_signed
 from uncertank.metrics.metric import MetricKind
 from uncertank.validation import check_callable, check_instance, check_name
@@ -92,9 +91,8 @@ def conditions_of(result: StudyResult, evs: Sequence[Evaluation]) -> list[str]:
     return [c for c in result.conditions if any(e.condition == c for e in evs)]
 
 
-def _option(result: StudyResult, label: str, key: str) -> Any:
-    opts = result.metric_info.get(label, {}).get("options") or {}
-    return opts.get(key)
+def _option(result: StudyResult, label: str, key: str) -> object:
+    return json_object(result.metric_info.get(label, {}).get("options")).get(key)
 
 
 def _balanced(result: StudyResult, label: str) -> bool:
@@ -109,7 +107,7 @@ def _plain_ece(result: StudyResult, label: str) -> bool:
     if "name" not in info:  # results written before metric_info kept names and options
         low = label.lower()
         return low.startswith("ece") and "balanced" not in low and "penha" not in low
-    opts = info.get("options") or {}
+    opts = json_object(info.get("options"))
     return bool(info["name"] == "ece" and not opts.get("balanced") and opts.get("norm", "l1") == "l1"
                 and opts.get("convention", "naeini") == "naeini")
 
@@ -143,9 +141,10 @@ def header(doc: Doc, result: StudyResult, ref: str | None) -> None:
         sizes.append(f"training queries: {format_number(s['train'])}")
     if "valid" in s:
         sizes.append(f"validation queries: {format_number(s['valid'])}")
-    if isinstance(s.get("test"), dict) and s["test"]:
+    test = s.get("test")
+    if isinstance(test, dict) and test:
         sizes.append("test queries per condition: " + ", ".join(
-            f"`{k}` {format_number(v)}" for k, v in s["test"].items()))
+            f"`{k}` {format_number(v)}" for k, v in test.items()))
     if sizes:
         doc.text("Data: " + "; ".join(sizes) + ".")
 
@@ -284,7 +283,7 @@ def _groups(labels: list[str]) -> list[list[str]]:
 def _named(result: StudyResult, name: str, fallback: str) -> str | None:
     """The label of the first metric registered as ``name`` (older results: the label ``fallback``)."""
     for label, info in result.metric_info.items():
-        if info.get("name") == name and not (info.get("options") or {}).get("k"):
+        if info.get("name") == name and not json_object(info.get("options")).get("k"):
             return label
     if fallback in result.metric_info and "name" not in result.metric_info[fallback]:
         return fallback
@@ -306,7 +305,7 @@ def _map_is_mrr(result: StudyResult, cond: str, labels: list[str]) -> str | None
 def _mce_note(result: StudyResult, cond: str, labels: list[str]) -> str | None:
     """A note on the ``MCE`` column (when ``labels`` hold one): how many of its values come from a small bin."""
     mce = next((m for m in labels if result.metric_info.get(m, {}).get("name") == "mce"
-                or (result.metric_info.get(m, {}).get("options") or {}).get("norm") == "max"), None)
+                or json_object(result.metric_info.get(m, {}).get("options")).get("norm") == "max"), None)
     if mce is None and "MCE" in labels and "name" not in result.metric_info.get("MCE", {}):
         mce = "MCE"
     if mce is None:
