@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from uncertank.validation import check_names, check_ndarray, check_path_messages
+from uncertank.validation import (
+    check_instances,
+    check_names,
+    check_ndarray,
+    check_ndim,
+    check_path_messages,
+    check_probabilities,
+    check_seed,
+)
 
 
 def test_check_names_passes_a_collection_of_str_as_a_list():
@@ -66,3 +74,47 @@ def test_check_ndarray_refuses_another_type_rank_or_dtype(value, kwargs, message
 def test_check_ndarray_refuses_a_bad_rule(kwargs, error, message):
     with pytest.raises(error, match=message):
         check_ndarray(np.zeros(2), "p", **kwargs)
+
+
+def test_check_instances_passes_a_collection_of_the_type_as_a_list():
+    assert check_instances((1, 2), "sizes", int, "an int") == [1, 2]
+    assert check_instances([], "sizes", int, "an int") == []
+    assert check_instances(iter([1]), "sizes", int, "an int") == [1]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("ab", r"^models must be a list of which each item is a module; got str 'ab'$"),
+    (0.5, r"^models must be a list of which each item is a module; got float 0.5$"),
+    ({"a": 1}, r"^models must be a list of which each item is a module; got dict"),
+    (np.array([1, 2]), r"^models must be a list of which each item is a module; got ndarray"),
+    ([1, "x"], r"^models must be a list of which each item is a module; got str 'x' at index 1$"),
+])
+def test_check_instances_names_the_argument_and_the_first_item_of_another_type(value, message):
+    with pytest.raises(TypeError, match=message):
+        check_instances(value, "models", int, "a module")
+
+
+def test_check_ndim_reads_the_rank_of_anything_with_one():
+    check_ndim(np.zeros((2, 3)), "input_ids", 2)
+    check_ndim(np.zeros(3), "labels", (1, 2))
+    with pytest.raises(ValueError, match=r"^input_ids must be 2-D; got shape \(3,\)$"):
+        check_ndim(np.zeros(3), "input_ids", 2)
+    with pytest.raises(ValueError, match=r"^x must be 1-D or 2-D; got shape \(1, 1, 1\)$"):
+        check_ndim(np.zeros((1, 1, 1)), "x", (1, 2))
+    with pytest.raises(TypeError, match=r"^input_ids must be an array or a tensor \(with ndim\); got list"):
+        check_ndim([[1, 2]], "input_ids", 2)
+    with pytest.raises(TypeError, match=r"^ndim must be an int or a tuple of ints"):
+        check_ndim(np.zeros(3), "x", "1")  # type: ignore[arg-type]
+
+
+def test_check_probabilities_keeps_an_integer_example_in_its_message():
+    with pytest.raises(ValueError, match=r"^labels must lie in \[0, 1\]; got 1 values outside, e.g. 2$"):
+        check_probabilities(np.array([0, 2]), "labels")
+
+
+def test_check_seed_returns_an_int_or_the_generator_given():
+    gen = np.random.default_rng(0)
+    assert check_seed(gen) is gen
+    assert check_seed(np.int64(3), allow_none=False, generator=False) == 3
+    with pytest.raises(TypeError, match=r"^seed must be an integer >= 0 or None; got Generator"):
+        check_seed(gen, generator=False)

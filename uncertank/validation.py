@@ -24,12 +24,16 @@ ValueError: n_passes must be an integer >= 1; got 0
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    from uncertank._types import Predictions, PredictiveSamples, QuerySet
 
 __all__ = [
     "InvalidPredictionError",
@@ -43,9 +47,11 @@ __all__ = [
     "check_finite_result",
     "check_fits",
     "check_instance",
+    "check_instances",
     "check_name",
     "check_names",
     "check_ndarray",
+    "check_ndim",
     "check_path_messages",
     "check_nonnegative",
     "check_offsets",
@@ -64,6 +70,11 @@ __all__ = [
 ]
 
 E = TypeVar("E", bound=str)
+T = TypeVar("T")
+T1 = TypeVar("T1")
+T2 = TypeVar("T2")
+T3 = TypeVar("T3")
+K = TypeVar("K", bound=str)
 
 #: Which ends of the unit interval belong to it: ``"neither"`` is (0, 1), ``"both"`` is [0, 1].
 Closed = Literal["neither", "left", "right", "both"]
@@ -77,20 +88,20 @@ def _unit_interval(closed: Closed) -> str:
     return f"{left}0, 1{right}"
 
 
-def _outside_unit(values: NDArray[Any], closed: Closed) -> NDArray[np.bool_]:
+def _outside_unit(values: NDArray[np.float64], closed: Closed) -> NDArray[np.bool_]:
     """Where ``values`` fall outside the unit interval (NaN included)."""
     low = values >= 0.0 if closed in ("left", "both") else values > 0.0
     high = values <= 1.0 if closed in ("right", "both") else values < 1.0
     return ~(low & high)
 
 
-def _example(values: NDArray[Any]) -> str:
+def _example(values: NDArray[np.generic]) -> str:
     """Format the first offending value for an error message."""
     v = values.ravel()[0]
     return repr(float(v)) if np.issubdtype(values.dtype, np.floating) else repr(v.item())
 
 
-def _check_rank(arr: NDArray[Any], name: str, ndim: int | tuple[int, ...]) -> None:
+def _check_rank(arr: NDArray[np.generic], name: str, ndim: int | tuple[int, ...]) -> None:
     """Raise unless ``arr`` has one of the ranks ``ndim`` and at least one value."""
     ndims = (ndim,) if isinstance(ndim, int) else ndim
     if not isinstance(ndims, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in ndims):
@@ -190,7 +201,7 @@ def check_probabilities(probs: NDArray[np.float64], name: str = "probs", *, clos
     probs = np.asarray(probs)
     if probs.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric (real numbers); got dtype {probs.dtype}")
-    bad = _outside_unit(probs, closed)
+    bad = _outside_unit(probs.astype(np.float64, copy=False), closed)
     if bad.any():
         raise ValueError(
             f"{name} must lie in {where}; got {int(bad.sum())} values outside, "
@@ -234,7 +245,7 @@ def check_offsets(offsets: ArrayLike, n_pairs: int, name: str = "offsets") -> ND
     return arr
 
 
-def check_same_length(a: NDArray[Any], a_name: str, b: NDArray[Any], b_name: str) -> None:
+def check_same_length(a: ArrayLike, a_name: str, b: ArrayLike, b_name: str) -> None:
     """Raise unless ``a`` and ``b`` have the same shape."""
     if np.shape(a) != np.shape(b):
         raise ValueError(
@@ -411,7 +422,7 @@ def check_scale(value: object, name: str, *, maximum: float | None = None) -> fl
     return check_real(value, name, minimum=0, exclusive_minimum=True, maximum=maximum)
 
 
-def check_unique(labels: Iterable[object], name: str) -> list[Any]:
+def check_unique(labels: Iterable[T], name: str) -> list[T]:
     """Raise unless every label in ``labels`` (runs, systems, rankers, metrics shown in a report) is unique.
 
     Two inputs shown under one label could not be told apart in a table,
@@ -427,7 +438,7 @@ def check_unique(labels: Iterable[object], name: str) -> list[Any]:
     ...
     ValueError: rankers must be unique; got 'bm25' twice
     """
-    seen: dict[Any, int] = {}
+    seen: dict[object, int] = {}
     if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
         raise TypeError(f"{name} must be a collection of labels; got {type(labels).__name__} {labels!r}")
     out = list(labels)
@@ -446,7 +457,7 @@ def check_unique(labels: Iterable[object], name: str) -> list[Any]:
     return out
 
 
-def unique_keys(pairs: Iterable[tuple[str, Any]], name: str = "keys") -> dict[str, Any]:
+def unique_keys(pairs: Iterable[tuple[K, T]], name: str = "keys") -> dict[K, T]:
     """A dict of ``pairs``, raising when a key is given twice (an option, a JSON key, a ``key=value``).
 
     Usable as ``json.loads(text, object_pairs_hook=unique_keys)``: the
@@ -461,7 +472,7 @@ def unique_keys(pairs: Iterable[tuple[str, Any]], name: str = "keys") -> dict[st
     ...
     ValueError: metric options must not give a key twice; got 'k' twice
     """
-    out: dict[str, Any] = {}
+    out: dict[K, T] = {}
     if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
         raise TypeError(f"{name} must be (key, value) pairs; got {type(pairs).__name__} {pairs!r}")
     for pair in pairs:
@@ -485,7 +496,7 @@ class NonFiniteResultError(ValueError):
     """
 
 
-def check_finite_result(value: Any, name: str, why: str) -> Any:
+def check_finite_result(value: T, name: str, why: str) -> T:
     """Return ``value`` (a number or an array) when it is finite; raise :class:`NonFiniteResultError` otherwise.
 
     The rule for results: a public function returns finite numbers or
@@ -549,9 +560,31 @@ def check_unit_interval(value: object, name: str, *, closed: Closed = "neither")
 _RANDOM_STATES = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
 
 
+#: What :func:`check_seed` returns: an integer seed, one of numpy's random states, or None.
+Seed = int | np.random.Generator | np.random.BitGenerator | np.random.SeedSequence | None
+
+
+@overload
+def check_seed(
+    value: object, name: str = ..., *, allow_none: Literal[False], generator: Literal[False], maximum: int | None = ...
+) -> int: ...
+
+
+@overload
+def check_seed(
+    value: object, name: str = ..., *, allow_none: bool = ..., generator: Literal[False], maximum: int | None = ...
+) -> int | None: ...
+
+
+@overload
+def check_seed(
+    value: object, name: str = ..., *, allow_none: bool = ..., generator: bool = ..., maximum: int | None = ...
+) -> Seed: ...
+
+
 def check_seed(
     value: object, name: str = "seed", *, allow_none: bool = True, generator: bool = True, maximum: int | None = None
-) -> Any:
+) -> Seed:
     """Raise unless ``value`` is a seed: an integer >= 0 (<= ``maximum`` when given), or None.
 
     With ``generator`` (the default) a :class:`numpy.random.Generator` (or a
@@ -579,7 +612,9 @@ def check_seed(
     return int(value)  # numpy's default_rng takes any integer >= 0: no type to overflow
 
 
-def check_instance(value: object, name: str, types: type | tuple[type, ...], what: str | None = None) -> Any:
+def check_instance(
+    value: object, name: str, types: type | tuple[type, ...], what: str | None = None
+) -> Any:  # ``value`` as one of ``types``, which no signature can say when a type is abstract (Iterable)
     """Raise a TypeError unless ``value`` is an instance of ``types``; ``what`` says it in words.
 
     The rule for an argument that must be one of the library's objects (a
@@ -608,7 +643,7 @@ def check_instance(value: object, name: str, types: type | tuple[type, ...], wha
     return value
 
 
-def check_callable(value: object, name: str, what: str = "a function") -> Any:
+def check_callable(value: T, name: str, what: str = "a function") -> T:
     """Raise a TypeError unless ``value`` can be called (a function, a class, a bound method); ``what`` says which.
 
     Examples
@@ -690,7 +725,7 @@ def check_names(values: object, what: str = "names") -> list[str]:
 _KINDS = {"f": "float", "i": "int", "u": "unsigned int", "b": "bool"}
 
 
-def check_ndarray(value: object, name: str, *, ndim: int = 1, kinds: str = "f") -> NDArray[Any]:
+def check_ndarray(value: object, name: str, *, ndim: int = 1, kinds: str = "f") -> NDArray[np.generic]:
     """Raise a TypeError unless ``value`` is an ndarray of rank ``ndim`` whose dtype is of one of ``kinds``.
 
     The check for the internal passes of a computation (binning, radix
@@ -777,7 +812,7 @@ class InvalidPredictionError(ValueError):
         self.problem = problem
 
 
-def _type_and_shape(obj: Any) -> str:
+def _type_and_shape(obj: object) -> str:
     shape = getattr(obj, "shape", None)
     return f"{type(obj).__name__}" + ("" if shape is None else f" of shape {tuple(shape)}")
 
@@ -795,7 +830,7 @@ def _outside(values: np.ndarray) -> str:
     return f"got {int(bad.sum())} values outside, e.g. {float(values[bad].ravel()[0])!r}"
 
 
-def _containers() -> Any:
+def _containers() -> ModuleType | None:
     """The data model's module, where it is loaded (None otherwise: then nothing is one of its containers).
 
     The data model (:mod:`uncertank._types`) builds on the checks above, so
@@ -815,7 +850,7 @@ def check_prediction(
     samples: bool = False,
     n_samples: int | None = None,
     probabilistic: bool | None = None,
-) -> Any:
+) -> Predictions | PredictiveSamples:
     """Check what a ranker returned for ``queries``, right after ``predict`` or ``predict_samples``.
 
     With ``samples=False`` (the output of ``predict``): a
@@ -875,7 +910,12 @@ def check_prediction(
     ranker 'mine' on toy/test: predict must return uncertank.Predictions; got ndarray of shape (3,)
     """
     containers = _containers()
-    if containers is None or not isinstance(queries, containers.QuerySet):
+    if containers is None:
+        raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
+    query_set: type[QuerySet] = containers.QuerySet
+    predictions: type[Predictions] = containers.Predictions
+    predictive_samples: type[PredictiveSamples] = containers.PredictiveSamples
+    if not isinstance(queries, query_set):
         raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
     if not isinstance(ranker, str):
         raise TypeError(f"ranker must be a str (the ranker's name); got {type(ranker).__name__}")
@@ -889,7 +929,7 @@ def check_prediction(
 
     n = queries.n_pairs
     if not samples:
-        if not isinstance(pred, containers.Predictions):
+        if not isinstance(pred, predictions):
             raise fail(f"predict must return uncertank.Predictions; got {_type_and_shape(pred)}")
         scores = np.asarray(pred.scores)
         if scores.shape != (n,):
@@ -905,7 +945,7 @@ def check_prediction(
                 (scores < 0.0) | (scores > 1.0)).any():
             raise fail(f"probabilistic scores must lie in [0, 1]; {_outside(scores)}")
         return pred
-    if not isinstance(pred, containers.PredictiveSamples):
+    if not isinstance(pred, predictive_samples):
         raise fail(f"predict_samples must return uncertank.PredictiveSamples; got {_type_and_shape(pred)}")
     s = np.asarray(pred.samples)
     if s.ndim != 2 or s.shape[1] != n or s.shape[0] < 1:
@@ -923,7 +963,7 @@ def check_prediction(
     return pred
 
 
-def check_tokenizer(tokenizer: object, name: str = "tokenizer") -> Any:
+def check_tokenizer(tokenizer: T, name: str = "tokenizer") -> T:
     """Raise a TypeError unless ``tokenizer`` is a tokenizer (callable, with ``get_vocab``); return it.
 
     Any transformers tokenizer is; the check is by what is used, so a
@@ -940,3 +980,68 @@ def check_tokenizer(tokenizer: object, name: str = "tokenizer") -> Any:
         raise TypeError(f"{name} must be a transformers tokenizer (callable, with get_vocab); "
                         f"got {type(tokenizer).__name__} {tokenizer!r}"[:300])
     return tokenizer
+
+
+def check_instances(values: Iterable[T], name: str, types: type | tuple[type, ...], what: str) -> list[T]:
+    """Raise a TypeError unless ``values`` is a collection (a list, a tuple) whose every item is one of ``types``.
+
+    The rule for an argument that lists the library's objects (the models of
+    an ensemble, the members of a study): a single object, a str or a number
+    passed there is named, and so is the first item of another type, never an
+    ``AttributeError`` from the loop over them. ``what`` names one item in
+    words. Returns the items as a list (which may be empty).
+
+    Examples
+    --------
+    >>> check_instances([1, 2], "sizes", int, "an int")
+    [1, 2]
+    >>> check_instances([1, "2"], "sizes", int, "an int")
+    Traceback (most recent call last):
+    ...
+    TypeError: sizes must be a list of which each item is an int; got str '2' at index 1
+    """
+    names = types if isinstance(types, tuple) else (types,)
+    if not all(isinstance(t, type) for t in names):
+        raise TypeError(f"types must be a type or a tuple of types; got {types!r}")
+    want = f"a list of which each item is {what}"
+    if isinstance(values, (str, bytes, Mapping, np.ndarray)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be {want}; got {type(values).__name__} {_shown(values)}")
+    out = list(values)
+    for i, value in enumerate(out):
+        if not isinstance(value, types):
+            raise TypeError(f"{name} must be {want}; got {type(value).__name__} {_shown(value)} at index {i}")
+    return out
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut to 60 characters for a message."""
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def check_ndim(value: object, name: str, ndim: int | tuple[int, ...]) -> None:
+    """Raise a ValueError unless ``value`` (an ndarray, a torch tensor: anything with ``ndim``) has rank ``ndim``.
+
+    ``ndim`` is one rank or a tuple of the ranks allowed. The check for a
+    tensor passed to a function that indexes its axes: a tensor of another
+    rank is named with its shape, never torch's ``IndexError`` from inside.
+    It reads the rank only, in constant time. A value without an integer
+    ``ndim`` is a TypeError.
+
+    Examples
+    --------
+    >>> check_ndim(np.zeros((2, 3)), "input_ids", 2)
+    >>> check_ndim(np.zeros(3), "input_ids", 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: input_ids must be 2-D; got shape (3,)
+    """
+    ndims = (ndim,) if isinstance(ndim, int) else ndim
+    if not isinstance(ndims, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in ndims):
+        raise TypeError(f"ndim must be an int or a tuple of ints; got {type(ndim).__name__} {ndim!r}")
+    rank = getattr(value, "ndim", None)
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        raise TypeError(f"{name} must be an array or a tensor (with ndim); got {type(value).__name__} {_shown(value)}")
+    if rank not in ndims:
+        want = " or ".join(f"{d}-D" for d in ndims)
+        raise ValueError(f"{name} must be {want}; got shape {tuple(getattr(value, 'shape', ()))}")

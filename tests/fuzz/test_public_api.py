@@ -1,4 +1,6 @@
-"""Every public callable of uncertank and its first-party plugins, fed bad and extreme values: it returns, or raises a library error.
+"""Every public callable of uncertank and its first-party plugins, fed bad and extreme values.
+
+Each returns, or raises a library error.
 
 The callables are enumerated from the ``__all__`` of ``uncertank`` and of
 its public modules (:func:`tests.fuzz._harness.enumerate_targets`); the test

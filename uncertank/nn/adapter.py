@@ -12,11 +12,10 @@ when the function raises.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import torch
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
 from uncertank.adapters import CallableRanker
@@ -75,7 +74,7 @@ class TorchDropoutRanker:
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[..., ArrayLike | torch.Tensor],
         module: torch.nn.Module,
         *,
         n_passes: int = 10,
@@ -177,7 +176,7 @@ class TorchDropoutRanker:
         return f"TorchDropoutRanker({self.name!r}, n_passes={self.n_passes})"
 
 
-def _as_array(value: Any, what: str) -> NDArray[np.float64]:
+def _as_array(value: ArrayLike | torch.Tensor, what: str) -> NDArray[np.float64]:
     if isinstance(value, torch.Tensor):
-        value = value.detach().float().cpu().numpy()
+        return as_float_array(value.detach().float().cpu().numpy(), what)
     return as_float_array(value, what)

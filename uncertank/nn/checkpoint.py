@@ -23,12 +23,17 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from uncertank._folders import MANIFEST, model_folder
 from uncertank.validation import check_instance, check_path
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from uncertank.nn.ranker import NeuralRanker
 
 __all__ = [
     "FORMAT",
@@ -69,7 +74,9 @@ def atomic_directory(path: str | os.PathLike[str], *, overwrite: bool = False) -
         yield tmp
 
 
-def save_model(folder: Path, model: Any, tokenizer: Any, manifest: dict[str, Any]) -> None:
+def save_model(
+    folder: Path, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, manifest: Mapping[str, object]
+) -> None:
     """Write ``model``, ``tokenizer`` and ``manifest`` into ``folder`` (which exists).
 
     ``model``'s whole state dict (parameters and persistent buffers) goes to
@@ -82,12 +89,18 @@ def save_model(folder: Path, model: Any, tokenizer: Any, manifest: dict[str, Any
 
     state = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(folder / "model.safetensors"), metadata={"format": FORMAT})
-    model.encoder.config.save_pretrained(str(folder / "backbone"))
+    config = getattr(getattr(model, "encoder", None), "config", None)  # a transformers config
+    save_config = getattr(config, "save_pretrained", None)
+    if not callable(save_config):
+        raise TypeError(
+            f"model must have a transformers encoder (model.encoder.config); got {type(model).__name__}"
+        )
+    save_config(str(folder / "backbone"))
     tokenizer.save_pretrained(str(folder / "tokenizer"))
     write_manifest(folder, manifest)
 
 
-def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(folder: Path, manifest: Mapping[str, object]) -> None:
     """Write ``manifest`` (JSON values) as the manifest of the checkpoint ``folder``, with the format.
 
     For composite checkpoints (an ensemble's folder of member folders); a
@@ -121,7 +134,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def load_model(
     folder: str | os.PathLike[str], *, make_model: Callable[[torch.nn.Module], torch.nn.Module] | None = None
-) -> tuple[torch.nn.Module, Any]:
+) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
     """Rebuild the model and tokenizer saved in ``folder``.
 
     Parameters
@@ -145,7 +158,14 @@ def load_model(
     from uncertank.nn.model import CrossEncoderModel, build_backbone
 
     folder = Path(folder)
-    config = AutoConfig.from_pretrained(str(folder / "backbone"), local_files_only=True)
+    try:
+        config = AutoConfig.from_pretrained(str(folder / "backbone"), local_files_only=True)
+    except Exception as exc:  # transformers' OSError or ValueError: no readable backbone/config.json
+        detail = " ".join(str(exc).split())[:300]
+        raise ValueError(
+            f"folder must be a checkpoint folder written by save_model (with backbone/config.json); "
+            f"{str(folder)!r} could not be read ({type(exc).__name__}: {detail})"
+        ) from exc
     encoder, tokenizer = build_backbone(config, tokenizer=folder / "tokenizer")
     model = (make_model or CrossEncoderModel)(encoder)
     load_weights(model, folder / "model.safetensors")
@@ -210,7 +230,7 @@ def checkpoint_params(cls: type, path: str | os.PathLike[str], manifest: dict[st
     return {**params, **extra}
 
 
-def ranker_manifest(ranker: Any) -> dict[str, Any]:
+def ranker_manifest(ranker: NeuralRanker) -> dict[str, object]:
     """What a checkpoint records of a neural ranker: its registered name, class, parameters and history."""
     from dataclasses import asdict
 

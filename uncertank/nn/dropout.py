@@ -46,7 +46,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
@@ -54,6 +54,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
 from uncertank.validation import check_instance, check_positive_int
 
@@ -198,7 +199,7 @@ def _mc_attention(
     attention_mask: torch.Tensor | None,
     dropout: float = 0.0,
     scaling: float | None = None,
-    **kwargs: Any,
+    **kwargs: Any,  # transformers attention interface: each keyword of its own type
 ) -> tuple[torch.Tensor, None]:
     """Attention with dropout of its probabilities, in the signature of transformers' attention interface.
 
@@ -212,7 +213,7 @@ def _mc_attention(
 
     session = _SESSIONS.get(id(module))
     if session is None or dropout <= 0.0 or query.device.type != "cpu":
-        return sdpa_attention_forward(  # type: ignore[no-any-return]
+        return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
     scale = query.shape[-1] ** -0.5 if scaling is None else scaling
@@ -287,7 +288,7 @@ def fast_path_problem(model: nn.Module) -> str | None:
         if isinstance(module, _OTHER_DROPOUTS) or (isinstance(module, nn.Dropout) and type(module) is not nn.Dropout):
             return f"model has an {type(module).__name__} at {where}, which the fast path does not draw"
         if _is_transformers_model(module):
-            config: Any = getattr(module, "config", None)
+            config = getattr(module, "config", None)
             model_type = getattr(config, "model_type", None)
             if model_type not in SUPPORTED_MODEL_TYPES:
                 return (
@@ -360,7 +361,7 @@ def fast_mc_dropout(
         id(cfg): (cfg, cfg._attn_implementation)
         for cfg in (cast(Any, m).config for m in model.modules() if _is_transformers_model(m))
     }
-    hooks: list[Any] = []
+    hooks: list[RemovableHandle] = []
     attention = [m for m in _attention_modules(model) if id(m) not in off]
     model.eval()
     try:
@@ -385,8 +386,8 @@ def fast_mc_dropout(
             m.training = flag
 
 
-def _hidden_hook(masks: DropoutMasks) -> Any:
-    def hook(module: nn.Module, args: Any, output: torch.Tensor) -> torch.Tensor:
+def _hidden_hook(masks: DropoutMasks) -> Callable[[nn.Module, tuple[object, ...], torch.Tensor], torch.Tensor]:
+    def hook(module: nn.Module, args: tuple[object, ...], output: torch.Tensor) -> torch.Tensor:
         return masks.apply(output, float(module.p))  # type: ignore[arg-type]
 
     return hook

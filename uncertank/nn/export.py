@@ -32,10 +32,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+from uncertank.validation import check_bool, check_instance
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from uncertank.nn.pretrained import PretrainedCrossEncoder
+    from uncertank.nn.ranker import NeuralRanker
 
 __all__ = ["EXPORTABLE_ENCODERS", "save_pretrained"]
 
@@ -55,9 +63,9 @@ def _one_logit(linear: nn.Linear) -> nn.Linear:
     return out
 
 
-def _classifier_from_head(model: nn.Module) -> Any:
+def _classifier_from_head(model: nn.Module) -> PreTrainedModel:
     """An ``AutoModelForSequenceClassification`` holding ``model``'s encoder and head (one logit)."""
-    from transformers import AutoModelForSequenceClassification
+    from transformers import AutoModelForSequenceClassification, PreTrainedModel
 
     from uncertank.nn.model import CrossEncoderModel
 
@@ -72,7 +80,11 @@ def _classifier_from_head(model: nn.Module) -> Any:
             f"save_pretrained needs pooling='cls' (Hugging Face classifiers read the first token); "
             f"this ranker pools with {model.pooling!r}"
         )
-    encoder: Any = model.encoder
+    encoder = model.encoder
+    if not isinstance(encoder, PreTrainedModel):
+        raise ValueError(
+            f"save_pretrained writes a transformers encoder; this ranker's encoder is {type(encoder).__name__}"
+        )
     cfg = encoder.config.__class__.from_dict(encoder.config.to_dict())
     kind = getattr(cfg, "model_type", None)
     if kind not in EXPORTABLE_ENCODERS:
@@ -80,12 +92,14 @@ def _classifier_from_head(model: nn.Module) -> Any:
             f"save_pretrained supports {', '.join(EXPORTABLE_ENCODERS)} encoders (their classifier heads "
             f"are uncertank's); this ranker's encoder is {kind!r}"
         )
-    head: Any = model.head
-    dense, out = head[1], head[4]
+    dense, drop, out = model.head[1], model.head[3], model.head[4]
+    if not (isinstance(dense, nn.Linear) and isinstance(drop, nn.Dropout) and isinstance(out, nn.Linear)):
+        raise ValueError(f"save_pretrained needs uncertank's classification head; this ranker's is {model.head}")
     cfg.num_labels = 1
-    cfg.classifier_dropout = float(head[3].p)
+    cfg.classifier_dropout = float(drop.p)
     cfg.architectures = None
-    clf = AutoModelForSequenceClassification.from_config(cfg)
+    # untyped: the auto class builds the classifier of cfg's model type, whose head modules differ by type
+    clf = AutoModelForSequenceClassification.from_config(cfg)  # type: ignore[no-untyped-call]
     base = clf.base_model
     # an encoder's own pooler is unused by uncertank's head (and absent from RoBERTa's classifier)
     weights = {k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")}
@@ -103,10 +117,11 @@ def _classifier_from_head(model: nn.Module) -> Any:
             clf.classifier.dense.weight.copy_(dense.weight)
             clf.classifier.dense.bias.copy_(dense.bias)
             clf.classifier.out_proj = _one_logit(out)
-    return clf
+    built: PreTrainedModel = clf
+    return built
 
 
-def _pretrained_classifier(model: Any, activation: str) -> Any:
+def _pretrained_classifier(model: PretrainedCrossEncoder, activation: str) -> PreTrainedModel:
     """The user's own classifier, with two softmax logits folded into one."""
     clf = model.classifier
     if activation == "sigmoid":
@@ -127,7 +142,7 @@ def _pretrained_classifier(model: Any, activation: str) -> Any:
     return clf
 
 
-def save_pretrained(ranker: Any, folder: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+def save_pretrained(ranker: NeuralRanker, folder: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """Write a fitted plain cross-encoder ranker as a Hugging Face / sentence-transformers folder.
 
     Parameters
@@ -177,7 +192,10 @@ def save_pretrained(ranker: Any, folder: str | os.PathLike[str], *, overwrite: b
     """
     from uncertank._folders import EXPORT_RECORD, check_save_folder, model_folder, write_export_record
     from uncertank.nn.pretrained import PretrainedCrossEncoder
+    from uncertank.nn.ranker import NeuralRanker
 
+    check_instance(ranker, "ranker", NeuralRanker, "a fitted uncertank.nn.NeuralRanker")
+    check_bool(overwrite, "overwrite")
     ranker.check_fitted()
     check_save_folder(folder, overwrite=overwrite)
     model = ranker.build_model()
@@ -189,9 +207,11 @@ def save_pretrained(ranker: Any, folder: str | os.PathLike[str], *, overwrite: b
         fmt = {"turn_markers": True}
     import copy
 
-    clf = copy.deepcopy(clf).to("cpu").eval()
+    clf = copy.deepcopy(clf)
+    clf.cpu()
+    clf.train(False)  # eval mode
     clf.config.uncertank_pair_format = fmt
-    tokenizer = copy.deepcopy(ranker.tokenizer_)
+    tokenizer = copy.deepcopy(ranker._tokenizer())
     tokenizer.model_max_length = int(ranker.max_length_)
     import transformers
 

@@ -14,17 +14,31 @@ import contextlib
 import copy
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
 from torch import nn
 
+from uncertank.nn import runtime
 from uncertank.nn.dropout import fast_mc_dropout, fast_path_problem
 from uncertank.nn.inputs import EncodedPairs
-from uncertank.nn.runtime import autocast, progress
-from uncertank.validation import check_choice, check_instance, check_positive_int
+from uncertank.nn.runtime import progress
+from uncertank.validation import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_instance,
+    check_instances,
+    check_name,
+    check_ndim,
+    check_positive_int,
+    check_seed,
+)
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
 
 __all__ = [
     "MC_IMPLEMENTATIONS",
@@ -149,22 +163,23 @@ def _stacked_call(models: Sequence[nn.Module]) -> Callable[[dict[str, torch.Tens
     """One call that evaluates all ``models`` (same architecture) with ``torch.func.vmap``."""
     from torch.func import functional_call, stack_module_state, vmap
 
-    params, buffers = stack_module_state(list(models))  # type: ignore[arg-type]
+    params, buffers = stack_module_state(list(models))
     base = copy.deepcopy(models[0]).to("meta")
 
     def one(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return functional_call(base, (p, b), (), batch)  # type: ignore[no-any-return]
+        out: torch.Tensor = functional_call(base, (p, b), (), batch)
+        return out
 
     batched = vmap(one, in_dims=(0, 0, None), randomness="different")
 
     def call(batch: dict[str, torch.Tensor]) -> torch.Tensor:
         with _vmap_attention(batch["input_ids"].device):
-            return batched(params, buffers, batch)  # type: ignore[no-any-return]
+            return batched(params, buffers, batch)
 
     return call
 
 
-def _vmap_attention(device: torch.device) -> contextlib.AbstractContextManager[Any]:
+def _vmap_attention(device: torch.device) -> contextlib.AbstractContextManager[None]:
     """The attention kernel a ``vmap`` over stacked members may use on ``device``.
 
     Off the CPU, ``scaled_dot_product_attention``'s fused kernels (flash,
@@ -219,6 +234,7 @@ def output_probabilities(output: torch.Tensor) -> torch.Tensor:
     >>> output_probabilities(torch.tensor([0.0])).tolist()
     [0.5]
     """
+    check_instance(output, "output", torch.Tensor, "a torch.Tensor")
     out = output.float()
     if out.ndim >= 2 and out.shape[-1] == 2:
         return torch.softmax(out, dim=-1)[..., 1]
@@ -237,7 +253,7 @@ def score_batches(
     *,
     batch_size: int = 64,
     device: torch.device | None = None,
-    accelerator: Any = None,
+    accelerator: Accelerator | None = None,
     show_progress: bool = False,
     desc: str = "scoring",
 ) -> NDArray[np.float64]:
@@ -274,7 +290,12 @@ def score_batches(
     ndarray of shape (n_pairs, k)
         Row ``i`` is ``fn``'s output for pair ``i``, as float64.
     """
+    check_instance(encoded, "encoded", EncodedPairs, "EncodedPairs (uncertank.nn.encode_pairs)")
+    check_callable(fn, "fn", "a function of a batch dict returning a tensor")
     batch_size = check_positive_int(batch_size, "batch_size")
+    _check_placement(device, accelerator)
+    check_bool(show_progress, "show_progress")
+    check_name(desc, "desc")
     world, rank = 1, 0
     if accelerator is not None:
         world, rank = int(accelerator.num_processes), int(accelerator.process_index)
@@ -290,8 +311,9 @@ def score_batches(
         for lo in range(0, mine.size, batch_size):
             idx = mine[lo : lo + batch_size]
             batch = encoded.batch(idx, device)
-            with autocast(device):
+            with runtime.autocast(device):
                 value = fn(batch)
+            check_instance(value, "fn's output", torch.Tensor, "a torch.Tensor")
             if value.ndim != 2 or value.shape[0] != idx.size:
                 raise ValueError(
                     f"fn must return a tensor of shape ({idx.size}, k) for a batch of {idx.size} pairs; "
@@ -300,7 +322,7 @@ def score_batches(
             parts.append(value.detach().float().cpu())
             bar.update(idx.size)
     out = torch.cat(parts) if parts else torch.empty((0, 0))  # cpu: the scores are gathered on the CPU
-    if world > 1:
+    if world > 1 and accelerator is not None:
         out = accelerator.gather(out.to(device)).cpu()
     out = out[:n]
     result = np.empty((n, out.shape[1] if out.ndim == 2 else 0), dtype=np.float64)
@@ -316,7 +338,7 @@ def score_probabilities(
     mc: bool = False,
     batch_size: int = 64,
     device: torch.device | None = None,
-    accelerator: Any = None,
+    accelerator: Accelerator | None = None,
     seed: int | None = None,
     stacked: bool = False,
     mc_impl: Literal["fast", "reference"] = "fast",
@@ -371,11 +393,19 @@ def score_probabilities(
         Row ``m * n_passes + t`` is pass ``t`` of model ``m``: a joint draw
         over all pairs.
     """
-    models = list(models)
+    models = check_instances(models, "models", nn.Module, "a torch.nn.Module")
     if not models:
         raise ValueError("models must hold at least one model; got none")
+    check_instance(encoded, "encoded", EncodedPairs, "EncodedPairs (uncertank.nn.encode_pairs)")
     n_passes = check_positive_int(n_passes, "n_passes")
+    mc = check_bool(mc, "mc")
+    check_positive_int(batch_size, "batch_size")
+    _check_placement(device, accelerator)
+    seed = check_seed(seed, "seed", generator=False, maximum=2**63 - 1)
+    stacked = check_bool(stacked, "stacked")
     mc_impl = check_choice(mc_impl, "mc_impl", MC_IMPLEMENTATIONS)
+    check_bool(show_progress, "show_progress")
+    check_name(desc, "desc")
     if accelerator is not None:
         device = accelerator.device
     device = device or model_device(models[0])
@@ -451,6 +481,8 @@ def mc_passes(
     Tensor of shape (b, n_passes)
         Column ``t`` is pass ``t``.
     """
+    check_instance(model, "model", nn.Module, "a torch.nn.Module")
+    _check_batch(batch)
     n_passes = check_positive_int(n_passes, "n_passes")
     rows, length = batch["input_ids"].shape
     if passes_per_call is None:
@@ -479,10 +511,35 @@ def mc_implementation(
     ``"reference"``: correctness first, an unsupported architecture always
     gets the reference path.
     """
+    models = check_instances(models, "models", nn.Module, "a torch.nn.Module")
+    check_instance(device, "device", torch.device, "a torch.device")
     mc_impl = check_choice(mc_impl, "mc_impl", MC_IMPLEMENTATIONS)
+    stacked = check_bool(stacked, "stacked")
     if mc_impl == "reference" or device.type != "cpu" or (stacked and len(models) > 1):
         return "reference"
     return "fast" if all(fast_path_problem(m) is None for m in models) else "reference"
+
+
+def _check_placement(device: object, accelerator: object) -> None:
+    """Raise unless ``device`` is None or a torch.device, and ``accelerator`` None or an accelerate.Accelerator."""
+    if device is not None:
+        check_instance(device, "device", torch.device, "a torch.device or None")
+    if accelerator is not None:
+        from accelerate import Accelerator
+
+        check_instance(accelerator, "accelerator", Accelerator, "an accelerate.Accelerator or None")
+
+
+def _check_batch(batch: object) -> None:
+    """Raise unless ``batch`` is a dict of tensors holding ``input_ids`` of shape (batch, length)."""
+    checked: dict[object, object] = check_instance(
+        batch, "batch", dict, "a dict of tensors (input_ids, attention_mask, token_type_ids)"
+    )
+    for key, value in checked.items():
+        check_instance(value, f"batch[{key!r}]", torch.Tensor, "a torch.Tensor")
+    if "input_ids" not in checked:
+        raise ValueError(f"batch must hold 'input_ids'; got the keys {sorted(map(str, checked))}")
+    check_ndim(checked["input_ids"], "batch['input_ids']", 2)
 
 
 def _member_seed(base: int, index: int) -> int:

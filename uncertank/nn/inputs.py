@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -138,7 +138,8 @@ class EncodedPairs:
 
     def sequence(self, i: int) -> list[int]:
         """The token ids of pair ``i``."""
-        return self.input_ids[self.offsets[i] : self.offsets[i + 1]].tolist()
+        ids: list[int] = self.input_ids[self.offsets[i] : self.offsets[i + 1]].tolist()
+        return ids
 
     def batch_arrays(self, indices: NDArray[np.int64]) -> dict[str, NDArray[np.int64]]:
         """Pad the pairs at ``indices`` to their longest: arrays of shape (batch, max_len).
@@ -164,11 +165,38 @@ class EncodedPairs:
         mask[rows, cols] = 1
         return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
-    def batch(self, indices: NDArray[np.int64], device: torch.device | str | None = None) -> dict[str, Any]:
+    def batch(self, indices: NDArray[np.int64], device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
         """Like :meth:`batch_arrays`, as torch tensors on ``device``."""
         import torch
 
         return {k: torch.from_numpy(v).to(device) for k, v in self.batch_arrays(indices).items()}
+
+
+def check_pairs(
+    contexts: Sequence[Sequence[str]], candidates: Sequence[str], query_index: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Raise unless ``contexts`` and ``candidates`` are sequences and ``query_index`` maps each candidate to a context.
+
+    The door of :func:`encode_pairs` and :func:`uncertank.nn.encode_text_pairs`;
+    returns ``query_index`` as an int64 array of shape (len(candidates),).
+    """
+    for name, value in (("contexts", contexts), ("candidates", candidates)):
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"{name} must be a sequence of texts, not one text; got {type(value).__name__}")
+        check_instance(value, name, (Sequence, np.ndarray), "a sequence (a list or a tuple)")
+    try:
+        qidx = np.asarray(query_index, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(
+            f"query_index must be integers, one per candidate; got {type(query_index).__name__} ({exc})"
+        ) from exc
+    if qidx.shape != (len(candidates),):
+        raise ValueError(
+            f"query_index must have shape ({len(candidates)},), one per candidate; got {qidx.shape}"
+        )
+    if qidx.size and (qidx.min() < 0 or qidx.max() >= len(contexts)):
+        raise ValueError(f"query_index must lie in [0, {len(contexts)}); got {qidx.min()}..{qidx.max()}")
+    return qidx
 
 
 def encode_pairs(
@@ -207,13 +235,7 @@ def encode_pairs(
                 f"tokenizer must contain the separator token {tok!r}; "
                 "call uncertank.nn.add_separator_tokens(tokenizer) first"
             )
-    qidx = np.asarray(query_index, dtype=np.int64)
-    if qidx.shape != (len(candidates),):
-        raise ValueError(
-            f"query_index must have shape ({len(candidates)},), one per candidate; got {qidx.shape}"
-        )
-    if qidx.size and (qidx.min() < 0 or qidx.max() >= len(contexts)):
-        raise ValueError(f"query_index must lie in [0, {len(contexts)}); got {qidx.min()}..{qidx.max()}")
+    qidx = check_pairs(contexts, candidates, query_index)
     cls_id, sep_id = int(tokenizer.cls_token_id), int(tokenizer.sep_token_id)
     pad_id = int(tokenizer.pad_token_id) if tokenizer.pad_token_id is not None else 0
 

@@ -10,6 +10,7 @@ any checkpoint through the ranker registry (or a plain Hugging Face folder).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -21,12 +22,15 @@ from uncertank.validation import check_path
 
 __all__ = ["from_pretrained", "load_ranker"]
 
+#: A model folder, or several (a ranker that takes a list of folders, e.g. an ensemble of the user's own).
+_Folders = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
 
 @overload
-def from_pretrained(path: Any, ranker: None = None, **params: Any) -> NeuralRanker: ...
+def from_pretrained(path: str | os.PathLike[str], ranker: None = None, **params: Any) -> NeuralRanker: ...
 @overload
-def from_pretrained(path: Any, ranker: str, **params: Any) -> Ranker: ...
-def from_pretrained(path: Any, ranker: str | None = None, **params: Any) -> Ranker:
+def from_pretrained(path: _Folders, ranker: str, **params: Any) -> Ranker: ...
+def from_pretrained(path: _Folders, ranker: str | None = None, **params: Any) -> Ranker:
     """A user's trained cross-encoder folder as a ranker, without training.
 
     With ``ranker=None`` (the default), :class:`~uncertank.nn.NeuralRanker`,
@@ -65,6 +69,8 @@ def from_pretrained(path: Any, ranker: str | None = None, **params: Any) -> Rank
     >>> scorer.predict(test).scores  # doctest: +SKIP
     """
     if ranker is None:
+        if not isinstance(path, (str, os.PathLike)):  # NeuralRanker's own refusal, said for one folder
+            raise TypeError(f"pretrained must be a local model folder (a path); got {type(path).__name__}")
         return NeuralRanker(pretrained=path, **params)
     from uncertank.plugins import make_ranker
 
@@ -112,7 +118,8 @@ def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Ranker:
     from uncertank.plugins import registry
 
     if not (Path(path) / MANIFEST).is_file() and (Path(path) / "config.json").is_file():
-        return from_pretrained(path, **overrides)
+        plain: Ranker = from_pretrained(path, **overrides)  # a "ranker" among the overrides picks the class
+        return plain
     manifest = read_manifest(path)
     name = manifest.get("ranker")
     if not isinstance(name, str) or not name:
@@ -135,7 +142,7 @@ def load_ranker(path: str | os.PathLike[str], **overrides: Any) -> Ranker:
     load = getattr(cls, "load", None)
     if not callable(load):
         raise TypeError(f"ranker {name!r} ({cls.__qualname__}) has no load(path) classmethod")
-    loaded = load(path, **overrides)
+    loaded: Ranker = load(path, **overrides)
     if not capabilities(loaded).is_ranker:
         raise TypeError(f"ranker {name!r}: {cls.__qualname__}.load returned a {type(loaded).__name__}, which is not "
                         "an uncertank.Ranker (a str name and predict(queries))")

@@ -14,16 +14,23 @@ import contextlib
 import copy
 import os
 from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from uncertank.nn.inputs import add_separator_tokens
+from uncertank.validation import (
+    check_instance,
+    check_ndim,
+    check_path,
+    check_positive_int,
+    check_tokenizer,
+    check_unit_interval,
+)
 
 if TYPE_CHECKING:
-    from transformers import PretrainedConfig, PreTrainedTokenizerBase
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = [
     "POOLINGS",
@@ -66,17 +73,17 @@ def quiet_transformers() -> Iterator[None]:
 
     level = hf_logging.get_verbosity()
     bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         yield
     finally:
         hf_logging.set_verbosity(level)
         if bars:
-            hf_logging.enable_progress_bar()
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
-def _check_backbone(backbone: object) -> Any:
+def _check_backbone(backbone: object) -> str | PretrainedConfig:
     from transformers import PretrainedConfig
 
     if backbone is None:
@@ -84,7 +91,7 @@ def _check_backbone(backbone: object) -> Any:
     if isinstance(backbone, PretrainedConfig):
         return backbone
     if isinstance(backbone, (str, os.PathLike)):
-        path = Path(backbone)
+        path = check_path(backbone, "backbone")
         if not (path / "config.json").is_file():
             raise ValueError(
                 f"backbone must be a local model folder holding config.json (models are never "
@@ -97,10 +104,19 @@ def _check_backbone(backbone: object) -> Any:
     )
 
 
+def load_error(what: str, source: object, exc: Exception) -> ValueError:
+    """The library's error for a folder that transformers could not read as ``what`` (the user's argument)."""
+    detail = " ".join(str(exc).split())[:300]
+    return ValueError(
+        f"{what} must be a local model folder that transformers reads offline; {str(source)!r} could not be "
+        f"read ({type(exc).__name__}: {detail})"
+    )
+
+
 def build_backbone(
     backbone: str | os.PathLike[str] | PretrainedConfig | None = None,
     tokenizer: str | os.PathLike[str] | PreTrainedTokenizerBase | None = None, *, num_hidden_layers: int | None = None
-) -> tuple[nn.Module, Any]:
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Load or initialise an encoder and its tokenizer, with ``[U]`` and ``[T]`` added.
 
     Parameters
@@ -125,24 +141,29 @@ def build_backbone(
     from transformers import AutoModel, AutoTokenizer, PretrainedConfig
 
     source = _check_backbone(backbone)
+    if num_hidden_layers is not None:
+        check_positive_int(num_hidden_layers, "num_hidden_layers")
     if tokenizer is None:
         tokenizer = source if isinstance(source, str) else default_backbone_path()
     if isinstance(tokenizer, (str, os.PathLike)):
-        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer), local_files_only=True)
-    if not callable(getattr(tokenizer, "get_vocab", None)):
-        raise TypeError(f"tokenizer must be a transformers tokenizer or a folder; got {type(tokenizer).__name__}")
-    add_separator_tokens(tokenizer)
-    kwargs: dict[str, Any] = {}
+        folder = check_path(tokenizer, "tokenizer")
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        except Exception as exc:  # transformers' OSError, ValueError or KeyError for a folder that is no tokenizer
+            raise load_error("tokenizer", folder, exc) from exc
+    tok = check_tokenizer(tokenizer, "tokenizer")
+    add_separator_tokens(tok)
+    kwargs: dict[str, object] = {}
     # A copy: resizing the embeddings below rewrites config.vocab_size, and one config
     # object is often shared by several rankers (ensemble members).
     config = copy.deepcopy(source) if isinstance(source, PretrainedConfig) else None
     if num_hidden_layers is not None:
         from transformers import AutoConfig
 
-        from uncertank.validation import check_positive_int
-
-        check_positive_int(num_hidden_layers, "num_hidden_layers")
-        full = config if config is not None else AutoConfig.from_pretrained(source, local_files_only=True)
+        try:
+            full = config if config is not None else AutoConfig.from_pretrained(source, local_files_only=True)
+        except Exception as exc:  # a config.json transformers cannot read
+            raise load_error("backbone", source, exc) from exc
         available = int(full.num_hidden_layers)
         if num_hidden_layers > available:
             raise ValueError(
@@ -157,11 +178,14 @@ def build_backbone(
         kwargs["add_pooling_layer"] = False  # the ranker has its own head
     with quiet_transformers():
         if config is not None:
-            encoder = AutoModel.from_config(config, **kwargs)
+            encoder = AutoModel.from_config(config, **kwargs)  # type: ignore[no-untyped-call]
         else:
-            encoder = AutoModel.from_pretrained(source, local_files_only=True, **kwargs)
-    encoder.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    return encoder, tokenizer
+            try:
+                encoder = AutoModel.from_pretrained(source, local_files_only=True, **kwargs)
+            except Exception as exc:  # transformers' OSError or ValueError, safetensors' error: no model to build
+                raise load_error("backbone", source, exc) from exc
+    encoder.resize_token_embeddings(len(tok), mean_resizing=False)
+    return encoder, tok
 
 
 def check_pooling(pooling: object) -> str:
@@ -187,8 +211,12 @@ def head_dimensions(encoder: nn.Module, dropout: float | None = None) -> tuple[i
     hidden : int
     dropout : float
     """
-    cfg: Any = encoder.config
-    return int(cfg.hidden_size), float(getattr(cfg, "hidden_dropout_prob", 0.1) if dropout is None else dropout)
+    check_instance(encoder, "encoder", nn.Module, "a transformers encoder (a torch.nn.Module with a config)")
+    cfg = getattr(encoder, "config", None)
+    hidden = check_positive_int(getattr(cfg, "hidden_size", None), "encoder.config.hidden_size")
+    if dropout is not None:
+        return hidden, check_unit_interval(dropout, "dropout", closed="both")
+    return hidden, float(getattr(cfg, "hidden_dropout_prob", 0.1))
 
 
 def pool_encoder(
@@ -229,8 +257,14 @@ def pool_encoder(
     torch.Size([1, 8])
     """
     check_pooling(pooling)
-    kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
-    if token_type_ids is not None and getattr(encoder.config, "type_vocab_size", 0) > 1:
+    check_instance(encoder, "encoder", nn.Module, "a transformers encoder (a torch.nn.Module)")
+    for name, value in (("input_ids", input_ids), ("attention_mask", attention_mask)):
+        check_instance(value, name, torch.Tensor, "a torch.Tensor of shape (batch, seq)")
+        check_ndim(value, name, 2)
+    if token_type_ids is not None:
+        check_instance(token_type_ids, "token_type_ids", torch.Tensor, "a torch.Tensor of shape (batch, seq) or None")
+    kwargs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
+    if token_type_ids is not None and getattr(getattr(encoder, "config", None), "type_vocab_size", 0) > 1:
         kwargs["token_type_ids"] = token_type_ids
     hidden: torch.Tensor = encoder(**kwargs).last_hidden_state
     if pooling == "cls":

@@ -23,18 +23,25 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from uncertank.nn.inputs import EncodedPairs
-from uncertank.validation import check_path, check_positive_int
+from uncertank.nn.inputs import EncodedPairs, check_pairs
+from uncertank.validation import (
+    check_bool,
+    check_choice,
+    check_instance,
+    check_path,
+    check_positive_int,
+    check_tokenizer,
+)
 
 if TYPE_CHECKING:
-    from transformers import PretrainedConfig, PreTrainedTokenizerBase
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = [
     "ACTIVATIONS",
@@ -111,9 +118,9 @@ class PairFormat:
             raise TypeError(f"turn_separator must be a str; got {type(self.turn_separator).__name__}")
         if self.max_turns is not None:
             check_positive_int(self.max_turns, "max_turns")
-        if self.truncation not in _TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {', '.join(map(repr, _TRUNCATIONS))}; got {self.truncation!r}")
-        if self.truncation_side is not None and self.truncation_side not in _TRUNCATION_SIDES:
+        check_choice(self.truncation, "truncation", _TRUNCATIONS)
+        side = self.truncation_side
+        if side is not None and (not isinstance(side, str) or side not in _TRUNCATION_SIDES):
             raise ValueError(f"truncation_side must be None, 'left' or 'right'; got {self.truncation_side!r}")
         if not isinstance(self.turn_markers, bool):
             raise TypeError(f"turn_markers must be a bool; got {type(self.turn_markers).__name__}")
@@ -145,7 +152,7 @@ class PairFormat:
             return cls(**value)
         raise TypeError(f"pair_format must be None, a PairFormat or a dict; got {type(value).__name__}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The fields as JSON values (what a checkpoint stores)."""
         return asdict(self)
 
@@ -199,17 +206,16 @@ def encode_text_pairs(
     """
     import itertools
 
+    check_tokenizer(tokenizer)
+    if pair_format is not None:
+        check_instance(pair_format, "pair_format", PairFormat, "a PairFormat or None")
     fmt = pair_format or PairFormat()
     if fmt.turn_markers:
         from uncertank.nn.inputs import encode_pairs
 
         return encode_pairs(tokenizer, contexts, candidates, query_index, max_length=max_length)
     max_length = check_positive_int(max_length, "max_length", minimum=4)
-    qidx = np.asarray(query_index, dtype=np.int64)
-    if qidx.shape != (len(candidates),):
-        raise ValueError(f"query_index must have shape ({len(candidates)},), one per candidate; got {qidx.shape}")
-    if qidx.size and (qidx.min() < 0 or qidx.max() >= len(contexts)):
-        raise ValueError(f"query_index must lie in [0, {len(contexts)}); got {qidx.min()}..{qidx.max()}")
+    qidx = check_pairs(contexts, candidates, query_index)
     first, second = fmt.texts(contexts, candidates, qidx)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     offsets = np.zeros(len(first) + 1, dtype=np.int64)
@@ -238,7 +244,7 @@ def encode_text_pairs(
     return EncodedPairs(flat, types, offsets, int(pad))
 
 
-def recorded_pair_format(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+def recorded_pair_format(folder: str | os.PathLike[str]) -> dict[str, object] | None:
     """The pair format a folder's ``config.json`` records (``uncertank_pair_format``), or None.
 
     :func:`uncertank.nn.save_pretrained` records it; a folder from elsewhere has none.
@@ -296,8 +302,7 @@ def classifier_activation(folder: str | os.PathLike[str], config: PretrainedConf
         not fit its number of logits.
     """
     check_path(folder, "folder")
-    if activation not in ("auto", *ACTIVATIONS):
-        raise ValueError(f"activation must be 'auto', 'sigmoid' or 'softmax'; got {activation!r}")
+    check_choice(activation, "activation", ("auto", *ACTIVATIONS))
     n = int(getattr(config, "num_labels", 2))
     if n not in (1, 2):
         raise ValueError(
@@ -349,25 +354,25 @@ class PretrainedCrossEncoder(nn.Module):
         (an encoder without a trained head, read for a post-hoc head only).
     """
 
-    def __init__(self, classifier: nn.Module, activation: str) -> None:
+    def __init__(self, classifier: PreTrainedModel, activation: str) -> None:
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be 'sigmoid' or 'softmax'; got {activation!r}")
+        check_instance(classifier, "classifier", nn.Module, "a transformers sequence classifier (a torch.nn.Module)")
+        check_choice(activation, "activation", ACTIVATIONS)
         self.classifier = classifier
         self.activation = activation
         self.head_trained = True
-        self._types = int(getattr(classifier.config, "type_vocab_size", 0) or 0) > 1
+        self._types = int(getattr(getattr(classifier, "config", None), "type_vocab_size", 0) or 0) > 1
 
     @property
     def encoder(self) -> nn.Module:
         """The classifier's base model."""
-        return self.classifier.base_model  # type: ignore[return-value]
+        return self.classifier.base_model
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Logits of shape (batch, 1) (sigmoid) or (batch, 2) (softmax, column 1 is relevant)."""
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        kwargs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None and self._types:
             kwargs["token_type_ids"] = token_type_ids
         logits: torch.Tensor = self.classifier(**kwargs).logits
@@ -390,7 +395,7 @@ def read_classifier(
     tokenizer: str | os.PathLike[str] | PreTrainedTokenizerBase | None = None,
     activation: str = "auto",
     require_head: bool = True,
-) -> tuple[PretrainedCrossEncoder, Any]:
+) -> tuple[PretrainedCrossEncoder, PreTrainedTokenizerBase]:
     """Load a local sequence-classification folder as a :class:`PretrainedCrossEncoder` and its tokenizer.
 
     Parameters
@@ -428,9 +433,11 @@ def read_classifier(
         ``require_head``) its weights lack parameters of the classifier.
     """
     check_path(folder, "folder")
+    weights = check_bool(weights, "weights")
+    require_head = check_bool(require_head, "require_head")
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-    from uncertank.nn.model import quiet_transformers
+    from uncertank.nn.model import load_error, quiet_transformers
 
     path = Path(folder)
     if not (path / "config.json").is_file():
@@ -443,7 +450,10 @@ def read_classifier(
             f"pretrained folder {str(folder)!r} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
             "save the tokenizer beside the model (tokenizer.save_pretrained(folder)) or pass tokenizer="
         )
-    config = AutoConfig.from_pretrained(str(path), local_files_only=True)
+    try:
+        config = AutoConfig.from_pretrained(str(path), local_files_only=True)
+    except Exception as exc:  # transformers' OSError or ValueError for a config.json it cannot read
+        raise load_error("pretrained", folder, exc) from exc
     archs = [str(a) for a in (getattr(config, "architectures", None) or [])]
     generative = [a for a in archs if a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration"))]
     if generative:
@@ -461,7 +471,7 @@ def read_classifier(
                     str(path), local_files_only=True, output_loading_info=True
                 )
             else:
-                classifier, info = AutoModelForSequenceClassification.from_config(config), {}
+                classifier, info = AutoModelForSequenceClassification.from_config(config), {}  # type: ignore[no-untyped-call]
     except ValueError as err:  # an architecture without a sequence-classification model
         raise ValueError(
             f"pretrained folder {str(folder)!r} ({config.model_type}) cannot be loaded as "
@@ -486,7 +496,12 @@ def read_classifier(
             f"from_pretrained({str(folder)!r}, name).fit(train)"
         )
     if tokenizer is None or isinstance(tokenizer, (str, os.PathLike)):
-        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer or path), local_files_only=True)
+        source = path if tokenizer is None else check_path(tokenizer, "tokenizer")
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+        except Exception as exc:  # transformers' OSError, ValueError or KeyError for a folder that is no tokenizer
+            raise load_error("tokenizer" if source is not path else "pretrained", source, exc) from exc
+    check_tokenizer(tokenizer)
     if getattr(tokenizer, "pad_token", None) is None:
         # Pairs are scored in padded batches. A decoder-style classifier (GPT-2) names its pad token in
         # config.json when it was fine-tuned with one; the tokenizer then takes it.
@@ -513,7 +528,7 @@ def default_max_length(model: PretrainedCrossEncoder, tokenizer: object, fallbac
     sentinel) gets ``fallback``, and the model's ``max_position_embeddings``
     (less RoBERTa's two reserved positions) bounds both.
     """
-    cfg: Any = model.classifier.config
+    cfg = model.classifier.config
     limit = getattr(cfg, "max_position_embeddings", None)
     if limit is not None and getattr(cfg, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
         limit -= 2
@@ -537,5 +552,4 @@ def check_pretrained_args(
         for other, value in (("backbone", backbone), ("num_hidden_layers", num_hidden_layers)):
             if value is not None:
                 raise ValueError(f"give pretrained or {other}, not both (got {other}={value!r})")
-    if activation not in ("auto", "sigmoid", "softmax"):
-        raise ValueError(f"activation must be 'auto', 'sigmoid' or 'softmax'; got {activation!r}")
+    check_choice(activation, "activation", ("auto", *ACTIVATIONS))

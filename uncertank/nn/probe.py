@@ -82,7 +82,7 @@ def probe_backbone(*, repeats: int = 3, device: str | torch.device = "cpu", seed
 
     def train_step() -> None:
         loss = torch.nn.functional.cross_entropy(model(ids, mask), labels)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         model.zero_grad(set_to_none=True)
 
     def predict_step() -> None:

@@ -232,7 +232,7 @@ class NeuralRanker(Parameters):
         self._check_params()
         self.model: torch.nn.Module | None = None
         #: The loaded tokenizer, set with the network (:meth:`build_model`, :meth:`load`, :meth:`warm_start`).
-        self.tokenizer_: Any = None
+        self.tokenizer_: PreTrainedTokenizerBase | None = None
         self.history_: TrainingHistory | None = None
         #: Where the weights came from: "fit", "load", "warm_start", "pretrained" or None (a random head).
         self.weights_source_: str | None = "pretrained" if self.keeps_pretrained_head and pretrained else None
@@ -445,7 +445,7 @@ class NeuralRanker(Parameters):
             Gives the device and, under several processes, the process group.
         """
 
-    def extra_params(self) -> dict[str, Any]:
+    def extra_params(self) -> dict[str, object]:
         """A subclass's own parameters, as a checkpoint's ``"extra"`` entry stores them (JSON values).
 
         The parameters :meth:`get_params` reports beyond those of
@@ -456,7 +456,7 @@ class NeuralRanker(Parameters):
         own = set(NeuralRanker.param_names())
         return {k: v for k, v in self.get_params().items() if k not in own}
 
-    def saved_params(self) -> dict[str, Any]:
+    def saved_params(self) -> dict[str, object]:
         """The parameters of :class:`NeuralRanker` a checkpoint's ``"params"`` entry stores (JSON values).
 
         The training settings, ``device``, ``pooling``, ``name`` and
@@ -466,7 +466,7 @@ class NeuralRanker(Parameters):
         checkpoint's own files.
         """
         config = self.training_config
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             k: getattr(config, k) for k in (
                 "max_length", "epochs", "batch_size", "lr", "head_lr", "seed", "warmup_ratio", "weight_decay",
                 "max_grad_norm", "eval_batch_size", "show_progress", "freeze_embeddings", "train_ratio",
@@ -526,7 +526,7 @@ class NeuralRanker(Parameters):
         """
         model = self.build_model()
         self.history_ = train_cross_encoder(
-            model, self.tokenizer_, train, valid,
+            model, self._tokenizer(), train, valid,
             config=self.training_config, accelerator=get_accelerator(self.device),
             loss_fn=self.loss, on_train_end=self.on_train_end, encode=self.encode_texts,
         )
@@ -668,6 +668,14 @@ class NeuralRanker(Parameters):
                 "warm_start/from_ranker, or use a trained model as it is with pretrained=<folder>"
             )
 
+    def _tokenizer(self) -> PreTrainedTokenizerBase:
+        """The tokenizer set with the network (:meth:`build_model`, :meth:`load`, :meth:`warm_start`)."""
+        if self.tokenizer_ is None:
+            raise ValueError(
+                f"ranker {self.name!r} has no tokenizer: its network is not built (build_model, load or warm_start)"
+            )
+        return self.tokenizer_
+
     def check_queries(self, queries: object) -> QuerySet:
         """Return ``queries`` when it is a :class:`~uncertank.QuerySet`; raise TypeError otherwise."""
         if not isinstance(queries, QuerySet):
@@ -701,9 +709,9 @@ class NeuralRanker(Parameters):
         length = self.max_length_ if max_length is None else max_length
         if self.pretrained_ is not None:
             return encode_text_pairs(
-                self.tokenizer_, contexts, candidates, query_index, max_length=length, pair_format=self.pair_format_
+                self._tokenizer(), contexts, candidates, query_index, max_length=length, pair_format=self.pair_format_
             )
-        return encode_pairs(self.tokenizer_, contexts, candidates, query_index, max_length=length)
+        return encode_pairs(self._tokenizer(), contexts, candidates, query_index, max_length=length)
 
     def score(
         self, queries: QuerySet, *, n_passes: int = 1, mc: bool = False, seed: int | None = None
@@ -835,7 +843,7 @@ class NeuralRanker(Parameters):
         history. :meth:`save` calls it inside an atomic folder; a composite
         ranker (an ensemble) calls it once per member sub-folder.
         """
-        save_model(folder, model, self.tokenizer_, ranker_manifest(self))
+        save_model(folder, model, self._tokenizer(), ranker_manifest(self))
 
     def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the network as a Hugging Face / sentence-transformers folder (:func:`save_pretrained`).

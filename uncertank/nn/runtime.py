@@ -6,12 +6,18 @@ import contextlib
 import os
 import random
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from uncertank.validation import check_positive_int
+from uncertank.validation import check_bool, check_instance, check_name, check_positive_int
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+    from tqdm import tqdm
+
+    from uncertank.progress import Tracker
 
 __all__ = [
     "autocast",
@@ -63,7 +69,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return dev
 
 
-def get_accelerator(device: str | torch.device = "auto") -> Any:
+def get_accelerator(device: str | torch.device = "auto") -> Accelerator:
     """An :class:`accelerate.Accelerator` for ``device``.
 
     Under ``torchrun`` (or ``accelerate launch`` with several GPUs) every
@@ -95,8 +101,9 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
+def autocast(device: torch.device) -> contextlib.AbstractContextManager[None]:
     """bf16 autocast on CUDA; nothing elsewhere (CPU runs stay float32)."""
+    check_instance(device, "device", torch.device, "a torch.device")
     if device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
@@ -105,10 +112,10 @@ def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
 class _Progress:
     """A tqdm bar that also reports to :mod:`uncertank.progress` (a study's periodic log lines)."""
 
-    def __init__(self, bar: Any, track: Any) -> None:
+    def __init__(self, bar: tqdm[object], track: Tracker) -> None:
         self.bar, self.track = bar, track
 
-    def set_postfix(self, **fields: Any) -> None:
+    def set_postfix(self, **fields: object) -> None:
         self.bar.set_postfix(**fields)
         self.track.fields.update(fields)
 
@@ -118,7 +125,7 @@ class _Progress:
 
 
 @contextlib.contextmanager
-def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "pairs") -> Iterator[Any]:
+def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "pairs") -> Iterator[_Progress]:
     """A tqdm bar (or a silent stand-in when ``enabled`` is False), reporting to :func:`uncertank.progress.tracker`.
 
     The bar shows on a terminal when ``enabled``; the tracker prints
@@ -131,6 +138,9 @@ def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "pairs"
     from uncertank.progress import tracker
 
     check_positive_int(total, "total", minimum=0)
+    check_name(desc, "desc")
+    check_bool(enabled, "enabled")
+    check_name(unit, "unit")
     bar = tqdm(total=total, desc=desc, disable=not enabled, leave=False, dynamic_ncols=True)
     try:
         with tracker(desc, total=total, unit=unit) as track:

@@ -78,7 +78,8 @@ class SamplingRanker(_Base):
         made batch by batch.
         """
         draw = self.sample_batch(n_samples)
-        return self.batch_outputs(queries, draw, f"{self.name} samples").T
+        samples: NDArray[np.float64] = self.batch_outputs(queries, draw, f"{self.name} samples").T
+        return samples
 
     def sample_batch(self, n_samples: int) -> BatchSampler:
         """The per-batch draws: ``fn(model, batch)`` -> Tensor of shape (batch, n_samples); override it.

@@ -15,13 +15,18 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from uncertank._types import QuerySet
 from uncertank.validation import check_path, check_positive_int, check_seed
+
+if TYPE_CHECKING:
+    from transformers import BertConfig
 
 __all__ = [
     "BF16_KERNEL_DRAW_ATOL",
@@ -60,7 +65,7 @@ TOPICS = (
 )
 
 
-def tiny_config(**overrides: Any) -> Any:
+def tiny_config(**overrides: Any) -> BertConfig:  # Any: each is a BertConfig field of its own type
     """A ``transformers.BertConfig`` with 2 layers, hidden 32, 2 heads, intermediate 37.
 
     Parameters
@@ -87,6 +92,7 @@ def toy_queries(n_queries: int = 10, n_candidates: int = 10, *, seed: int = 0) -
     """
     n_queries = check_positive_int(n_queries, "n_queries")
     n_candidates = check_positive_int(n_candidates, "n_candidates", minimum=2)
+    seed = check_seed(seed, "seed", allow_none=False, generator=False)
     rng = np.random.default_rng(seed)
     contexts, candidates, labels = [], [], []
     for q in range(n_queries):
@@ -102,7 +108,7 @@ def toy_queries(n_queries: int = 10, n_candidates: int = 10, *, seed: int = 0) -
     return QuerySet.from_lists(contexts, candidates, labels, name="toy")
 
 
-def tiny_classifier_folder(folder: Any, *, num_labels: int = 1, seed: int = 0) -> Any:
+def tiny_classifier_folder(folder: str | os.PathLike[str], *, num_labels: int = 1, seed: int = 0) -> Path:
     """Save a random 1-layer BERT ``AutoModelForSequenceClassification`` and the packaged tokenizer to ``folder``.
 
     A stand-in for a user's own fine-tuned cross-encoder folder, to test
@@ -117,8 +123,6 @@ def tiny_classifier_folder(folder: Any, *, num_labels: int = 1, seed: int = 0) -
     check_path(folder, "folder")
     check_positive_int(num_labels, "num_labels")
     check_seed(seed, "seed", allow_none=False)
-    from pathlib import Path
-
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig
 
@@ -130,7 +134,7 @@ def tiny_classifier_folder(folder: Any, *, num_labels: int = 1, seed: int = 0) -
                      intermediate_size=20, max_position_embeddings=64)
     cfg.num_labels = num_labels
     path = Path(folder)
-    AutoModelForSequenceClassification.from_config(cfg).save_pretrained(path)
+    AutoModelForSequenceClassification.from_config(cfg).save_pretrained(path)  # type: ignore[no-untyped-call]
     tok.save_pretrained(path)
     return path
 
@@ -190,17 +194,14 @@ def bf16_scoring_on_cpu() -> Iterator[None]:
     float32 or float64 and does not leave autocast shows bf16 rounding, on
     a machine without a GPU. Training is not affected.
     """
+    from unittest import mock
+
     import torch
 
-    from uncertank.nn import inference
+    from uncertank.nn import runtime
 
-    before = inference.autocast
-
-    def bf16(device: Any) -> Any:
+    def bf16(device: torch.device) -> contextlib.AbstractContextManager[None]:
         return torch.autocast("cpu", dtype=torch.bfloat16)
 
-    inference.autocast = bf16  # type: ignore[assignment]
-    try:
+    with mock.patch.object(runtime, "autocast", bf16):  # score_batches looks it up there on every batch
         yield
-    finally:
-        inference.autocast = before

@@ -32,7 +32,14 @@ from uncertank._types import QuerySet
 from uncertank.nn.inference import score_probabilities
 from uncertank.nn.inputs import EncodedPairs, encode_pairs
 from uncertank.nn.runtime import progress
-from uncertank.validation import check_instance, check_positive_int, check_seed, check_tokenizer, check_unit_interval
+from uncertank.validation import (
+    check_instance,
+    check_ndim,
+    check_positive_int,
+    check_seed,
+    check_tokenizer,
+    check_unit_interval,
+)
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -182,7 +189,7 @@ class TrainingHistory:
     loss: list[float] = field(default_factory=list)
     valid_map: list[float] = field(default_factory=list)
     best_epoch: int = -1
-    environment: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, object] = field(default_factory=dict)
     own_head_valid_map: float | None = None
     head_valid_map: float | None = None
 
@@ -310,12 +317,26 @@ def cross_entropy_loss(output: torch.Tensor, labels: torch.Tensor) -> torch.Tens
     Tensor
         The mean over the batch (a scalar), in float32.
     """
-    return torch.nn.functional.cross_entropy(output.float(), labels)
+    check_instance(output, "output", torch.Tensor, "a torch.Tensor of logits, shape (batch, 2)")
+    check_instance(labels, "labels", torch.Tensor, "a torch.Tensor of int64 labels, shape (batch,)")
+    check_ndim(output, "output", 2)
+    check_ndim(labels, "labels", 1)
+    if labels.shape[0] != output.shape[0]:
+        raise ValueError(
+            f"labels must hold one label per row of output ({output.shape[0]}); got shape {tuple(labels.shape)}"
+        )
+    try:
+        return torch.nn.functional.cross_entropy(output.float(), labels)
+    except (RuntimeError, IndexError) as exc:  # a label out of range, or labels of a float dtype
+        raise ValueError(
+            f"labels must be int64 class indices < output.shape[1] ({output.shape[1]}); got dtype {labels.dtype} "
+            f"({exc})"
+        ) from exc
 
 
 def _param_groups(
     model: torch.nn.Module, weight_decay: float, lr: float, head_lr: float | None = None
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """AdamW groups: decay or not (biases and norms), at ``lr`` or, outside ``model.encoder``, ``head_lr``."""
     encoder = getattr(model, "encoder", None)
     in_encoder = {id(p) for p in encoder.parameters()} if isinstance(encoder, torch.nn.Module) else set()
@@ -341,7 +362,7 @@ def train_cross_encoder(
     config: TrainingConfig | None = None,
     accelerator: Accelerator | None = None,
     loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] | None = None,
-    on_train_end: Callable[[torch.nn.Module, EncodedPairs, NDArray[np.int64], Any], None] | None = None,
+    on_train_end: Callable[[torch.nn.Module, EncodedPairs, NDArray[np.int64], Accelerator], None] | None = None,
     encode: Callable[..., EncodedPairs] | None = None,
 ) -> TrainingHistory:
     """Fine-tune ``model`` in place on ``train``; keep the best validation epoch.
@@ -460,7 +481,8 @@ def train_cross_encoder(
             acc.free_memory()
             return TrainingHistory(best_epoch=cfg.epochs - 1, environment=environment())
     optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay, cfg.lr, cfg.head_lr), lr=cfg.lr)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
+    scheduler = get_linear_schedule_with_warmup(  # type: ignore[no-untyped-call]
+        optimizer, int(cfg.warmup_ratio * total), total)
     wrapped, optimizer, scheduler = acc.prepare(model, optimizer, scheduler)
     history = TrainingHistory(environment=environment())
     best_state: dict[str, torch.Tensor] | None = None

@@ -89,7 +89,7 @@ _F64 = torch.float64
 def _as_f64(value: Any, name: str, ndim: int) -> torch.Tensor:
     """``value`` (an array-like or a real tensor of rank ``ndim``, finite) as a float64 CPU tensor; else an error."""
     if not isinstance(value, torch.Tensor):
-        return torch.from_numpy(np.array(as_float_array(value, name, ndim=ndim)))  # a copy: torch wants it writable
+        return torch.from_numpy(np.array(as_float_array(value, name, ndim=ndim)))  # cpu: float64 posterior; a copy
     if value.dtype.is_complex or value.dtype == torch.bool:
         raise TypeError(f"{name} must hold real numbers; got a tensor of {value.dtype}")
     check_ndim(value, name, ndim)
@@ -488,7 +488,7 @@ def fit_last_layer(
     k, d = w.shape
     if phi.shape[1] != d:
         raise ValueError(f"features must have {d} columns, the layer's input width; got {phi.shape[1]}")
-    y = torch.from_numpy(np.array(as_float_array(labels, "labels")))  # a copy: a QuerySet's labels are read-only
+    y = torch.from_numpy(np.array(as_float_array(labels, "labels")))  # cpu: the posterior's; a copy (read-only labels)
     if y.shape[0] != phi.shape[0]:
         raise ValueError(f"labels must have one entry per feature row ({phi.shape[0]}); got {y.shape[0]}")
     if phi.shape[0] == 0:

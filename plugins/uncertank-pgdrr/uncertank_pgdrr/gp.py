@@ -573,10 +573,14 @@ class GaussianProcessHead(nn.Module):
         self, in_features: int, projection_dim: int | None, length_scale: float, output_scale: float, bank_size: int,
         n_chains: int, n_bank_steps: int, jitter: float, n_quadrature: int, seed: int, learn_length_scale: bool,
     ) -> None:
-        """The parameters and buffers of checked settings."""
+        """The parameters and buffers of checked settings, built on the CPU at construction (from ``__init__``).
+
+        Each tensor below is a parameter or a registered buffer, so it moves with the module's ``.to(device)``.
+        """
         self.log_length_scale: nn.Parameter | None = None
         if learn_length_scale:
-            self.log_length_scale = nn.Parameter(torch.tensor(math.log(float(length_scale)), dtype=torch.float64))
+            log_scale = torch.tensor(math.log(float(length_scale)), dtype=torch.float64)  # cpu: moved by .to()
+            self.log_length_scale = nn.Parameter(log_scale)
         self.length_scale = float(length_scale)
         self.output_scale = float(output_scale)
         self.n_chains = int(n_chains)
@@ -590,12 +594,12 @@ class GaussianProcessHead(nn.Module):
         if projection_dim is not None:
             self.projection = nn.Linear(in_features, dim, bias=False)
             nn.init.normal_(self.projection.weight, std=1.0 / math.sqrt(in_features * dim))
-        self.register_buffer("bank_features", torch.zeros(bank_size, dim, dtype=torch.float64))
-        self.register_buffer("bank_labels", torch.zeros(bank_size, dtype=torch.int64))
-        self.register_buffer("bank_count", torch.zeros((), dtype=torch.int64))
-        self.register_buffer("bank_next", torch.zeros((), dtype=torch.int64))
-        self.register_buffer("omega", torch.ones(self.n_chains, bank_size, dtype=torch.float64))
-        self.register_buffer("n_refits", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("bank_features", torch.zeros(bank_size, dim, dtype=torch.float64))  # cpu: moved by .to()
+        self.register_buffer("bank_labels", torch.zeros(bank_size, dtype=torch.int64))  # cpu: moved by .to()
+        self.register_buffer("bank_count", torch.zeros((), dtype=torch.int64))  # cpu: moved by .to()
+        self.register_buffer("bank_next", torch.zeros((), dtype=torch.int64))  # cpu: moved by .to()
+        self.register_buffer("omega", torch.ones(self.n_chains, bank_size, dtype=torch.float64))  # cpu: moved by .to()
+        self.register_buffer("n_refits", torch.zeros((), dtype=torch.int64))  # cpu: moved by .to()
         self.stale = False
         self._cache: tuple[Tensor, Tensor, Tensor] | None = None
         self.register_load_state_dict_post_hook(lambda module, keys: module.clear_cache())
