@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -10,9 +12,13 @@ from uncertank.validation import (
     check_names,
     check_ndarray,
     check_ndim,
+    check_nonnegative,
     check_path_messages,
     check_probabilities,
+    check_real,
+    check_scale,
     check_seed,
+    check_unit_interval,
 )
 
 
@@ -118,3 +124,18 @@ def test_check_seed_returns_an_int_or_the_generator_given():
     assert check_seed(np.int64(3), allow_none=False, generator=False) == 3
     with pytest.raises(TypeError, match=r"^seed must be an integer >= 0 or None; got Generator"):
         check_seed(gen, generator=False)
+
+
+@pytest.mark.parametrize("check, want", [
+    (check_real, "a finite number"),
+    (check_scale, "a finite number > 0"),
+    (check_nonnegative, "a finite number >= 0"),
+    (check_unit_interval, "a number in (0, 1)"),
+])
+@pytest.mark.parametrize("value", [10**400, -(10**400)])
+def test_an_integer_past_a_floats_range_is_named_not_an_overflow(check, want, value):
+    """float(10**400) raises OverflowError; each numeric rule refuses it as a ValueError naming the argument."""
+    with pytest.raises(ValueError, match=rf"^x must be {re.escape(want)}; got an integer of 401 digits, beyond "
+                                         r"the range of a float$") as info:
+        check(value, "x")
+    assert isinstance(info.value.__cause__, OverflowError)

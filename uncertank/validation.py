@@ -284,6 +284,16 @@ def check_positive_int(value: object, name: str, *, minimum: int = 1, maximum: i
     return int(value)
 
 
+def _float_of(value: int | float | np.integer | np.floating, name: str, want: str) -> float:
+    """``float(value)``; an integer past a float's range (about 1.8e308) is refused, never an OverflowError."""
+    try:
+        return float(value)
+    except OverflowError as exc:
+        digits = len(str(abs(int(value))))
+        raise ValueError(f"{name} must be {want}; got an integer of {digits} digits, beyond the range of a float"
+                         ) from exc
+
+
 def check_real(
     value: object, name: str, *, minimum: float | None = None, maximum: float | None = None,
     exclusive_minimum: bool = False, exclusive_maximum: bool = False,
@@ -310,7 +320,7 @@ def check_real(
     want = "a finite number" + (" " + " and ".join(b for b in (low, high) if b) if low or high else "")
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be {want}; got {type(value).__name__} {value!r}")
-    x = float(value)
+    x = _float_of(value, name, want)
     below = minimum is not None and (x <= minimum if exclusive_minimum else x < minimum)
     above = maximum is not None and (x >= maximum if exclusive_maximum else x > maximum)
     if not np.isfinite(x) or below or above:
@@ -551,9 +561,10 @@ def check_unit_interval(value: object, name: str, *, closed: Closed = "neither")
     where = _unit_interval(closed)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number in {where}; got {type(value).__name__} {value!r}")
-    if _outside_unit(np.asarray(value, dtype=np.float64), closed):
+    x = _float_of(value, name, f"a number in {where}")
+    if _outside_unit(np.asarray(x, dtype=np.float64), closed):
         raise ValueError(f"{name} must lie in {where}; got {value!r}")
-    return float(value)
+    return x
 
 
 #: What numpy's ``default_rng`` takes besides an integer: a generator, a bit generator or a seed sequence.

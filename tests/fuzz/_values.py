@@ -58,10 +58,11 @@ class Paths:
         return kinds + [str(p) for p in kinds]
 
 
-#: Numbers at and beyond every edge: NaN, the infinities, 0, negatives, above 2**63, the largest floats.
+#: Numbers at and beyond every edge: NaN, the infinities, 0, negatives, above 2**63, the largest floats, and
+#: integers past the range of a float (10**400), which float() refuses with an OverflowError.
 BAD_NUMBERS: list[Any] = [
     math.nan, math.inf, -math.inf, 0, 0.0, -1, -0.5, 1, 1.0, 2, 0.5, 1e-320, 2**63, 2**64, -(2**63) - 1,
-    1e308, -1e308, 1e20, np.float64(np.nan), np.int64(-3), True, False,
+    1e308, -1e308, 1e20, 10**400, -(10**400), np.float64(np.nan), np.int64(-3), True, False,
 ]
 
 #: Values of the wrong kind: None, strings, bytes, containers, objects.
