@@ -322,7 +322,7 @@ def test_documents_that_are_not_candidates_are_counted_and_shown(tmp_path):
         f"'in-domain' (e.g. {q0!r} 'not-a-candidate', {q1!r} 'nor-this')" in msg
     )
     # the dry run makes the same check
-    from uncertank.experiment.plan import plan_study
+    from uncertank.experiment.runner import plan_study
 
     with pytest.raises(StudyConfigError, match=r"bayes.runs\[0\].path: .* 2 of its"):
         plan_study(config, tmp_path / "dry")

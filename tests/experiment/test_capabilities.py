@@ -198,7 +198,7 @@ def test_the_study_check_names_a_half_capability_at_the_rankers_name(tmp_path, l
 
 def test_the_plan_counts_the_training_queries_the_ranker_declares(tmp_path, limited_plugin, monkeypatch):
     """A TrainingLimited ranker's fit is estimated on its cap, not on the whole train split."""
-    from uncertank.experiment import plan as P
+    from uncertank.experiment.runner import plan_study
 
     monkeypatch.setenv("UNCERTANK_CACHE", str(tmp_path / "cache"))
     (tmp_path / "data").mkdir()
@@ -211,7 +211,7 @@ def test_the_plan_counts_the_training_queries_the_ranker_declares(tmp_path, limi
                  'dataset = "tsv:data/{split}.tsv"\nnegatives = "file"\n'
                  '[[rankers]]\nname = "limited"\nparams = { cap = 3 }\n'
                  '[[rankers]]\nname = "limited"\nlabel = "all"\nparams = { cap = 100 }\n[bayes]\nenabled = false\n')
-    plan = P.plan_study(load_config(p), tmp_path / "out")
+    plan = plan_study(load_config(p), tmp_path / "out")
     fit = {s.name: s.seconds for s in plan.steps if s.name.startswith("fit ")}
     assert fit == {"fit limited": 2.0 * 3, "fit all": 2.0 * 10}
     said = dict(plan.rankers)

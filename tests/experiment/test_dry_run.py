@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from uncertank.cli import cli
 from uncertank.experiment import load_config
 from uncertank.experiment import plan as P
+from uncertank.experiment.runner import plan_study
 from uncertank.progress import format_duration
 
 pytest.importorskip("bm25s")
@@ -133,9 +134,9 @@ def test_the_probes_factors_scale_the_neural_rankers_rates(study, tmp_path, no_w
     """With the probe's measurement injected, each calibrated step is the reference estimate times its factor."""
     pytest.importorskip("uncertank_bert")
     config = load_config(study('[[rankers]]\nname = "bert"\nparams = { device = "cpu" }\n', embedded=False))
-    reference = P.plan_study(config, tmp_path / "out", calibrate=False)
+    reference = plan_study(config, tmp_path / "out", calibrate=False)
     assert probed == [] and reference.speed is None
-    calibrated = P.plan_study(config, tmp_path / "out")
+    calibrated = plan_study(config, tmp_path / "out")
     assert calibrated.speed is not None and len(probed) == 1
     before = {s.name: s for s in reference.steps}
     for step in calibrated.steps:
@@ -156,7 +157,7 @@ def test_a_study_without_a_neural_ranker_runs_no_probe(study, tmp_path, monkeypa
         raise AssertionError("probed")
 
     monkeypatch.setattr(P, "probe_machine", refuse)
-    plan = P.plan_study(load_config(study(embedded=False)), tmp_path / "out")
+    plan = plan_study(load_config(study(embedded=False)), tmp_path / "out")
     assert plan.speed is None and all(s.reference_seconds is None and s.high is None for s in plan.steps)
     assert "Speed probe:" not in plan.render() and "2 CPU cores" in plan.estimate_line()
 
@@ -287,10 +288,10 @@ def test_a_ranker_without_rates_has_no_estimate(study, tmp_path, monkeypatch):
     from uncertank.baselines import BM25Ranker
     from uncertank.experiment import load_config
 
-    with_rates = P.plan_study(load_config(study(embedded=False)), tmp_path / "out")
+    with_rates = plan_study(load_config(study(embedded=False)), tmp_path / "out")
     assert all(s.seconds is not None for s in with_rates.steps if s.name.startswith("predict bm25"))
     monkeypatch.setattr(BM25Ranker, "cost_rates", lambda self, *, warm_start=False: None)
-    plan = P.plan_study(load_config(study(embedded=False)), tmp_path / "out")
+    plan = plan_study(load_config(study(embedded=False)), tmp_path / "out")
     scoring = [s for s in plan.steps if s.name.startswith("predict bm25")]
     assert scoring and all(s.seconds is None and s.source == "" for s in scoring)
 
@@ -314,7 +315,7 @@ def test_an_ensemble_of_neural_rankers_is_calibrated_too(study, tmp_path, no_wor
     pytest.importorskip("uncertank_ensemble")
     config = load_config(study('[[rankers]]\nname = "ensemble"\nparams = { n_members = 2, device = "cpu" }\n',
                                embedded=False))
-    plan = P.plan_study(config, tmp_path / "out")
+    plan = plan_study(config, tmp_path / "out")
     fit = next(s for s in plan.steps if s.name == "fit ensemble")
     assert fit.source == "at the ranker's rate, calibrated" and fit.seconds == pytest.approx(2 * fit.reference_seconds)
     assert len(probed) == 1
@@ -324,11 +325,11 @@ def test_the_bayes_stage_is_estimated_by_its_size():
     """Each fit a step, at the reference seconds scaled by steps x chains and, for the study's systems, by cells."""
     from dataclasses import replace
 
-    from uncertank.experiment.config import BayesConfig
+    from uncertank.experiment.config import BayesConfig, ComparisonSettings
 
     config = load_config(_demo_copy())
     plan = P.StudyPlan("s", None, [], [])
-    P._plan_bayes(plan, config, {}, {})
+    P._plan_bayes(plan, config.section(ComparisonSettings), {}, {})
     steps = {s.name: s for s in plan.steps}
     scale = (config.bayes.draws + config.bayes.tune) * config.bayes.chains / 8000
     assert steps["bayes gaussian"].seconds == pytest.approx(P.BAYES_REFERENCE_SECONDS["gaussian"] * scale)
@@ -338,21 +339,23 @@ def test_the_bayes_stage_is_estimated_by_its_size():
                                             sampler="nutpie",
                                             conditions=("in-domain",)))
     plan = P.StudyPlan("s", None, [], [])
-    P._plan_bayes(plan, own, {"in-domain": 100}, {})
+    P._plan_bayes(plan, own.section(ComparisonSettings), {"in-domain": 100}, {})
     (step,) = plan.steps
     cells = len(config.rankers) * 100
     assert step.name == "bayes gaussian in-domain"
     assert step.seconds == pytest.approx(P.BAYES_REFERENCE_SECONDS["gaussian"] * 2000 / 8000 * cells / 1260)
     # a previous run's seconds win; PyMC's sampler was not measured: no estimate rather than a guess
     plan = P.StudyPlan("s", None, [], [])
-    P._plan_bayes(plan, config, {}, {"bayes gaussian": {"seconds": 12.5}})
+    P._plan_bayes(plan, config.section(ComparisonSettings), {}, {"bayes gaussian": {"seconds": 12.5}})
     assert plan.steps[0].seconds == 12.5 and plan.steps[0].source == "as the previous run"
     plan = P.StudyPlan("s", None, [], [])
-    P._plan_bayes(plan, replace(config, bayes=replace(config.bayes, sampler="pymc")), {}, {})
+    pymc = replace(config, bayes=replace(config.bayes, sampler="pymc"))
+    P._plan_bayes(plan, pymc.section(ComparisonSettings), {}, {})
     assert all(s.seconds is None for s in plan.steps)
     assert "bayes gaussian: runs unless cached, cost unknown (measured with nutpie only)" in plan.render()
     plan = P.StudyPlan("s", None, [], [])
-    P._plan_bayes(plan, replace(config, bayes=replace(config.bayes, enabled=False)), {}, {})
+    off = replace(config, bayes=replace(config.bayes, enabled=False))
+    P._plan_bayes(plan, off.section(ComparisonSettings), {}, {})
     assert plan.steps == []
 
 

@@ -92,7 +92,7 @@ def stubbed(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     """The work replaced by :class:`_ReachedWork`; every call runs in a scratch folder."""
     import uncertank.bayes.fit as fit
     import uncertank.experiment as experiment
-    import uncertank.experiment.plan as plan
+    import uncertank.experiment.runner as runner
     from uncertank.experiment.preflight import validate_config
 
     def reached(*args: Any, **kwargs: Any) -> Any:
@@ -104,7 +104,7 @@ def stubbed(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
 
     monkeypatch.setattr(fit, "compare", reached)
     monkeypatch.setattr(experiment, "run_study", reached)
-    monkeypatch.setattr(plan, "plan_study", checked_plan)
+    monkeypatch.setattr(runner, "plan_study", checked_plan)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("UNCERTANK_CACHE", str(tmp_path / "cache"))
 

@@ -122,7 +122,7 @@ def run_command(config_path: str, out_dir: str | None, no_resume: bool, force: b
     out = out_dir or Path(config_path).with_suffix("").name
     if dry_run:
         from uncertank.experiment import StudyConfigError
-        from uncertank.experiment.plan import plan_study
+        from uncertank.experiment.runner import plan_study
 
         try:
             plan = plan_study(config, out, resume=not no_resume, force=force)
@@ -156,7 +156,7 @@ def _load_study(path: str | Path, source: str) -> StudyConfig:
 def _run(config: StudyConfig, out_dir: str, resume: bool, *, smoke: bool = False, source: str = "study",
          force: bool = False) -> None:
     from uncertank.experiment import StudyConfigError, run_study
-    from uncertank.experiment.plan import plan_study
+    from uncertank.experiment.runner import plan_study
     from uncertank.formatting import format_fixed
     from uncertank.progress import machine_load
 

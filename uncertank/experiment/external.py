@@ -14,7 +14,7 @@ anything:
   the file exists and is a well-formed run
   (:func:`uncertank.datasets.read_trec_run` names the line of a bad entry);
 - :func:`match_runs` (once the test queries are loaded: :func:`~uncertank.experiment.runner.run_study`
-  and the dry run of :func:`~uncertank.experiment.plan.plan_study`): the
+  and the dry run of :func:`~uncertank.experiment.runner.plan_study`): the
   condition's queries carry ids, and the run holds every test query of the
   condition and only those, and scores only candidates of each query.
 

@@ -1,8 +1,10 @@
 """What a study would do, without doing it: ``uncertank run --dry-run``.
 
-:func:`plan_study` runs the checks a run makes at the door
+:func:`~uncertank.experiment.runner.plan_study`, beside ``run_study``, runs
+the checks a run makes at the door
 (:func:`~uncertank.experiment.preflight.validate_config` and
-:func:`~uncertank.experiment.preflight.check_output_folder`), then counts
+:func:`~uncertank.experiment.preflight.check_output_folder`) and cuts the
+study into the sections the plan reads; :func:`plan_sections` then counts
 the queries and pairs of every split, finds the steps already cached in the
 output folder (by the keys the run would compute) and estimates the cost of
 the others. It loads no ranker's model and trains nothing: the data is built as the
@@ -39,15 +41,21 @@ from pathlib import Path
 
 from uncertank import QuerySet
 from uncertank.experiment.building import build_ranker
-from uncertank.experiment.config import ComparisonSettings, RankerConfig, StudyConfig, StudyConfigError
-from uncertank.experiment.preflight import check_output_folder, validate_config
+from uncertank.experiment.config import (
+    ComparisonSettings,
+    DataSettings,
+    RankerConfig,
+    RankerSettings,
+    StudyConfigError,
+)
 from uncertank.experiment.result import json_object
 from uncertank.experiment.speed import MachineSpeed, probe_machine
 from uncertank.experiment.stages import LoadOptions, StudyData
 from uncertank.params import Parameters
 from uncertank.protocols import Capabilities, CostRates, cost_rates_problem
+from uncertank.validation import check_bool, check_instance, check_name, check_path
 
-__all__ = ["MODEL_FREE_NEGATIVES", "RATE_LAYERS", "StepPlan", "StudyPlan", "plan_study"]
+__all__ = ["MODEL_FREE_NEGATIVES", "RATE_LAYERS", "StepPlan", "StudyPlan", "plan_sections"]
 
 #: Negative samplers that need no model: a dry run builds their data as the run does.
 MODEL_FREE_NEGATIVES = frozenset({"random", "bm25", "file", "given"})
@@ -242,7 +250,7 @@ def _previous(out: Path) -> tuple[dict[str, object], dict[str, object]]:
         return {}, {}
 
 
-def _load_counted(name: str, split: str, negatives: str, cap: int | None, config: StudyConfig,
+def _load_counted(name: str, split: str, negatives: str, cap: int | None, config: DataSettings,
                   where: str) -> tuple[QuerySet, bool]:
     """The query set the run would load (or, for a sampler needing a model, one with random negatives)."""
     from uncertank.datasets import load
@@ -259,19 +267,36 @@ def _load_counted(name: str, split: str, negatives: str, cap: int | None, config
         raise StudyConfigError([(where, f"its {split} split cannot be loaded: {said}")]) from None
 
 
-def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: bool = True,
-               force: bool = False, calibrate: bool = True) -> StudyPlan:
-    """What ``run_study(config, out_dir)`` would train, score and reuse, and an estimate of its cost.
+def plan_sections(
+    name: str,
+    config: DataSettings,
+    ranking: RankerSettings,
+    comparison: ComparisonSettings,
+    out_dir: str | os.PathLike[str],
+    *,
+    resume: bool = True,
+    calibrate: bool = True,
+) -> StudyPlan:
+    """What a study of these sections would train, score and reuse in ``out_dir``, and an estimate of its cost.
+
+    The plan's part of :func:`uncertank.experiment.runner.plan_study`, which
+    checks the whole study and its output folder first and cuts it into
+    these sections (``StudyConfig.section``).
 
     Parameters
     ----------
-    config : StudyConfig
+    name : str
+        The study's name.
+    config : DataSettings
+        The datasets and how they are sampled.
+    ranking : RankerSettings
+        The ``[[rankers]]``.
+    comparison : ComparisonSettings
+        ``[bayes]``, its external runs and the systems it compares.
     out_dir : path
         The output folder the run would write into (it is only read).
     resume : bool
         False: every step counts as to be run, as with ``--no-resume``.
-    force : bool
-        As ``run_study``'s: accept a folder holding another study's results.
     calibrate : bool
         True: when a step would be estimated by a neural ranker's rates, run
         the speed probe (:func:`~uncertank.experiment.speed.probe_machine`, a
@@ -281,17 +306,20 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
     Raises
     ------
     StudyConfigError
-        What the run would refuse at the door, the same lines.
+        A dataset that cannot be loaded, a run whose ids match no test
+        query, a ranker's rates that are not seconds.
     """
     from uncertank.experiment.external import match_runs
     from uncertank.experiment.runner import fit_key, unfitted_key
     from uncertank.experiment.stages import digest, file_stem
 
-    validate_config(config)
-    refused = check_output_folder(out_dir, study=config.name, force=force)
-    if refused:
-        raise StudyConfigError(refused)
-    out = Path(out_dir)
+    check_name(name, "name")
+    check_instance(config, "config", DataSettings)
+    check_instance(ranking, "ranking", RankerSettings)
+    check_instance(comparison, "comparison", ComparisonSettings)
+    out = Path(check_path(out_dir, "out_dir"))
+    check_bool(resume, "resume")
+    check_bool(calibrate, "calibrate")
     train, exact_train = _load_counted(config.train_dataset, "train", config.train_negatives,
                                        config.max_train_queries, config, "study.train_dataset")
     valid, exact_valid = _load_counted(config.train_dataset, "valid", config.train_negatives,
@@ -301,7 +329,7 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
         tests[cond.name], exact[cond.name] = _load_counted(cond.dataset, "test", cond.negatives,
                                                            config.max_test_queries, config, f"conditions[{i}].dataset")
     # a run's ids against the test queries the run will load (not those drawn with stand-in negatives)
-    match_runs(config.section(ComparisonSettings), {name: qs for name, qs in tests.items() if exact[name]})
+    match_runs(comparison, {cond: qs for cond, qs in tests.items() if exact[cond]})
     digests = {"train": train.digest(), "valid": valid.digest(), **{k: v.digest() for k, v in tests.items()}}
     data = StudyData(train, valid, tests, digests)
     sets = {"valid": valid, **tests}
@@ -334,13 +362,13 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             return None
         return size * config.n_candidates if split != "train" else size
 
-    plan = StudyPlan(config.name, out, splits, [])
+    plan = StudyPlan(name, out, splits, [])
     neural: dict[int, tuple[str, str]] = {}  # step's index -> (fit or predict, the ranker's device)
     keys: dict[str, str | None] = {}
     known = exact["train"] and exact["valid"]
     n_pairs = sum(qs.n_pairs for qs in sets.values())
-    by_label = {rc.key: rc for rc in config.rankers}
-    for i, rc in enumerate(config.rankers):
+    by_label = {rc.key: rc for rc in ranking.rankers}
+    for i, rc in enumerate(ranking.rankers):
         scale = _layer_scale(rc, by_label)
         built = build_ranker(rc)
         rates = _rates(_as_started(rc, built, by_label), rc.init_from is not None, f"rankers[{i}]")
@@ -384,12 +412,13 @@ def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: 
             if source == _RATE and built.probe_scaled:
                 neural[len(plan.steps)] = ("predict", str(getattr(built.ranker, "device", "cpu")))
             plan.steps.append(StepPlan(step, pkey, resume and pkey is not None and path.exists(), seconds, source))
-    _plan_bayes(plan, config, {name: qs.n_queries for name, qs in tests.items()}, before if resume else {})
+    _plan_bayes(plan, comparison, {cond: qs.n_queries for cond, qs in tests.items()}, before if resume else {})
     _calibrate(plan, {i: v for i, v in neural.items() if not plan.steps[i].cached} if calibrate else {})
     return plan
 
 
-def _plan_bayes(plan: StudyPlan, config: StudyConfig, queries: Mapping[str, int], before: Mapping[str, object]) -> None:
+def _plan_bayes(plan: StudyPlan, config: ComparisonSettings, queries: Mapping[str, int],
+                before: Mapping[str, object]) -> None:
     """The Bayes stage's fits as steps (``bayes <family>[ <condition>]``), estimated by :data:`BAYES_REFERENCE_SECONDS`.
 
     A fit a previous run in the folder recorded is estimated at its seconds.

@@ -84,6 +84,7 @@ from uncertank.experiment.config import (
 from uncertank.experiment.decisions import decide, with_decisions
 from uncertank.experiment.guarantees import guarantees, with_guarantees
 from uncertank.experiment.logfile import LOG_FILE, run_log
+from uncertank.experiment.plan import StudyPlan, plan_sections
 from uncertank.experiment.preflight import SAVE_TO_REMEDY, check_output_folder, validate_config
 from uncertank.experiment.result import (
     BayesOutcome,
@@ -114,6 +115,7 @@ __all__ = [
     "load_data",
     "predict_all",
     "fit_key",
+    "plan_study",
     "run_study",
     "unfitted_key",
 ]
@@ -431,7 +433,7 @@ def fit_rankers(
     """Stage 2: train every ranker of ``settings`` (or load it from ``out/models``) on the query sets of stage 1.
 
     ``estimates`` (step name -> seconds, e.g. from
-    :func:`uncertank.experiment.plan.plan_study`) go into the line that
+    :func:`plan_study`) go into the line that
     starts a training step.
 
     A ranker trained here is saved under ``out/models/<label>-<key>``. One
@@ -787,6 +789,44 @@ def measure(
 # -- the whole study -------------------------------------------------------------------------------------------------
 
 
+def plan_study(config: StudyConfig, out_dir: str | os.PathLike[str], *, resume: bool = True,
+               force: bool = False, calibrate: bool = True) -> StudyPlan:
+    """What ``run_study(config, out_dir)`` would train, score and reuse, and an estimate of its cost.
+
+    The dry run (``uncertank run --dry-run``): the checks :func:`run_study`
+    makes at the door, then :func:`uncertank.experiment.plan.plan_sections`
+    on the study's sections. Nothing is trained and no ranker's model is
+    loaded.
+
+    Parameters
+    ----------
+    config : StudyConfig
+    out_dir : path
+        The output folder the run would write into (it is only read).
+    resume : bool
+        False: every step counts as to be run, as with ``--no-resume``.
+    force : bool
+        As ``run_study``'s: accept a folder holding another study's results.
+    calibrate : bool
+        True: when a step would be estimated by a neural ranker's rates, run
+        the speed probe (:func:`~uncertank.experiment.speed.probe_machine`, a
+        few seconds) and scale those rates by its factors. False: the
+        reference machine's rates as they are.
+
+    Raises
+    ------
+    StudyConfigError
+        What the run would refuse at the door, the same lines.
+    """
+    validate_config(config)
+    check_bool(force, "force")
+    refused = check_output_folder(out_dir, study=config.name, force=force)
+    if refused:
+        raise StudyConfigError(refused)
+    return plan_sections(config.name, config.section(DataSettings), config.section(RankerSettings),
+                         config.section(ComparisonSettings), out_dir, resume=resume, calibrate=calibrate)
+
+
 def run_study(
     config: StudyConfig,
     out_dir: str | os.PathLike[str],
@@ -828,7 +868,7 @@ def run_study(
     estimates : mapping, optional
         Step name (``"fit bert"``, ``"predict bert in-domain"``) -> its
         estimated seconds, said when the step starts (``uncertank run`` and
-        ``demo`` pass those of :func:`uncertank.experiment.plan.plan_study`).
+        ``demo`` pass those of :func:`plan_study`).
 
     Returns
     -------

@@ -2,7 +2,7 @@
 
 The first-party rankers' :class:`~uncertank.CostRates` are one machine's
 (two CPU cores, docs/results/real_run.json). Before a study's work its plan
-(:func:`uncertank.experiment.plan.plan_study`) runs a probe of a few
+(:func:`uncertank.experiment.runner.plan_study`) runs a probe of a few
 seconds, :func:`uncertank.nn.probe.probe_backbone`: one small batch of the
 packaged backbone trained (forward and backward) and one scored, a few
 times each. Divided by the same probe's times on the reference machine
