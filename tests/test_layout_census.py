@@ -406,3 +406,13 @@ def test_a_run_repeated_in_one_module_counts(lc: ModuleType, tmp_path: Path) -> 
     runs = lc.census(tmp_path)["repeated_runs"]
     assert runs["pairs_of_places"] == 1 and runs["pairs_of_files"] == 1
     assert (runs["top"][0]["a"], runs["top"][0]["b"]) == ("uncertank/r.py:1-9", "uncertank/r.py:13-21")
+
+
+def test_the_package_keeps_any_out_of_its_annotations(lc: ModuleType) -> None:
+    """``Any`` in the annotations of ``uncertank/``: 564 when the house's third step began, 67 after it.
+
+    The issue's target was under 300; the bound is kept near today's count so that a new ``Any`` is a choice
+    (each one left is a value of an untyped library or a pass-through, docs/architecture.md).
+    """
+    c = lc.census(Path(__file__).resolve().parents[1])
+    assert c["any_in_annotations"]["count"] <= 75, c["any_in_annotations"]
