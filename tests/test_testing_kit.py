@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -353,8 +354,8 @@ FAULTS = [
     (ForgetsOnSave(), "save/load", "a loaded ranker must predict what the saved one did"),
     (SavesNothing(), "save/load", r"save\(path\) must write into path; nothing at"),
     (LoadsSomethingElse(), "save/load", "load must return a Ranker; got object"),
-    (NegativeCost(), "protocol", r"cost_rates\(warm_start=False\) must return None or uncertank.CostRates of two "
-                                 r"finite seconds >= 0; got CostRates\(fit_per_query=0.0, predict_per_pair=-1.0\)"),
+    # CostRates refuses a negative second when it is built, inside the ranker's cost_rates
+    (NegativeCost(), "protocol", r"raised ValueError: predict_per_pair must be a finite number >= 0; got -1.0"),
     (CostAsTuple(), "protocol", r"must return None or uncertank.CostRates .*; got \(0.1, 0.2\)"),
 ]
 
@@ -857,3 +858,14 @@ def test_get_params_without_set_params_is_half_a_capability():
                                               r"uncertank\.Cloneable needs get_params and set_params"):
         capabilities(HalfCloneable())
     assert capabilities(Cloned()).cloneable is not None and capabilities(Good()).cloneable is None
+
+
+@pytest.mark.parametrize("fit, predict, error, message", [
+    (float("nan"), 0.1, ValueError, "fit_per_query must be a finite number >= 0; got nan"),
+    (0.1, float("inf"), ValueError, "predict_per_pair must be a finite number >= 0; got inf"),
+    ("1", 0.1, TypeError, "fit_per_query must be a finite number >= 0; got str '1'"),
+])
+def test_cost_rates_refuse_what_is_no_number_of_seconds_when_built(fit, predict, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        uncertank.CostRates(fit, predict)
+    assert uncertank.CostRates(0, 2.5) == (0, 2.5)  # a named tuple as before

@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 
 from uncertank.validation import (
+    as_float_array,
+    check_broadcast,
     check_instances,
+    check_keys,
     check_names,
     check_ndarray,
     check_ndim,
     check_nonnegative,
+    check_number,
     check_path_messages,
     check_probabilities,
     check_real,
@@ -139,3 +143,38 @@ def test_an_integer_past_a_floats_range_is_named_not_an_overflow(check, want, va
                                          r"the range of a float$") as info:
         check(value, "x")
     assert isinstance(info.value.__cause__, OverflowError)
+
+
+def test_check_number_takes_every_real_and_names_what_is_none():
+    assert check_number(np.int64(4), "x") == 4.0 and np.isnan(check_number(np.nan, "x"))
+    assert check_number(-np.inf, "x") == -np.inf
+    for bad, error in ((True, TypeError), ("1", TypeError), (None, TypeError), (10**400, ValueError)):
+        with pytest.raises(error, match=r"^x must be a number"):
+            check_number(bad, "x")
+
+
+def test_as_float_array_lets_through_only_what_it_is_told():
+    assert as_float_array([1.0, -np.inf], "c", allow_infinite=True)[1] == -np.inf
+    assert np.isnan(as_float_array([np.nan], "p", allow_nan=True)[0])
+    assert as_float_array([], "p", allow_empty=True).shape == (0,)
+    with pytest.raises(ValueError, match=r"c must be finite \(infinities allowed\); got 1 NaN or inf values"):
+        as_float_array([np.nan, np.inf], "c", allow_infinite=True)
+    with pytest.raises(ValueError, match=r"p must not be empty"):
+        as_float_array([], "p")
+    with pytest.raises(ValueError, match=r"x must be finite real numbers; got an integer beyond the range"):
+        as_float_array([1, 10**400], "x")
+    with pytest.raises(TypeError, match=r"allow_nan must be a bool"):
+        as_float_array([1.0], "x", allow_nan=np.array([True, False]))  # type: ignore[arg-type]
+
+
+def test_check_broadcast_names_every_argument_and_shape():
+    assert check_broadcast({"y": (3,), "mu": (2, 1), "phi": ()}) == (2, 3)
+    with pytest.raises(ValueError, match=re.escape("y, mu and phi must broadcast together (numpy's rules); got "
+                                                   "shapes y (3,), mu (2, 2), phi ()")):
+        check_broadcast({"y": (3,), "mu": (2, 2), "phi": ()})
+
+
+def test_check_keys_lists_what_is_missing():
+    check_keys({"a": 1, "b": 2}, "d", ("a", "b"))
+    with pytest.raises(ValueError, match=r"^d must hold the keys 'a', 'b' and 'c'; it lacks 'b', 'c'$"):
+        check_keys({"a": 1}, "d", ("a", "b", "c"))

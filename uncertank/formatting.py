@@ -10,12 +10,9 @@ import math
 
 import numpy as np
 
-from uncertank.validation import check_instance, check_positive_int
+from uncertank.validation import check_number, check_positive_int
 
 __all__ = ["format_fixed", "format_interval", "format_number", "format_percent", "format_pvalue", "format_signed"]
-
-#: What a number to format may be: any real number, NaN and the infinities included.
-_REAL = (int, float, np.integer, np.floating)
 
 
 def format_number(value: object) -> str:
@@ -61,7 +58,7 @@ def format_signed(value: float | None) -> str:
     """
     if value is None:
         return "–"
-    check_instance(value, "value", _REAL, "a number or None")
+    check_number(value, "value", "a number or None")
     text = format_number(value)
     return "+" + text if math.isfinite(value) and value > 0 else text
 
@@ -76,7 +73,7 @@ def format_pvalue(p: float | None) -> str:
     """
     if p is None:
         return "–"
-    check_instance(p, "p", _REAL, "a number or None")
+    p = check_number(p, "p", "a number or None")
     if math.isnan(p):
         return "n/a"
     if p < 0.001:
@@ -107,7 +104,7 @@ def format_percent(change: float | None) -> str:
     """
     if change is None:
         return "n/a"
-    check_instance(change, "change", _REAL, "a number or None")
+    change = check_number(change, "change", "a number or None")
     return f"{change:+.1f}%"
 
 
@@ -119,6 +116,6 @@ def format_fixed(value: float, digits: int) -> str:
     >>> format_fixed(0.123456, 4), format_fixed(float("nan"), 4), format_fixed(float("inf"), 2)
     ('0.1235', 'nan', 'nan')
     """
-    check_instance(value, "value", _REAL, "a number")
+    value = check_number(value, "value")
     digits = check_positive_int(digits, "digits", minimum=0, maximum=100)
     return "nan" if not math.isfinite(value) else f"{value:.{digits}f}"

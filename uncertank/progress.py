@@ -28,13 +28,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-import numbers
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 
-from uncertank.validation import check_instance
+from uncertank.validation import check_number
 
 __all__ = ["ProgressReporter", "Tracker", "format_duration", "machine_load", "reporting", "tracker"]
 
@@ -46,7 +45,7 @@ _REPORTER: contextvars.ContextVar[ProgressReporter | None] = contextvars.Context
 
 def format_duration(seconds: float) -> str:
     """``seconds`` as ``"45 s"``, ``"3 min 20 s"`` or ``"1 h 05 min"``; ``"?"`` for NaN, infinite or negative."""
-    check_instance(seconds, "seconds", numbers.Real, "a number of seconds")
+    seconds = check_number(seconds, "seconds", "a number of seconds")
     if not math.isfinite(seconds) or seconds < 0:  # NaN, infinite or negative: nothing to say
         return "?"
     s = round(seconds)

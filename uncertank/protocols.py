@@ -51,6 +51,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from typing_extensions import Self
 
 from uncertank._types import Predictions, PredictiveSamples, QuerySet
+from uncertank.validation import check_nonnegative
 
 __all__ = [
     "Capabilities",
@@ -145,8 +146,17 @@ class Probabilistic(Protocol):
         ...
 
 
-class CostRates(NamedTuple):
+class _CostRateFields(NamedTuple):
+    fit_per_query: float
+    predict_per_pair: float
+
+
+class CostRates(_CostRateFields):
     """What a ranker's ``fit`` and ``predict`` should cost, in seconds, on the machine its rates were measured on.
+
+    A named tuple of two finite seconds ``>= 0``, checked when it is built:
+    a NaN, an infinity, a negative number or no number raises there, naming
+    the field.
 
     Attributes
     ----------
@@ -156,8 +166,13 @@ class CostRates(NamedTuple):
         Seconds of ``predict`` (or ``predict_samples``) per scored pair.
     """
 
-    fit_per_query: float
-    predict_per_pair: float
+    __slots__ = ()
+
+    def __new__(cls, fit_per_query: float, predict_per_pair: float) -> Self:
+        """Build the rates, refusing a field that is not a finite number of seconds >= 0."""
+        check_nonnegative(fit_per_query, "fit_per_query")
+        check_nonnegative(predict_per_pair, "predict_per_pair")
+        return super().__new__(cls, fit_per_query, predict_per_pair)
 
 
 @runtime_checkable

@@ -40,6 +40,7 @@ from uncertank.validation import (
     check_positive_int,
     check_probabilities,
     check_real,
+    check_seed,
     check_unit_interval,
 )
 
@@ -370,9 +371,9 @@ def paired_bootstrap_test(
     """
     alternative = check_choice(alternative, "alternative", ALTERNATIVES)
     b_count = check_positive_int(n_resamples, "n_resamples")
+    rng = np.random.default_rng(check_seed(seed, "seed"))
     d = _differences(a, b)
     observed = float(d.mean())
-    rng = np.random.default_rng(seed)
     null = _resampled_column_means((d - observed)[:, None], b_count, rng, "bootstrap")[:, 0]
     p = _pvalue_from_tails(*_tail_probabilities(null, observed, 1), alternative)
     return SignificanceResult(observed, p, observed, d.size, "paired bootstrap", alternative)
@@ -1009,6 +1010,8 @@ def significance_marks(
     ['†', '', '']
     """
     check_unit_interval(alpha, "alpha")
+    if not isinstance(mark, str):
+        raise TypeError(f"mark must be a str; got {type(mark).__name__} {mark!r}")
     if isinstance(results, (str, bytes)) or not isinstance(results, (np.ndarray, Iterable)):
         raise TypeError(f"results must be SignificanceResults or p-values; got {type(results).__name__} {results!r}")
     items: NDArray[np.generic] | list[object] = results if isinstance(results, np.ndarray) else list(results)

@@ -41,6 +41,7 @@ __all__ = [
     "as_float_array",
     "as_label_array",
     "check_bool",
+    "check_broadcast",
     "check_callable",
     "check_choice",
     "check_count",
@@ -48,12 +49,14 @@ __all__ = [
     "check_fits",
     "check_instance",
     "check_instances",
+    "check_keys",
     "check_name",
     "check_names",
     "check_ndarray",
     "check_ndim",
     "check_path_messages",
     "check_nonnegative",
+    "check_number",
     "check_offsets",
     "check_path",
     "check_positive_int",
@@ -101,24 +104,35 @@ def _example(values: NDArray[np.generic]) -> str:
     return repr(float(v)) if np.issubdtype(values.dtype, np.floating) else repr(v.item())
 
 
-def _check_rank(arr: NDArray[np.generic], name: str, ndim: int | tuple[int, ...]) -> None:
-    """Raise unless ``arr`` has one of the ranks ``ndim`` and at least one value."""
+def _check_rank(arr: NDArray[np.generic], name: str, ndim: int | tuple[int, ...], *, allow_empty: bool = False
+                ) -> None:
+    """Raise unless ``arr`` has one of the ranks ``ndim`` and at least one value (unless ``allow_empty``)."""
     ndims = (ndim,) if isinstance(ndim, int) else ndim
     if not isinstance(ndims, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in ndims):
         raise TypeError(f"ndim must be an int or a tuple of ints; got {type(ndim).__name__} {ndim!r}")
     if arr.ndim not in ndims:
         want = " or ".join(f"{d}-D" for d in ndims)
         raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
-    if arr.size == 0:
+    if arr.size == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty; got an array of shape {arr.shape}")
 
 
-def as_float_array(x: ArrayLike, name: str, *, ndim: int | tuple[int, ...] = 1) -> NDArray[np.float64]:
+def as_float_array(
+    x: ArrayLike, name: str, *, ndim: int | tuple[int, ...] = 1, allow_infinite: bool = False,
+    allow_nan: bool = False, allow_empty: bool = False,
+) -> NDArray[np.float64]:
     """Convert ``x`` to a float64 array, rejecting NaN, inf, empties, wrong ranks and non-numbers.
 
     Strings, bytes, complex numbers and dates are rejected with a
-    TypeError (``np.asarray(["0.5"], dtype=float)`` would parse the string).
+    TypeError (``np.asarray(["0.5"], dtype=float)`` would parse the string);
+    Python integers past a float's range (``10**400``) with a ValueError.
+    ``allow_infinite`` and ``allow_nan`` let the infinities, or NaN, pass
+    where a function gives them a meaning (a conformity score of ``-inf``),
+    and ``allow_empty`` an empty array (an empty family of hypotheses).
     """
+    allow_infinite = check_bool(allow_infinite, "allow_infinite")
+    allow_nan = check_bool(allow_nan, "allow_nan")
+    allow_empty = check_bool(allow_empty, "allow_empty")
     try:
         raw = np.asarray(x)
         if raw.dtype.kind in "USVcMm":
@@ -128,13 +142,18 @@ def as_float_array(x: ArrayLike, name: str, *, ndim: int | tuple[int, ...] = 1) 
             if odd is not None:
                 raise TypeError(f"values of dtype object such as {odd!r}")
         arr = np.asarray(raw, dtype=np.float64)
+    except OverflowError as exc:  # Python ints past a float's range (10**400)
+        raise ValueError(f"{name} must be finite real numbers; got an integer beyond the range of a float") from exc
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric (real numbers); got {type(x).__name__} ({exc})") from None
-    _check_rank(arr, name, ndim)
-    bad = ~np.isfinite(arr)
+    _check_rank(arr, name, ndim, allow_empty=allow_empty)
+    bad = (np.isinf(arr) if not allow_infinite else np.zeros(arr.shape, dtype=bool)) | \
+        (np.isnan(arr) if not allow_nan else np.zeros(arr.shape, dtype=bool))
     if bad.any():
+        allowed = " (infinities allowed)" if allow_infinite and not allow_nan else \
+            " (NaN allowed)" if allow_nan and not allow_infinite else ""
         raise ValueError(
-            f"{name} must be finite; got {int(bad.sum())} NaN or inf values, "
+            f"{name} must be finite{allowed}; got {int(bad.sum())} NaN or inf values, "
             f"e.g. {_example(arr[bad])}"
         )
     return arr
@@ -154,6 +173,9 @@ def as_label_array(x: ArrayLike, name: str = "labels", *, ndim: int | tuple[int,
     if arr.dtype == object:
         try:
             arr = np.asarray(arr.tolist(), dtype=np.float64)
+        except OverflowError as exc:  # Python ints past a float's range (10**400)
+            raise ValueError(f"{name} must be integers >= 0 below 2**63; got an integer beyond the range of a "
+                             "float") from exc
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be integers >= 0; got values of dtype object") from None
     _check_rank(arr, name, ndim)
@@ -260,7 +282,7 @@ def check_choice(value: object, name: str, allowed: Iterable[E]) -> E:
     allowed = tuple(allowed)
     try:
         known = bool(value in allowed)
-    except (TypeError, ValueError):  # an array or another value that does not compare to a name
+    except (TypeError, ValueError, OverflowError):  # an array, or a value that does not compare to a name
         known = False
     if not known:
         raise ValueError(
@@ -292,6 +314,67 @@ def _float_of(value: int | float | np.integer | np.floating, name: str, want: st
         digits = len(str(abs(int(value))))
         raise ValueError(f"{name} must be {want}; got an integer of {digits} digits, beyond the range of a float"
                          ) from exc
+
+
+def check_number(value: object, name: str, what: str = "a number") -> float:
+    """Raise unless ``value`` is a real number (not a bool); return it as a float, NaN and infinities included.
+
+    The rule for a number a function handles at every value, the non-finite
+    ones too (a formatter writes NaN as ``n/a``): only its type is checked,
+    and an integer past a float's range (``10**400``) is refused by name
+    rather than left to ``float()``'s OverflowError. :func:`check_real` is
+    the rule for a number that must be finite.
+
+    Examples
+    --------
+    >>> check_number(3, "value"), check_number(float("nan"), "p")
+    (3.0, nan)
+    >>> check_number("0.5", "p", "a number or None")
+    Traceback (most recent call last):
+    ...
+    TypeError: p must be a number or None; got str '0.5'
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__} {value!r}")
+    return _float_of(value, name, what)
+
+
+def check_broadcast(shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """Raise unless arrays of ``shapes`` (argument name -> shape) broadcast together; return the common shape.
+
+    Examples
+    --------
+    >>> check_broadcast({"y": (3,), "mu": (2, 1)})
+    (2, 3)
+    >>> check_broadcast({"y": (3,), "mu": (2, 2)})
+    Traceback (most recent call last):
+    ...
+    ValueError: y and mu must broadcast together (numpy's rules); got shapes y (3,), mu (2, 2)
+    """
+    try:
+        return tuple(np.broadcast_shapes(*shapes.values()))
+    except ValueError:
+        names = list(shapes)
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+        got = ", ".join(f"{k} {tuple(v)}" for k, v in shapes.items())
+        raise ValueError(f"{listed} must broadcast together (numpy's rules); got shapes {got}") from None
+
+
+def check_keys(value: Mapping[str, object], name: str, required: Iterable[str]) -> None:
+    """Raise a ValueError unless the mapping ``value`` holds every key of ``required``; the error lists the missing.
+
+    Examples
+    --------
+    >>> check_keys({"grid": 1}, "densities", ("grid", "observed"))
+    Traceback (most recent call last):
+    ...
+    ValueError: densities must hold the keys 'grid' and 'observed'; it lacks 'observed'
+    """
+    want = list(required)
+    missing = [k for k in want if k not in value]
+    if missing:
+        listed = ", ".join(map(repr, want[:-1])) + f" and {want[-1]!r}" if len(want) > 1 else repr(want[0])
+        raise ValueError(f"{name} must hold the keys {listed}; it lacks {', '.join(map(repr, missing))}")
 
 
 def check_real(
@@ -525,6 +608,9 @@ def check_finite_result(value: T, name: str, why: str) -> T:
     """
     try:
         arr = np.asarray(value, dtype=np.float64)
+    except OverflowError as exc:  # an integer past a float's range is no finite float
+        raise NonFiniteResultError(f"{name} must be finite; got an integer beyond the range of a float: {why}"
+                                   ) from exc
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number or an array of numbers; got {type(value).__name__}") from None
     bad = ~np.isfinite(arr)

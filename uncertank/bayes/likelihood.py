@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from uncertank.validation import as_float_array, check_probabilities, check_seed
+from uncertank.validation import as_float_array, check_broadcast, check_probabilities, check_seed
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -86,6 +86,7 @@ def zoib_logpdf(
     y_a = as_float_array(y, "y", ndim=(0, 1, 2, 3))
     check_probabilities(y_a, "y")
     mu_a, phi_a, zoi_a, coi_a = _check_params(mu, phi, zoi, coi)
+    check_broadcast({"y": y_a.shape, "mu": mu_a.shape, "phi": phi_a.shape, "zoi": zoi_a.shape, "coi": coi_a.shape})
     y_b, mu_b, phi_b, zoi_b, coi_b = np.broadcast_arrays(y_a, mu_a, phi_a, zoi_a, coi_a)
     inner = (y_b > 0) & (y_b < 1)
     ys = np.where(inner, y_b, 0.5)

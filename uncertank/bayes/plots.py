@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from uncertank._optional import require
 from uncertank.bayes._fitted import check_fitted
-from uncertank.validation import as_float_array, check_instance, check_path, check_positive_int
+from uncertank.validation import as_float_array, check_instance, check_keys, check_path, check_positive_int
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -204,6 +204,7 @@ def plot_ppc_densities(densities: Mapping[str, ArrayLike], family: str, *, title
     matplotlib.axes.Axes
     """
     check_instance(densities, "densities", Mapping, "a mapping of names to densities")
+    check_keys(densities, "densities", ("grid", "observed", "replicates", "outside"))
     grid = as_float_array(densities["grid"], "grid")
     observed = as_float_array(densities["observed"], "observed")
     replicates = as_float_array(densities["replicates"], "replicates", ndim=2)

@@ -101,6 +101,7 @@ def abstention_curve(
     answered, wrong : ndarrays of shape (m,)
     """
     c, e = _check_data(confidence, errors)
+    grid = as_float_array(grid, "grid", allow_infinite=True, allow_empty=True)
     order = np.argsort(-c, kind="stable")
     cum = np.concatenate(([0], np.cumsum(e[order])))
     answered = c.size - np.searchsorted(np.sort(c), grid, side="left")

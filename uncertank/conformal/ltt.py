@@ -105,9 +105,7 @@ def fixed_sequence(pvalues: ArrayLike, delta: float) -> int:
     2
     """
     delta = check_unit_interval(delta, "delta")
-    p = np.asarray(pvalues, dtype=np.float64)
-    if p.ndim != 1:
-        raise ValueError(f"pvalues must be 1-D; got shape {p.shape}")
+    p = as_float_array(pvalues, "pvalues", allow_infinite=True, allow_nan=True, allow_empty=True)  # NaN ends it
     fail = np.flatnonzero(~(p <= delta))
     return int(fail[0]) if fail.size else int(p.size)
 

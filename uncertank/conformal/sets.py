@@ -39,7 +39,7 @@ from uncertank._types import Predictions, RankedLists
 from uncertank.conformal.calibrated import CandidateSets, ConformalThreshold
 from uncertank.conformal.levels import conformal_rank
 from uncertank.conformal.lists import best_relevant, best_relevant_rank, mass_above, query_max, top_k_mask
-from uncertank.validation import check_choice, check_instance, check_unit_interval
+from uncertank.validation import as_float_array, check_choice, check_instance, check_unit_interval
 
 __all__ = [
     "METHODS",
@@ -79,11 +79,7 @@ def conformal_quantile(conformity: ArrayLike, alpha: float) -> float:
     0.2
     """
     alpha = check_unit_interval(alpha, "alpha")
-    c = np.asarray(conformity, dtype=np.float64)
-    if c.ndim != 1 or c.size == 0:
-        raise ValueError(f"conformity must be 1-D with at least one query; got shape {c.shape}")
-    if np.isnan(c).any():
-        raise ValueError("conformity must not hold NaN")
+    c = as_float_array(conformity, "conformity", allow_infinite=True)  # -inf: a query without a relevant one
     k = conformal_rank(alpha, c.size)
     if k == 0:
         return -np.inf

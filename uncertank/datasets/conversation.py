@@ -253,8 +253,7 @@ class ConversationLoader:
         sampling = NegativeSampling.of(negatives=negatives, n_candidates=n_candidates, seed=seed,
                                        sampler_options=sampler_options, relevant_first=relevant_first)
         parts = split_dialogues(self._dialogues(), split_seed=split_seed)
-        if split not in parts:  # load() checks it; a direct call gets the same message
-            check_choice(split, "split", SPLITS)
+        check_choice(split, "split", SPLITS)  # load() checks it; a direct call gets the same message
         return build_query_set(
             parts[split],
             sampling=sampling,

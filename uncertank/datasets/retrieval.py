@@ -138,6 +138,9 @@ class BM25Index:
 
         self.stopwords = stopwords
         tokens = _tokenize(corpus, stopwords)
+        if not any(tokens):  # every word a stopword (or a single character, which the tokenizer drops)
+            raise ValueError(f"corpus must hold at least one document with a word BM25 indexes; every word of its "
+                             f"{len(corpus)} documents is a stopword ({stopwords!r}) or shorter than two letters")
         self._bm25 = bm25s.BM25(k1=k1, b=b, method=method)
         self._bm25.index(tokens, show_progress=False)
         sc = self._bm25.scores

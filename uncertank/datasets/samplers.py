@@ -108,7 +108,12 @@ class BM25Sampler(NegativeSampler):
         super().__init__(pool, seed=seed, groups=groups)
         from uncertank.datasets.retrieval import BM25Index
 
-        self.index = BM25Index(self.unique_texts, k1=k1, b=b, method=method, stopwords=stopwords)
+        try:
+            self.index = BM25Index(self.unique_texts, k1=k1, b=b, method=method, stopwords=stopwords)
+        except ValueError as exc:  # the index's corpus is the pool's distinct texts: name the user's argument
+            if not str(exc).startswith("corpus "):
+                raise
+            raise ValueError("pool" + str(exc)[len("corpus"):]) from exc
 
     def retrieve(self, contexts: Sequence[Sequence[str]], depth: int) -> NDArray[np.int64]:
         """The ``depth`` distinct texts BM25 ranks highest for each context (-1 past the matching ones)."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from uncertank.experiment.result import Comparison, Evaluation, RiskTest, Significance, StudyResult
 from uncertank.metrics.metric import METRIC_KINDS, MetricKind
-from uncertank.validation import check_instance, check_name, check_names, check_unit_interval
+from uncertank.validation import check_instance, check_name, check_names, check_number, check_unit_interval
 
 __all__ = [
     "best_rankers",
@@ -129,8 +129,7 @@ def relative_change(value: float, reference: float) -> float | None:
     >>> relative_change(0.1, 0.0) is None
     True
     """
-    for x, what in ((value, "value"), (reference, "reference")):
-        check_instance(x, what, (int, float, np.integer, np.floating), "a number")
+    value, reference = check_number(value, "value"), check_number(reference, "reference")
     if reference == 0 or not math.isfinite(reference) or not math.isfinite(value):
         return None
     change = 100.0 * (value - reference) / abs(reference)

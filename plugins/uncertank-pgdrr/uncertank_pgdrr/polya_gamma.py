@@ -267,6 +267,8 @@ def _as_real(value: Any, name: str, device: torch.device) -> Tensor:
             out = value.detach().to(device=device, dtype=torch.float64)
         else:  # straight to float64: a Python float is not rounded to float32 first
             out = torch.as_tensor(value, dtype=torch.float64, device=device)
+    except OverflowError as exc:  # a Python int past a float's range (10**400)
+        raise ValueError(f"{name} must be finite real numbers; got an integer beyond the range of a float") from exc
     except (TypeError, ValueError, RuntimeError) as exc:
         raise TypeError(f"{name} must be a real number, tensor or array of them; got {type(value).__name__} "
                         f"({exc})") from None
