@@ -319,6 +319,8 @@ def _float_of(value: int | float | np.integer | np.floating, name: str, want: st
 def check_number(value: object, name: str, what: str = "a number") -> float:
     """Raise unless ``value`` is a real number (not a bool); return it as a float, NaN and infinities included.
 
+    It returns NaN when ``value`` is NaN, and ``inf`` or ``-inf`` for the infinities.
+
     The rule for a number a function handles at every value, the non-finite
     ones too (a formatter writes NaN as ``n/a``): only its type is checked,
     and an integer past a float's range (``10**400``) is refused by name
@@ -351,6 +353,11 @@ def check_broadcast(shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
     ...
     ValueError: y and mu must broadcast together (numpy's rules); got shapes y (3,), mu (2, 2)
     """
+    if not isinstance(shapes, Mapping) or not shapes or not all(
+            isinstance(k, str) and isinstance(v, tuple) and all(isinstance(d, (int, np.integer)) and d >= 0 for d in v)
+            for k, v in shapes.items()):
+        raise TypeError(f"shapes must be a non-empty mapping of argument names to shapes (tuples of ints >= 0); "
+                        f"got {type(shapes).__name__} {shapes!r:.80}")
     try:
         return tuple(np.broadcast_shapes(*shapes.values()))
     except ValueError:
@@ -370,7 +377,10 @@ def check_keys(value: Mapping[str, object], name: str, required: Iterable[str]) 
     ...
     ValueError: densities must hold the keys 'grid' and 'observed'; it lacks 'observed'
     """
-    want = list(required)
+    check_instance(value, name, Mapping, "a mapping")
+    want = check_names(required, "required")
+    if not want:
+        raise ValueError("required must name at least one key; got none")
     missing = [k for k in want if k not in value]
     if missing:
         listed = ", ".join(map(repr, want[:-1])) + f" and {want[-1]!r}" if len(want) > 1 else repr(want[0])
