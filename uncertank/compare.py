@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from uncertank.metrics.metric import Metric, MetricEntry
 
 __all__ = [
-    "FAMILIES", "REPORT_SUFFIXES", "TESTS", "ComparisonReport", "PairComparison", "check_test_options", "compare_runs",
-    "report_format",
+    "CORRECTION_FAMILIES", "REPORT_SUFFIXES", "TESTS", "ComparisonReport", "PairComparison", "check_test_options",
+    "compare_runs", "report_format",
 ]
 
 Test = Literal["t", "wilcoxon", "randomization", "bootstrap", "tukey"]
@@ -63,7 +63,7 @@ Test = Literal["t", "wilcoxon", "randomization", "bootstrap", "tukey"]
 TESTS: tuple[Test, ...] = ("t", "wilcoxon", "randomization", "bootstrap", "tukey")
 Family = Literal["metric", "table"]
 #: The families a correction runs over: the comparisons of one metric, or of the whole table.
-FAMILIES: tuple[Family, ...] = ("metric", "table")
+CORRECTION_FAMILIES: tuple[Family, ...] = ("metric", "table")
 #: The file suffixes :meth:`ComparisonReport.write` knows, and the format each writes.
 REPORT_SUFFIXES: dict[str, str] = {".md": "markdown", ".tex": "latex", ".csv": "csv", ".json": "json"}
 
@@ -892,7 +892,7 @@ def check_test_options(test: object, correction: object, family: object) -> tupl
     if correction is None:
         correction = "none" if test == "tukey" else "holm"
     correction = check_choice(correction, "correction", CORRECTIONS)
-    family = check_choice(family, "family", FAMILIES)
+    family = check_choice(family, "family", CORRECTION_FAMILIES)
     if test == "tukey" and correction != "none":
         raise ValueError(f"correction={correction!r} with test='tukey': Tukey's HSD adjusts its p-values for all "
                          "pairs of each metric itself; pass correction='none' (or leave it None)")

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 import click
 from typing_extensions import NotRequired, TypedDict
 
+from uncertank.bayes.cells import FAMILIES
 from uncertank.cli._input_error import InputError, one_line
 from uncertank.files import atomic_write_text, to_jsonable
 
@@ -57,7 +58,6 @@ BUNDLED = "trec-covid-round1"
 UNCONVERGED_EXIT = 3
 #: The files ``uncertank compare`` writes into its output folder (and removes there before writing anew).
 OUTPUTS = ("results.json", "effects.csv", "posterior.nc", "effects.png", "ppc.png")
-_FAMILIES = ("gaussian", "zoib", "zoib_rank")
 _SAMPLERS = ("auto", "pymc", "nutpie", "numpyro")
 
 
@@ -199,7 +199,7 @@ def summarise(cmp: SystemComparison, *, baseline: str | None, risk_r: tuple[floa
 @click.command("compare")
 @click.argument("source")
 @click.argument("qrels", required=False)
-@click.option("--family", type=click.Choice(_FAMILIES), default="zoib", show_default=True,
+@click.option("--family", type=click.Choice(FAMILIES), default="zoib", show_default=True,
               help="Model: Gaussian, zero-one-inflated beta, or per-rank ZOiB.")
 @click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True, help="Draws per chain.")
 @click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")

@@ -20,7 +20,7 @@ from uncertank.experiment.config import RankerConfig
 from uncertank.protocols import Capabilities, Ranker, capabilities, takes_show_progress
 from uncertank.validation import check_callable, check_instance, check_path
 
-__all__ = ["build_ranker", "load_ranker", "quiet_params", "warm_start"]
+__all__ = ["build_ranker", "load_saved_ranker", "quiet_params", "warm_start"]
 
 
 def quiet_params(
@@ -65,7 +65,7 @@ def build_ranker(rc: RankerConfig) -> Capabilities:
     return capabilities(make_ranker(rc.name, **quiet_params(get_factory("rankers", rc.name), params)))
 
 
-def load_ranker(rc: RankerConfig, built: Capabilities, folder: str | os.PathLike[str],
+def load_saved_ranker(rc: RankerConfig, built: Capabilities, folder: str | os.PathLike[str],
                 params: Mapping[str, object] | None = None) -> Capabilities:
     """``type(ranker).load(folder, **params)`` for the ranker ``built`` from ``rc`` (a checkpoint, or a saved step).
 

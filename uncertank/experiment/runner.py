@@ -68,7 +68,7 @@ from numpy.typing import ArrayLike, NDArray
 from uncertank import Predictions, PredictiveSamples, QuerySet, __version__
 from uncertank._folders import MANIFEST, STUDY_RECORD, model_folder
 from uncertank.datasets._cache import checksum_problem, write_checksum
-from uncertank.experiment.building import build_ranker, load_ranker, warm_start
+from uncertank.experiment.building import build_ranker, load_saved_ranker, warm_start
 from uncertank.experiment.config import (
     ComparisonSettings,
     DataSettings,
@@ -474,7 +474,7 @@ def fit_rankers(
         if rc.checkpoint is not None:
             t0 = time.perf_counter()
             log(f"{rc.key}: loading the checkpoint {rc.checkpoint}")
-            rankers[rc.key] = load_ranker(rc, built, Path(rc.checkpoint), rc.params).ranker
+            rankers[rc.key] = load_saved_ranker(rc, built, Path(rc.checkpoint), rc.params).ranker
             steps[f"load {rc.key}"] = StepInfo(key, time.perf_counter() - t0)
             continue
         if built.trainable is None:
@@ -506,7 +506,7 @@ def fit_rankers(
             problem = _model_problem(folder, key)
             if problem is None:
                 log(f"{rc.key}: loading the trained model from {folder}")
-                rankers[rc.key] = load_ranker(rc, built, folder).ranker
+                rankers[rc.key] = load_saved_ranker(rc, built, folder).ranker
                 steps[f"fit {rc.key}"] = StepInfo(key, _read_seconds(folder), resumed=True)
                 _save_to(rc, folder, key, log)
                 continue
