@@ -266,6 +266,13 @@ def score_batches(
     caller sets the modes (eval, MC dropout, ``torch.inference_mode``); this
     function adds bf16 autocast on CUDA.
 
+    A batch that runs out of the device's memory (``torch.OutOfMemoryError``)
+    is run again at half the size, and the rest of the pass keeps the smaller
+    size, down to one pair (whose own out-of-memory error is raised), so a
+    large ``batch_size`` fits itself to the device: the scores are the same
+    up to the float rounding of another batch layout (dropout draws of a
+    batch run again are drawn anew).
+
     Parameters
     ----------
     encoded : EncodedPairs
@@ -308,11 +315,21 @@ def score_batches(
     mine = padded[rank * shard : (rank + 1) * shard]
     parts: list[torch.Tensor] = []
     with progress(mine.size, desc, enabled=show_progress and rank == 0) as bar:
-        for lo in range(0, mine.size, batch_size):
+        lo = 0
+        while lo < mine.size:
             idx = mine[lo : lo + batch_size]
             batch = encoded.batch(idx, device)
-            with runtime.autocast(device):
-                value = fn(batch)
+            try:
+                with runtime.autocast(device):
+                    value = fn(batch)
+            except torch.OutOfMemoryError:
+                if idx.size == 1:
+                    raise
+                del batch
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+                batch_size = max(1, idx.size // 2)  # this batch again, and the rest, at half the size
+                continue
             check_instance(value, "fn's output", torch.Tensor, "a torch.Tensor")
             if value.ndim != 2 or value.shape[0] != idx.size:
                 raise ValueError(
@@ -321,6 +338,7 @@ def score_batches(
                 )
             parts.append(value.detach().float().cpu())
             bar.update(idx.size)
+            lo += idx.size
     out = torch.cat(parts) if parts else torch.empty((0, 0))  # cpu: the scores are gathered on the CPU
     if world > 1 and accelerator is not None:
         out = accelerator.gather(out.to(device)).cpu()
