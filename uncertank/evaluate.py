@@ -68,7 +68,7 @@ from uncertank.validation import check_choice, check_unit_interval
 if TYPE_CHECKING:
     import pandas as pd
 
-    from uncertank.experiment.result import JSONValue
+    from uncertank.files import JSONValue
     from uncertank.metrics import Metric
     from uncertank.metrics.metric import MetricEntry
 

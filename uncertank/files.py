@@ -31,13 +31,14 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from uncertank.validation import check_instance, check_path
 
 __all__ = [
+    "JSONValue",
     "atomic_path",
     "atomic_write_text",
     "bytes_digest",
@@ -48,6 +49,10 @@ __all__ = [
     "temporary_folder",
     "to_jsonable",
 ]
+
+#: A JSON value, as ``json.loads`` reads it and the library's files hold it (``results.json``,
+#: :meth:`uncertank.experiment.StudyResult.to_dict`, :meth:`uncertank.evaluate.Evaluation.to_dict`).
+JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
 
 
 def current_umask() -> int:

@@ -27,13 +27,10 @@ import sys
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-
-if TYPE_CHECKING:
-    from uncertank._types import Predictions, PredictiveSamples, QuerySet
 
 __all__ = [
     "InvalidPredictionError",
@@ -957,7 +954,7 @@ def check_prediction(
     samples: bool = False,
     n_samples: int | None = None,
     probabilistic: bool | None = None,
-) -> Predictions | PredictiveSamples:
+) -> Any:  # Predictions or PredictiveSamples: the data model builds on this module, which cannot import it
     """Check what a ranker returned for ``queries``, right after ``predict`` or ``predict_samples``.
 
     With ``samples=False`` (the output of ``predict``): a
@@ -1019,9 +1016,9 @@ def check_prediction(
     containers = _containers()
     if containers is None:
         raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
-    query_set: type[QuerySet] = containers.QuerySet
-    predictions: type[Predictions] = containers.Predictions
-    predictive_samples: type[PredictiveSamples] = containers.PredictiveSamples
+    query_set = containers.QuerySet  # the classes, read off the loaded module (no import: a circle)
+    predictions = containers.Predictions
+    predictive_samples = containers.PredictiveSamples
     if not isinstance(queries, query_set):
         raise TypeError(f"queries must be a QuerySet; got {type(queries).__name__}")
     if not isinstance(ranker, str):

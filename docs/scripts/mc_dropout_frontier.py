@@ -209,7 +209,7 @@ def step_inputs(
     the plugin's version and source).
     """
     from uncertank.experiment import RankerConfig
-    from uncertank.experiment.runner import unfitted_key
+    from uncertank.experiment.stages import unfitted_key
     from uncertank.files import file_digest
 
     code = {"script": file_digest(Path(__file__)), "bert": unfitted_key(RankerConfig(name="bert"))}

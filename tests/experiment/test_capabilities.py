@@ -242,7 +242,7 @@ def test_warm_start_without_init_from_is_refused_by_name():
 
 @pytest.mark.parametrize("bad", [0.1, "bm25", None])
 def test_the_stage_functions_name_a_config_that_is_not_one(bad):
-    from uncertank.experiment.runner import unfitted_key
+    from uncertank.experiment.stages import unfitted_key
 
     with pytest.raises(TypeError, match=r"^rc must be a RankerConfig; got "):
         build_ranker(bad)

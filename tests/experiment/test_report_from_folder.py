@@ -153,7 +153,7 @@ def _files(out: Path) -> dict[str, bytes]:
 @pytest.mark.slow
 def test_report_command_draws_the_same_bytes_from_the_folder_alone(tiny_study):
     out, calls, predicted_with = tiny_study
-    assert len(calls) == 1  # the study is validated once
+    assert len(calls) == 2  # the study is validated by the estimate's plan (plan_study), then by run_study
     assert predicted_with and not any(predicted_with)  # no progress bars inside the study's log
     before = _files(out)
     assert len(before) >= 6  # report.md, report.html and the figures

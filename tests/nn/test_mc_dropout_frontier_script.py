@@ -154,7 +154,7 @@ def test_a_cached_step_is_reused_only_with_its_recorded_bytes(tmp_path):
 
 def test_a_steps_key_changes_with_every_input_and_the_code(tmp_path):
     from uncertank.experiment import RankerConfig
-    from uncertank.experiment.runner import unfitted_key
+    from uncertank.experiment.stages import unfitted_key
     from uncertank.files import json_digest
 
     script = load_script(SCRIPT)

@@ -253,7 +253,8 @@ class ConversationLoader:
         sampling = NegativeSampling.of(negatives=negatives, n_candidates=n_candidates, seed=seed,
                                        sampler_options=sampler_options, relevant_first=relevant_first)
         parts = split_dialogues(self._dialogues(), split_seed=split_seed)
-        check_choice(split, "split", SPLITS)  # load() checks it; a direct call gets the same message
+        if not isinstance(split, str) or split not in parts:  # load() checks it; a direct call gets its message
+            check_choice(split, "split", SPLITS)
         return build_query_set(
             parts[split],
             sampling=sampling,

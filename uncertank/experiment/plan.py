@@ -310,8 +310,7 @@ def plan_sections(
         query, a ranker's rates that are not seconds.
     """
     from uncertank.experiment.external import match_runs
-    from uncertank.experiment.runner import fit_key, unfitted_key
-    from uncertank.experiment.stages import digest, file_stem
+    from uncertank.experiment.stages import digest, file_stem, fit_key, unfitted_key
 
     check_name(name, "name")
     check_instance(config, "config", DataSettings)

@@ -26,12 +26,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import ConfigDict
 from typing_extensions import NotRequired, TypedDict
 
 from uncertank._schema_errors import describe_value, error_message
+from uncertank.files import JSONValue
 from uncertank.validation import check_name, check_path_messages
 
 if TYPE_CHECKING:
@@ -58,10 +59,6 @@ __all__ = [
     "StudyResult",
     "results_schema",
 ]
-
-
-#: A JSON value, as ``results.json`` holds it (what :meth:`StudyResult.to_dict` gives and ``json.loads`` reads).
-JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
 
 
 def json_object(value: object) -> Mapping[str, object]:

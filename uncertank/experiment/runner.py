@@ -50,7 +50,6 @@ into another valid file) is recomputed, with a log line naming it.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -94,7 +93,15 @@ from uncertank.experiment.result import (
     StepInfo,
     StudyResult,
 )
-from uncertank.experiment.stages import LoadOptions, RankerPrediction, StudyData, digest, file_stem
+from uncertank.experiment.stages import (
+    LoadOptions,
+    RankerPrediction,
+    StudyData,
+    digest,
+    file_stem,
+    fit_key,
+    unfitted_key,
+)
 from uncertank.files import (
     atomic_path,
     atomic_write_text,
@@ -106,7 +113,7 @@ from uncertank.files import (
 )
 from uncertank.progress import machine_load, reporting
 from uncertank.protocols import Capabilities, Ranker, capabilities
-from uncertank.validation import check_bool, check_callable, check_instance, check_name, check_path
+from uncertank.validation import check_bool, check_callable, check_instance, check_path
 
 __all__ = [
     "MCE_MIN_COUNT",
@@ -114,10 +121,8 @@ __all__ = [
     "fit_rankers",
     "load_data",
     "predict_all",
-    "fit_key",
     "plan_study",
     "run_study",
-    "unfitted_key",
 ]
 
 Log = Callable[[str], None]
@@ -189,41 +194,6 @@ def load_data(settings: DataSettings, log: Log = _quiet) -> StudyData:
 
 
 # -- stage 2: fit or load --------------------------------------------------------------------------------------------
-
-
-def _plugin_version(name: str) -> str:
-    from uncertank.plugins import registry
-
-    info = registry("rankers").get(name)
-    return "" if info is None else f"{info.distribution} {info.version}"
-
-
-def _ranker_code(name: str) -> str:
-    """The code a ranker's outputs depend on: its plugin's version and source, and uncertank.nn's source.
-
-    Editing a plugin's files (an editable install included) or the shared
-    neural machinery changes the digest, so a study recomputes that ranker's
-    steps instead of reusing stale ones.
-    """
-    from uncertank.plugin_sources import plugin_source_digest
-
-    nn_dir = Path(__file__).resolve().parents[1] / "nn"
-    nn_src = [f"{f.name}:{hashlib.sha256(f.read_bytes()).hexdigest()}" for f in sorted(nn_dir.glob("*.py"))]
-    return digest([_plugin_version(name), plugin_source_digest("rankers", name), nn_src])
-
-
-def _model_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
-    from uncertank.files import folder_digest
-
-    if rc.checkpoint is not None:  # what was loaded, not what it was trained on
-        return digest([rc.name, rc.params, "checkpoint", folder_digest(rc.checkpoint), __version__,
-                       _ranker_code(rc.name)])
-    pretrained = rc.pretrained
-    weights = None if pretrained is None else [
-        folder_digest(f) for f in ([pretrained] if isinstance(pretrained, str) else pretrained)
-    ]
-    return digest([rc.name, rc.params, data.digests["train"], data.digests["valid"], upstream,
-                   __version__, _ranker_code(rc.name), *(["pretrained", weights] if weights else [])])
 
 
 def _estimated(estimates: Mapping[str, float] | None, step: str) -> str:
@@ -356,7 +326,7 @@ def _write_warm_link(folder: Path, rc: RankerConfig, key: str, seconds: float) -
 def _link_problem(record: Mapping[str, object], key: str) -> str | None:
     """Why a record of a model's source folder does not stand for the model of ``key``; None when it does.
 
-    The key holds the digest of the source's files (:func:`_model_key`), so
+    The key holds the digest of the source's files (:func:`~uncertank.experiment.stages.fit_key`), so
     a source edited since the record was written has another key.
     """
     if record.get("key") != key:
@@ -407,25 +377,6 @@ def _save_unsaved_to(rc: RankerConfig, built: Capabilities, out: Path, key: str,
         shutil.rmtree(work, ignore_errors=True)
 
 
-def fit_key(rc: RankerConfig, data: StudyData, upstream: str | None) -> str:
-    """The key of the ``fit`` (or ``load``) step of ``rc`` on ``data``; ``upstream`` is its ``init_from``'s key.
-
-    The name of its folder under ``models/`` and the start of its
-    predictions' keys (what ``uncertank run --dry-run`` looks for).
-    """
-    check_instance(rc, "rc", RankerConfig)
-    check_instance(data, "data", StudyData)
-    if upstream is not None:
-        check_name(upstream, "upstream")
-    return _model_key(rc, data, upstream)
-
-
-def unfitted_key(rc: RankerConfig) -> str:
-    """What stands for the fit key in the predictions' keys of a ranker without ``fit`` (name, params, code)."""
-    check_instance(rc, "rc", RankerConfig)
-    return digest([rc.name, rc.params, __version__, _ranker_code(rc.name)])
-
-
 def fit_rankers(
     settings: RankerSettings, data: StudyData, out: Path, *, resume: bool = True, log: Log = _quiet,
     estimates: Mapping[str, float] | None = None,
@@ -468,7 +419,7 @@ def fit_rankers(
         # Building a ranker is cheap (models load lazily); its class gives fit, load and from_ranker.
         built = build_ranker(rc)
         upstream = keys.get(rc.init_from) if rc.init_from else None
-        key = _model_key(rc, data, upstream)
+        key = fit_key(rc, data, upstream)
         keys[rc.key] = key
         folder = out / "models" / f"{file_stem(rc.key)}-{key}"
         if rc.checkpoint is not None:

@@ -23,7 +23,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -32,8 +32,6 @@ from uncertank.validation import check_instance, check_path
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
-
-    from uncertank.nn.ranker import NeuralRanker
 
 __all__ = [
     "FORMAT",
@@ -230,7 +228,23 @@ def checkpoint_params(cls: type, path: str | os.PathLike[str], manifest: dict[st
     return {**params, **extra}
 
 
-def ranker_manifest(ranker: NeuralRanker) -> dict[str, object]:
+class _Manifested(Protocol):
+    """What :func:`ranker_manifest` reads of a :class:`~uncertank.nn.NeuralRanker` (no import: a circle)."""
+
+    name: str
+
+    @property
+    def history_(self) -> object | None: ...
+
+    @property
+    def weights_source_(self) -> str | None: ...
+
+    def saved_params(self) -> dict[str, object]: ...
+
+    def extra_params(self) -> dict[str, object]: ...
+
+
+def ranker_manifest(ranker: _Manifested) -> dict[str, object]:
     """What a checkpoint records of a neural ranker: its registered name, class, parameters and history."""
     from dataclasses import asdict
 
@@ -240,7 +254,7 @@ def ranker_manifest(ranker: NeuralRanker) -> dict[str, object]:
         "class": f"{cls.__module__}:{cls.__qualname__}",
         "params": ranker.saved_params(),
         "extra": ranker.extra_params(),
-        "history": None if ranker.history_ is None else asdict(ranker.history_),
+        "history": None if ranker.history_ is None else asdict(ranker.history_),  # type: ignore[call-overload]
         # where the weights came from ("fit", "warm_start", "pretrained", "load"); None only for a ranker
         # never fitted, which save refuses (a ranker sharing a fitted one's weights has its history)
         "weights": ranker.weights_source_ or ("fit" if ranker.history_ is not None else None),

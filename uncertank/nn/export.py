@@ -31,19 +31,19 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from uncertank.validation import check_bool, check_instance
+from uncertank.validation import check_bool
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from uncertank.nn.pretrained import PretrainedCrossEncoder
-    from uncertank.nn.ranker import NeuralRanker
 
 __all__ = ["EXPORTABLE_ENCODERS", "save_pretrained"]
 
@@ -142,7 +142,7 @@ def _pretrained_classifier(model: PretrainedCrossEncoder, activation: str) -> Pr
     return clf
 
 
-def save_pretrained(ranker: NeuralRanker, folder: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+def save_pretrained(ranker: Any, folder: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """Write a fitted plain cross-encoder ranker as a Hugging Face / sentence-transformers folder.
 
     Parameters
@@ -192,9 +192,12 @@ def save_pretrained(ranker: NeuralRanker, folder: str | os.PathLike[str], *, ove
     """
     from uncertank._folders import EXPORT_RECORD, check_save_folder, model_folder, write_export_record
     from uncertank.nn.pretrained import PretrainedCrossEncoder
-    from uncertank.nn.ranker import NeuralRanker
 
-    check_instance(ranker, "ranker", NeuralRanker, "a fitted uncertank.nn.NeuralRanker")
+    # NeuralRanker's module imports this one, so its class is read off the loaded module (loaded whenever a
+    # NeuralRanker exists) instead of imported: ``ranker`` is typed Any above for the same reason
+    ranker_module = sys.modules.get("uncertank.nn.ranker")
+    if ranker_module is None or not isinstance(ranker, ranker_module.NeuralRanker):
+        raise TypeError(f"ranker must be a fitted uncertank.nn.NeuralRanker; got {type(ranker).__name__}")
     check_bool(overwrite, "overwrite")
     ranker.check_fitted()
     check_save_folder(folder, overwrite=overwrite)

@@ -222,7 +222,7 @@ def head_dimensions(encoder: nn.Module, dropout: float | None = None) -> tuple[i
 def pool_encoder(
     encoder: nn.Module,
     input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
+    attention_mask: torch.Tensor | None,
     token_type_ids: torch.Tensor | None = None,
     *,
     pooling: str = "cls",
@@ -233,7 +233,9 @@ def pool_encoder(
     ----------
     encoder : transformers.PreTrainedModel
         Returns ``last_hidden_state`` of shape (batch, seq, hidden).
-    input_ids, attention_mask : Tensor of shape (batch, seq)
+    input_ids : Tensor of shape (batch, seq)
+    attention_mask : Tensor of shape (batch, seq), or None
+        None: every token counts (an encoder of unpadded inputs).
     token_type_ids : Tensor of shape (batch, seq), optional
         Passed on only when the encoder has more than one token type.
     pooling : {"cls", "mean"}
@@ -258,17 +260,21 @@ def pool_encoder(
     """
     check_pooling(pooling)
     check_instance(encoder, "encoder", nn.Module, "a transformers encoder (a torch.nn.Module)")
-    for name, value in (("input_ids", input_ids), ("attention_mask", attention_mask)):
-        check_instance(value, name, torch.Tensor, "a torch.Tensor of shape (batch, seq)")
-        check_ndim(value, name, 2)
+    check_instance(input_ids, "input_ids", torch.Tensor, "a torch.Tensor of shape (batch, seq)")
+    check_ndim(input_ids, "input_ids", 2)
+    if attention_mask is not None:
+        check_instance(attention_mask, "attention_mask", torch.Tensor, "a torch.Tensor of shape (batch, seq) or None")
+        check_ndim(attention_mask, "attention_mask", 2)
     if token_type_ids is not None:
         check_instance(token_type_ids, "token_type_ids", torch.Tensor, "a torch.Tensor of shape (batch, seq) or None")
-    kwargs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
+    kwargs: dict[str, torch.Tensor | None] = {"input_ids": input_ids, "attention_mask": attention_mask}
     if token_type_ids is not None and getattr(getattr(encoder, "config", None), "type_vocab_size", 0) > 1:
         kwargs["token_type_ids"] = token_type_ids
     hidden: torch.Tensor = encoder(**kwargs).last_hidden_state
     if pooling == "cls":
         return hidden[:, 0]
+    if attention_mask is None:
+        return hidden.mean(dim=1)
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp_min(1.0)
 
