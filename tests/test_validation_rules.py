@@ -22,6 +22,7 @@ from uncertank.validation import (
     check_real,
     check_scale,
     check_seed,
+    check_tensor,
     check_unit_interval,
 )
 
@@ -178,3 +179,20 @@ def test_check_keys_lists_what_is_missing():
     check_keys({"a": 1, "b": 2}, "d", ("a", "b"))
     with pytest.raises(ValueError, match=r"^d must hold the keys 'a', 'b' and 'c'; it lacks 'b', 'c'$"):
         check_keys({"a": 1}, "d", ("a", "b", "c"))
+
+
+def test_check_tensor_is_the_tensor_rule():
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(2, 3)
+    assert check_tensor(t, "x", ndim=2) is t
+    assert check_tensor(torch.tensor([1.0, float("inf")]), "x", finite=False).shape == (2,)
+    for bad, error, message in (
+        (np.zeros(3), TypeError, "x must be a torch tensor; got ndarray"),
+        (torch.tensor([True]), TypeError, "x must hold real numbers; got a tensor of torch.bool"),
+        (torch.tensor([1j]), TypeError, "x must hold real numbers; got a tensor of torch.complex64"),
+        (torch.tensor([float("nan"), 1.0, float("inf")]), ValueError, "x must be finite; got 2 NaN or infinite"),
+    ):
+        with pytest.raises(error, match="^" + re.escape(message)):
+            check_tensor(bad, "x")
+    with pytest.raises(ValueError, match=r"^x must be 2-D"):
+        check_tensor(torch.zeros(3), "x", ndim=2)

@@ -63,6 +63,7 @@ __all__ = [
     "check_same_length",
     "check_scale",
     "check_seed",
+    "check_tensor",
     "check_tokenizer",
     "check_unique",
     "check_unit_interval",
@@ -336,6 +337,41 @@ def check_number(value: object, name: str, what: str = "a number") -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be {what}; got {type(value).__name__} {value!r}")
     return _float_of(value, name, what)
+
+
+def check_tensor(value: object, name: str, *, ndim: int | tuple[int, ...] | None = None, finite: bool = True) -> Any:
+    """Raise unless ``value`` is a torch tensor of real numbers (of rank ``ndim``, finite when ``finite``); return it.
+
+    The rule for a tensor argument, as :func:`as_float_array` is for an
+    array: a bool or complex tensor is a TypeError; a NaN or an infinity
+    in a floating tensor a ValueError, counted. torch is read off the loaded
+    modules, so this module does not import it (a tensor exists only once
+    torch is imported); the return is typed ``Any`` for that reason, and is
+    the ``torch.Tensor`` given.
+
+    Examples
+    --------
+    >>> import torch
+    >>> check_tensor(torch.ones(2, 3), "features", ndim=2).shape
+    torch.Size([2, 3])
+    >>> check_tensor(torch.tensor([1.0, float("nan")]), "scores")
+    Traceback (most recent call last):
+    ...
+    ValueError: scores must be finite; got 1 NaN or infinite values
+    """
+    finite = check_bool(finite, "finite")
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor; got {type(value).__name__}")
+    if value.dtype.is_complex or value.dtype == torch.bool:
+        raise TypeError(f"{name} must hold real numbers; got a tensor of {value.dtype}")
+    if ndim is not None:
+        check_ndim(value, name, ndim)
+    if finite and value.is_floating_point():
+        bad = ~torch.isfinite(value)
+        if bool(bad.any()):
+            raise ValueError(f"{name} must be finite; got {int(bad.sum())} NaN or infinite values")
+    return value
 
 
 def check_broadcast(shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:

@@ -62,10 +62,10 @@ from uncertank.validation import (
     as_float_array,
     check_choice,
     check_instance,
-    check_ndim,
     check_nonnegative,
     check_real,
     check_scale,
+    check_tensor,
 )
 
 __all__ = [
@@ -90,11 +90,9 @@ def _as_f64(value: Any, name: str, ndim: int) -> torch.Tensor:
     """``value`` (an array-like or a real tensor of rank ``ndim``, finite) as a float64 CPU tensor; else an error."""
     if not isinstance(value, torch.Tensor):
         return torch.from_numpy(np.array(as_float_array(value, name, ndim=ndim)))  # cpu: float64 posterior; a copy
-    if value.dtype.is_complex or value.dtype == torch.bool:
-        raise TypeError(f"{name} must hold real numbers; got a tensor of {value.dtype}")
-    check_ndim(value, name, ndim)
+    check_tensor(value, name, ndim=ndim)
     out = value.detach().to(device="cpu", dtype=_F64)
-    if not bool(torch.isfinite(out).all()):
+    if not bool(torch.isfinite(out).all()):  # an integer tensor past float64's range, read as infinite
         raise ValueError(f"{name} must be finite; got {int((~torch.isfinite(out)).sum())} non-finite values")
     return out
 
@@ -260,10 +258,7 @@ def probit(mean: Any, variance: Any) -> Any:
         check_instance(mean, "mean", torch.Tensor, "a torch tensor, as variance is")
         check_instance(variance, "variance", torch.Tensor, "a torch tensor, as mean is")
         for name, t in (("mean", mean), ("variance", variance)):
-            if t.dtype.is_complex or t.dtype == torch.bool:
-                raise TypeError(f"{name} must hold real numbers; got a tensor of {t.dtype}")
-            if not bool(torch.isfinite(t).all()):
-                raise ValueError(f"{name} must be finite; got {int((~torch.isfinite(t)).sum())} non-finite values")
+            check_tensor(t, name)
         if bool((variance < 0).any()):
             raise ValueError(f"variance must be >= 0; got {int((variance < 0).sum())} negative values")
         _broadcast(tuple(mean.shape), tuple(variance.shape))

@@ -45,6 +45,7 @@ from uncertank.validation import (
     check_nonnegative,
     check_positive_int,
     check_scale,
+    check_tensor,
 )
 from uncertank_pgdrr.polya_gamma import random_polya_gamma
 
@@ -66,14 +67,8 @@ DEFAULT_JITTER = 1e-6
 
 def _tensor(value: object, name: str, ndim: int) -> Tensor:
     """``value`` as a tensor of rank ``ndim`` holding finite real numbers; else the error naming ``name``."""
-    check_instance(value, name, Tensor, "a torch tensor")
-    assert isinstance(value, Tensor)
-    check_ndim(value, name, ndim)
-    if value.dtype.is_complex or value.dtype == torch.bool:
-        raise TypeError(f"{name} must hold real numbers; got a tensor of {value.dtype}")
-    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-        raise ValueError(f"{name} must be finite; got {int((~torch.isfinite(value)).sum())} NaN or infinite values")
-    return value
+    tensor: Tensor = check_tensor(value, name, ndim=ndim)
+    return tensor
 
 
 def _same_device(first: Tensor, first_name: str, other: Tensor, name: str) -> None:
@@ -156,9 +151,8 @@ def rbf_kernel(
     if a1.shape[1] != a2.shape[1]:
         raise ValueError(f"x2 must have the width of x1 ({a1.shape[1]} columns); got {a2.shape[1]}")
     if isinstance(length_scale, Tensor):
-        if length_scale.dtype.is_complex or length_scale.dtype == torch.bool:
-            raise TypeError(f"length_scale must hold real numbers; got a tensor of {length_scale.dtype}")
-        if not bool((torch.isfinite(length_scale) & (length_scale > 0)).all()):
+        check_tensor(length_scale, "length_scale")
+        if not bool((length_scale > 0).all()):
             raise ValueError("length_scale must be finite and > 0")
     else:
         length_scale = check_scale(length_scale, "length_scale")
