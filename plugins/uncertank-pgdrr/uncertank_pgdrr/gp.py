@@ -555,15 +555,15 @@ class GaussianProcessHead(nn.Module):
         seed = check_positive_int(seed, "seed", minimum=0, maximum=(2**64 - 2**32) // 1_000_003)  # seeds the refits
         learn_length_scale = check_bool(learn_length_scale, "learn_length_scale")
         try:
-            self._build(in_features, projection_dim, length_scale, output_scale, bank_size, n_chains, n_bank_steps,
-                        jitter, n_quadrature, seed, learn_length_scale)
+            self._allocate_state(in_features, projection_dim, length_scale, output_scale, bank_size, n_chains,
+                                 n_bank_steps, jitter, n_quadrature, seed, learn_length_scale)
         except (RuntimeError, MemoryError) as exc:  # torch's allocator refuses sizes that do not fit in memory
             raise ValueError(
                 f"in_features={in_features}, projection_dim={projection_dim}, bank_size={bank_size} and "
                 f"n_chains={n_chains} ask for tensors that cannot be allocated ({type(exc).__name__}: {exc})"
             ) from exc
 
-    def _build(
+    def _allocate_state(
         self, in_features: int, projection_dim: int | None, length_scale: float, output_scale: float, bank_size: int,
         n_chains: int, n_bank_steps: int, jitter: float, n_quadrature: int, seed: int, learn_length_scale: bool,
     ) -> None:
