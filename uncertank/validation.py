@@ -145,8 +145,10 @@ def as_float_array(
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric (real numbers); got {type(x).__name__} ({exc})") from None
     _check_rank(arr, name, ndim, allow_empty=allow_empty)
-    bad = (np.isinf(arr) if not allow_infinite else np.zeros(arr.shape, dtype=bool)) | \
-        (np.isnan(arr) if not allow_nan else np.zeros(arr.shape, dtype=bool))
+    if allow_infinite and allow_nan:
+        return arr
+    # one pass over the values on the common path (every metric's input): neither is allowed
+    bad = np.isnan(arr) if allow_infinite else np.isinf(arr) if allow_nan else ~np.isfinite(arr)
     if bad.any():
         allowed = " (infinities allowed)" if allow_infinite and not allow_nan else \
             " (NaN allowed)" if allow_nan and not allow_infinite else ""
